@@ -1,0 +1,40 @@
+# shimkit — see README.md. `make test` is what CI runs.
+SHELL := /bin/bash
+GO ?= go
+# Real-parts tests need root; the whole suite stays well under 30 minutes.
+TEST_TIMEOUT ?= 25m
+FUZZTIME ?= 30s
+
+.PHONY: all test test-unit lint bins fuzz bench tools
+
+all: lint test
+
+## bins: build and cache the external test binaries (kube-apiserver, etcd, containerd 1.7/2.2/2.3).
+bins:
+	hack/bins.sh
+
+## test: everything CI runs: unit, envtest, real-containerd tests and the fuzz seed corpora.
+test: bins
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+## test-unit: tests that need no external binary.
+test-unit:
+	$(GO) test -short -count=1 ./...
+
+## lint: gofmt, go vet and golangci-lint (built from the tools module).
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	cd hack/tools && $(GO) tool golangci-lint run --config ../../.golangci.yml ../../...
+
+## fuzz: run every fuzz target for FUZZTIME each.
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+## bench: the benchmarks behind BENCHMARKS.md.
+bench: bins
+	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Builds the external binaries the tests run from the Go module proxy and caches
+# them per version under $SHIMKIT_CACHE (default: the user cache dir), so a
+# second run rebuilds nothing.
+#
+#   hack/bins.sh            envtest (kube-apiserver, etcd) and the containerd matrix
+#   hack/bins.sh cluster    also kubelet, kube-controller-manager, kube-scheduler, kubectl
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=versions.env
+. "$here/versions.env"
+cache=${SHIMKIT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/shimkit}
+tags="no_btrfs no_devmapper no_zfs"
+
+# build DIR NAME... -- CMD...: runs CMD with $out set to a temporary directory
+# when DIR lacks any of NAME, then moves the results into DIR.
+build() {
+	local dir=$1; shift
+	local names=()
+	while [ "$1" != "--" ]; do names+=("$1"); shift; done
+	shift
+	local missing=0 n
+	for n in "${names[@]}"; do [ -x "$dir/$n" ] || missing=1; done
+	if [ $missing = 0 ]; then echo "bins: cached $dir"; return; fi
+	echo "bins: building ${names[*]} into $dir"
+	local start=$SECONDS
+	mkdir -p "$dir"
+	out=$(mktemp -d "$dir/.build.XXXXXX")
+	"$@"
+	for n in "${names[@]}"; do mv -f "$out/$n" "$dir/$n"; done
+	rm -rf "$out"
+	echo "bins: built ${names[*]} in $((SECONDS - start))s"
+}
+
+kube_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 -X k8s.io/component-base/version.gitTreeState=clean"
+kube() { (cd "$here/tools/kube" && CGO_ENABLED=0 go build -trimpath -ldflags "$kube_ldflags" -o "$out/" "${@/#/k8s.io/kubernetes/cmd/}"); }
+etcd() { (cd "$here/tools/etcd" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3); }
+containerd1() {
+	(cd "$here/tools/containerd1" && for c in containerd ctr containerd-shim-runc-v2; do
+		go build -trimpath -tags "$tags" -ldflags "-s -w -X github.com/containerd/containerd/version.Version=$CONTAINERD_17_VERSION" -o "$out/$c" "github.com/containerd/containerd/cmd/$c"
+	done)
+}
+containerd2() {
+	local v=$1
+	GOBIN=$out GOFLAGS=-buildvcs=false go install -trimpath -tags "$tags" -ldflags "-s -w" \
+		"github.com/containerd/containerd/v2/cmd/containerd@$v" \
+		"github.com/containerd/containerd/v2/cmd/ctr@$v" \
+		"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$v"
+}
+
+build "$cache/bin/kube-$KUBE_VERSION" kube-apiserver -- kube kube-apiserver
+build "$cache/bin/etcd-$ETCD_VERSION" etcd -- etcd
+for v in "$CONTAINERD_22_VERSION" "$CONTAINERD_23_VERSION"; do
+	build "$cache/bin/containerd-$v" containerd ctr containerd-shim-runc-v2 -- containerd2 "$v"
+done
+build "$cache/bin/containerd-$CONTAINERD_17_VERSION" containerd ctr containerd-shim-runc-v2 -- containerd1
+if [ "${1:-}" = cluster ]; then
+	build "$cache/bin/kube-$KUBE_VERSION" kubelet kube-controller-manager kube-scheduler kubectl -- \
+		kube kubelet kube-controller-manager kube-scheduler kubectl
+fi

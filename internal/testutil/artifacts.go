@@ -1,0 +1,154 @@
+package testutil
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// ShimArchive is a shim packed the way releases ship them.
+type ShimArchive struct {
+	Name   string // the shim name: the binary is containerd-shim-<Name>-v2
+	Data   []byte // the .tar.gz bytes
+	SHA256 string // hex sha256 of Data
+	Binary []byte // the shim binary inside
+}
+
+// BinaryName is the file name of the shim binary in the archive.
+func (a ShimArchive) BinaryName() string { return "containerd-shim-" + a.Name + "-v2" }
+
+// NewShimArchive packs a real shim, a copy of the runc shim at runcShim named
+// containerd-shim-<name>-v2, into a .tar.gz. extra adds further files (for
+// example a README or a version file that makes two archives differ).
+func NewShimArchive(t testing.TB, name, runcShim string, extra map[string]string) ShimArchive {
+	t.Helper()
+	bin, err := os.ReadFile(runcShim)
+	if err != nil {
+		t.Fatalf("read shim %s: %v", runcShim, err)
+	}
+	a := ShimArchive{Name: name, Binary: bin}
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	write := func(name string, mode int64, data []byte) {
+		hdr := &tar.Header{Name: name, Mode: mode, Size: int64(len(data)), Typeflag: tar.TypeReg, ModTime: time.Unix(1700000000, 0)}
+		if err := tw.WriteHeader(hdr); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(a.BinaryName(), 0o755, bin)
+	for n, content := range extra {
+		write(n, 0o644, []byte(content))
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	a.Data = buf.Bytes()
+	a.SHA256 = SHA256Hex(a.Data)
+	return a
+}
+
+// SHA256Hex returns the hex sha256 of data.
+func SHA256Hex(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// FileServer is a local HTTP server for shim artifacts, with faults that
+// tests can inject per path.
+type FileServer struct {
+	*httptest.Server
+
+	mu       sync.Mutex
+	files    map[string][]byte
+	faults   map[string][]Fault
+	requests atomic.Int64
+}
+
+// Fault changes how the server answers one request for a path.
+type Fault struct {
+	Status   int           // answer with this status and no body
+	Delay    time.Duration // wait this long before answering
+	Truncate int           // send only this many bytes of the body, then close the connection
+}
+
+// StartFileServer starts a FileServer and closes it in t.Cleanup.
+func StartFileServer(t testing.TB) *FileServer {
+	t.Helper()
+	s := &FileServer{files: map[string][]byte{}, faults: map[string][]Fault{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Add serves data at path and returns its URL.
+func (s *FileServer) Add(path string, data []byte) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.files[path] = data
+	return s.URL + path
+}
+
+// Inject queues faults for the next requests of path, one per request.
+func (s *FileServer) Inject(path string, faults ...Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults[path] = append(s.faults[path], faults...)
+}
+
+// Requests returns how many requests the server has answered.
+func (s *FileServer) Requests() int64 { return s.requests.Load() }
+
+func (s *FileServer) serve(w http.ResponseWriter, r *http.Request) {
+	s.requests.Add(1)
+	s.mu.Lock()
+	data, ok := s.files[r.URL.Path]
+	var f Fault
+	if q := s.faults[r.URL.Path]; len(q) > 0 {
+		f, s.faults[r.URL.Path] = q[0], q[1:]
+	}
+	s.mu.Unlock()
+	if f.Delay > 0 {
+		select {
+		case <-time.After(f.Delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if f.Status != 0 {
+		http.Error(w, http.StatusText(f.Status), f.Status)
+		return
+	}
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	if f.Truncate > 0 && f.Truncate < len(data) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(data[:f.Truncate])
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				conn.Close()
+			}
+		}
+		return
+	}
+	http.ServeContent(w, r, r.URL.Path, time.Time{}, bytes.NewReader(data))
+}

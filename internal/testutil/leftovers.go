@@ -1,0 +1,135 @@
+package testutil
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Teardown removes every pod sandbox through CRI (so shims, mounts and
+// cgroups go with them), stops containerd, then checks that no process or
+// mount of this containerd is left. Leftovers are cleaned up and reported as
+// an error.
+func (c *Containerd) Teardown(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	var errs []error
+	if c.cmd != nil {
+		if err := c.removeSandboxes(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := c.Stop(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if procs := ProcessesMentioning(c.Dir); len(procs) > 0 {
+		for _, p := range procs {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+		errs = append(errs, fmt.Errorf("processes left behind: %v", procs))
+	}
+	if mounts := MountsUnder(c.Dir); len(mounts) > 0 {
+		for _, m := range mounts {
+			_ = syscall.Unmount(m, syscall.MNT_DETACH)
+		}
+		errs = append(errs, fmt.Errorf("mounts left behind: %v", mounts))
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Containerd) removeSandboxes(ctx context.Context) error {
+	rt, closeConn, err := c.dial()
+	if err != nil {
+		return err
+	}
+	defer closeConn()
+	list, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		return fmt.Errorf("list pod sandboxes: %w", err)
+	}
+	var errs []error
+	for _, sb := range list.GetItems() {
+		if _, err := rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
+			errs = append(errs, fmt.Errorf("stop sandbox %s: %w", sb.Id, err))
+		}
+		if _, err := rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
+			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", sb.Id, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ProcessesMentioning returns the pids of processes whose command line
+// contains s (for example a containerd's state directory or socket, which its
+// shims are started with).
+func ProcessesMentioning(s string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	self := os.Getpid()
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		if strings.Contains(string(cmdline), s) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// MountsUnder returns the mount points at or below dir, deepest first.
+func MountsUnder(dir string) []string {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var mounts []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		mp := unescapeMountinfo(fields[4])
+		if mp == dir || strings.HasPrefix(mp, dir+"/") {
+			mounts = append(mounts, mp)
+		}
+	}
+	sort.Slice(mounts, func(i, j int) bool { return len(mounts[i]) > len(mounts[j]) })
+	return mounts
+}
+
+// unescapeMountinfo undoes the octal escapes (\040 for space) of mountinfo.
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
