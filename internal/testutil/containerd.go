@@ -3,6 +3,7 @@ package testutil
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -282,4 +283,28 @@ func (c *Containerd) LogTail() string {
 		lines = lines[len(lines)-30:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// CRIConfig returns the CRI plugin's effective configuration, as its verbose
+// Status reports it (the "config" JSON), and the runtime handlers it
+// announces (containerd 2.x only; nil on 1.x).
+func (c *Containerd) CRIConfig(ctx context.Context) (map[string]any, []string, error) {
+	rt, closeConn, err := c.dial()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer closeConn()
+	st, err := rt.Status(ctx, &runtimeapi.StatusRequest{Verbose: true})
+	if err != nil {
+		return nil, nil, fmt.Errorf("CRI Status: %w", err)
+	}
+	cfg := map[string]any{}
+	if err := json.Unmarshal([]byte(st.Info["config"]), &cfg); err != nil {
+		return nil, nil, fmt.Errorf("CRI Status config: %w", err)
+	}
+	var handlers []string
+	for _, h := range st.GetRuntimeHandlers() {
+		handlers = append(handlers, h.Name)
+	}
+	return cfg, handlers, nil
 }

@@ -1,0 +1,172 @@
+package containerdconfig
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"strconv"
+)
+
+// Mode chooses between editing the config file and writing a drop-in.
+type Mode int
+
+const (
+	// ModeAuto writes a drop-in when the config imports a directory a
+	// drop-in can go to and containerd merges drop-ins deeply (schema 3 and
+	// up, or a distribution that merges them itself); otherwise it edits the
+	// config file.
+	ModeAuto Mode = iota
+	// ModeFile always edits the config file (or template).
+	ModeFile
+	// ModeDropIn always writes a drop-in, and fails when there is nowhere
+	// to write one.
+	ModeDropIn
+)
+
+// ErrNoDropIn: ModeDropIn was asked for but the config imports no
+// directory a drop-in can go to.
+var ErrNoDropIn = errors.New("config imports no drop-in directory")
+
+// Target is a node's containerd configuration: its root filesystem and the
+// distribution's layout.
+type Target struct {
+	// Root is where the node's root filesystem is: "/" on the node itself,
+	// the host mount in a privileged pod, or an image's root filesystem.
+	Root   string
+	Preset Preset
+	Mode   Mode
+}
+
+// plan is where an edit for one handler goes.
+type plan struct {
+	nodePath string // the file on the node, for messages
+	local    string // the file on this machine
+	seed     []byte // content assumed when the file does not exist; nil: it must exist
+	template bool   // a k3s/RKE2 Go template
+	opts     addOptions
+	rendered *Config // the config k3s/RKE2 render, to respect what they generate
+}
+
+// Seeds of files shimkit creates. Each carries a comment, so that a file a
+// user wrote is never mistaken for one shimkit may delete.
+func configSeed(version int) []byte {
+	return []byte("# Created by shimkit for runtime handlers; deleted when the last one is removed.\nversion = " + strconv.Itoa(version) + "\n")
+}
+
+func dropInSeed(name string, version int) []byte {
+	return []byte("# Runtime handler " + strconv.Quote(name) + " for containerd, written by shimkit.\nversion = " + strconv.Itoa(version) + "\n")
+}
+
+var templateSeed = []byte("# Created by shimkit: the distribution's config plus runtime handlers.\n" + baseTemplateSeed)
+
+func dropInName(handler string) string { return "shimkit-" + handler + ".toml" }
+
+func (t Target) local(nodePath string) string { return hostPath(t.Root, nodePath) }
+
+// readOptional reads a file that may not exist.
+func readOptional(p string) ([]byte, bool, error) {
+	data, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return data, true, nil
+}
+
+// plan decides which file the edit for handler goes to.
+func (t Target) plan(handler string) (plan, error) {
+	p := t.Preset
+	switch p.Name {
+	case PresetK3s, PresetRKE2:
+		return t.planRancher(handler)
+	case PresetK0s:
+		version := 2
+		if data, ok, err := readOptional(t.local(p.Config)); err != nil {
+			return plan{}, err
+		} else if ok {
+			cfg, err := Parse(p.Config, data)
+			if err != nil {
+				return plan{}, err
+			}
+			version = cfg.Version
+		}
+		return t.dropIn(path.Join(p.dropInDir, dropInName(handler)), handler, version), nil
+	}
+	data, ok, err := readOptional(t.local(p.Config))
+	if err != nil {
+		return plan{}, err
+	}
+	if !ok {
+		if p.Name != PresetContainerd || t.Mode == ModeDropIn {
+			return plan{}, &FileError{Path: p.Config, Err: fs.ErrNotExist}
+		}
+		return plan{nodePath: p.Config, local: t.local(p.Config), seed: configSeed(2)}, nil
+	}
+	cfg, err := Parse(p.Config, data)
+	if err != nil {
+		return plan{}, err
+	}
+	if t.Mode != ModeFile && cfg.Version >= 3 {
+		for _, imp := range cfg.Imports {
+			if dir := importDir(p.Config, imp, dropInName(handler)); dir != "" {
+				return t.dropIn(path.Join(dir, dropInName(handler)), handler, cfg.Version), nil
+			}
+		}
+	}
+	if t.Mode == ModeDropIn {
+		return plan{}, &FileError{Path: p.Config, Key: "imports",
+			Err: fmt.Errorf("%w (containerd 1.x replaces whole plugin sections from drop-ins, so shimkit writes drop-ins only for schema 3 and up)", ErrNoDropIn)}
+	}
+	return plan{nodePath: p.Config, local: t.local(p.Config)}, nil
+}
+
+// dropIn plans a drop-in whose version equals the root config's: a higher
+// one makes containerd 2.3.0–2.3.4 refuse to start and 2.0–2.2 skip
+// migrating the root.
+func (t Target) dropIn(nodePath, handler string, version int) plan {
+	return plan{nodePath: nodePath, local: t.local(nodePath), seed: dropInSeed(handler, version), opts: addOptions{hasRunc: true}}
+}
+
+// planRancher plans an edit for k3s and RKE2, which render containerd's
+// config on every start: a drop-in when the rendered config imports the
+// drop-in directory, the template otherwise. The rendered file itself is
+// never edited.
+func (t Target) planRancher(handler string) (plan, error) {
+	p := t.Preset
+	data, ok, err := readOptional(t.local(p.Config))
+	if err != nil {
+		return plan{}, err
+	}
+	if !ok {
+		return plan{}, &FileError{Path: p.Config, Err: fmt.Errorf("%w: %s renders this file on start; without it shimkit cannot tell which template (config.toml.tmpl or config-v3.toml.tmpl) is read", fs.ErrNotExist, p.Name)}
+	}
+	rendered, err := Parse(p.Config, data)
+	if err != nil {
+		return plan{}, err
+	}
+	tmpl, dropDir := "config.toml.tmpl", "config.toml.d"
+	if rendered.Version >= 3 {
+		tmpl, dropDir = "config-v3.toml.tmpl", "config-v3.toml.d"
+	}
+	if t.Mode != ModeFile {
+		want := path.Join(p.agentDir, dropDir)
+		for _, imp := range rendered.Imports {
+			if importDir(p.Config, imp, dropInName(handler)) == want {
+				return t.dropIn(path.Join(want, dropInName(handler)), handler, rendered.Version), nil
+			}
+		}
+		if t.Mode == ModeDropIn {
+			return plan{}, &FileError{Path: p.Config, Key: "imports", Err: fmt.Errorf("%w: %s is not imported", ErrNoDropIn, want)}
+		}
+	}
+	nodePath := path.Join(p.agentDir, tmpl)
+	return plan{
+		nodePath: nodePath, local: t.local(nodePath), seed: templateSeed, template: true,
+		opts:     addOptions{version: rendered.Version, hasRunc: true},
+		rendered: rendered,
+	}, nil
+}
