@@ -1,6 +1,7 @@
 package containerdconfig
 
 import (
+	"bytes"
 	"fmt"
 	"reflect"
 	"slices"
@@ -159,6 +160,14 @@ func adopt(path string, data []byte, exprs []expr, key []string, s style, name s
 				}
 				break
 			}
+		}
+		// Blank lines before the next table stay too.
+		for end > e.start && isBlankLineBefore(data, end) {
+			end = trimOneNewline(data, end)
+		}
+		if n := len(spans); n > 0 && len(bytes.TrimSpace(data[spans[n-1].end:e.start])) == 0 {
+			spans[n-1].end = end // only blank lines between: one span
+			continue
 		}
 		spans = append(spans, span{e.start, end})
 	}

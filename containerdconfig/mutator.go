@@ -70,12 +70,9 @@ func (u *Uninstall) Apply(ctx context.Context) (*Change, error) {
 // itself (k3s adds runtimes for shims it finds): the rendered config would
 // define it twice. When the generated table is what was asked for, the edit
 // is a no-op.
+// template is the masked template the edit works on.
 func checkGenerated(p plan, template []byte, h RuntimeHandler) error {
-	masked, err := maskTemplate(p.nodePath, template)
-	if err != nil {
-		return err
-	}
-	blocks, err := findBlocks(p.nodePath, masked.data, scan(masked.data))
+	blocks, err := findBlocks(p.nodePath, template, scan(template))
 	if err != nil {
 		return err
 	}

@@ -121,7 +121,11 @@ func (t Target) plan(handler string) (plan, error) {
 		return plan{}, &FileError{Path: p.Config, Key: "imports",
 			Err: fmt.Errorf("%w (containerd 1.x replaces whole plugin sections from drop-ins, so shimkit writes drop-ins only for schema 3 and up)", ErrNoDropIn)}
 	}
-	return plan{nodePath: p.Config, local: t.local(p.Config)}, nil
+	pl := plan{nodePath: p.Config, local: t.local(p.Config)}
+	if p.Name == PresetContainerd {
+		pl.seed = configSeed(2) // a file shimkit created goes with its last handler
+	}
+	return pl, nil
 }
 
 // dropIn plans a drop-in whose version equals the root config's: a higher

@@ -1,0 +1,75 @@
+// Package containerdconfig registers containerd runtime handlers without
+// losing a byte of the user's configuration, for every containerd schema
+// (versions 1 to 4) and for the layouts of the common Kubernetes
+// distributions.
+//
+// # Guarantees
+//
+//   - Parsing uses go-toml/v2; the schema version (a missing version is 1),
+//     imports, handlers and default runtime are read from the decoded file,
+//     never guessed from text.
+//   - What shimkit adds sits between marker comments
+//     ("# >>> shimkit: runtime handler "spin" ... >>>"). Everything outside
+//     the markers stays byte for byte: comments, key order, quoting, blank
+//     lines, CRLF line endings.
+//   - Adding a handler that is already there with identical settings changes
+//     nothing and reports Changed() == false, so the caller does not restart
+//     containerd. A handler shimkit added before is updated in place; one the
+//     user wrote with other settings is replaced in place by a managed block.
+//   - Removing a handler removes exactly its managed block, so add then
+//     remove gives back the original bytes. A handler shimkit did not write
+//     is never removed.
+//   - Every edit is parsed again before anything is written, and must keep
+//     every other setting with the same value. Bad input (invalid TOML, a
+//     handler name that is not a DNS label, a template shimkit does not
+//     understand, an edit that would collide with other tables) returns a
+//     *FileError naming the file, line and key, wrapping a sentinel error
+//     (ErrParse, ErrInvalidHandler, ErrTemplate, ErrConflict, ...), and no
+//     file is touched.
+//   - Files are written atomically (temporary file in the same directory,
+//     fsync, mode and owner kept, rename, fsync of the directory). A backup
+//     of each original stays next to it until the Change is committed or
+//     rolled back; Rollback restores the originals byte for byte, and
+//     Restore recovers a change a crash left pending.
+//
+// # Where the handler goes
+//
+// Schemas 1 and 2 are containerd 1.x (CRI plugin "cri" and
+// "io.containerd.grpc.v1.cri"); 3 and 4 are containerd 2.x
+// ("io.containerd.cri.v1.runtime"). On 1.x, defining any runtime drops the
+// built-in runc, so a file that does not define runc gets a second managed
+// block that keeps it, removed with the last shimkit handler.
+//
+// With containerd 2.x (schema 3 and up), when the root config imports a
+// directory (2.2+ default configs import /etc/containerd/conf.d/*.toml),
+// the handler goes to its own drop-in, shimkit-<handler>.toml, whose version
+// equals the root's: a higher one makes containerd 2.3.0–2.3.4 refuse to
+// start and 2.0–2.2 skip migrating the root. containerd 1.x replaces whole
+// plugin sections from drop-ins, so there the root file is edited. Mode
+// overrides the choice.
+//
+// # Distributions
+//
+// A Preset names the files of a distribution and the systemd units that
+// restart containerd. Detect checks them in a fixed order (k3s, RKE2,
+// MicroK8s, k0s, then plain containerd); PresetNamed is the explicit
+// override.
+//
+//   - containerd (kind, minikube, kubeadm, AKS, EKS, GKE):
+//     /etc/containerd/config.toml, unit containerd. A missing file is created
+//     and deleted again with the last handler.
+//   - k3s and RKE2 render config.toml from config.toml.tmpl (or
+//     config-v3.toml.tmpl for containerd 2) on every start. shimkit never
+//     edits the rendered file and never copies it into the template: it
+//     writes a drop-in into config.toml.d (config-v3.toml.d) when the rendered
+//     config imports it, and otherwise edits or creates a template that keeps
+//     {{ template "base" . }}. A handler the distribution already generates
+//     is left alone (no-op when identical, ErrConflict otherwise).
+//   - MicroK8s: /var/snap/microk8s/current/args/containerd-template.toml,
+//     unit snap.microk8s.daemon-containerd.
+//   - k0s: a drop-in in /etc/k0s/containerd.d; k0s reloads it, no restart.
+//
+// The package imports nothing from Kubernetes clients and needs no running
+// containerd, so image builders can use it offline on a root filesystem
+// (Target.Root).
+package containerdconfig
