@@ -57,7 +57,7 @@ func (h RuntimeHandler) Validate() error {
 		}
 	}
 	if err := validateOptions("options", h.Options); err != nil {
-		return fmt.Errorf("%w: handler %s: %v", ErrInvalidHandler, h.Name, err)
+		return fmt.Errorf("%w: handler %s: %w", ErrInvalidHandler, h.Name, err)
 	}
 	return nil
 }

@@ -195,7 +195,7 @@ func verifyAdd(path string, before *Config, out []byte, handlerKey []string, wan
 	after, err := decode(path, out)
 	if err != nil {
 		return &FileError{Path: path, Key: dottedKey(handlerKey),
-			Err: fmt.Errorf("%w: adding the handler makes the file invalid (%v)", ErrConflict, err)}
+			Err: fmt.Errorf("%w: adding the handler makes the file invalid: %w", ErrConflict, err)}
 	}
 	if got, _ := lookup(after, handlerKey).(map[string]any); !reflect.DeepEqual(got, want) {
 		return &FileError{Path: path, Key: dottedKey(handlerKey),

@@ -198,7 +198,7 @@ func (c *Change) write() error {
 		if err != nil {
 			c.files = c.files[:i+1]
 			if rerr := c.Rollback(); rerr != nil {
-				return fmt.Errorf("write %s: %w; rollback failed too: %v", f.nodePath, err, rerr)
+				return fmt.Errorf("write %s: %w; rollback failed too: %w", f.nodePath, err, rerr)
 			}
 			return fmt.Errorf("write %s: %w (restored)", f.nodePath, err)
 		}

@@ -199,11 +199,6 @@ func runtimesOf(dump map[string]any) map[string]any {
 
 func deleteHandler(dump map[string]any, name string) { delete(runtimesOf(dump), name) }
 
-func hasRuntime(dump map[string]any, name string) bool {
-	_, ok := runtimesOf(dump)[name]
-	return ok
-}
-
 func keys(m map[string]any) []string {
 	var out []string
 	for k := range m {

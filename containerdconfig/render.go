@@ -36,7 +36,7 @@ func (s style) renderKeyPart(k string) (string, error) {
 	bare := k != ""
 	for i := 0; i < len(k); i++ {
 		c := k[i]
-		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+		if (c < 'A' || c > 'Z') && (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' && c != '_' {
 			bare = false
 			break
 		}
@@ -177,7 +177,7 @@ func (s style) renderHandler(runtimes []string, h RuntimeHandler) ([]byte, error
 		sub = map[string]any{"options": h.Options}
 	}
 	if err := s.renderTable(&b, header, h.fields(), sub); err != nil {
-		return nil, fmt.Errorf("%w: handler %s: %v", ErrInvalidHandler, h.Name, err)
+		return nil, fmt.Errorf("%w: handler %s: %w", ErrInvalidHandler, h.Name, err)
 	}
 	return b.Bytes(), nil
 }

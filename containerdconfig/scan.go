@@ -27,6 +27,7 @@ func scan(data []byte) []expr {
 	p.Reset(data)
 	var out []expr
 	var table []string
+	line, counted := 1, 0 // line number at offset counted
 	for p.NextExpression() {
 		n := p.Expression()
 		e := expr{kind: n.Kind}
@@ -54,7 +55,9 @@ func scan(data []byte) []expr {
 		}
 		e.start = lineStart(data, first)
 		e.end = lineEnd(data, last)
-		e.line = bytes.Count(data[:e.start], []byte("\n")) + 1
+		line += bytes.Count(data[counted:e.start], []byte("\n"))
+		counted = e.start
+		e.line = line
 		out = append(out, e)
 		// A comment after an expression on the same line is its sibling.
 		if c := n.Next(); c != nil && c.Valid() && c.Kind == unstable.Comment && n.Kind != unstable.Comment {

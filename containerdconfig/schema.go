@@ -168,5 +168,5 @@ func parseError(path string, err error) error {
 		}
 		return &FileError{Path: path, Line: line, Column: col, Key: key, Err: fmt.Errorf("%w: %s", ErrParse, de.Error())}
 	}
-	return &FileError{Path: path, Err: fmt.Errorf("%w: %v", ErrParse, err)}
+	return &FileError{Path: path, Err: fmt.Errorf("%w: %w", ErrParse, err)}
 }

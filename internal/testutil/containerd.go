@@ -103,8 +103,9 @@ type Containerd struct {
 	ConfigPath string
 	LogPath    string
 
-	cmd    *exec.Cmd
-	exited chan error
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed when the process has exited
+	exitErr error         // what Wait returned, once exited is closed
 }
 
 // StartContainerd writes config to a fresh directory, starts containerd on it
@@ -167,8 +168,8 @@ func (c *Containerd) Start(ctx context.Context) error {
 		return fmt.Errorf("start containerd %s: %w", c.Build.Version, err)
 	}
 	c.cmd = cmd
-	c.exited = make(chan error, 1)
-	go func() { c.exited <- cmd.Wait(); logf.Close() }()
+	c.exited = make(chan struct{})
+	go func() { c.exitErr = cmd.Wait(); logf.Close(); close(c.exited) }()
 	if err := c.WaitReady(ctx); err != nil {
 		return fmt.Errorf("containerd %s did not become ready: %w\n%s", c.Build.Version, err, c.LogTail())
 	}
@@ -205,11 +206,10 @@ func (c *Containerd) WaitReady(ctx context.Context) error {
 		}
 		last = err
 		select {
-		case err := <-c.exited:
-			c.exited <- err
-			return fmt.Errorf("process exited (%v); last CRI error: %v", err, last)
+		case <-c.exited:
+			return fmt.Errorf("process exited (%w); last CRI error: %w", c.exitErr, last)
 		case <-ctx.Done():
-			return fmt.Errorf("%w; last CRI error: %v", ctx.Err(), last)
+			return fmt.Errorf("%w; last CRI error: %w", ctx.Err(), last)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
