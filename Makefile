@@ -14,13 +14,18 @@ all: lint test
 bins:
 	hack/bins.sh
 
+GOTESTSUM := $(TOOLBIN)/gotestsum
+
+$(GOTESTSUM): hack/tools/go.mod
+	$(GO) -C hack/tools build -o $(GOTESTSUM) gotest.tools/gotestsum
+
 ## test: everything CI runs: unit, envtest, real-containerd tests and the fuzz seed corpora.
-test: bins
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+test: bins $(GOTESTSUM)
+	$(GOTESTSUM) --format testname -- -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 ## test-unit: tests that need no external binary.
-test-unit:
-	$(GO) test -short -count=1 ./...
+test-unit: $(GOTESTSUM)
+	$(GOTESTSUM) --format testname -- -short -count=1 ./...
 
 ## lint: gofmt, go vet and golangci-lint (built from the tools module).
 lint:
