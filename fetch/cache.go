@@ -1,0 +1,160 @@
+package fetch
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/opencontainers/go-digest"
+	"golang.org/x/sync/singleflight"
+)
+
+// Cache is a content-addressed store of verified artifacts
+// (<dir>/blobs/sha256/<hex>). A blob is only ever stored after its digest
+// was checked, so a node never downloads the same digest twice, and
+// concurrent fetches of the same artifact coalesce into one download.
+type Cache struct {
+	dir   string
+	group singleflight.Group
+}
+
+// NewCache opens (creating) a cache directory.
+func NewCache(dir string) (*Cache, error) {
+	if err := os.MkdirAll(filepath.Join(dir, "blobs", "sha256"), 0o755); err != nil {
+		return nil, fmt.Errorf("cache %s: %w", dir, err)
+	}
+	return &Cache{dir: dir}, nil
+}
+
+// Path returns where the blob of digest d is (or would be) stored.
+func (c *Cache) Path(d digest.Digest) string {
+	return filepath.Join(c.dir, "blobs", d.Algorithm().String(), d.Encoded())
+}
+
+// Has reports whether the blob of d is in the cache.
+func (c *Cache) Has(d digest.Digest) bool {
+	if d.Validate() != nil {
+		return false
+	}
+	fi, err := os.Stat(c.Path(d))
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// blob is a verified artifact on disk.
+type blob struct {
+	path   string
+	digest digest.Digest
+	size   int64
+	cached bool
+}
+
+// do runs fill once for concurrent callers with the same key.
+func (c *Cache) do(key string, fill func() (blob, error)) (blob, error) {
+	v, err, _ := c.group.Do(key, func() (any, error) { return fill() })
+	if err != nil {
+		return blob{}, err
+	}
+	return v.(blob), nil
+}
+
+// ingest copies r into the cache while hashing it, refusing more than limit
+// bytes, and stores it under its digest only when it matches want (when
+// want is set) and size (when size >= 0). Nothing unverified is ever
+// visible under blobs/.
+func (c *Cache) ingest(ctx context.Context, r io.Reader, want digest.Digest, size, limit int64, progress func(done, total int64)) (blob, error) {
+	tmp, err := os.CreateTemp(c.dir, ".ingest-")
+	if err != nil {
+		return blob{}, err
+	}
+	defer func() {
+		tmp.Close()
+		os.Remove(tmp.Name())
+	}()
+	h := sha256.New()
+	pr := &progressReader{r: r, total: size, fn: progress, ctx: ctx}
+	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(pr, limit+1))
+	if err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return blob{}, fmt.Errorf("%w after %d bytes: %w", ErrTruncated, n, err)
+		}
+		return blob{}, err
+	}
+	if n > limit {
+		return blob{}, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
+	}
+	if size >= 0 && n != size {
+		return blob{}, fmt.Errorf("%w: got %d of %d bytes", ErrTruncated, n, size)
+	}
+	got := digestOf(h)
+	if want != "" && got != want {
+		return blob{}, fmt.Errorf("%w: got %s, want %s", ErrDigestMismatch, got, want)
+	}
+	if err := tmp.Sync(); err != nil {
+		return blob{}, err
+	}
+	if err := tmp.Close(); err != nil {
+		return blob{}, err
+	}
+	if err := os.Rename(tmp.Name(), c.Path(got)); err != nil {
+		return blob{}, err
+	}
+	return blob{path: c.Path(got), digest: got, size: n}, nil
+}
+
+// cachedBlob returns the blob of d when the cache has it.
+func (c *Cache) cachedBlob(d digest.Digest) (blob, bool) {
+	if !c.Has(d) {
+		return blob{}, false
+	}
+	fi, err := os.Stat(c.Path(d))
+	if err != nil {
+		return blob{}, false
+	}
+	return blob{path: c.Path(d), digest: d, size: fi.Size(), cached: true}, true
+}
+
+func digestOf(h hash.Hash) digest.Digest { return digest.NewDigest(digest.SHA256, h) }
+
+// tempCache gives a fetch without a configured cache a private one, removed
+// when the fetch is done.
+func tempCache(c *Cache) (*Cache, func(), error) {
+	if c != nil {
+		return c, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "shimkit-fetch-")
+	if err != nil {
+		return nil, nil, err
+	}
+	tc, err := NewCache(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return tc, func() { os.RemoveAll(dir) }, nil
+}
+
+// progressReader reports bytes read and stops when ctx is done.
+type progressReader struct {
+	r     io.Reader
+	ctx   context.Context
+	done  int64
+	total int64
+	fn    func(done, total int64)
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	if err := p.ctx.Err(); err != nil {
+		return 0, err
+	}
+	n, err := p.r.Read(b)
+	p.done += int64(n)
+	if p.fn != nil && n > 0 {
+		p.fn(p.done, p.total)
+	}
+	return n, err
+}
