@@ -32,6 +32,12 @@ func assertShim(t *testing.T, dest string, a testutil.ShimArchive, res *fetch.Re
 	if !slices.Equal(res.Executables, []string{a.BinaryName()}) {
 		t.Errorf("executables %v, want [%s]", res.Executables, a.BinaryName())
 	}
+	assertShimBinary(t, dest, a)
+}
+
+// assertShimBinary checks the extracted shim binary's mode and size.
+func assertShimBinary(t *testing.T, dest string, a testutil.ShimArchive) {
+	t.Helper()
 	fi, err := os.Stat(filepath.Join(dest, a.BinaryName()))
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry"
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
@@ -84,6 +85,12 @@ func (f *OCIFetcher) Fetch(ctx context.Context, p Platform, dest string) (*Resul
 
 // registryError maps a registry's 401/403/404 to the package's sentinels.
 func registryError(err error) error {
+	if errors.Is(err, auth.ErrBasicCredentialNotFound) {
+		return fmt.Errorf("%w (no credentials for it): %w", ErrUnauthorized, err)
+	}
+	if errors.Is(err, errdef.ErrNotFound) {
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
 	var resp *errcode.ErrorResponse
 	if errors.As(err, &resp) {
 		switch resp.StatusCode {

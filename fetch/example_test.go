@@ -1,0 +1,67 @@
+package fetch_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+
+	"github.com/shimkit/shimkit/fetch"
+)
+
+// A shim released as a bare binary on a web server, pinned by digest.
+func ExampleHTTPFetcher() {
+	shim := []byte("\x7fELF...a shim binary...")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(shim) }))
+	defer srv.Close()
+
+	dest, _ := os.MkdirTemp("", "shim")
+	defer os.RemoveAll(dest)
+	f := fetch.NewHTTPFetcher(srv.URL+"/containerd-shim-demo-v2",
+		"6e8c7d8e0ee8c9cd2a70b06d8db6c5fdd1bc3cce0e6a1c2e07a08f6eb7c6c7c2", fetch.Options{})
+	_, err := f.Fetch(context.Background(), fetch.HostPlatform(), dest)
+	fmt.Println(err != nil && errors.Is(err, fetch.ErrDigestMismatch))
+
+	f = fetch.NewHTTPFetcher(srv.URL+"/containerd-shim-demo-v2", "", fetch.Options{})
+	res, err := f.Fetch(context.Background(), fetch.HostPlatform(), dest)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Executables)
+	// Output:
+	// true
+	// [containerd-shim-demo-v2]
+}
+
+// A shim artifact in an OCI registry, for the node's platform, with the
+// credentials of a Kubernetes pull secret.
+func ExampleOCIFetcher() {
+	pullSecret := []byte(`{"auths":{"registry.example:5000":{"username":"puller","password":"s3cret"}}}`)
+	f := &fetch.OCIFetcher{
+		Reference:        "registry.example:5000/shims/spin:v0.19.0",
+		DockerConfigJSON: pullSecret,
+		Options:          fetch.Options{Progress: func(done, total int64) { fmt.Printf("\r%d/%d bytes", done, total) }},
+	}
+	_ = f // f.Fetch(ctx, fetch.HostPlatform(), "/opt/shimkit/staging/spin")
+	fmt.Println(f.Reference)
+	// Output: registry.example:5000/shims/spin:v0.19.0
+}
+
+// An air-gapped node: the artifact was copied next to the installer.
+func ExampleLocalFetcher() {
+	dir, _ := os.MkdirTemp("", "airgap")
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "containerd-shim-demo-v2")
+	_ = os.WriteFile(bin, []byte("\x7fELF..."), 0o644)
+
+	res, err := (&fetch.LocalFetcher{Path: bin}).Fetch(context.Background(), fetch.HostPlatform(), filepath.Join(dir, "out"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Executables, res.Size)
+	// Output: [containerd-shim-demo-v2] 7
+}
