@@ -174,3 +174,18 @@ func (t Target) planRancher(handler string) (plan, error) {
 		rendered: rendered,
 	}, nil
 }
+
+// File returns the node path of the file an edit for handler goes to (the
+// config, a template or a drop-in), so that a caller can record it before
+// the edit for crash recovery (see Restore).
+func (t Target) File(handler string) (string, error) {
+	p, err := t.plan(handler)
+	if err != nil {
+		return "", err
+	}
+	return p.nodePath, nil
+}
+
+// LocalPath maps a node path to this machine, where the node's root
+// filesystem is at Root.
+func (t Target) LocalPath(nodePath string) string { return t.local(nodePath) }

@@ -21,6 +21,8 @@ type Preset struct {
 	// to try them; the first one loaded on the node is the one. Empty when
 	// no restart is needed (k0s reloads its drop-ins).
 	Units []string
+	// Socket is the node path of containerd's CRI socket.
+	Socket string
 
 	// agentDir is the containerd directory of k3s and RKE2.
 	agentDir string
@@ -46,14 +48,18 @@ var ErrUnknownPreset = errors.New("unknown distribution preset")
 func Presets() []Preset {
 	rancher := func(name string, units ...string) Preset {
 		dir := "/var/lib/rancher/" + name + "/agent/etc/containerd"
-		return Preset{Name: name, Config: dir + "/config.toml", Units: units, agentDir: dir}
+		// RKE2 keeps k3s's socket path.
+		return Preset{Name: name, Config: dir + "/config.toml", Units: units, Socket: "/run/k3s/containerd/containerd.sock", agentDir: dir}
 	}
 	return []Preset{
 		rancher(PresetK3s, "k3s", "k3s-agent"),
 		rancher(PresetRKE2, "rke2-server", "rke2-agent"),
-		{Name: PresetMicroK8s, Config: "/var/snap/microk8s/current/args/containerd-template.toml", Units: []string{"snap.microk8s.daemon-containerd"}},
-		{Name: PresetK0s, Config: "/etc/k0s/containerd.toml", dropInDir: "/etc/k0s/containerd.d"},
-		{Name: PresetContainerd, Config: "/etc/containerd/config.toml", Units: []string{"containerd"}},
+		{
+			Name: PresetMicroK8s, Config: "/var/snap/microk8s/current/args/containerd-template.toml",
+			Units: []string{"snap.microk8s.daemon-containerd"}, Socket: "/var/snap/microk8s/common/run/containerd.sock",
+		},
+		{Name: PresetK0s, Config: "/etc/k0s/containerd.toml", Socket: "/run/k0s/containerd.sock", dropInDir: "/etc/k0s/containerd.d"},
+		{Name: PresetContainerd, Config: "/etc/containerd/config.toml", Units: []string{"containerd"}, Socket: "/run/containerd/containerd.sock"},
 	}
 }
 

@@ -87,9 +87,11 @@ func (b ContainerdBuild) DefaultConfig(t testing.TB) []byte {
 // containerd processes.
 func (b ContainerdBuild) MinimalConfig() []byte {
 	if b.Major == 1 {
-		return []byte("version = 2\n\n[plugins.\"io.containerd.grpc.v1.cri\"]\n  restrict_oom_score_adj = true\n")
+		return []byte("version = 2\n\n[plugins.\"io.containerd.grpc.v1.cri\"]\n  restrict_oom_score_adj = true\n  sandbox_image = \"" + PauseImageRef + "\"\n")
 	}
-	return []byte("version = 3\n\n[plugins.\"io.containerd.cri.v1.runtime\"]\n  restrict_oom_score_adj = true\n\n[plugins.\"io.containerd.nri.v1.nri\"]\n  disable = true\n")
+	return []byte("version = 3\n\n[plugins.\"io.containerd.cri.v1.runtime\"]\n  restrict_oom_score_adj = true\n\n" +
+		"[plugins.\"io.containerd.cri.v1.images\".pinned_images]\n  sandbox = \"" + PauseImageRef + "\"\n\n" +
+		"[plugins.\"io.containerd.nri.v1.nri\"]\n  disable = true\n")
 }
 
 // Containerd is one real containerd process with its own root, state
@@ -103,6 +105,9 @@ type Containerd struct {
 	ConfigPath string
 	LogPath    string
 
+	// Path is prepended to containerd's PATH (after the build's directory).
+	Path string
+
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when the process has exited
 	exitErr error         // what Wait returned, once exited is closed
@@ -112,7 +117,7 @@ type Containerd struct {
 // and waits until CRI reports RuntimeReady. In t.Cleanup it removes every pod
 // sandbox, stops containerd and fails the test if a process or mount of it is
 // left behind.
-func StartContainerd(t testing.TB, b ContainerdBuild, config []byte) *Containerd {
+func StartContainerd(t testing.TB, b ContainerdBuild, config []byte, opts ...ContainerdOption) *Containerd {
 	t.Helper()
 	// Unix socket paths are limited to 108 bytes; t.TempDir() can be longer.
 	dir, err := os.MkdirTemp("", "ctd-")
@@ -127,6 +132,9 @@ func StartContainerd(t testing.TB, b ContainerdBuild, config []byte) *Containerd
 		Socket:     filepath.Join(dir, "c.sock"),
 		ConfigPath: filepath.Join(dir, "config.toml"),
 		LogPath:    filepath.Join(dir, "containerd.log"),
+	}
+	for _, o := range opts {
+		o(c)
 	}
 	if err := os.WriteFile(c.ConfigPath, config, 0o644); err != nil {
 		t.Fatal(err)
@@ -149,8 +157,33 @@ func StartContainerd(t testing.TB, b ContainerdBuild, config []byte) *Containerd
 	return c
 }
 
+// ContainerdOption changes how StartContainerd runs containerd.
+type ContainerdOption func(*Containerd)
+
+// WithPath puts dir on containerd's PATH, where it looks for shims.
+func WithPath(dir string) ContainerdOption { return func(c *Containerd) { c.Path = dir } }
+
 // Start starts the process and waits until CRI reports RuntimeReady.
 func (c *Containerd) Start(ctx context.Context) error {
+	if err := c.startProcess(); err != nil {
+		return err
+	}
+	if err := c.WaitReady(ctx); err != nil {
+		return fmt.Errorf("containerd %s did not become ready: %w\n%s", c.Build.Version, err, c.LogTail())
+	}
+	return nil
+}
+
+// RestartProcess stops and starts containerd without waiting for it to be
+// ready, as a process supervisor does; whoever restarts checks health.
+func (c *Containerd) RestartProcess(ctx context.Context) error {
+	if err := c.Stop(ctx); err != nil {
+		return err
+	}
+	return c.startProcess()
+}
+
+func (c *Containerd) startProcess() error {
 	if c.cmd != nil {
 		return errors.New("containerd already running")
 	}
@@ -160,7 +193,11 @@ func (c *Containerd) Start(ctx context.Context) error {
 	}
 	cmd := exec.Command(c.Build.Binary("containerd"),
 		"--config", c.ConfigPath, "--root", c.Root, "--state", c.State, "--address", c.Socket)
-	cmd.Env = append(os.Environ(), "PATH="+c.Build.Dir+":"+os.Getenv("PATH"))
+	path := c.Build.Dir + ":" + os.Getenv("PATH")
+	if c.Path != "" {
+		path = c.Build.Dir + ":" + c.Path + ":" + os.Getenv("PATH")
+	}
+	cmd.Env = append(os.Environ(), "PATH="+path)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -170,9 +207,6 @@ func (c *Containerd) Start(ctx context.Context) error {
 	c.cmd = cmd
 	c.exited = make(chan struct{})
 	go func() { c.exitErr = cmd.Wait(); logf.Close(); close(c.exited) }()
-	if err := c.WaitReady(ctx); err != nil {
-		return fmt.Errorf("containerd %s did not become ready: %w\n%s", c.Build.Version, err, c.LogTail())
-	}
 	return nil
 }
 

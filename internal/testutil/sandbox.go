@@ -1,0 +1,117 @@
+package testutil
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// PauseImageRef is the sandbox image of the test configs.
+const PauseImageRef = "shimkit.test/pause:1"
+
+// PauseImageTar builds the pause binary of internal/testutil/pause and
+// packs it as an image tarball named PauseImageRef, into dir.
+func PauseImageTar(t testing.TB, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "pause")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./internal/testutil/pause")
+	cmd.Dir = RepoRoot()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build pause: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var layerTar bytes.Buffer
+	tw := tar.NewWriter(&layerTar)
+	if err := tw.WriteHeader(&tar.Header{Name: "pause", Mode: 0o755, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = tw.Write(data)
+	_ = tw.Close()
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(layerTar.Bytes())), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", runtime.GOARCH
+	cf.Config = v1.Config{Entrypoint: []string{"/pause"}}
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		t.Fatal(err)
+	}
+	tag, err := name.NewTag(PauseImageRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "pause.tar")
+	if err := tarball.WriteToFile(out, tag, img); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// ImportPause imports the pause image into the k8s.io namespace of c, so
+// that pod sandboxes start without pulling anything.
+func (c *Containerd) ImportPause(t testing.TB) {
+	t.Helper()
+	tarPath := PauseImageTar(t, t.TempDir())
+	out, err := exec.Command(c.Build.Binary("ctr"), "--address", c.Socket, "-n", "k8s.io", "images", "import", tarPath).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ctr images import: %v\n%s", err, out)
+	}
+}
+
+// RunSandbox starts a host-network pod sandbox with the runtime handler
+// and returns its id and the path of the shim binary running it.
+func RunSandbox(ctx context.Context, rt runtimeapi.RuntimeServiceClient, handler, name string) (string, string, error) {
+	resp, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{
+		RuntimeHandler: handler,
+		Config: &runtimeapi.PodSandboxConfig{
+			Metadata: &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "default", Uid: name + "-uid"},
+			Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+				NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE},
+			}},
+		},
+	})
+	if err != nil {
+		return "", "", fmt.Errorf("RunPodSandbox with handler %s: %w", handler, err)
+	}
+	id := resp.PodSandboxId
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, pid := range ProcessesMentioning(id) {
+			exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+			if err == nil && strings.Contains(filepath.Base(exe), "containerd-shim") {
+				return id, exe, nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return id, "", fmt.Errorf("sandbox %s runs, but no shim process mentions it", id)
+}
