@@ -35,7 +35,14 @@ type RuntimeHandler struct {
 	PrivilegedWithoutHostDevices bool
 	// Snapshotter, when set, is the snapshotter for this handler's containers.
 	Snapshotter string
+	// Settings are further keys of the handler's table that containerd
+	// knows (base_runtime_spec, cni_conf_dir, sandboxer, io_type, ...),
+	// typed like Options. They may not repeat the fields above.
+	Settings map[string]any
 }
+
+// fixedKeys are the handler table keys RuntimeHandler has fields for.
+var fixedKeys = []string{"runtime_type", "runtime_path", "pod_annotations", "container_annotations", "privileged_without_host_devices", "snapshotter", "options"}
 
 var runtimeTypeRE = regexp.MustCompile(`^io\.containerd\.([a-z0-9][a-z0-9_-]*)\.(v[0-9]+)$`)
 
@@ -55,6 +62,14 @@ func (h RuntimeHandler) Validate() error {
 		if a == "" || strings.ContainsAny(a, " \t\r\n") {
 			return fmt.Errorf("%w: handler %s: annotation %q is empty or contains whitespace", ErrInvalidHandler, h.Name, a)
 		}
+	}
+	for k := range h.Settings {
+		if slices.Contains(fixedKeys, k) {
+			return fmt.Errorf("%w: handler %s: settings.%s repeats a field of RuntimeHandler", ErrInvalidHandler, h.Name, k)
+		}
+	}
+	if err := validateOptions("settings", h.Settings); err != nil {
+		return fmt.Errorf("%w: handler %s: %w", ErrInvalidHandler, h.Name, err)
 	}
 	if err := validateOptions("options", h.Options); err != nil {
 		return fmt.Errorf("%w: handler %s: %w", ErrInvalidHandler, h.Name, err)
@@ -125,6 +140,11 @@ func (h RuntimeHandler) fields() []keyValue {
 	}
 	if h.Snapshotter != "" {
 		kv = append(kv, keyValue{"snapshotter", h.Snapshotter})
+	}
+	for _, k := range slices.Sorted(maps.Keys(h.Settings)) {
+		if _, table := h.Settings[k].(map[string]any); !table {
+			kv = append(kv, keyValue{k, h.Settings[k]})
+		}
 	}
 	return kv
 }

@@ -172,9 +172,14 @@ func (s style) renderOptions(b *bytes.Buffer, header []string, m map[string]any)
 func (s style) renderHandler(runtimes []string, h RuntimeHandler) ([]byte, error) {
 	var b bytes.Buffer
 	header := append(slices.Clone(runtimes), h.Name)
-	var sub map[string]any
+	sub := map[string]any{}
 	if len(h.Options) > 0 {
-		sub = map[string]any{"options": h.Options}
+		sub["options"] = h.Options
+	}
+	for k, v := range h.Settings {
+		if m, ok := v.(map[string]any); ok {
+			sub[k] = m // a table-valued setting is a sub-table
+		}
 	}
 	if err := s.renderTable(&b, header, h.fields(), sub); err != nil {
 		return nil, fmt.Errorf("%w: handler %s: %w", ErrInvalidHandler, h.Name, err)
