@@ -281,4 +281,3 @@ func TestParsePlatform(t *testing.T) {
 		}
 	}
 }
-
