@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -29,7 +28,8 @@ func ExampleHTTPFetcher() {
 	f = fetch.NewHTTPFetcher(srv.URL+"/containerd-shim-demo-v2", "", fetch.Options{})
 	res, err := f.Fetch(context.Background(), fetch.HostPlatform(), dest)
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	fmt.Println(res.Executables)
 	// Output:
@@ -60,7 +60,8 @@ func ExampleLocalFetcher() {
 
 	res, err := (&fetch.LocalFetcher{Path: bin}).Fetch(context.Background(), fetch.HostPlatform(), filepath.Join(dir, "out"))
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	fmt.Println(res.Executables, res.Size)
 	// Output: [containerd-shim-demo-v2] 7

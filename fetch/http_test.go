@@ -166,7 +166,7 @@ func TestHTTPFetch(t *testing.T) {
 var errServer = errors.New("5xx")
 
 func isErr(err, want error) bool {
-	if want == errServer {
+	if errors.Is(want, errServer) {
 		return err != nil && !errors.Is(err, fetch.ErrNotFound) && !errors.Is(err, fetch.ErrDigestMismatch)
 	}
 	return errors.Is(err, want)

@@ -7,31 +7,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/pelletier/go-toml/v2"
-
 	"github.com/shimkit/shimkit/containerdconfig"
 )
-
-// options collects repeated -option key=value flags. Values are read as TOML
-// (true, 3, "text", ["a", "b"]); anything that is not a TOML value is a
-// string.
-type options map[string]any
-
-func (o options) String() string { return fmt.Sprint(map[string]any(o)) }
-
-func (o options) Set(s string) error {
-	k, v, ok := strings.Cut(s, "=")
-	if !ok || k == "" {
-		return fmt.Errorf("option %q is not key=value", s)
-	}
-	var doc struct{ V any }
-	if err := toml.Unmarshal([]byte("V = "+v), &doc); err == nil && doc.V != nil {
-		o[k] = doc.V
-	} else {
-		o[k] = v
-	}
-	return nil
-}
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("image-builder", flag.ContinueOnError)
@@ -43,7 +20,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	runtimePath := fs.String("runtime-path", "", "absolute path of the shim binary in the image")
 	dropIn := fs.Bool("drop-in", false, "always write a drop-in (containerd 2.x configs that import a directory)")
 	remove := fs.Bool("remove", false, "remove the handler instead of adding it")
-	opts := options{}
+	opts := containerdconfig.OptionsFlag{}
 	fs.Var(opts, "option", "handler option key=value (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return err
