@@ -1,0 +1,390 @@
+package testutil
+
+import (
+	"bufio"
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+//go:embed nodeboot.sh
+var nodeBoot string
+
+// Node is a machine booted for a test: a copy-on-write copy of the cached
+// Debian root filesystem (hack/node-rootfs.sh), with real systemd as PID 1
+// in new PID, mount, UTS, IPC, network and cgroup namespaces, and
+// containerd running inside as a systemd unit, exactly like a node. Code
+// under test runs outside it with Root as its host root, the way the
+// installer's privileged Job does.
+type Node struct {
+	// Root is the node's / as seen from here.
+	Root string
+	// Pid is the node's systemd, as seen from here.
+	Pid int
+
+	dir     string
+	cmd     *exec.Cmd
+	cgroups []string
+	exited  chan struct{}
+}
+
+// NodeOptions change the node before it boots.
+type NodeOptions struct {
+	// Containerd, when set, replaces Debian's containerd 1.6 with that
+	// build (binaries in /usr/local/bin, config from MinimalConfig).
+	Containerd *ContainerdBuild
+	// Files are written into the root filesystem (node path → content).
+	Files map[string][]byte
+}
+
+// NodeRootfs returns the cached root filesystem, failing the test when it
+// has not been built (make bins).
+func NodeRootfs(t testing.TB) string {
+	t.Helper()
+	v, err := Version("NODE_ROOTFS_VERSION")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(CacheDir(), "node-rootfs-"+v, "rootfs")
+	if _, err := os.Stat(filepath.Join(dir, "lib/systemd/systemd")); err != nil {
+		t.Fatalf("node root filesystem: %v (build it with `make bins`)", err)
+	}
+	return dir
+}
+
+// StartNode boots a node and waits until containerd answers CRI. It is
+// torn down in t.Cleanup, which fails the test if a process, mount or
+// cgroup of it is left.
+func StartNode(t testing.TB, opts NodeOptions) *Node {
+	t.Helper()
+	RequireHarness(t)
+	lower := NodeRootfs(t)
+	dir, err := os.MkdirTemp("", "node-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &Node{dir: dir, Root: filepath.Join(dir, "root"), exited: make(chan struct{})}
+	t.Cleanup(func() {
+		if err := n.teardown(); err != nil {
+			t.Errorf("node teardown: %v", err)
+		}
+	})
+	for _, d := range []string{"upper", "work", "root"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", lower, filepath.Join(dir, "upper"), filepath.Join(dir, "work"))
+	if err := syscall.Mount("overlay", n.Root, "overlay", 0, data); err != nil {
+		t.Fatalf("mount overlay: %v", err)
+	}
+	if opts.Containerd != nil {
+		n.useContainerd(t, *opts.Containerd)
+	}
+	for p, content := range opts.Files {
+		local := filepath.Join(n.Root, p)
+		if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(local, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A tmpfs the host and the node share: the node's sockets show here.
+	if err := syscall.Mount("tmpfs", filepath.Join(n.Root, "run"), "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=755"); err != nil {
+		t.Fatalf("mount /run: %v", err)
+	}
+	if n.cgroups, err = makeNodeCgroups(filepath.Base(dir)); err != nil {
+		t.Fatal(err)
+	}
+	bootPath := filepath.Join(dir, "boot.sh")
+	if err := os.WriteFile(bootPath, []byte(nodeBoot), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The shell joins the node's cgroups, then becomes unshare, whose child
+	// becomes systemd.
+	script := `for c in $CGROUPS; do echo $$ > "$c/cgroup.procs"; done
+exec unshare --pid --fork --mount --uts --ipc --net --cgroup --kill-child -- /bin/sh "$BOOT" "$ROOT"`
+	n.cmd = exec.Command("/bin/sh", "-c", script)
+	n.cmd.Env = append(os.Environ(), "CGROUPS="+strings.Join(n.cgroups, " "), "BOOT="+bootPath, "ROOT="+n.Root)
+	logf, err := os.Create(filepath.Join(dir, "boot.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.cmd.Stdout, n.cmd.Stderr = logf, logf
+	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := n.cmd.Start(); err != nil {
+		t.Fatalf("start node: %v", err)
+	}
+	go func() { _ = n.cmd.Wait(); logf.Close(); close(n.exited) }()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := n.waitBooted(ctx); err != nil {
+		boot, _ := os.ReadFile(filepath.Join(dir, "boot.log"))
+		t.Fatalf("node did not boot: %v\nboot log:\n%s\n%s", err, boot, n.Journal("containerd"))
+	}
+	return n
+}
+
+// useContainerd puts a containerd build into the node in place of
+// Debian's.
+func (n *Node) useContainerd(t testing.TB, b ContainerdBuild) {
+	t.Helper()
+	for _, bin := range []string{"containerd", "ctr", "containerd-shim-runc-v2"} {
+		data, err := os.ReadFile(b.Binary(bin))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(n.Root, "usr/local/bin", bin), data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dropIn := filepath.Join(n.Root, "etc/systemd/system/containerd.service.d")
+	if err := os.MkdirAll(dropIn, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	unit := "[Service]\nExecStart=\nExecStart=/usr/local/bin/containerd\n"
+	if err := os.WriteFile(filepath.Join(dropIn, "shimkit-test.conf"), []byte(unit), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(n.Root, "etc/containerd/config.toml"), b.MinimalConfig(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// makeNodeCgroups creates the node's cgroup in every hierarchy this process
+// sees, below its own cgroup there.
+func makeNodeCgroups(name string) ([]string, error) {
+	own := map[string]string{} // controllers → own path
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return nil, err
+	}
+	for line := range strings.SplitSeq(strings.TrimSpace(string(data)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) == 3 {
+			own[parts[1]] = parts[2]
+		}
+	}
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		sep := indexOf(fields, "-")
+		if sep < 0 || sep+3 >= len(fields) {
+			continue
+		}
+		fsType, opts, mp := fields[sep+1], fields[sep+3], fields[4]
+		var key string
+		switch fsType {
+		case "cgroup2":
+			key = ""
+		case "cgroup":
+			for _, o := range strings.Split(opts, ",") {
+				if o != "rw" && o != "ro" && o != "relatime" && o != "nosuid" && o != "nodev" && o != "noexec" {
+					if key != "" {
+						key += ","
+					}
+					key += o
+				}
+			}
+		default:
+			continue
+		}
+		path, ok := own[key]
+		if !ok {
+			continue
+		}
+		cg := filepath.Join(mp, path, "shimkit-"+name)
+		if err := os.Mkdir(cg, 0o755); err != nil {
+			continue // the read-only combined links cannot be mkdir'ed
+		}
+		if strings.Contains(key, "cpuset") {
+			for _, file := range []string{"cpuset.cpus", "cpuset.mems"} {
+				v, _ := os.ReadFile(filepath.Join(mp, path, file))
+				_ = os.WriteFile(filepath.Join(cg, file), v, 0o644)
+			}
+		}
+		out = append(out, cg)
+	}
+	return out, nil
+}
+
+func indexOf(s []string, v string) int {
+	for i, x := range s {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}
+
+// waitBooted waits for systemd's D-Bus socket and for containerd's CRI.
+func (n *Node) waitBooted(ctx context.Context) error {
+	for n.Pid == 0 {
+		select {
+		case <-n.exited:
+			return errors.New("the sandbox exited")
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		n.Pid = childOf(n.cmd.Process.Pid)
+	}
+	sock := n.Local("/run/containerd/containerd.sock")
+	var last error
+	for {
+		if _, err := os.Stat(n.Local("/run/dbus/system_bus_socket")); err != nil {
+			last = err
+		} else if last = criReady(ctx, sock); last == nil {
+			return nil
+		}
+		select {
+		case <-n.exited:
+			return fmt.Errorf("the sandbox exited (last: %w)", last)
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last: %w)", ctx.Err(), last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func criReady(ctx context.Context, sock string) error {
+	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	cctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	st, err := runtimeapi.NewRuntimeServiceClient(conn).Status(cctx, &runtimeapi.StatusRequest{})
+	if err != nil {
+		return err
+	}
+	for _, c := range st.GetStatus().GetConditions() {
+		if c.Type == runtimeapi.RuntimeReady && c.Status {
+			return nil
+		}
+	}
+	return errors.New("RuntimeReady is false")
+}
+
+// childOf returns the first child of pid, or 0.
+func childOf(pid int) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		return 0
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) == 0 {
+		return 0
+	}
+	c, _ := strconv.Atoi(fields[0])
+	return c
+}
+
+// Local maps a node path to this machine.
+func (n *Node) Local(nodePath string) string { return filepath.Join(n.Root, nodePath) }
+
+// Socket is containerd's CRI socket as seen from here.
+func (n *Node) Socket() string { return n.Local("/run/containerd/containerd.sock") }
+
+// Exec runs a command inside the node (all its namespaces, its root).
+func (n *Node) Exec(ctx context.Context, args ...string) ([]byte, error) {
+	full := append([]string{"-t", strconv.Itoa(n.Pid), "-m", "-p", "-u", "-i", "-n", "-C", "-r", "-w", "--"}, args...)
+	return exec.CommandContext(ctx, "nsenter", full...).CombinedOutput()
+}
+
+// Journal returns the node's journal for a unit (best effort, for failure
+// messages).
+func (n *Node) Journal(unit string) string {
+	if n.Pid == 0 {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, _ := n.Exec(ctx, "journalctl", "--no-pager", "-n", "40", "-u", unit)
+	return string(out)
+}
+
+// teardown kills every process of the node (its PID namespace goes with
+// its init), removes its cgroups and mounts, and reports leftovers.
+func (n *Node) teardown() error {
+	var errs []error
+	if n.cmd != nil && n.cmd.Process != nil {
+		_ = n.cmd.Process.Kill()
+		if n.Pid != 0 {
+			_ = syscall.Kill(n.Pid, syscall.SIGKILL)
+		}
+		select {
+		case <-n.exited:
+		case <-time.After(30 * time.Second):
+			errs = append(errs, errors.New("the node did not exit"))
+		}
+	}
+	for _, cg := range n.cgroups {
+		if err := removeCgroup(cg); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, m := range MountsUnder(n.dir) {
+		if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil {
+			errs = append(errs, fmt.Errorf("unmount %s: %w", m, err))
+		}
+	}
+	if left := MountsUnder(n.dir); len(left) > 0 {
+		errs = append(errs, fmt.Errorf("mounts left: %v", left))
+	}
+	if len(errs) == 0 {
+		_ = os.RemoveAll(n.dir)
+	}
+	return errors.Join(errs...)
+}
+
+// removeCgroup removes a cgroup and its children once their processes are
+// gone (they die with the node's PID namespace, asynchronously).
+func removeCgroup(cg string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var dirs []string
+		_ = filepath.WalkDir(cg, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		var last error
+		for i := len(dirs) - 1; i >= 0; i-- {
+			if err := os.Remove(dirs[i]); err != nil && !os.IsNotExist(err) {
+				last = err
+			}
+		}
+		if last == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			procs, _ := os.ReadFile(filepath.Join(cg, "cgroup.procs"))
+			return fmt.Errorf("cgroup %s left (processes %q): %w", cg, strings.Fields(string(procs)), last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

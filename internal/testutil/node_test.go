@@ -1,0 +1,31 @@
+package testutil_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shimkit/shimkit/internal/testutil"
+)
+
+// TestNodeSandbox boots the node sandbox: systemd runs as its PID 1 and
+// containerd runs as a unit that answers CRI from the host.
+func TestNodeSandbox(t *testing.T) {
+	n := testutil.StartNode(t, testutil.NodeOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := n.Exec(ctx, "systemctl", "is-active", "containerd")
+	if err != nil || strings.TrimSpace(string(out)) != "active" {
+		t.Fatalf("containerd unit: %q %v", out, err)
+	}
+	out, _ = n.Exec(ctx, "systemctl", "is-system-running")
+	if s := strings.TrimSpace(string(out)); s != "running" && s != "degraded" {
+		t.Errorf("systemd state %q", s)
+	}
+	t.Logf("systemd: %s", strings.TrimSpace(string(out)))
+	out, err = n.Exec(ctx, "cat", "/proc/1/comm")
+	if err != nil || strings.TrimSpace(string(out)) != "systemd" {
+		t.Errorf("PID 1 is %q (%v)", out, err)
+	}
+}

@@ -1,0 +1,42 @@
+#!/bin/sh
+# Runs inside fresh PID, mount, UTS, IPC, network and cgroup namespaces
+# (see node.go): makes ROOT a machine of its own and execs systemd as its
+# PID 1. ROOT/run is a tmpfs the host mounted, so the host sees the node's
+# sockets (containerd, D-Bus) under ROOT/run.
+set -eu
+ROOT=$1
+mount --make-rprivate /
+# runc needs / to be a mount point.
+mount --rbind "$ROOT" "$ROOT"
+mount -t proc proc "$ROOT/proc"
+mount -t sysfs -o ro sysfs "$ROOT/sys"
+mount -t tmpfs -o mode=755 cgroup "$ROOT/sys/fs/cgroup"
+# Every cgroup v1 hierarchy of the host, then cgroup2; in this cgroup
+# namespace their root is the node's own cgroup.
+awk '$3 == "cgroup" {print $2, $4}' /proc/mounts | while read -r mp opts; do
+	d="$ROOT/sys/fs/cgroup/$(basename "$mp")"
+	mkdir -p "$d"
+	mount -t cgroup -o "$opts" cgroup "$d"
+done
+if [ -d /sys/fs/cgroup/unified ]; then
+	mkdir -p "$ROOT/sys/fs/cgroup/unified"
+	mount -t cgroup2 cgroup2 "$ROOT/sys/fs/cgroup/unified"
+fi
+# A minimal /dev.
+mount -t tmpfs -o mode=755,nosuid tmpfs "$ROOT/dev"
+for d in null zero full random urandom tty; do
+	touch "$ROOT/dev/$d"
+	mount --bind "/dev/$d" "$ROOT/dev/$d"
+done
+mkdir -p "$ROOT/dev/pts" "$ROOT/dev/shm"
+mount -t devpts -o newinstance,ptmxmode=0666,mode=620 devpts "$ROOT/dev/pts"
+ln -sf pts/ptmx "$ROOT/dev/ptmx"
+mount -t tmpfs -o mode=1777 tmpfs "$ROOT/dev/shm"
+mount -t tmpfs -o mode=1777 tmpfs "$ROOT/tmp"
+ip link set lo up
+cd "$ROOT"
+mkdir -p .oldroot
+pivot_root . .oldroot
+umount -l /.oldroot
+rmdir /.oldroot
+exec env -i container=other /lib/systemd/systemd
