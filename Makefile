@@ -10,9 +10,11 @@ TOOLBIN ?= $(CURDIR)/bin
 
 all: lint test
 
-## bins: build and cache the external test binaries (kube-apiserver, etcd, containerd 1.7/2.2/2.3).
+## bins: build and cache the external test binaries (kube-apiserver, etcd, containerd 1.7/2.2/2.3)
+## and the node sandbox's Debian root filesystem.
 bins:
 	hack/bins.sh
+	hack/node-rootfs.sh
 
 GOTESTSUM := $(TOOLBIN)/gotestsum
 

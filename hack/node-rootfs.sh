@@ -26,6 +26,7 @@ debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,containerd,run
 	bookworm "$tmp/rootfs" "$mirror" >"$tmp/debootstrap.log" 2>&1 || { tail -20 "$tmp/debootstrap.log" >&2; exit 1; }
 r=$tmp/rootfs
 echo shimkit-node >"$r/etc/hostname"
+printf "127.0.0.1 localhost\n127.0.1.1 shimkit-node\n::1 localhost ip6-localhost ip6-loopback\n" >"$r/etc/hosts"
 # This machine kind lacks CAP_SYS_RESOURCE: CRI sandboxes need
 # restrict_oom_score_adj. Nothing can be pulled: the sandbox image is one
 # the tests build and import.

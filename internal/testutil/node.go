@@ -103,6 +103,18 @@ func StartNode(t testing.TB, opts NodeOptions) *Node {
 			t.Fatal(err)
 		}
 	}
+	// containerd's overlayfs snapshotter cannot put its layers on the
+	// node's overlay root: give /var/lib/containerd a real directory.
+	varlib := filepath.Join(dir, "var-lib-containerd")
+	if err := os.MkdirAll(varlib, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(n.Local("/var/lib/containerd"), 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount(varlib, n.Local("/var/lib/containerd"), "", syscall.MS_BIND, ""); err != nil {
+		t.Fatalf("bind /var/lib/containerd: %v", err)
+	}
 	// A tmpfs the host and the node share: the node's sockets show here.
 	if err := syscall.Mount("tmpfs", filepath.Join(n.Root, "run"), "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=755"); err != nil {
 		t.Fatalf("mount /run: %v", err)

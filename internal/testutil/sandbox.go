@@ -78,10 +78,14 @@ func PauseImageTar(t testing.TB, dir string) string {
 
 // ImportPause imports the pause image into the k8s.io namespace of c, so
 // that pod sandboxes start without pulling anything.
-func (c *Containerd) ImportPause(t testing.TB) {
+func (c *Containerd) ImportPause(t testing.TB) { ImportPause(t, c.Build.Binary("ctr"), c.Socket) }
+
+// ImportPause imports the pause image with the ctr binary into the
+// containerd listening on socket.
+func ImportPause(t testing.TB, ctr, socket string) {
 	t.Helper()
 	tarPath := PauseImageTar(t, t.TempDir())
-	out, err := exec.Command(c.Build.Binary("ctr"), "--address", c.Socket, "-n", "k8s.io", "images", "import", tarPath).CombinedOutput()
+	out, err := exec.Command(ctr, "--address", socket, "-n", "k8s.io", "images", "import", tarPath).CombinedOutput()
 	if err != nil {
 		t.Fatalf("ctr images import: %v\n%s", err, out)
 	}
