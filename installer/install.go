@@ -44,6 +44,11 @@ func (i *Installer) Install(ctx context.Context, spec Spec) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Staging directories of a run that died; we hold the lock.
+	old, _ := filepath.Glob(filepath.Join(i.local(i.binDir()), ".staging-*"))
+	for _, d := range old {
+		_ = os.RemoveAll(d)
+	}
 	t, err := i.target()
 	if err != nil {
 		return nil, err

@@ -1,0 +1,161 @@
+package installer_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/shimkit/shimkit/containerdconfig"
+	"github.com/shimkit/shimkit/fetch"
+	"github.com/shimkit/shimkit/installer"
+	"github.com/shimkit/shimkit/internal/testutil"
+)
+
+// TestMain doubles as the installer process the crash tests kill: with
+// SHIMKIT_CRASH_AT set, this binary runs one operation and SIGKILLs itself
+// right after that step.
+func TestMain(m *testing.M) {
+	if step := os.Getenv("SHIMKIT_CRASH_AT"); step != "" {
+		os.Exit(crashChild(step))
+	}
+	os.Exit(m.Run())
+}
+
+func crashChild(step string) int {
+	inst := &installer.Installer{
+		HostRoot: os.Getenv("SHIMKIT_CRASH_ROOT"),
+		AfterStep: func(s string) {
+			if s == step {
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}
+		},
+	}
+	var err error
+	if os.Getenv("SHIMKIT_CRASH_OP") == "uninstall" {
+		_, err = inst.Uninstall(context.Background(), "demo")
+	} else {
+		_, err = inst.Install(context.Background(), crashSpec(os.Getenv("SHIMKIT_CRASH_URL"), os.Getenv("SHIMKIT_CRASH_SHA")))
+	}
+	if err != nil {
+		os.Stderr.WriteString(err.Error())
+		return 1
+	}
+	return 0 // the step never came
+}
+
+func crashSpec(url, sha string) installer.Spec {
+	return installer.Spec{Handler: demoHandler(), Fetcher: fetch.NewHTTPFetcher(url, sha, fetch.Options{}), Source: url + "@" + sha}
+}
+
+// runKilled runs an operation in a child process that SIGKILLs itself
+// after step, and checks that it died that way.
+func runKilled(t *testing.T, n *testutil.Node, op, step, url, sha string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "SHIMKIT_CRASH_AT="+step, "SHIMKIT_CRASH_OP="+op,
+		"SHIMKIT_CRASH_ROOT="+n.Root, "SHIMKIT_CRASH_URL="+url, "SHIMKIT_CRASH_SHA="+sha)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the %s was not killed after %q: %v\n%s", op, step, err, out)
+	}
+}
+
+// TestKilledBetweenSteps kills the installer after each step of an install
+// and of an uninstall; the config on disk is always whole (the original or
+// the edited file, never a mix), and running the operation again converges
+// to exactly what an uninterrupted run leaves.
+func TestKilledBetweenSteps(t *testing.T) {
+	a := testutil.NewShimArchive(t, "demo", "/usr/bin/containerd-shim-runc-v2", nil)
+	srv := testutil.StartFileServer(t)
+	url := srv.Add("/demo.tar.gz", a.Data)
+	wantHandler := demoHandler()
+	wantHandler.RuntimePath = "/opt/shimkit/bin/containerd-shim-demo-v2"
+
+	for _, step := range []string{"locked", "fetched", "placed", "configured", "restarted", "healthy", "done"} {
+		t.Run("install/"+step, func(t *testing.T) {
+			ctx := context.Background()
+			n, orig := bootNode(t, nodeCases(t)[0])
+			installed, _, err := containerdconfig.AddHandler("", orig, wantHandler)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runKilled(t, n, "install", step, url, a.SHA256)
+			assertWhole(t, n, orig, installed)
+
+			if _, err := (&installer.Installer{HostRoot: n.Root}).Install(ctx, crashSpec(url, a.SHA256)); err != nil {
+				t.Fatalf("re-run: %v", err)
+			}
+			if got, _ := os.ReadFile(n.Local("/etc/containerd/config.toml")); !bytes.Equal(got, installed) {
+				t.Errorf("config after re-run:\n%s", got)
+			}
+			if bin, _ := os.ReadFile(n.Local("/opt/shimkit/bin/containerd-shim-demo-v2")); !bytes.Equal(bin, a.Binary) {
+				t.Error("binary is not the artifact's")
+			}
+			if err := (&installer.CRIHealth{Socket: n.Socket()}).Check(ctx, "demo", true); err != nil {
+				t.Error(err)
+			}
+			assertNoPending(t, n)
+		})
+	}
+	for _, step := range []string{"locked", "configured", "restarted", "healthy", "removed", "done"} {
+		t.Run("uninstall/"+step, func(t *testing.T) {
+			ctx := context.Background()
+			n, orig := bootNode(t, nodeCases(t)[0])
+			inst := &installer.Installer{HostRoot: n.Root}
+			if _, err := inst.Install(ctx, crashSpec(url, a.SHA256)); err != nil {
+				t.Fatal(err)
+			}
+			installed, _ := os.ReadFile(n.Local("/etc/containerd/config.toml"))
+			runKilled(t, n, "uninstall", step, url, a.SHA256)
+			assertWhole(t, n, orig, installed)
+
+			if _, err := inst.Uninstall(ctx, "demo"); err != nil {
+				t.Fatalf("re-run: %v", err)
+			}
+			if got, _ := os.ReadFile(n.Local("/etc/containerd/config.toml")); !bytes.Equal(got, orig) {
+				t.Errorf("config after re-run:\n%s", got)
+			}
+			if err := (&installer.CRIHealth{Socket: n.Socket()}).Check(ctx, "demo", false); err != nil {
+				t.Error(err)
+			}
+			assertClean(t, n)
+		})
+	}
+}
+
+// assertWhole checks the config is one of the two whole files.
+func assertWhole(t *testing.T, n *testutil.Node, before, after []byte) {
+	t.Helper()
+	got, err := os.ReadFile(n.Local("/etc/containerd/config.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, before) && !bytes.Equal(got, after) {
+		t.Errorf("config after the kill is neither the original nor the edited file:\n%s", got)
+	}
+}
+
+func assertNoPending(t *testing.T, n *testutil.Node) {
+	t.Helper()
+	st, err := (&installer.Installer{HostRoot: n.Root}).Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range st {
+		if len(s.Problems) > 0 {
+			t.Errorf("status %s: %v", s.Name, s.Problems)
+		}
+	}
+	if _, err := os.Stat(n.Local("/etc/containerd/config.toml.shimkit-backup")); !os.IsNotExist(err) {
+		t.Errorf("backup left: %v", err)
+	}
+	if left, _ := filepath.Glob(n.Local("/opt/shimkit/bin/.*")); len(left) > 0 {
+		t.Errorf("left in the binary directory: %v", left)
+	}
+}
