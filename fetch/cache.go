@@ -21,6 +21,7 @@ import (
 type Cache struct {
 	dir   string
 	group singleflight.Group
+	temp  bool // a private cache removed after one fetch: no need to fsync
 }
 
 // NewCache opens (creating) a cache directory.
@@ -94,8 +95,10 @@ func (c *Cache) ingest(ctx context.Context, r io.Reader, want digest.Digest, siz
 	if want != "" && got != want {
 		return blob{}, fmt.Errorf("%w: got %s, want %s", ErrDigestMismatch, got, want)
 	}
-	if err := tmp.Sync(); err != nil {
-		return blob{}, err
+	if !c.temp {
+		if err := tmp.Sync(); err != nil {
+			return blob{}, err
+		}
 	}
 	if err := tmp.Close(); err != nil {
 		return blob{}, err
@@ -135,6 +138,7 @@ func tempCache(c *Cache) (*Cache, func(), error) {
 		os.RemoveAll(dir)
 		return nil, nil, err
 	}
+	tc.temp = true
 	return tc, func() { os.RemoveAll(dir) }, nil
 }
 

@@ -44,6 +44,10 @@ func placeBinary(src, dst string) (backup string, err error) {
 	if err := os.Chmod(src, 0o755); err != nil {
 		return backup, err
 	}
+	// The content must be on disk before the name points at it.
+	if err := syncFile(src); err != nil {
+		return backup, err
+	}
 	if err := os.Rename(src, dst); err != nil {
 		return backup, fmt.Errorf("place %s: %w", dst, err)
 	}
@@ -98,4 +102,13 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+func syncFile(p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
 }

@@ -122,7 +122,10 @@ func (s *SystemdRestarter) unit(ctx context.Context, conn *sddbus.Conn) (string,
 	return "", fmt.Errorf("none of the units %v is loaded", s.Units)
 }
 
-// Restart restarts the unit and waits for the job's result.
+// Restart restarts the unit and waits for the job's result. When systemd
+// refuses because the unit hit its start limit (StartLimitBurst counts
+// manual restarts too, so a few installs in a row reach it), the failed
+// state is reset and the restart tried once more.
 func (s *SystemdRestarter) Restart(ctx context.Context) error {
 	conn, err := s.connect(ctx)
 	if err != nil {
@@ -133,6 +136,28 @@ func (s *SystemdRestarter) Restart(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	err = s.restart(ctx, conn, unit)
+	if err == nil || !startLimitHit(ctx, conn, unit) {
+		return err
+	}
+	if rerr := conn.ResetFailedUnitContext(ctx, unit); rerr != nil {
+		return fmt.Errorf("%w; reset-failed: %w", err, rerr)
+	}
+	return s.restart(ctx, conn, unit)
+}
+
+// startLimitHit reports whether the unit's last start was refused by its
+// start limit.
+func startLimitHit(ctx context.Context, conn *sddbus.Conn, unit string) bool {
+	p, err := conn.GetUnitTypePropertyContext(ctx, unit, "Service", "Result")
+	if err != nil {
+		return false
+	}
+	v, _ := p.Value.Value().(string)
+	return v == "start-limit-hit"
+}
+
+func (s *SystemdRestarter) restart(ctx context.Context, conn *sddbus.Conn, unit string) error {
 	done := make(chan string, 1)
 	if _, err := conn.RestartUnitContext(ctx, unit, "replace", done); err != nil {
 		return fmt.Errorf("%w: restart %s: %w", ErrRestartFailed, unit, err)
