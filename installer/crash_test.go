@@ -42,7 +42,7 @@ func crashChild(step string) int {
 		_, err = inst.Install(context.Background(), crashSpec(os.Getenv("SHIMKIT_CRASH_URL"), os.Getenv("SHIMKIT_CRASH_SHA")))
 	}
 	if err != nil {
-		os.Stderr.WriteString(err.Error())
+		_, _ = os.Stderr.WriteString(err.Error())
 		return 1
 	}
 	return 0 // the step never came
