@@ -6,7 +6,7 @@ TEST_TIMEOUT ?= 25m
 FUZZTIME ?= 30s
 TOOLBIN ?= $(CURDIR)/bin
 
-.PHONY: all test test-unit lint bins fuzz bench tools
+.PHONY: all test test-unit lint bins fuzz bench tools generate verify-generate
 
 all: lint test
 
@@ -28,6 +28,20 @@ test: bins $(GOTESTSUM)
 ## test-unit: tests that need no external binary.
 test-unit: $(GOTESTSUM)
 	$(GOTESTSUM) --format testname -- -short -count=1 ./...
+
+CONTROLLER_GEN := $(TOOLBIN)/controller-gen
+
+$(CONTROLLER_GEN): hack/tools/go.mod
+	$(GO) -C hack/tools build -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
+
+## generate: deepcopy functions and the CRD from the API types (controller-gen).
+generate: $(CONTROLLER_GEN)
+	$(CONTROLLER_GEN) object paths=./operator/api/...
+	$(CONTROLLER_GEN) crd paths=./operator/api/... output:crd:artifacts:config=operator/config/crd/bases
+
+## verify-generate: fail when the generated files are not up to date.
+verify-generate: generate
+	@git diff --exit-code -- operator/api operator/config/crd || { echo "run make generate and commit"; exit 1; }
 
 ## lint: gofmt, go vet and golangci-lint (built from the tools module).
 lint:

@@ -1,0 +1,285 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Shim describes a containerd shim to install on a set of nodes.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=shm
+// +kubebuilder:printcolumn:name="RuntimeClass",type=string,JSONPath=`.spec.runtimeClass.name`
+// +kubebuilder:printcolumn:name="Handler",type=string,JSONPath=`.spec.runtimeClass.handler`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.status.nodes`
+// +kubebuilder:printcolumn:name="Up-to-date",type=integer,JSONPath=`.status.updatedNodes`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Shim struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ShimSpec   `json:"spec"`
+	Status ShimStatus `json:"status,omitempty"`
+}
+
+// ShimList is a list of Shims.
+//
+// +kubebuilder:object:root=true
+type ShimList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Shim `json:"items"`
+}
+
+// ShimSpec is the desired state of a Shim.
+type ShimSpec struct {
+	// nodeSelector selects the nodes that get the shim. When empty, every
+	// node except those labelled node-role.kubernetes.io/control-plane;
+	// control-plane nodes are targeted only when the selector names that
+	// label explicitly.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// fetchStrategy says where the shim comes from.
+	FetchStrategy FetchStrategy `json:"fetchStrategy"`
+
+	// runtimeClass is the RuntimeClass published for the shim.
+	RuntimeClass RuntimeClassSpec `json:"runtimeClass"`
+
+	// runtimeType is the containerd runtime_type, which names the shim
+	// binary (io.containerd.spin.v2 → containerd-shim-spin-v2); default
+	// io.containerd.<runtimeClass.handler>.v2.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^io\.containerd\.[a-z0-9][a-z0-9_-]*\.v[0-9]+$`
+	RuntimeType string `json:"runtimeType,omitempty"`
+
+	// runtimeOptions is the handler's options table in containerd's
+	// config, as a JSON object (for example {"SystemdCgroup": true}).
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	RuntimeOptions *runtime.RawExtension `json:"runtimeOptions,omitempty"`
+
+	// runtimePath is the absolute path of the shim binary on the node;
+	// default: where the installer places it.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^/[^\s]*$`
+	RuntimePath string `json:"runtimePath,omitempty"`
+
+	// podAnnotations are the pod annotation keys (or prefixes ending in *)
+	// passed to the shim.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:Pattern=`^[^\s]+$`
+	PodAnnotations []string `json:"podAnnotations,omitempty"`
+
+	// privilegedWithoutHostDevices keeps host devices out of privileged
+	// containers of this runtime.
+	// +optional
+	PrivilegedWithoutHostDevices bool `json:"privilegedWithoutHostDevices,omitempty"`
+
+	// rolloutStrategy says how a change reaches the nodes.
+	// +optional
+	// +kubebuilder:default={type: rolling, rolling: {maxUpdate: 1}}
+	RolloutStrategy *RolloutStrategy `json:"rolloutStrategy,omitempty"`
+}
+
+// FetchStrategyType names a way to fetch the shim.
+// +kubebuilder:validation:Enum=anonHttp;oci
+type FetchStrategyType string
+
+// Fetch strategies.
+const (
+	FetchAnonHTTP FetchStrategyType = "anonHttp"
+	FetchOCI      FetchStrategyType = "oci"
+)
+
+// FetchStrategy is a type plus exactly the matching one of anonHttp and oci.
+//
+// +kubebuilder:validation:XValidation:rule="self.type == 'anonHttp' ? has(self.anonHttp) && !has(self.oci) : has(self.oci) && !has(self.anonHttp)",message="fetchStrategy: set exactly the one of anonHttp and oci that type names"
+type FetchStrategy struct {
+	Type FetchStrategyType `json:"type"`
+	// +optional
+	AnonHTTP *AnonHTTPFetch `json:"anonHttp,omitempty"`
+	// +optional
+	OCI *OCIFetch `json:"oci,omitempty"`
+}
+
+// AnonHTTPFetch downloads the shim anonymously over HTTP(S).
+//
+// +kubebuilder:validation:XValidation:rule="has(self.location) || (has(self.platforms) && size(self.platforms) > 0)",message="fetchStrategy.anonHttp: set location, or platforms"
+// +kubebuilder:validation:XValidation:rule="!has(self.platforms) || self.platforms.all(p, self.platforms.exists_one(q, q.platform == p.platform))",message="fetchStrategy.anonHttp.platforms: each platform at most once"
+type AnonHTTPFetch struct {
+	// location is the URL of the artifact (.tar.gz, .tar or a bare binary).
+	// +optional
+	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
+	// +kubebuilder:validation:MaxLength=2048
+	Location string `json:"location,omitempty"`
+	// sha256 is the hex digest of the artifact; recommended: a download
+	// that does not match is rejected before anything is installed.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[a-f0-9]{64}$`
+	SHA256 string `json:"sha256,omitempty"`
+	// platforms gives per-platform artifacts, used instead of location on
+	// nodes of that platform.
+	// +optional
+	// +kubebuilder:validation:MaxItems=2
+	Platforms []PlatformArtifact `json:"platforms,omitempty"`
+}
+
+// PlatformArtifact is the artifact for one platform.
+type PlatformArtifact struct {
+	// +kubebuilder:validation:Enum=linux/amd64;linux/arm64
+	Platform string `json:"platform"`
+	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
+	// +kubebuilder:validation:MaxLength=2048
+	Location string `json:"location"`
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[a-f0-9]{64}$`
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+// OCIFetch pulls the shim from an OCI registry.
+type OCIFetch struct {
+	// reference is registry/repository:tag or registry/repository@sha256:...
+	// A digest pins the artifact. An image index is resolved to the node's
+	// platform.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9][^\s@:]*(:[0-9]+)?/[^\s@:]+(:[\w][\w.-]{0,127}|@sha256:[a-f0-9]{64})$`
+	// +kubebuilder:validation:MaxLength=1024
+	Reference string `json:"reference"`
+	// pullSecretRef names a kubernetes.io/dockerconfigjson Secret with the
+	// registry's credentials.
+	// +optional
+	PullSecretRef *SecretReference `json:"pullSecretRef,omitempty"`
+	// plainHTTP talks plain HTTP to the registry (local registries only).
+	// +optional
+	PlainHTTP bool `json:"plainHTTP,omitempty"`
+}
+
+// SecretReference names a Secret.
+type SecretReference struct {
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// namespace defaults to the operator's namespace.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// RuntimeClassSpec is the RuntimeClass published for the shim.
+type RuntimeClassSpec struct {
+	// name of the RuntimeClass.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+	// handler is the containerd runtime handler name: an RFC 1123 DNS
+	// label. It cannot change once set.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="runtimeClass.handler is immutable"
+	Handler string `json:"handler"`
+	// tolerations are added to pods of this RuntimeClass, so that they can
+	// run on tainted nodes that have the shim.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	Tolerations []Toleration `json:"tolerations,omitempty"`
+}
+
+// Toleration is a pod toleration (the fields of core/v1 Toleration).
+type Toleration struct {
+	// +optional
+	Key string `json:"key,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Enum=Exists;Equal
+	Operator string `json:"operator,omitempty"`
+	// +optional
+	Value string `json:"value,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Enum=NoSchedule;PreferNoSchedule;NoExecute
+	Effect string `json:"effect,omitempty"`
+	// +optional
+	TolerationSeconds *int64 `json:"tolerationSeconds,omitempty"`
+}
+
+// RolloutType names a rollout strategy.
+// +kubebuilder:validation:Enum=rolling;recreate
+type RolloutType string
+
+// Rollout strategies.
+const (
+	// RolloutRolling changes at most maxUpdate nodes at a time.
+	RolloutRolling RolloutType = "rolling"
+	// RolloutRecreate changes every node at once.
+	RolloutRecreate RolloutType = "recreate"
+)
+
+// RolloutStrategy says how many nodes change at once.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.rolling) || self.type == 'rolling'",message="rolloutStrategy.rolling is only for type rolling"
+type RolloutStrategy struct {
+	// +kubebuilder:default=rolling
+	Type RolloutType `json:"type,omitempty"`
+	// +optional
+	Rolling *RollingUpdate `json:"rolling,omitempty"`
+}
+
+// RollingUpdate bounds a rolling rollout.
+type RollingUpdate struct {
+	// maxUpdate is how many nodes may be changing at once: a count (at
+	// least 1) or a percentage of the matching nodes (1%–100%, rounded up,
+	// at least one node). Default 1.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^([1-9][0-9]?|100)%$')",message="rolloutStrategy.rolling.maxUpdate: a count of at least 1 or a percentage from 1% to 100%"
+	MaxUpdate *intstr.IntOrString `json:"maxUpdate,omitempty"`
+}
+
+// ShimStatus is the observed state of a Shim.
+type ShimStatus struct {
+	// observedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// conditions: Ready (every matching node has the current spec and the
+	// RuntimeClass is published), Progressing (nodes are changing),
+	// Degraded (a node failed; the rollout is halted).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// nodes is how many nodes match the selector.
+	// +optional
+	Nodes int32 `json:"nodes"`
+	// updatedNodes have the current spec installed.
+	// +optional
+	UpdatedNodes int32 `json:"updatedNodes"`
+	// inProgressNodes are being installed, upgraded or uninstalled.
+	// +optional
+	InProgressNodes int32 `json:"inProgressNodes"`
+	// failedNodes failed their last operation.
+	// +optional
+	FailedNodes int32 `json:"failedNodes"`
+	// failingNodes lists failed nodes with their reasons (at most 10).
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	FailingNodes []NodeFailure `json:"failingNodes,omitempty"`
+	// specHash identifies the spec the rollout converges to.
+	// +optional
+	SpecHash string `json:"specHash,omitempty"`
+}
+
+// NodeFailure says why a node failed.
+type NodeFailure struct {
+	Node    string `json:"node"`
+	Reason  string `json:"reason"`
+	Message string `json:"message,omitempty"`
+}
+
+// Condition types of a Shim.
+const (
+	ConditionReady       = "Ready"
+	ConditionProgressing = "Progressing"
+	ConditionDegraded    = "Degraded"
+)
