@@ -117,7 +117,9 @@ func TestAdmission(t *testing.T) {
 			func(s *v1alpha1.Shim) {
 				s.Spec.RolloutStrategy = &v1alpha1.RolloutStrategy{Type: v1alpha1.RolloutRolling, Rolling: &v1alpha1.RollingUpdate{MaxUpdate: intOrString("10%")}}
 			},
-			func(s *v1alpha1.Shim) { s.Spec.RolloutStrategy = &v1alpha1.RolloutStrategy{Type: v1alpha1.RolloutRecreate} },
+			func(s *v1alpha1.Shim) {
+				s.Spec.RolloutStrategy = &v1alpha1.RolloutStrategy{Type: v1alpha1.RolloutRecreate}
+			},
 			func(s *v1alpha1.Shim) {
 				s.Spec.FetchStrategy = v1alpha1.FetchStrategy{Type: v1alpha1.FetchOCI, OCI: &v1alpha1.OCIFetch{
 					Reference: "registry.invalid:5000/shims/spin@sha256:" + strings.Repeat("b", 64), PullSecretRef: &v1alpha1.SecretReference{Name: "pull"}, PlainHTTP: true,
