@@ -1,0 +1,91 @@
+package nodelabel
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Prefix is the label and annotation prefix of shimkit.
+const Prefix = "shim.containerd.x-k8s.io/"
+
+// Installed is the label value of a node that has the shim.
+const Installed = "installed"
+
+// maxName is the longest name part of a label key.
+const maxName = 63
+
+// Key returns the label (and annotation) key for a shim: the prefix and
+// the shim name, shortened with a hash suffix when the name is too long.
+func Key(shim string) string {
+	if len(shim) <= maxName {
+		return Prefix + shim
+	}
+	sum := sha256.Sum256([]byte(shim))
+	suffix := hex.EncodeToString(sum[:])[:10]
+	head := shim[:maxName-len(suffix)-1]
+	for head != "" && !isAlnum(head[len(head)-1]) {
+		head = head[:len(head)-1]
+	}
+	return Prefix + head + "-" + suffix
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c >= 'A' && c <= 'Z'
+}
+
+// State reads a node's state for a shim: whether it is labelled installed,
+// and the spec hash it was installed at.
+func State(node *corev1.Node, shim string) (installed bool, specHash string) {
+	k := Key(shim)
+	return node.Labels[k] == Installed, node.Annotations[k]
+}
+
+// InstalledSelector selects the nodes labelled as having the shim.
+func InstalledSelector(shim string) labels.Selector {
+	return labels.SelectorFromSet(labels.Set{Key(shim): Installed})
+}
+
+// AnySelector selects the nodes carrying the shim's label with any value.
+func AnySelector(shim string) labels.Selector {
+	r, _ := labels.NewRequirement(Key(shim), selection.Exists, nil)
+	return labels.NewSelector().Add(*r)
+}
+
+// Mark labels the node as having the shim at specHash.
+func Mark(ctx context.Context, c client.Client, node, shim, specHash string) error {
+	return patch(ctx, c, node, shim, Installed, specHash)
+}
+
+// Unmark removes the shim's label and annotation from the node (nothing
+// happens when they are not there).
+func Unmark(ctx context.Context, c client.Client, node, shim string) error {
+	return patch(ctx, c, node, shim, nil, nil)
+}
+
+// patch sends a JSON merge patch of the label and annotation only; nil
+// removes a key.
+func patch(ctx context.Context, c client.Client, node, shim string, label, annotation any) error {
+	k := Key(shim)
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"labels":      map[string]any{k: label},
+		"annotations": map[string]any{k: annotation},
+	}})
+	if err != nil {
+		return err
+	}
+	n := &corev1.Node{}
+	n.Name = node
+	if err := c.Patch(ctx, n, client.RawPatch(types.MergePatchType, body)); err != nil {
+		return fmt.Errorf("patch node %s (%s): %w", node, k, err)
+	}
+	return nil
+}

@@ -1,0 +1,86 @@
+package nodelabel_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shimkit/shimkit/internal/testutil"
+	"github.com/shimkit/shimkit/nodelabel"
+)
+
+func TestKeyIsValidAndDistinct(t *testing.T) {
+	long1 := strings.Repeat("a", 100) + "-one"
+	long2 := strings.Repeat("a", 100) + "-two"
+	for _, name := range []string{"spin", "wasmtime-spin-v2", long1, long2, strings.Repeat("x.", 40) + "y"} {
+		k := nodelabel.Key(name)
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			t.Errorf("Key(%q) = %q is not a valid label key: %v", name, k, errs)
+		}
+	}
+	if nodelabel.Key(long1) == nodelabel.Key(long2) {
+		t.Error("long names collide")
+	}
+	if nodelabel.Key("spin") != "shim.containerd.x-k8s.io/spin" {
+		t.Error(nodelabel.Key("spin"))
+	}
+}
+
+// TestMarkAndUnmark patches real Nodes: only the shim's label and
+// annotation change, the kubelet's labels and a concurrent change stay.
+func TestMarkAndUnmark(t *testing.T) {
+	env := testutil.StartEnv(t)
+	ctx := context.Background()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"kubernetes.io/hostname": "n1"}}}
+	if err := env.Client.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	stale := node.DeepCopy() // an old copy, as a controller's cache may hold
+
+	// Meanwhile the "kubelet" changes the node.
+	node.Labels["node.kubernetes.io/instance-type"] = "big"
+	if err := env.Client.Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	if err := nodelabel.Mark(ctx, env.Client, stale.Name, "spin", "hash-1"); err != nil {
+		t.Fatal(err)
+	}
+	got := &corev1.Node{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(node), got); err != nil {
+		t.Fatal(err)
+	}
+	if installed, hash := nodelabel.State(got, "spin"); !installed || hash != "hash-1" {
+		t.Errorf("State = %v %q", installed, hash)
+	}
+	if got.Labels["node.kubernetes.io/instance-type"] != "big" {
+		t.Error("the concurrent change was lost: Mark did a full update")
+	}
+
+	var list corev1.NodeList
+	if err := env.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: nodelabel.InstalledSelector("spin")}); err != nil || len(list.Items) != 1 {
+		t.Errorf("InstalledSelector found %d nodes (%v)", len(list.Items), err)
+	}
+	if err := nodelabel.Unmark(ctx, env.Client, "n1", "spin"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(node), got); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := got.Labels[nodelabel.Key("spin")]; ok {
+		t.Error("label still there")
+	}
+	if _, ok := got.Annotations[nodelabel.Key("spin")]; ok {
+		t.Error("annotation still there")
+	}
+	if err := env.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: nodelabel.AnySelector("spin")}); err != nil || len(list.Items) != 0 {
+		t.Errorf("AnySelector found %d nodes after Unmark", len(list.Items))
+	}
+	if err := nodelabel.Unmark(ctx, env.Client, "n1", "spin"); err != nil {
+		t.Errorf("Unmark twice: %v", err)
+	}
+}
