@@ -65,6 +65,22 @@ func Mark(ctx context.Context, c client.Client, node, shim, specHash string) err
 	return patch(ctx, c, node, shim, Installed, specHash)
 }
 
+// SetState changes only the value of the shim's label, for example to
+// "uninstalling" so that a RuntimeClass selecting "installed" no longer
+// schedules onto the node while the shim is removed.
+func SetState(ctx context.Context, c client.Client, node, shim, state string) error {
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{Key(shim): state}}})
+	if err != nil {
+		return err
+	}
+	n := &corev1.Node{}
+	n.Name = node
+	if err := c.Patch(ctx, n, client.RawPatch(types.MergePatchType, body)); err != nil {
+		return fmt.Errorf("patch node %s (%s=%s): %w", node, Key(shim), state, err)
+	}
+	return nil
+}
+
 // Unmark removes the shim's label and annotation from the node (nothing
 // happens when they are not there).
 func Unmark(ctx context.Context, c client.Client, node, shim string) error {

@@ -1,0 +1,232 @@
+package operator_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/shimkit/shimkit/internal/testutil"
+	"github.com/shimkit/shimkit/operator"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+)
+
+const jobNamespace = "shimkit-system"
+
+// startCluster starts a real API server with the Shim CRD and the Jobs'
+// namespace.
+func startCluster(t testing.TB) *testutil.Env {
+	t.Helper()
+	env := testutil.StartEnv(t, v1alpha1.AddToScheme)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: jobNamespace}}
+	if err := env.Client.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+// startOperator runs the reconciler in a manager until the returned stop
+// is called (or the test ends).
+func startOperator(t testing.TB, env *testutil.Env) (stop func()) {
+	t.Helper()
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:                 env.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := operator.New(mgr.GetClient(), mgr.GetEventRecorder("shimkit"), operator.Options{
+		InstallerImage: "shimkit-installer:test", Namespace: jobNamespace, ResyncPeriod: 2 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return stop
+}
+
+// kubelet stands in for the nodes: after a delay it marks each Job of the
+// namespace succeeded, or failed when fail says so. It records how many
+// Jobs of each shim ran at once.
+type kubelet struct {
+	c     client.Client
+	delay time.Duration
+	fail  func(job *batchv1.Job) bool
+
+	mu       sync.Mutex
+	maxRun   map[string]int
+	finished atomic.Int64
+}
+
+func startKubelet(t testing.TB, c client.Client, delay time.Duration, fail func(*batchv1.Job) bool) *kubelet {
+	t.Helper()
+	k := &kubelet{c: c, delay: delay, fail: fail, maxRun: map[string]int{}}
+	if k.fail == nil {
+		k.fail = func(*batchv1.Job) bool { return false }
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); k.run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return k
+}
+
+func (k *kubelet) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		var jobs batchv1.JobList
+		if err := k.c.List(ctx, &jobs, client.InNamespace(jobNamespace)); err == nil {
+			running := map[string]int{}
+			for i := range jobs.Items {
+				j := &jobs.Items[i]
+				if finished(j) || j.DeletionTimestamp != nil {
+					continue
+				}
+				running[j.Labels["shim.containerd.x-k8s.io/shim"]]++
+				if time.Since(j.CreationTimestamp.Time) >= k.delay {
+					k.finish(ctx, j)
+				}
+			}
+			k.mu.Lock()
+			for s, n := range running {
+				k.maxRun[s] = max(k.maxRun[s], n)
+			}
+			k.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func finished(j *batchv1.Job) bool {
+	for _, c := range j.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// finish writes the status the Job controller would.
+func (k *kubelet) finish(ctx context.Context, j *batchv1.Job) {
+	now := metav1.Now()
+	start := j.CreationTimestamp
+	j.Status.StartTime = &start
+	if k.fail(j) {
+		j.Status.Failed = 1
+		j.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: "PodFailurePolicy", Message: "Container installer exited with 3 (rolled back)", LastTransitionTime: now},
+			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "PodFailurePolicy", Message: "Container installer exited with 3 (rolled back)", LastTransitionTime: now},
+		}
+	} else {
+		j.Status.Succeeded = 1
+		j.Status.CompletionTime = &now
+		j.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		}
+	}
+	if err := k.c.Status().Update(ctx, j); err == nil {
+		k.finished.Add(1)
+	}
+}
+
+func (k *kubelet) maxRunning(shim string) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.maxRun[shim]
+}
+
+func createNodes(t testing.TB, c client.Client, n int, labels map[string]string, prefix string) {
+	t.Helper()
+	for i := range n {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%04d", prefix, i), Labels: map[string]string{"kubernetes.io/arch": "amd64"}}}
+		for k, v := range labels {
+			node.Labels[k] = v
+		}
+		if err := c.Create(context.Background(), node); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitFor polls until cond holds or the timeout passes.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		last = msg
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s: %s", what, last)
+}
+
+func getShim(t testing.TB, c client.Client, name string) *v1alpha1.Shim {
+	t.Helper()
+	s := &v1alpha1.Shim{}
+	if err := c.Get(context.Background(), client.ObjectKey{Name: name}, s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func condition(s *v1alpha1.Shim, t string) *metav1.Condition {
+	for i := range s.Status.Conditions {
+		if s.Status.Conditions[i].Type == t {
+			return &s.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func ready(c client.Client, name string) func() (bool, string) {
+	return func() (bool, string) {
+		s := &v1alpha1.Shim{}
+		if err := c.Get(context.Background(), client.ObjectKey{Name: name}, s); err != nil {
+			return false, err.Error()
+		}
+		cond := condition(s, v1alpha1.ConditionReady)
+		ok := cond != nil && cond.Status == metav1.ConditionTrue && s.Status.ObservedGeneration == s.Generation
+		return ok, fmt.Sprintf("status %+v", s.Status)
+	}
+}
+
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(logr.Discard())
+	os.Exit(m.Run())
+}

@@ -1,0 +1,78 @@
+package operator
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+)
+
+// metrics of the reconciler: nodes per state per shim, and how long a
+// rollout took from the spec change to Ready.
+type metrics struct {
+	nodes    *prometheus.GaugeVec
+	duration *prometheus.HistogramVec
+
+	mu      sync.Mutex
+	started map[string]startedRollout // shim → the rollout in progress
+}
+
+type startedRollout struct {
+	hash string
+	at   time.Time
+}
+
+func newMetrics() *metrics {
+	return &metrics{
+		nodes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "shimkit_shim_nodes", Help: "Nodes of a Shim by state: matching, updated, in_progress, failed.",
+		}, []string{"shim", "state"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "shimkit_rollout_duration_seconds", Help: "Time from a Shim's spec change until every matching node has it.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 14),
+		}, []string{"shim"}),
+		started: map[string]startedRollout{},
+	}
+}
+
+// Register adds the metrics to a registry (controller-runtime's
+// metrics.Registry for the manager's endpoint); registering twice is fine.
+func (m *metrics) Register(reg prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{m.nodes, m.duration} {
+		if err := reg.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (m *metrics) observe(shim *v1alpha1.Shim, st v1alpha1.ShimStatus, ready bool) {
+	for state, n := range map[string]int32{"matching": st.Nodes, "updated": st.UpdatedNodes, "in_progress": st.InProgressNodes, "failed": st.FailedNodes} {
+		m.nodes.WithLabelValues(shim.Name, state).Set(float64(n))
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur, ok := m.started[shim.Name]
+	switch {
+	case !ok || cur.hash != st.SpecHash:
+		if !ready {
+			m.started[shim.Name] = startedRollout{st.SpecHash, time.Now()}
+		}
+	case ready:
+		m.duration.WithLabelValues(shim.Name).Observe(time.Since(cur.at).Seconds())
+		delete(m.started, shim.Name)
+	}
+}
+
+func (m *metrics) forget(shim string) {
+	m.nodes.DeletePartialMatch(prometheus.Labels{"shim": shim})
+	m.mu.Lock()
+	delete(m.started, shim)
+	m.mu.Unlock()
+}

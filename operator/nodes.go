@@ -1,0 +1,122 @@
+package operator
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/shimkit/shimkit/nodelabel"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/rollout"
+)
+
+const controlPlaneLabel = "node-role.kubernetes.io/control-plane"
+
+// labelUninstalling is the node label value while the shim is removed: the
+// RuntimeClass no longer selects the node, so no new pod lands there.
+const labelUninstalling = "uninstalling"
+
+// matches reports whether a node is targeted by the Shim: its selector,
+// and no control-plane node unless the selector names that label.
+func matches(shim *v1alpha1.Shim, node *corev1.Node) bool {
+	sel := shim.Spec.NodeSelector
+	if _, named := sel[controlPlaneLabel]; !named {
+		if _, cp := node.Labels[controlPlaneLabel]; cp {
+			return false
+		}
+	}
+	return labels.SelectorFromSet(sel).Matches(labels.Set(node.Labels))
+}
+
+// specHash identifies what is installed on a node: everything of the spec
+// that reaches the installer. The rollout strategy, the node selector and
+// the RuntimeClass's name and tolerations are not part of it.
+func specHash(shim *v1alpha1.Shim) string {
+	s := shim.Spec
+	data, _ := json.Marshal(struct {
+		Fetch       v1alpha1.FetchStrategy
+		Handler     string
+		RuntimeType string
+		Options     []byte
+		Path        string
+		Annotations []string
+		Priv        bool
+	}{s.FetchStrategy, s.RuntimeClass.Handler, runtimeType(shim), rawOptions(shim), s.RuntimePath, s.PodAnnotations, s.PrivilegedWithoutHostDevices})
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])[:16]
+}
+
+func runtimeType(shim *v1alpha1.Shim) string {
+	if shim.Spec.RuntimeType != "" {
+		return shim.Spec.RuntimeType
+	}
+	return "io.containerd." + shim.Spec.RuntimeClass.Handler + ".v2"
+}
+
+func rawOptions(shim *v1alpha1.Shim) []byte {
+	if shim.Spec.RuntimeOptions == nil {
+		return nil
+	}
+	return shim.Spec.RuntimeOptions.Raw
+}
+
+// nodeView is what the reconciler knows of one node for one Shim.
+type nodeView struct {
+	node      *corev1.Node
+	matching  bool
+	label     string // the shim's label value: "", installed, uninstalling
+	specHash  string // the annotation: the hash installed
+	job       *jobView
+	installed bool // installed at some hash, per label
+}
+
+// state maps a node to the planner's states.
+func (v nodeView) state(current string, removing bool) rollout.State {
+	if j := v.job; j != nil {
+		switch {
+		case j.running():
+			if j.op == opUninstall {
+				return rollout.Uninstalling
+			}
+			return rollout.Installing
+		case j.failed():
+			if removing == (j.op == opUninstall) && (j.op == opUninstall || j.specHash == current) {
+				return rollout.Failed
+			}
+		}
+	}
+	if v.installed {
+		return rollout.Installed
+	}
+	return rollout.Absent
+}
+
+func (v nodeView) plannerNode(current string, removing bool) rollout.Node {
+	st := v.state(current, removing)
+	hash := v.specHash
+	if st == rollout.Failed || st == rollout.Installing {
+		hash = v.job.specHash
+	}
+	return rollout.Node{Name: v.node.Name, UID: string(v.node.UID), State: st, SpecHash: hash}
+}
+
+func viewNode(shim *v1alpha1.Shim, node *corev1.Node) nodeView {
+	v := nodeView{node: node, matching: matches(shim, node)}
+	v.label = node.Labels[nodelabel.Key(shim.Name)]
+	v.specHash = node.Annotations[nodelabel.Key(shim.Name)]
+	v.installed = v.label != ""
+	return v
+}
+
+// platformOf returns a node's platform as the installer names it.
+func platformOf(node *corev1.Node) string {
+	arch := node.Labels[corev1.LabelArchStable]
+	if arch == "" {
+		arch = node.Status.NodeInfo.Architecture
+	}
+	return "linux/" + arch
+}
+

@@ -1,0 +1,47 @@
+package operator
+
+import "time"
+
+// Options configure the reconciler.
+type Options struct {
+	// InstallerImage runs shimkit-installer on the nodes (required).
+	InstallerImage string
+	// Namespace is where the per-node Jobs run (required). A Shim's
+	// OCI pull secret must be in this namespace.
+	Namespace string
+	// JobTTL is how long finished Jobs are kept; default 1h.
+	JobTTL time.Duration
+	// JobDeadline bounds one Job; default 10m.
+	JobDeadline time.Duration
+	// JobBackoffLimit is how often a failing installer pod is retried;
+	// default 0: the installer rolls back itself, and exit codes 3 and 4
+	// (rolled back, rollback failed) fail the Job at once anyway.
+	JobBackoffLimit int32
+	// HostRoot is where the node's / is mounted in the installer pod;
+	// default /host.
+	HostRoot string
+	// ResyncPeriod requeues a Shim that is not done, as a safety net to the
+	// Job and Node watches; default 30s.
+	ResyncPeriod time.Duration
+	// ImagePullPolicy of the installer container; default IfNotPresent.
+	ImagePullPolicy string
+}
+
+func (o Options) withDefaults() Options {
+	if o.JobTTL == 0 {
+		o.JobTTL = time.Hour
+	}
+	if o.JobDeadline == 0 {
+		o.JobDeadline = 10 * time.Minute
+	}
+	if o.HostRoot == "" {
+		o.HostRoot = "/host"
+	}
+	if o.ResyncPeriod == 0 {
+		o.ResyncPeriod = 30 * time.Second
+	}
+	if o.ImagePullPolicy == "" {
+		o.ImagePullPolicy = "IfNotPresent"
+	}
+	return o
+}

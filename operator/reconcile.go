@@ -1,0 +1,323 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/shimkit/shimkit/nodelabel"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/rollout"
+)
+
+// Finalizer keeps a deleted Shim until its nodes are clean.
+const Finalizer = "shim.containerd.x-k8s.io/uninstall"
+
+// Reconciler reconciles Shims.
+type Reconciler struct {
+	client   client.Client
+	recorder events.EventRecorder
+	opts     Options
+	metrics  *metrics
+}
+
+// New returns a Reconciler. recorder may be nil (no events).
+func New(c client.Client, recorder events.EventRecorder, opts Options) (*Reconciler, error) {
+	if opts.InstallerImage == "" || opts.Namespace == "" {
+		return nil, errors.New("operator: Options.InstallerImage and Options.Namespace are required")
+	}
+	return &Reconciler{client: c, recorder: recorder, opts: opts.withDefaults(), metrics: newMetrics()}, nil
+}
+
+// observed is everything a reconcile reads, once.
+type observed struct {
+	shim  *v1alpha1.Shim
+	hash  string
+	views []nodeView
+}
+
+// Reconcile drives one Shim towards its spec (or, when deleted, towards no
+// node having it).
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	shim := &v1alpha1.Shim{}
+	if err := r.client.Get(ctx, req.NamespacedName, shim); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.metrics.forget(req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	obs, err := r.observe(ctx, shim)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.recordFinishedJobs(ctx, obs); err != nil {
+		return ctrl.Result{}, err
+	}
+	if !shim.DeletionTimestamp.IsZero() {
+		return r.uninstallAll(ctx, obs)
+	}
+	if !controllerutil.ContainsFinalizer(shim, Finalizer) {
+		patch := client.MergeFrom(shim.DeepCopy())
+		controllerutil.AddFinalizer(shim, Finalizer)
+		if err := r.client.Patch(ctx, shim, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return r.install(ctx, obs)
+}
+
+func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observed, error) {
+	var nodes corev1.NodeList
+	if err := r.client.List(ctx, &nodes); err != nil {
+		return nil, err
+	}
+	var jobs batchv1.JobList
+	if err := r.client.List(ctx, &jobs, client.InNamespace(r.opts.Namespace), client.MatchingLabels{labelShim: shim.Name}); err != nil {
+		return nil, err
+	}
+	latest := map[string]*batchv1.Job{}
+	for i := range jobs.Items {
+		j := &jobs.Items[i]
+		if !metav1.IsControlledBy(j, shim) {
+			continue // a Job of an earlier Shim of the same name
+		}
+		n := j.Labels[labelNode]
+		if newer(j, latest[n]) {
+			latest[n] = j
+		}
+	}
+	obs := &observed{shim: shim, hash: specHash(shim)}
+	for i := range nodes.Items {
+		v := viewNode(shim, &nodes.Items[i])
+		if j := latest[v.node.Name]; j != nil {
+			v.job = viewJob(j)
+		}
+		obs.views = append(obs.views, v)
+	}
+	return obs, nil
+}
+
+// recordFinishedJobs turns succeeded Jobs into node labels: installed (at
+// the Job's spec hash) or gone.
+func (r *Reconciler) recordFinishedJobs(ctx context.Context, obs *observed) error {
+	for i := range obs.views {
+		v := &obs.views[i]
+		j := v.job
+		if j == nil || !j.succeeded() {
+			continue
+		}
+		switch j.op {
+		case opInstall:
+			if v.label == nodelabel.Installed && v.specHash == j.specHash || v.label == labelUninstalling {
+				continue
+			}
+			if err := nodelabel.Mark(ctx, r.client, v.node.Name, obs.shim.Name, j.specHash); err != nil {
+				return err
+			}
+			v.label, v.specHash, v.installed = nodelabel.Installed, j.specHash, true
+			r.event(obs.shim, corev1.EventTypeNormal, "Installed", "Install", "shim installed on node %s (spec %s)", v.node.Name, j.specHash)
+		case opUninstall:
+			if v.label == "" {
+				continue
+			}
+			if err := nodelabel.Unmark(ctx, r.client, v.node.Name, obs.shim.Name); err != nil {
+				return err
+			}
+			v.label, v.specHash, v.installed = "", "", false
+			r.event(obs.shim, corev1.EventTypeNormal, "Uninstalled", "Uninstall", "shim removed from node %s", v.node.Name)
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) planner(obs *observed) rollout.Planner {
+	rs := obs.shim.Spec.RolloutStrategy
+	s := rollout.Strategy{}
+	if rs != nil {
+		s.Recreate = rs.Type == v1alpha1.RolloutRecreate
+		if rs.Rolling != nil {
+			s.MaxUpdate = rs.Rolling.MaxUpdate
+		}
+	}
+	return rollout.Planner{Strategy: s, ShimUID: string(obs.shim.UID), SpecHash: obs.hash}
+}
+
+// install rolls the current spec out to matching nodes and removes it from
+// nodes that stopped matching.
+func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, error) {
+	p := r.planner(obs)
+	var matching, stale []rollout.Node
+	byName := map[string]*nodeView{}
+	for i := range obs.views {
+		v := &obs.views[i]
+		byName[v.node.Name] = v
+		switch {
+		case v.matching:
+			matching = append(matching, v.plannerNode(obs.hash, false))
+		case v.installed || v.job != nil && v.job.running():
+			stale = append(stale, v.plannerNode(obs.hash, true))
+		}
+	}
+	plan, err := p.Install(matching)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, name := range plan.Start {
+		v := byName[name]
+		reason := "Installing"
+		if v.installed {
+			reason = "Upgrading"
+		}
+		if err := r.startJob(ctx, obs, v, opInstall, reason); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	removal, err := p.Remove(stale)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, name := range removal.Start {
+		if err := r.startUninstall(ctx, obs, byName[name]); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	rcReady, err := r.ensureRuntimeClass(ctx, obs)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.updateStatus(ctx, obs, plan, removal, rcReady); err != nil {
+		return ctrl.Result{}, err
+	}
+	if plan.Done && removal.Done {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{RequeueAfter: r.opts.ResyncPeriod}, nil
+}
+
+// uninstallAll removes the shim from every node that has it, rolling; then
+// deletes the RuntimeClass and lets the Shim go.
+func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(obs.shim, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	var targets []rollout.Node
+	byName := map[string]*nodeView{}
+	for i := range obs.views {
+		v := &obs.views[i]
+		byName[v.node.Name] = v
+		if v.installed || v.job != nil && v.job.running() {
+			targets = append(targets, v.plannerNode(obs.hash, true))
+		}
+	}
+	plan, err := r.planner(obs).Remove(targets)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, name := range plan.Start {
+		if err := r.startUninstall(ctx, obs, byName[name]); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if !plan.Done {
+		if err := r.updateStatus(ctx, obs, rollout.Plan{}, plan, false); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: r.opts.ResyncPeriod}, nil
+	}
+	// Every node is clean: the RuntimeClass goes last, then the Shim.
+	if err := r.deleteRuntimeClass(ctx, obs); err != nil {
+		return ctrl.Result{}, err
+	}
+	patch := client.MergeFrom(obs.shim.DeepCopy())
+	controllerutil.RemoveFinalizer(obs.shim, Finalizer)
+	if err := r.client.Patch(ctx, obs.shim, patch); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	log.FromContext(ctx).Info("shim removed from every node", "shim", obs.shim.Name)
+	r.metrics.forget(obs.shim.Name)
+	return ctrl.Result{}, nil
+}
+
+// startUninstall takes the node out of the RuntimeClass's selection, then
+// starts its uninstall Job.
+func (r *Reconciler) startUninstall(ctx context.Context, obs *observed, v *nodeView) error {
+	if v.label != "" && v.label != labelUninstalling {
+		if err := nodelabel.SetState(ctx, r.client, v.node.Name, obs.shim.Name, labelUninstalling); err != nil {
+			return err
+		}
+		v.label = labelUninstalling
+	}
+	return r.startJob(ctx, obs, v, opUninstall, "Uninstalling")
+}
+
+// startJob creates the node's Job. A finished Job of the same name (an
+// earlier round of the same operation) is deleted first.
+func (r *Reconciler) startJob(ctx context.Context, obs *observed, v *nodeView, op, reason string) error {
+	hash := obs.hash
+	if op == opUninstall {
+		hash = v.specHash
+	}
+	job := r.buildJob(obs.shim, v.node, op, hash)
+	err := r.client.Create(ctx, job)
+	if apierrors.IsAlreadyExists(err) {
+		old := &batchv1.Job{}
+		if gerr := r.client.Get(ctx, client.ObjectKeyFromObject(job), old); gerr != nil {
+			return gerr
+		}
+		if ov := viewJob(old); ov.running() {
+			return nil // ours already, from before a restart
+		}
+		// Finished: make room; the next reconcile creates it afresh.
+		return client.IgnoreNotFound(r.client.Delete(ctx, old, client.PropagationPolicy(metav1.DeletePropagationBackground)))
+	}
+	if err != nil {
+		return fmt.Errorf("create Job %s for node %s: %w", job.Name, v.node.Name, err)
+	}
+	r.event(obs.shim, corev1.EventTypeNormal, reason, cases(op), "%s node %s (Job %s)", reason, v.node.Name, job.Name)
+	return nil
+}
+
+func cases(op string) string {
+	if op == opUninstall {
+		return "Uninstall"
+	}
+	return "Install"
+}
+
+func (r *Reconciler) event(shim *v1alpha1.Shim, eventType, reason, action, note string, args ...any) {
+	if r.recorder != nil {
+		r.recorder.Eventf(shim, nil, eventType, reason, action, note, args...)
+	}
+}
+
+func failedNodes(obs *observed, plan, removal rollout.Plan) []v1alpha1.NodeFailure {
+	var out []v1alpha1.NodeFailure
+	for _, name := range slices.Concat(plan.Failed, removal.Failed) {
+		for _, v := range obs.views {
+			if v.node.Name == name && v.job != nil {
+				reason, msg := v.job.failure()
+				out = append(out, v1alpha1.NodeFailure{Node: name, Reason: reason, Message: truncate(msg, 512)})
+			}
+		}
+	}
+	return out
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
