@@ -6,7 +6,7 @@ TEST_TIMEOUT ?= 25m
 FUZZTIME ?= 30s
 TOOLBIN ?= $(CURDIR)/bin
 
-.PHONY: all test test-unit lint bins fuzz bench tools generate verify-generate
+.PHONY: all test test-unit lint bins fuzz bench tools generate verify-generate verify-manifests
 
 all: lint test
 
@@ -38,13 +38,24 @@ $(CONTROLLER_GEN): hack/tools/go.mod
 generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object paths=./operator/api/...
 	$(CONTROLLER_GEN) crd paths=./operator/api/... output:crd:artifacts:config=operator/config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=shimkit-operator paths=./operator/... output:rbac:artifacts:config=operator/config/rbac
 
 ## verify-generate: fail when the generated files are not up to date.
 verify-generate: generate
-	@git diff --exit-code -- operator/api operator/config/crd || { echo "run make generate and commit"; exit 1; }
+	@git diff --exit-code -- operator/api operator/config/crd operator/config/rbac/role.yaml || { echo "run make generate and commit"; exit 1; }
+
+KUSTOMIZE := $(TOOLBIN)/kustomize
+
+$(KUSTOMIZE): hack/tools/go.mod
+	$(GO) -C hack/tools build -o $(KUSTOMIZE) sigs.k8s.io/kustomize/kustomize/v5
+
+## verify-manifests: the kustomizations under operator/config build.
+verify-manifests: $(KUSTOMIZE)
+	$(KUSTOMIZE) build operator/config/default >/dev/null
+	$(KUSTOMIZE) build operator/config/samples >/dev/null
 
 ## lint: gofmt, go vet and golangci-lint (built from the tools module).
-lint:
+lint: verify-manifests
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) -C hack/tools build -o $(TOOLBIN)/golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint

@@ -3,6 +3,7 @@ package operator_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -14,7 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -42,11 +45,21 @@ func startCluster(t testing.TB) *testutil.Env {
 // is called (or the test ends).
 func startOperator(t testing.TB, env *testutil.Env) (stop func()) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+	return startOperatorAs(t, env, env.Config)
+}
+
+// startOperatorAs runs the operator with cfg's credentials, its Job cache
+// limited to the Jobs' namespace as in shimkit-operator.
+func startOperatorAs(t testing.TB, env *testutil.Env, cfg *rest.Config) (stop func()) {
+	t.Helper()
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&batchv1.Job{}: {Namespaces: map[string]cache.Config{jobNamespace: {}}},
+		}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -227,6 +240,10 @@ func ready(c client.Client, name string) func() (bool, string) {
 }
 
 func TestMain(m *testing.M) {
-	ctrl.SetLogger(logr.Discard())
+	if os.Getenv("SHIMKIT_TEST_LOG") != "" {
+		ctrl.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, nil)))
+	} else {
+		ctrl.SetLogger(logr.Discard())
+	}
 	os.Exit(m.Run())
 }

@@ -79,16 +79,8 @@ func (v *jobView) failure() (reason, message string) {
 	if c == nil {
 		return "", ""
 	}
-	reason, message = c.Reason, c.Message
-	if m := v.job.Annotations[annotationFailure]; m != "" {
-		message = m
-	}
-	return reason, message
+	return c.Reason, c.Message
 }
-
-// annotationFailure carries the installer's own words about a failure,
-// copied from its pod's termination message.
-const annotationFailure = "shim.containerd.x-k8s.io/failure"
 
 // newer reports whether a is a later Job than b for the same node.
 func newer(a, b *batchv1.Job) bool {

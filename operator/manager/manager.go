@@ -1,0 +1,111 @@
+// Package manager runs the reference shimkit operator: a controller-runtime
+// manager with the Shim reconciler, leader election, health and readiness
+// probes, Prometheus metrics and structured (JSON) logs.
+package manager
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/shimkit/shimkit/operator"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+)
+
+// Run runs the operator until ctx is done and returns the exit code.
+func Run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("shimkit-operator", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	env := func(k, def string) string {
+		if v := getenv(k); v != "" {
+			return v
+		}
+		return def
+	}
+	var (
+		opts        operator.Options
+		kubeconfig  = fs.String("kubeconfig", getenv("KUBECONFIG"), "kubeconfig file; in-cluster config when empty [KUBECONFIG]")
+		leaderElect = fs.Bool("leader-elect", false, "elect a leader, for more than one replica")
+		metricsAddr = fs.String("metrics-bind-address", ":8080", `metrics endpoint ("0" disables)`)
+		probeAddr   = fs.String("health-probe-bind-address", ":8081", "health and readiness probes")
+	)
+	fs.StringVar(&opts.InstallerImage, "installer-image", env("SHIMKIT_INSTALLER_IMAGE", ""), "image of shimkit-installer [SHIMKIT_INSTALLER_IMAGE]")
+	fs.StringVar(&opts.Namespace, "namespace", env("POD_NAMESPACE", "shimkit-system"), "namespace of the per-node Jobs [POD_NAMESPACE]")
+	fs.DurationVar(&opts.JobTTL, "job-ttl", time.Hour, "how long finished Jobs are kept")
+	fs.DurationVar(&opts.JobDeadline, "job-deadline", 10*time.Minute, "how long one node's Job may run")
+	fs.StringVar(&opts.ImagePullPolicy, "installer-pull-policy", "IfNotPresent", "pull policy of the installer image")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	log := logr.FromSlogHandler(slog.NewJSONHandler(stderr, nil))
+	ctrl.SetLogger(log)
+	if err := run(ctx, opts, *kubeconfig, *leaderElect, *metricsAddr, *probeAddr); err != nil {
+		log.Error(err, "operator stopped")
+		return 1
+	}
+	return 0
+}
+
+func run(ctx context.Context, opts operator.Options, kubeconfig string, leaderElect bool, metricsAddr, probeAddr string) error {
+	cfg, err := ctrl.GetConfig()
+	if kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return err
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress:  probeAddr,
+		LeaderElection:          leaderElect,
+		LeaderElectionID:        "shimkit-operator.containerd.x-k8s.io",
+		LeaderElectionNamespace: opts.Namespace,
+		// Jobs live in one namespace: watch only there (and need RBAC only
+		// there).
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&batchv1.Job{}: {Namespaces: map[string]cache.Config{opts.Namespace: {}}},
+		}},
+	})
+	if err != nil {
+		return err
+	}
+	r, err := operator.New(mgr.GetClient(), mgr.GetEventRecorder("shimkit-operator"), opts)
+	if err != nil {
+		return err
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+// Main is the whole of main: signals end the operator gracefully.
+func Main() { os.Exit(Run(ctrl.SetupSignalHandler(), os.Args[1:], os.Getenv, os.Stderr)) }
