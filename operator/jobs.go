@@ -71,7 +71,9 @@ func (v *jobView) condition(t batchv1.JobConditionType) *batchv1.JobCondition {
 
 func (v *jobView) succeeded() bool { return v.condition(batchv1.JobComplete) != nil }
 func (v *jobView) failed() bool    { return v.condition(batchv1.JobFailed) != nil }
-func (v *jobView) running() bool   { return !v.succeeded() && !v.failed() && v.job.DeletionTimestamp == nil }
+func (v *jobView) running() bool {
+	return !v.succeeded() && !v.failed() && v.job.DeletionTimestamp == nil
+}
 
 // failure explains a failed Job.
 func (v *jobView) failure() (reason, message string) {

@@ -119,4 +119,3 @@ func platformOf(node *corev1.Node) string {
 	}
 	return "linux/" + arch
 }
-
