@@ -97,26 +97,47 @@ type kubelet struct {
 
 	mu       sync.Mutex
 	maxRun   map[string]int
+	seen      map[string]time.Time // when each Job was first seen (creation timestamps have 1s granularity)
+	finishing map[string]bool
 	finished atomic.Int64
 }
 
-func startKubelet(t testing.TB, c client.Client, delay time.Duration, fail func(*batchv1.Job) bool) *kubelet {
+func startKubelet(t testing.TB, env *testutil.Env, delay time.Duration, fail func(*batchv1.Job) bool) *kubelet {
 	t.Helper()
-	k := &kubelet{c: c, delay: delay, fail: fail, maxRun: map[string]int{}}
+	// Read Jobs from a watch-fed cache, as a kubelet would, not by listing
+	// them again and again (which would load the API server).
+	jobs, err := cache.New(env.Config, cache.Options{Scheme: env.Scheme, DefaultNamespaces: map[string]cache.Config{jobNamespace: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Many kubelets write at once: no client-side rate limit.
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = 1000, 2000
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &kubelet{c: c, delay: delay, fail: fail, maxRun: map[string]int{}, seen: map[string]time.Time{}, finishing: map[string]bool{}}
 	if k.fail == nil {
 		k.fail = func(*batchv1.Job) bool { return false }
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); k.run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	done := make(chan struct{}, 2)
+	go func() { _ = jobs.Start(ctx); done <- struct{}{} }()
+	if !jobs.WaitForCacheSync(ctx) {
+		t.Fatal("job cache did not sync")
+	}
+	go func() { k.run(ctx, jobs); done <- struct{}{} }()
+	t.Cleanup(func() { cancel(); <-done; <-done })
 	return k
 }
 
-func (k *kubelet) run(ctx context.Context) {
+func (k *kubelet) run(ctx context.Context, reader client.Reader) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for ctx.Err() == nil {
 		var jobs batchv1.JobList
-		if err := k.c.List(ctx, &jobs, client.InNamespace(jobNamespace)); err == nil {
+		if err := reader.List(ctx, &jobs, client.InNamespace(jobNamespace)); err == nil {
 			running := map[string]int{}
 			for i := range jobs.Items {
 				j := &jobs.Items[i]
@@ -124,8 +145,25 @@ func (k *kubelet) run(ctx context.Context) {
 					continue
 				}
 				running[j.Labels["shim.containerd.x-k8s.io/shim"]]++
-				if time.Since(j.CreationTimestamp.Time) >= k.delay {
-					k.finish(ctx, j)
+				first, ok := k.seen[string(j.UID)]
+				if !ok {
+					first = time.Now()
+					k.seen[string(j.UID)] = first
+				}
+				k.mu.Lock()
+				start := time.Since(first) >= k.delay && !k.finishing[string(j.UID)]
+				if start {
+					k.finishing[string(j.UID)] = true
+				}
+				k.mu.Unlock()
+				if start {
+					wg.Go(func() {
+						if !k.finish(ctx, j.DeepCopy()) {
+							k.mu.Lock()
+							delete(k.finishing, string(j.UID)) // retried next round
+							k.mu.Unlock()
+						}
+					})
 				}
 			}
 			k.mu.Lock()
@@ -151,7 +189,7 @@ func finished(j *batchv1.Job) bool {
 }
 
 // finish writes the status the Job controller would.
-func (k *kubelet) finish(ctx context.Context, j *batchv1.Job) {
+func (k *kubelet) finish(ctx context.Context, j *batchv1.Job) bool {
 	now := metav1.Now()
 	start := j.CreationTimestamp
 	j.Status.StartTime = &start
@@ -169,9 +207,11 @@ func (k *kubelet) finish(ctx context.Context, j *batchv1.Job) {
 			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
 		}
 	}
-	if err := k.c.Status().Update(ctx, j); err == nil {
-		k.finished.Add(1)
+	if err := k.c.Status().Update(ctx, j); err != nil {
+		return false
 	}
+	k.finished.Add(1)
+	return true
 }
 
 func (k *kubelet) maxRunning(shim string) int {

@@ -68,7 +68,7 @@ func TestFreshInstall50Nodes(t *testing.T) {
 	ctx := context.Background()
 	createNodes(t, env.Client, 50, map[string]string{"wasm": "true"}, "worker")
 	createNodes(t, env.Client, 1, map[string]string{"wasm": "true", "node-role.kubernetes.io/control-plane": ""}, "cp")
-	k := startKubelet(t, env.Client, 150*time.Millisecond, nil)
+	k := startKubelet(t, env, 150*time.Millisecond, nil)
 	startOperator(t, env)
 	if err := env.Client.Create(ctx, newShim("spin", "spin", "10%", map[string]string{"wasm": "true"})); err != nil {
 		t.Fatal(err)
@@ -118,7 +118,7 @@ func TestFailureHaltsRollout(t *testing.T) {
 	createNodes(t, env.Client, 12, nil, "n")
 	failing := ""
 	var first atomic.Bool
-	startKubelet(t, env.Client, 100*time.Millisecond, func(j *batchv1.Job) bool {
+	startKubelet(t, env, 100*time.Millisecond, func(j *batchv1.Job) bool {
 		if first.CompareAndSwap(false, true) {
 			failing = j.Labels["shim.containerd.x-k8s.io/node"]
 		}
@@ -157,7 +157,7 @@ func TestUpgradeRolls(t *testing.T) {
 	env := startCluster(t)
 	ctx := context.Background()
 	createNodes(t, env.Client, 10, nil, "n")
-	k := startKubelet(t, env.Client, 100*time.Millisecond, nil)
+	k := startKubelet(t, env, 100*time.Millisecond, nil)
 	startOperator(t, env)
 	shim := newShim("gvisor", "runsc", "3", nil)
 	if err := env.Client.Create(ctx, shim); err != nil {
@@ -196,7 +196,7 @@ func TestNodesJoinAndLeave(t *testing.T) {
 	env := startCluster(t)
 	ctx := context.Background()
 	createNodes(t, env.Client, 3, map[string]string{"wasm": "true"}, "n")
-	startKubelet(t, env.Client, 50*time.Millisecond, nil)
+	startKubelet(t, env, 50*time.Millisecond, nil)
 	startOperator(t, env)
 	if err := env.Client.Create(ctx, newShim("spin", "spin", "1", map[string]string{"wasm": "true"})); err != nil {
 		t.Fatal(err)
@@ -239,7 +239,7 @@ func TestDeleteUninstallsEverywhere(t *testing.T) {
 	env := startCluster(t)
 	ctx := context.Background()
 	createNodes(t, env.Client, 6, nil, "n")
-	k := startKubelet(t, env.Client, 100*time.Millisecond, nil)
+	k := startKubelet(t, env, 100*time.Millisecond, nil)
 	startOperator(t, env)
 	if err := env.Client.Create(ctx, newShim("wasm", "wasmtime", "2", nil)); err != nil {
 		t.Fatal(err)
@@ -289,7 +289,7 @@ func TestDeleteDuringInstall(t *testing.T) {
 	env := startCluster(t)
 	ctx := context.Background()
 	createNodes(t, env.Client, 6, nil, "n")
-	startKubelet(t, env.Client, 700*time.Millisecond, nil)
+	startKubelet(t, env, 700*time.Millisecond, nil)
 	startOperator(t, env)
 	if err := env.Client.Create(ctx, newShim("spin", "spin", "3", nil)); err != nil {
 		t.Fatal(err)
@@ -314,7 +314,7 @@ func TestOperatorRestartMidRollout(t *testing.T) {
 	env := startCluster(t)
 	ctx := context.Background()
 	createNodes(t, env.Client, 15, nil, "n")
-	k := startKubelet(t, env.Client, 400*time.Millisecond, nil)
+	k := startKubelet(t, env, 400*time.Millisecond, nil)
 	stop := startOperator(t, env)
 	if err := env.Client.Create(ctx, newShim("spin", "spin", "3", nil)); err != nil {
 		t.Fatal(err)
@@ -347,7 +347,7 @@ func TestTwoShimsSameNodes(t *testing.T) {
 	env := startCluster(t)
 	ctx := context.Background()
 	createNodes(t, env.Client, 8, nil, "n")
-	startKubelet(t, env.Client, 80*time.Millisecond, nil)
+	startKubelet(t, env, 80*time.Millisecond, nil)
 	startOperator(t, env)
 	for _, s := range []*v1alpha1.Shim{newShim("spin", "spin", "2", nil), newShim("kata", "kata", "50%", nil)} {
 		if err := env.Client.Create(ctx, s); err != nil {

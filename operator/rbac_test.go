@@ -33,7 +33,7 @@ func TestRBACIsEnough(t *testing.T) {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:shimkit-system:shimkit-operator"}
 	createNodes(t, env.Client, 3, nil, "n")
-	startKubelet(t, env.Client, 50*time.Millisecond, nil)
+	startKubelet(t, env, 50*time.Millisecond, nil)
 	startOperatorAs(t, env, cfg)
 
 	if err := env.Client.Create(ctx, newShim("spin", "spin", "2", nil)); err != nil {

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -112,6 +113,7 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 // recordFinishedJobs turns succeeded Jobs into node labels: installed (at
 // the Job's spec hash) or gone.
 func (r *Reconciler) recordFinishedJobs(ctx context.Context, obs *observed) error {
+	g := r.group(ctx)
 	for i := range obs.views {
 		v := &obs.views[i]
 		j := v.job
@@ -123,23 +125,37 @@ func (r *Reconciler) recordFinishedJobs(ctx context.Context, obs *observed) erro
 			if v.label == nodelabel.Installed && v.specHash == j.specHash || v.label == labelUninstalling {
 				continue
 			}
-			if err := nodelabel.Mark(ctx, r.client, v.node.Name, obs.shim.Name, j.specHash); err != nil {
-				return err
-			}
-			v.label, v.specHash, v.installed = nodelabel.Installed, j.specHash, true
-			r.event(obs.shim, corev1.EventTypeNormal, "Installed", "Install", "shim installed on node %s (spec %s)", v.node.Name, j.specHash)
+			g.Go(func() error {
+				if err := nodelabel.Mark(ctx, r.client, v.node.Name, obs.shim.Name, j.specHash); err != nil {
+					return err
+				}
+				v.label, v.specHash, v.installed = nodelabel.Installed, j.specHash, true
+				r.event(obs.shim, corev1.EventTypeNormal, "Installed", "Install", "shim installed on node %s (spec %s)", v.node.Name, j.specHash)
+				return nil
+			})
 		case opUninstall:
 			if v.label == "" {
 				continue
 			}
-			if err := nodelabel.Unmark(ctx, r.client, v.node.Name, obs.shim.Name); err != nil {
-				return err
-			}
-			v.label, v.specHash, v.installed = "", "", false
-			r.event(obs.shim, corev1.EventTypeNormal, "Uninstalled", "Uninstall", "shim removed from node %s", v.node.Name)
+			g.Go(func() error {
+				if err := nodelabel.Unmark(ctx, r.client, v.node.Name, obs.shim.Name); err != nil {
+					return err
+				}
+				v.label, v.specHash, v.installed = "", "", false
+				r.event(obs.shim, corev1.EventTypeNormal, "Uninstalled", "Uninstall", "shim removed from node %s", v.node.Name)
+				return nil
+			})
 		}
 	}
-	return nil
+	return g.Wait()
+}
+
+// group runs a reconcile's independent API calls (one per node) a few at
+// a time, as a wave of 100 nodes would otherwise wait on 100 round trips.
+func (r *Reconciler) group(ctx context.Context) *errgroup.Group {
+	g, _ := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	return g
 }
 
 func (r *Reconciler) planner(obs *observed) rollout.Planner {
@@ -174,24 +190,24 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	removal, err := p.Remove(stale)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	g := r.group(ctx)
 	for _, name := range plan.Start {
 		v := byName[name]
 		reason := "Installing"
 		if v.installed {
 			reason = "Upgrading"
 		}
-		if err := r.startJob(ctx, obs, v, opInstall, reason); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	removal, err := p.Remove(stale)
-	if err != nil {
-		return ctrl.Result{}, err
+		g.Go(func() error { return r.startJob(ctx, obs, v, opInstall, reason) })
 	}
 	for _, name := range removal.Start {
-		if err := r.startUninstall(ctx, obs, byName[name]); err != nil {
-			return ctrl.Result{}, err
-		}
+		g.Go(func() error { return r.startUninstall(ctx, obs, byName[name]) })
+	}
+	if err := g.Wait(); err != nil {
+		return ctrl.Result{}, err
 	}
 	rcReady, err := r.ensureRuntimeClass(ctx, obs)
 	if err != nil {
@@ -225,10 +241,12 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	g := r.group(ctx)
 	for _, name := range plan.Start {
-		if err := r.startUninstall(ctx, obs, byName[name]); err != nil {
-			return ctrl.Result{}, err
-		}
+		g.Go(func() error { return r.startUninstall(ctx, obs, byName[name]) })
+	}
+	if err := g.Wait(); err != nil {
+		return ctrl.Result{}, err
 	}
 	if !plan.Done {
 		if err := r.updateStatus(ctx, obs, rollout.Plan{}, plan, false); err != nil {
@@ -274,7 +292,8 @@ func (r *Reconciler) startJob(ctx context.Context, obs *observed, v *nodeView, o
 	if apierrors.IsAlreadyExists(err) {
 		old := &batchv1.Job{}
 		if gerr := r.client.Get(ctx, client.ObjectKeyFromObject(job), old); gerr != nil {
-			return gerr
+			// Not in the cache yet: created by an earlier reconcile.
+			return client.IgnoreNotFound(gerr)
 		}
 		if ov := viewJob(old); ov.running() {
 			return nil // ours already, from before a restart

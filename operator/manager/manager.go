@@ -16,6 +16,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -43,6 +44,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		leaderElect = fs.Bool("leader-elect", false, "elect a leader, for more than one replica")
 		metricsAddr = fs.String("metrics-bind-address", ":8080", `metrics endpoint ("0" disables)`)
 		probeAddr   = fs.String("health-probe-bind-address", ":8081", "health and readiness probes")
+		qps         = fs.Float64("kube-api-qps", 50, "requests per second to the API server")
+		burst       = fs.Int("kube-api-burst", 100, "request burst to the API server")
 	)
 	fs.StringVar(&opts.InstallerImage, "installer-image", env("SHIMKIT_INSTALLER_IMAGE", ""), "image of shimkit-installer [SHIMKIT_INSTALLER_IMAGE]")
 	fs.StringVar(&opts.Namespace, "namespace", env("POD_NAMESPACE", "shimkit-system"), "namespace of the per-node Jobs [POD_NAMESPACE]")
@@ -54,21 +57,25 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	log := logr.FromSlogHandler(slog.NewJSONHandler(stderr, nil))
 	ctrl.SetLogger(log)
-	if err := run(ctx, opts, *kubeconfig, *leaderElect, *metricsAddr, *probeAddr); err != nil {
+	if err := run(ctx, opts, *kubeconfig, *leaderElect, *metricsAddr, *probeAddr, float32(*qps), *burst); err != nil {
 		log.Error(err, "operator stopped")
 		return 1
 	}
 	return 0
 }
 
-func run(ctx context.Context, opts operator.Options, kubeconfig string, leaderElect bool, metricsAddr, probeAddr string) error {
-	cfg, err := ctrl.GetConfig()
+func run(ctx context.Context, opts operator.Options, kubeconfig string, leaderElect bool, metricsAddr, probeAddr string, qps float32, burst int) error {
+	var cfg *rest.Config
+	var err error
 	if kubeconfig != "" {
 		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	} else {
+		cfg, err = ctrl.GetConfig()
 	}
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
+	cfg.QPS, cfg.Burst = qps, burst
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
 		if err := add(scheme); err != nil {
