@@ -88,41 +88,10 @@ func (f *HTTPFetcher) Fetch(ctx context.Context, p Platform, dest string) (*Resu
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, fmt.Errorf("fetch %q: not an http(s) URL", a.URL)
 	}
-	var want digest.Digest
-	if a.SHA256 != "" {
-		want = digest.NewDigestFromEncoded(digest.SHA256, a.SHA256)
-		if err := want.Validate(); err != nil {
-			return nil, fmt.Errorf("fetch %s: sha256 %q: %w", a.URL, a.SHA256, err)
-		}
-	}
-	cache, done, err := tempCache(f.Cache)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-
-	key := "url:" + a.URL
-	if want != "" {
-		key = want.String()
-	}
-	b, err := cache.do(key, func() (blob, error) {
-		if b, ok := cache.cachedBlob(want); ok {
-			return b, nil
-		}
-		return f.download(ctx, cache, a.URL, want)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("fetch %s: %w", a.URL, err)
-	}
-	name := f.BinaryName
-	if name == "" {
-		name = path.Base(u.Path)
-	}
-	files, execs, err := extract(b.path, dest, name, f.Options)
-	if err != nil {
-		return nil, fmt.Errorf("extract %s (%s): %w", a.URL, b.digest, err)
-	}
-	return &Result{Digest: b.digest, Size: b.size, Files: files, Executables: execs, Cached: b.cached}, nil
+	return fetchSingle(ctx, f.Options, single{
+		source: a.URL, sha256: a.SHA256, bareName: path.Base(u.Path),
+		ingest: func(cache *Cache, want digest.Digest) (blob, error) { return f.download(ctx, cache, a.URL, want) },
+	}, dest)
 }
 
 // download tries the URL until it gets an answer worth keeping.

@@ -53,43 +53,15 @@ func (f *LocalFetcher) Fetch(ctx context.Context, p Platform, dest string) (*Res
 		return res, nil
 	}
 
-	var want digest.Digest
-	if f.SHA256 != "" {
-		want = digest.NewDigestFromEncoded(digest.SHA256, f.SHA256)
-		if err := want.Validate(); err != nil {
-			return nil, fmt.Errorf("fetch %s: sha256 %q: %w", f.Path, f.SHA256, err)
-		}
-	}
-	cache, done, err := tempCache(f.Cache)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	key := "file:" + f.Path
-	if want != "" {
-		key = want.String()
-	}
-	b, err := cache.do(key, func() (blob, error) {
-		if b, ok := cache.cachedBlob(want); ok {
-			return b, nil
-		}
-		r, err := os.Open(f.Path)
-		if err != nil {
-			return blob{}, err
-		}
-		defer r.Close()
-		return cache.ingest(ctx, r, want, fi.Size(), f.Limits.withDefaults().MaxDownload, f.Progress)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("fetch %s: %w", f.Path, err)
-	}
-	name := f.BinaryName
-	if name == "" {
-		name = filepath.Base(f.Path)
-	}
-	files, execs, err := extract(b.path, dest, name, f.Options)
-	if err != nil {
-		return nil, fmt.Errorf("extract %s (%s): %w", f.Path, b.digest, err)
-	}
-	return &Result{Digest: b.digest, Size: b.size, Files: files, Executables: execs, Cached: b.cached}, nil
+	return fetchSingle(ctx, f.Options, single{
+		source: f.Path, sha256: f.SHA256, bareName: filepath.Base(f.Path),
+		ingest: func(cache *Cache, want digest.Digest) (blob, error) {
+			r, err := os.Open(f.Path)
+			if err != nil {
+				return blob{}, err
+			}
+			defer r.Close()
+			return cache.ingest(ctx, r, want, fi.Size(), f.Limits.withDefaults().MaxDownload, f.Progress)
+		},
+	}, dest)
 }

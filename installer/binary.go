@@ -45,13 +45,13 @@ func placeBinary(src, dst string) (backup string, err error) {
 		return backup, err
 	}
 	// The content must be on disk before the name points at it.
-	if err := syncFile(src); err != nil {
+	if err := syncPath(src); err != nil {
 		return backup, err
 	}
 	if err := os.Rename(src, dst); err != nil {
 		return backup, fmt.Errorf("place %s: %w", dst, err)
 	}
-	return backup, syncDir(filepath.Dir(dst))
+	return backup, syncPath(filepath.Dir(dst))
 }
 
 // restoreBinary puts a backup back over dst, or removes dst when there was
@@ -95,16 +95,8 @@ func unlinkOurs(link, target string) error {
 	return os.Remove(link)
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
-
-func syncFile(p string) error {
+// syncPath fsyncs a file or a directory.
+func syncPath(p string) error {
 	f, err := os.Open(p)
 	if err != nil {
 		return err

@@ -29,29 +29,16 @@ func (i *Installer) Install(ctx context.Context, spec Spec) (*Result, error) {
 	if spec.Fetcher == nil {
 		return nil, fmt.Errorf("install %s: no fetcher", name)
 	}
-	unlock, err := i.lock(ctx)
+	sess, err := i.begin(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
-	i.step("locked", "shim", name)
-
-	state, err := i.readState()
-	if err != nil {
-		return nil, err
-	}
-	recovered, err := i.recoverPending(state)
-	if err != nil {
-		return nil, err
-	}
+	defer sess.unlock()
+	state, recovered, t := sess.state, sess.recovered, sess.target
 	// Staging directories of a run that died; we hold the lock.
 	old, _ := filepath.Glob(filepath.Join(i.local(i.binDir()), ".staging-*"))
 	for _, d := range old {
 		_ = os.RemoveAll(d)
-	}
-	t, err := i.target()
-	if err != nil {
-		return nil, err
 	}
 	binName := spec.Handler.BinaryName()
 	dst := i.binaryPath(binName)

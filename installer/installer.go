@@ -216,3 +216,32 @@ func (i *Installer) recoverPending(s *State) (bool, error) {
 }
 
 func (i *Installer) binaryPath(name string) string { return path.Join(i.binDir(), name) }
+
+// session is an operation that holds the node lock.
+type session struct {
+	unlock    func()
+	state     *State
+	recovered bool // an interrupted operation was undone: containerd must restart
+	target    containerdconfig.Target
+}
+
+// begin takes the node lock, reads the state, recovers an interrupted
+// operation and resolves the node's containerd configuration.
+func (i *Installer) begin(ctx context.Context, shim string) (*session, error) {
+	unlock, err := i.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	i.step("locked", "shim", shim)
+	s := &session{unlock: unlock}
+	if s.state, err = i.readState(); err == nil {
+		if s.recovered, err = i.recoverPending(s.state); err == nil {
+			s.target, err = i.target()
+		}
+	}
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	return s, nil
+}

@@ -122,11 +122,9 @@ func (s *SystemdRestarter) unit(ctx context.Context, conn *sddbus.Conn) (string,
 	return "", fmt.Errorf("none of the units %v is loaded", s.Units)
 }
 
-// Restart restarts the unit and waits for the job's result. When systemd
-// refuses because the unit hit its start limit (StartLimitBurst counts
-// manual restarts too, so a few installs in a row reach it), the failed
-// state is reset and the restart tried once more.
-func (s *SystemdRestarter) Restart(ctx context.Context) error {
+// onUnit connects to systemd and runs fn on the first loaded candidate
+// unit.
+func (s *SystemdRestarter) onUnit(ctx context.Context, fn func(conn *sddbus.Conn, unit string) error) error {
 	conn, err := s.connect(ctx)
 	if err != nil {
 		return err
@@ -136,14 +134,35 @@ func (s *SystemdRestarter) Restart(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	err = s.restart(ctx, conn, unit)
-	if err == nil || !startLimitHit(ctx, conn, unit) {
-		return err
-	}
-	if rerr := conn.ResetFailedUnitContext(ctx, unit); rerr != nil {
-		return fmt.Errorf("%w; reset-failed: %w", err, rerr)
-	}
-	return s.restart(ctx, conn, unit)
+	return fn(conn, unit)
+}
+
+// Restart restarts the unit and waits for the job's result. When systemd
+// refuses because the unit hit its start limit (StartLimitBurst counts
+// manual restarts too, so a few installs in a row reach it), the failed
+// state is reset and the restart tried once more.
+func (s *SystemdRestarter) Restart(ctx context.Context) error {
+	return s.onUnit(ctx, func(conn *sddbus.Conn, unit string) error {
+		err := restart(ctx, conn, unit)
+		if err == nil || !startLimitHit(ctx, conn, unit) {
+			return err
+		}
+		if rerr := conn.ResetFailedUnitContext(ctx, unit); rerr != nil {
+			return fmt.Errorf("%w; reset-failed: %w", err, rerr)
+		}
+		return restart(ctx, conn, unit)
+	})
+}
+
+// ResetFailed clears the unit's failed state and start-limit counter, as
+// `systemctl reset-failed` does.
+func (s *SystemdRestarter) ResetFailed(ctx context.Context) error {
+	return s.onUnit(ctx, func(conn *sddbus.Conn, unit string) error {
+		if err := conn.ResetFailedUnitContext(ctx, unit); err != nil {
+			return fmt.Errorf("reset-failed %s: %w", unit, err)
+		}
+		return nil
+	})
 }
 
 // startLimitHit reports whether the unit's last start was refused by its
@@ -157,7 +176,7 @@ func startLimitHit(ctx context.Context, conn *sddbus.Conn, unit string) bool {
 	return v == "start-limit-hit"
 }
 
-func (s *SystemdRestarter) restart(ctx context.Context, conn *sddbus.Conn, unit string) error {
+func restart(ctx context.Context, conn *sddbus.Conn, unit string) error {
 	done := make(chan string, 1)
 	if _, err := conn.RestartUnitContext(ctx, unit, "replace", done); err != nil {
 		return fmt.Errorf("%w: restart %s: %w", ErrRestartFailed, unit, err)
@@ -171,22 +190,4 @@ func (s *SystemdRestarter) restart(ctx context.Context, conn *sddbus.Conn, unit 
 	case <-ctx.Done():
 		return fmt.Errorf("%w: waiting for the restart of %s: %w", ErrRestartFailed, unit, ctx.Err())
 	}
-}
-
-// ResetFailed clears the unit's failed state and start-limit counter, as
-// `systemctl reset-failed` does.
-func (s *SystemdRestarter) ResetFailed(ctx context.Context) error {
-	conn, err := s.connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	unit, err := s.unit(ctx, conn)
-	if err != nil {
-		return err
-	}
-	if err := conn.ResetFailedUnitContext(ctx, unit); err != nil {
-		return fmt.Errorf("reset-failed %s: %w", unit, err)
-	}
-	return nil
 }

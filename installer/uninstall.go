@@ -20,24 +20,12 @@ import (
 // restarted again (ErrRolledBack), and the binary stays.
 func (i *Installer) Uninstall(ctx context.Context, name string) (*Result, error) {
 	start := time.Now()
-	unlock, err := i.lock(ctx)
+	sess, err := i.begin(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
-	i.step("locked", "shim", name)
-	state, err := i.readState()
-	if err != nil {
-		return nil, err
-	}
-	recovered, err := i.recoverPending(state)
-	if err != nil {
-		return nil, err
-	}
-	t, err := i.target()
-	if err != nil {
-		return nil, err
-	}
+	defer sess.unlock()
+	state, recovered, t := sess.state, sess.recovered, sess.target
 	rec, had := state.Shims[name]
 	handler := name
 	if had {

@@ -95,11 +95,11 @@ type kubelet struct {
 	delay time.Duration
 	fail  func(job *batchv1.Job) bool
 
-	mu       sync.Mutex
-	maxRun   map[string]int
+	mu        sync.Mutex
+	maxRun    map[string]int
 	seen      map[string]time.Time // when each Job was first seen (creation timestamps have 1s granularity)
 	finishing map[string]bool
-	finished atomic.Int64
+	finished  atomic.Int64
 }
 
 func startKubelet(t testing.TB, env *testutil.Env, delay time.Duration, fail func(*batchv1.Job) bool) *kubelet {
