@@ -39,15 +39,22 @@ func newMetrics() *metrics {
 }
 
 // Register adds the metrics to a registry (controller-runtime's
-// metrics.Registry for the manager's endpoint); registering twice is fine.
+// metrics.Registry for the manager's endpoint). When another reconciler in
+// the process registered them already, this one reports through those.
 func (m *metrics) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.nodes, m.duration} {
-		if err := reg.Register(c); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				return err
-			}
+	if err := reg.Register(m.nodes); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			return err
 		}
+		m.nodes = are.ExistingCollector.(*prometheus.GaugeVec)
+	}
+	if err := reg.Register(m.duration); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			return err
+		}
+		m.duration = are.ExistingCollector.(*prometheus.HistogramVec)
 	}
 	return nil
 }

@@ -10,11 +10,13 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
@@ -108,6 +110,72 @@ func TestFreshInstall50Nodes(t *testing.T) {
 	if !metav1.IsControlledBy(&j, s) {
 		t.Error("Job not owned by the Shim")
 	}
+
+	// Events per node, and metrics.
+	var evs eventsv1.EventList
+	if err := env.Client.List(ctx, &evs); err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]int{}
+	for _, e := range evs.Items {
+		if e.Regarding.Name == "spin" {
+			reasons[e.Reason]++
+		}
+	}
+	if reasons["Installing"] == 0 || reasons["Installed"] == 0 || reasons["RuntimeClassApplied"] == 0 {
+		t.Errorf("events by reason: %v", reasons)
+	}
+	if got := gauge(t, "shimkit_shim_nodes", map[string]string{"shim": "spin", "state": "updated"}); got != 50 {
+		t.Errorf("shimkit_shim_nodes{state=updated} = %v, want 50", got)
+	}
+	if n := histogramCount(t, "shimkit_rollout_duration_seconds", "spin"); n != 1 {
+		t.Errorf("rollout duration observed %d times, want 1", n)
+	}
+}
+
+// gauge reads a gauge from controller-runtime's metrics registry.
+func gauge(t *testing.T, name string, labels map[string]string) float64 {
+	t.Helper()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	metric:
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if v, ok := labels[l.GetName()]; ok && v != l.GetValue() {
+					continue metric
+				}
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	return -1
+}
+
+func histogramCount(t *testing.T, name, shim string) uint64 {
+	t.Helper()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "shim" && l.GetValue() == shim {
+					return m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	return 0
 }
 
 // TestFailureHaltsRollout: a failing node sets Degraded with its name and
