@@ -6,7 +6,7 @@ TEST_TIMEOUT ?= 25m
 FUZZTIME ?= 30s
 TOOLBIN ?= $(CURDIR)/bin
 
-.PHONY: all test test-unit lint bins fuzz bench tools generate verify-generate verify-manifests
+.PHONY: all test test-unit lint bins fuzz bench tools generate verify-generate verify-manifests images
 
 all: lint test
 
@@ -69,6 +69,16 @@ fuzz:
 	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s $$pkg || exit 1; \
 	  done; \
 	done
+
+IMAGE_TAG ?= dev
+
+## images: the operator and installer images as tarballs in bin/, without a Docker engine
+## (load them with `ctr -n k8s.io images import`, `docker load` or `kind load image-archive`).
+images:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(TOOLBIN)/shimkit-installer ./cmd/shimkit-installer
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(TOOLBIN)/shimkit-operator ./cmd/shimkit-operator
+	$(GO) run ./hack/imagebuild -binary $(TOOLBIN)/shimkit-installer -name shimkit-installer -ref shimkit-installer:$(IMAGE_TAG) -out $(TOOLBIN)/shimkit-installer.tar
+	$(GO) run ./hack/imagebuild -binary $(TOOLBIN)/shimkit-operator -name shimkit-operator -user 65532 -ref shimkit-operator:$(IMAGE_TAG) -out $(TOOLBIN)/shimkit-operator.tar
 
 ## bench: the benchmarks behind BENCHMARKS.md.
 bench: bins

@@ -1,0 +1,123 @@
+// Package imagebuild makes the reference container images without a Docker
+// engine: a static binary (and the build host's CA bundle, for HTTPS) in a
+// single layer, written as an image tarball that `ctr images import`,
+// `docker load` and `kind load image-archive` all read.
+package imagebuild
+
+import (
+	"archive/tar"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// caBundle is where Debian keeps the CA certificates.
+const caBundle = "/etc/ssl/certs/ca-certificates.crt"
+
+// Image describes one image.
+type Image struct {
+	// Ref names the image, e.g. shimkit-installer:v0.1.0.
+	Ref string
+	// Binary is the static binary on this machine; it becomes /<Name>.
+	Binary string
+	Name   string
+	// Args are the default arguments after the entrypoint.
+	Args []string
+	// User is the numeric user to run as; empty runs as root.
+	User string
+	// Arch defaults to this machine's.
+	Arch string
+}
+
+// Write builds the image and writes it as a tarball to out.
+func Write(img Image, out string) error {
+	bin, err := os.ReadFile(img.Binary)
+	if err != nil {
+		return err
+	}
+	files := map[string]fileEntry{"/" + img.Name: {data: bin, mode: 0o755}}
+	if ca, err := os.ReadFile(caBundle); err == nil {
+		files[caBundle] = fileEntry{data: ca, mode: 0o644}
+	}
+	layerTar, err := tarOf(files)
+	if err != nil {
+		return err
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(layerTar)), nil })
+	if err != nil {
+		return err
+	}
+	image, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		return err
+	}
+	cf, err := image.ConfigFile()
+	if err != nil {
+		return err
+	}
+	cf = cf.DeepCopy()
+	arch := img.Arch
+	if arch == "" {
+		arch = runtime.GOARCH
+	}
+	cf.OS, cf.Architecture = "linux", arch
+	cf.Created = v1.Time{Time: time.Unix(0, 0).UTC()} // reproducible
+	cf.Config = v1.Config{Entrypoint: []string{"/" + img.Name}, Cmd: img.Args, User: img.User,
+		Env: []string{"SSL_CERT_FILE=" + caBundle}, Labels: map[string]string{"org.opencontainers.image.source": "https://github.com/shimkit/shimkit"}}
+	if image, err = mutate.ConfigFile(image, cf); err != nil {
+		return err
+	}
+	tag, err := name.NewTag(img.Ref)
+	if err != nil {
+		return fmt.Errorf("image name %q: %w", img.Ref, err)
+	}
+	return tarball.WriteToFile(out, tag, image)
+}
+
+type fileEntry struct {
+	data []byte
+	mode int64
+}
+
+func tarOf(files map[string]fileEntry) ([]byte, error) {
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	dirs := map[string]bool{}
+	for p, f := range files {
+		for d := dirOf(p); d != "" && !dirs[d]; d = dirOf(d) {
+			dirs[d] = true
+			if err := tw.WriteHeader(&tar.Header{Name: d[1:] + "/", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: time.Unix(0, 0)}); err != nil {
+				return nil, err
+			}
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: p[1:], Typeflag: tar.TypeReg, Mode: f.mode, Size: int64(len(f.data)), ModTime: time.Unix(0, 0)}); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(f.data); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// dirOf returns the parent of an absolute path, or "" for the root.
+func dirOf(p string) string {
+	for i := len(p) - 1; i > 0; i-- {
+		if p[i] == '/' {
+			return p[:i]
+		}
+	}
+	return ""
+}
