@@ -70,7 +70,7 @@ fuzz:
 	  done; \
 	done
 
-IMAGE_TAG ?= dev
+IMAGE_TAG ?= latest
 
 ## images: the operator and installer images as tarballs in bin/, without a Docker engine
 ## (load them with `ctr -n k8s.io images import`, `docker load` or `kind load image-archive`).
