@@ -6,14 +6,15 @@ TEST_TIMEOUT ?= 25m
 FUZZTIME ?= 30s
 TOOLBIN ?= $(CURDIR)/bin
 
-.PHONY: all test test-unit lint bins fuzz bench tools generate verify-generate verify-manifests images
+.PHONY: all test e2e test-unit lint bins fuzz bench tools generate verify-generate verify-manifests images
 
 all: lint test
 
-## bins: build and cache the external test binaries (kube-apiserver, etcd, containerd 1.7/2.2/2.3)
-## and the node sandbox's Debian root filesystem.
+## bins: build and cache the external test binaries (kube-apiserver, etcd, kubelet,
+## kube-controller-manager, kube-scheduler, kubectl, containerd 1.7/2.2/2.3) and the node
+## sandbox's Debian root filesystem.
 bins:
-	hack/bins.sh
+	hack/bins.sh cluster
 	hack/node-rootfs.sh
 
 GOTESTSUM := $(TOOLBIN)/gotestsum
@@ -24,6 +25,10 @@ $(GOTESTSUM): hack/tools/go.mod
 ## test: everything CI runs: unit, envtest, real-containerd tests and the fuzz seed corpora.
 test: bins $(GOTESTSUM)
 	$(GOTESTSUM) --format testname -- -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+## e2e: the end-to-end test on a real single-node cluster (also part of make test).
+e2e: bins $(GOTESTSUM)
+	$(GOTESTSUM) --format testname -- -count=1 -timeout 20m ./e2e/...
 
 ## test-unit: tests that need no external binary.
 test-unit: $(GOTESTSUM)

@@ -22,7 +22,7 @@ start=$SECONDS
 mkdir -p "$dir"
 tmp=$(mktemp -d "$dir/.build.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,containerd,runc,iproute2 \
+debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,containerd,runc,iproute2,containernetworking-plugins,mount \
 	bookworm "$tmp/rootfs" "$mirror" >"$tmp/debootstrap.log" 2>&1 || { tail -20 "$tmp/debootstrap.log" >&2; exit 1; }
 r=$tmp/rootfs
 echo shimkit-node >"$r/etc/hostname"

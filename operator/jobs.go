@@ -139,6 +139,10 @@ func (r *Reconciler) buildJob(shim *v1alpha1.Shim, node *corev1.Node, op, hash s
 					// systemd's private socket answers only processes of its PID
 					// namespace; the host's PID namespace is the way in.
 					HostPID: true,
+					// A node agent: it must work before (or without) the pod
+					// network, and fetches what the node itself could.
+					HostNetwork: true,
+					DNSPolicy:   corev1.DNSClusterFirstWithHostNet,
 					// Serve tainted nodes too: the shim is for every matching node.
 					Tolerations:                   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 					PriorityClassName:             "system-node-critical",

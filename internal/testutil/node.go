@@ -48,6 +48,10 @@ type NodeOptions struct {
 	Containerd *ContainerdBuild
 	// Files are written into the root filesystem (node path → content).
 	Files map[string][]byte
+	// HostNetwork shares this machine's network namespace instead of a
+	// fresh one, so a kubelet in the node reaches an API server on
+	// loopback.
+	HostNetwork bool
 }
 
 // NodeRootfs returns the cached root filesystem, failing the test when it
@@ -129,9 +133,13 @@ func StartNode(t testing.TB, opts NodeOptions) *Node {
 	// The shell joins the node's cgroups, then becomes unshare, whose child
 	// becomes systemd.
 	script := `for c in $CGROUPS; do echo $$ > "$c/cgroup.procs"; done
-exec unshare --pid --fork --mount --uts --ipc --net --cgroup --kill-child -- /bin/sh "$BOOT" "$ROOT"`
+exec unshare --pid --fork --mount --uts --ipc $NET --cgroup --kill-child -- /bin/sh "$BOOT" "$ROOT"`
+	netFlag, netMode := "--net", ""
+	if opts.HostNetwork {
+		netFlag, netMode = "", "host"
+	}
 	n.cmd = exec.Command("/bin/sh", "-c", script)
-	n.cmd.Env = append(os.Environ(), "CGROUPS="+strings.Join(n.cgroups, " "), "BOOT="+bootPath, "ROOT="+n.Root)
+	n.cmd.Env = append(os.Environ(), "CGROUPS="+strings.Join(n.cgroups, " "), "BOOT="+bootPath, "ROOT="+n.Root, "NET="+netFlag, "NODE_NET="+netMode)
 	logf, err := os.Create(filepath.Join(dir, "boot.log"))
 	if err != nil {
 		t.Fatal(err)

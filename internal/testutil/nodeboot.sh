@@ -24,7 +24,7 @@ if [ -d /sys/fs/cgroup/unified ]; then
 fi
 # A minimal /dev.
 mount -t tmpfs -o mode=755,nosuid tmpfs "$ROOT/dev"
-for d in null zero full random urandom tty; do
+for d in null zero full random urandom tty kmsg; do
 	touch "$ROOT/dev/$d"
 	mount --bind "/dev/$d" "$ROOT/dev/$d"
 done
@@ -33,7 +33,7 @@ mount -t devpts -o newinstance,ptmxmode=0666,mode=620 devpts "$ROOT/dev/pts"
 ln -sf pts/ptmx "$ROOT/dev/ptmx"
 mount -t tmpfs -o mode=1777 tmpfs "$ROOT/dev/shm"
 mount -t tmpfs -o mode=1777 tmpfs "$ROOT/tmp"
-ip link set lo up
+[ "${NODE_NET:-}" = host ] || ip link set lo up
 cd "$ROOT"
 mkdir -p .oldroot
 pivot_root . .oldroot

@@ -1,0 +1,273 @@
+// Package e2e runs shimkit end to end on a real single-node Kubernetes
+// cluster (internal/testutil.StartCluster): the operator deployed from its
+// manifests, installer Jobs restarting the node's containerd through
+// systemd, and pods running on the RuntimeClass it publishes.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shimkit/shimkit/fetch"
+	"github.com/shimkit/shimkit/internal/imagebuild"
+	"github.com/shimkit/shimkit/internal/testutil"
+	"github.com/shimkit/shimkit/nodelabel"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+)
+
+const (
+	operatorImage  = "shimkit.test/shimkit-operator:e2e"
+	installerImage = "shimkit.test/shimkit-installer:e2e"
+)
+
+func TestEndToEnd(t *testing.T) {
+	ctx := context.Background()
+	build := testutil.ContainerdMatrix(t)[2]
+	c := testutil.StartCluster(t, build, v1alpha1.AddToScheme)
+	loadImages(t, c)
+	deployOperator(t, c)
+	origConfig, err := os.ReadFile(c.Node.Local("/etc/containerd/config.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	runcShim := build.Binary("containerd-shim-runc-v2")
+	srv := testutil.StartFileServer(t)
+	v1 := testutil.NewShimArchive(t, "e2e", runcShim, nil)
+	v2 := testutil.NewShimArchive(t, "e2e", runcShim, map[string]string{"VERSION": "2\n"})
+	v1URL, v2URL := srv.Add("/e2e-v1.tar.gz", v1.Data), srv.Add("/e2e-v2.tar.gz", v2.Data)
+
+	reg := testutil.StartRegistry(t, "", "")
+	oci := testutil.NewShimArchive(t, "e2eoci", runcShim, nil)
+	reg.PushShim(t, "shims/e2eoci", "v1", testutil.PlatformArtifact{
+		Platform: ocispec.Platform{OS: "linux", Architecture: fetch.HostPlatform().Architecture}, MediaType: fetch.MediaTypeShimLayer, Data: oci.Data,
+	})
+
+	httpShim := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "e2e"}, Spec: v1alpha1.ShimSpec{
+		FetchStrategy: v1alpha1.FetchStrategy{Type: v1alpha1.FetchAnonHTTP, AnonHTTP: &v1alpha1.AnonHTTPFetch{Location: v1URL, SHA256: v1.SHA256}},
+		RuntimeClass:  v1alpha1.RuntimeClassSpec{Name: "e2e", Handler: "e2e"},
+	}}
+	ociShim := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "e2eoci"}, Spec: v1alpha1.ShimSpec{
+		FetchStrategy: v1alpha1.FetchStrategy{Type: v1alpha1.FetchOCI, OCI: &v1alpha1.OCIFetch{Reference: reg.Host + "/shims/e2eoci:v1", PlainHTTP: true}},
+		RuntimeClass:  v1alpha1.RuntimeClassSpec{Name: "e2eoci", Handler: "e2eoci"},
+	}}
+	for _, s := range []*v1alpha1.Shim{httpShim, ociShim} {
+		if err := c.Client.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		kubectl(t, c, "wait", "--for=condition=Ready", "shim/"+s.Name, "--timeout=180s")
+
+		node := &corev1.Node{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: c.NodeName}, node); err != nil {
+			t.Fatal(err)
+		}
+		if ok, _ := nodelabel.State(node, s.Name); !ok {
+			t.Errorf("node not labelled for %s: %v", s.Name, node.Labels)
+		}
+		rc := &nodev1.RuntimeClass{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: s.Spec.RuntimeClass.Name}, rc); err != nil || rc.Handler != s.Spec.RuntimeClass.Handler {
+			t.Fatalf("RuntimeClass %s: %v %+v", s.Spec.RuntimeClass.Name, err, rc)
+		}
+		waitFor(t, 60*time.Second, "runtimeHandlers to list "+s.Spec.RuntimeClass.Handler, func() bool {
+			_ = c.Client.Get(ctx, client.ObjectKey{Name: c.NodeName}, node)
+			return slices.ContainsFunc(node.Status.RuntimeHandlers, func(h corev1.NodeRuntimeHandler) bool { return h.Name == s.Spec.RuntimeClass.Handler })
+		})
+		exe := runPod(t, c, "pod-"+s.Name, s.Spec.RuntimeClass.Name)
+		if want := "/opt/shimkit/bin/containerd-shim-" + s.Spec.RuntimeClass.Handler + "-v2"; exe != want {
+			t.Errorf("the pod's shim is %s, want the installed %s", exe, want)
+		}
+	}
+
+	// Upgrade the HTTP shim: a new artifact rolls out.
+	s := &v1alpha1.Shim{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: "e2e"}, s); err != nil {
+		t.Fatal(err)
+	}
+	oldHash := s.Status.SpecHash
+	s.Spec.FetchStrategy.AnonHTTP = &v1alpha1.AnonHTTPFetch{Location: v2URL, SHA256: v2.SHA256}
+	if err := c.Client.Update(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 180*time.Second, "the upgrade", func() bool {
+		_ = c.Client.Get(ctx, client.ObjectKey{Name: "e2e"}, s)
+		node := &corev1.Node{}
+		_ = c.Client.Get(ctx, client.ObjectKey{Name: c.NodeName}, node)
+		_, hash := nodelabel.State(node, "e2e")
+		return s.Status.SpecHash != oldHash && hash == s.Status.SpecHash && s.Status.UpdatedNodes == 1
+	})
+	if bin, _ := os.ReadFile(c.Node.Local("/opt/shimkit/bin/containerd-shim-e2e-v2")); !bytes.Equal(bin, v2.Binary) {
+		t.Error("the node does not have the upgraded binary")
+	}
+
+	// Delete everything: pods first, then the Shims.
+	for _, p := range []string{"pod-e2e", "pod-e2eoci"} {
+		_ = c.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p, Namespace: "default"}}, client.GracePeriodSeconds(0))
+	}
+	for _, name := range []string{"e2e", "e2eoci"} {
+		if err := c.Client.Delete(ctx, &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"e2e", "e2eoci"} {
+		waitFor(t, 180*time.Second, "shim "+name+" gone", func() bool {
+			return apierrors.IsNotFound(c.Client.Get(ctx, client.ObjectKey{Name: name}, &v1alpha1.Shim{}))
+		})
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, &nodev1.RuntimeClass{}); !apierrors.IsNotFound(err) {
+			t.Errorf("RuntimeClass %s still there: %v", name, err)
+		}
+	}
+	node := &corev1.Node{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: c.NodeName}, node); err != nil {
+		t.Fatal(err)
+	}
+	for k := range node.Labels {
+		if strings.HasPrefix(k, nodelabel.Prefix) {
+			t.Errorf("node label %s left", k)
+		}
+	}
+	if got, _ := os.ReadFile(c.Node.Local("/etc/containerd/config.toml")); !bytes.Equal(got, origConfig) {
+		t.Errorf("node config not restored:\n%s", got)
+	}
+	for _, b := range []string{"containerd-shim-e2e-v2", "containerd-shim-e2eoci-v2"} {
+		if _, err := os.Stat(c.Node.Local("/opt/shimkit/bin/" + b)); !os.IsNotExist(err) {
+			t.Errorf("%s left on the node: %v", b, err)
+		}
+	}
+}
+
+// loadImages builds the operator and installer images without Docker and
+// imports them into the node's containerd.
+func loadImages(t *testing.T, c *testutil.Cluster) {
+	t.Helper()
+	dir := t.TempDir()
+	for _, img := range []struct{ cmd, ref, user string }{
+		{"shimkit-operator", operatorImage, "65532"}, {"shimkit-installer", installerImage, ""},
+	} {
+		bin := filepath.Join(dir, img.cmd)
+		b := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/"+img.cmd)
+		b.Dir = testutil.RepoRoot()
+		b.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := b.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", img.cmd, err, out)
+		}
+		tarPath := bin + ".tar"
+		if err := imagebuild.Write(imagebuild.Image{Ref: img.ref, Binary: bin, Name: img.cmd, User: img.user}, tarPath); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("/usr/bin/ctr", "--address", c.Node.Socket(), "-n", "k8s.io", "images", "import", tarPath).CombinedOutput(); err != nil {
+			t.Fatalf("import %s: %v\n%s", img.ref, err, out)
+		}
+	}
+}
+
+// deployOperator applies operator/config/default with kubectl, then points
+// the Deployment at the test images. Without kube-proxy, pods reach the API
+// server only over the host's network.
+func deployOperator(t *testing.T, c *testutil.Cluster) {
+	t.Helper()
+	kubectl(t, c, "apply", "--server-side", "-k", filepath.Join(testutil.RepoRoot(), "operator/config/default"))
+	ctx := context.Background()
+	d := &appsv1.Deployment{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: "shimkit-system", Name: "shimkit-operator"}, d); err != nil {
+		t.Fatal(err)
+	}
+	host, port, _ := strings.Cut(strings.TrimPrefix(c.Config.Host, "https://"), ":")
+	pod := &d.Spec.Template.Spec
+	pod.HostNetwork = true
+	op := &pod.Containers[0]
+	op.Image, op.ImagePullPolicy = operatorImage, corev1.PullNever
+	op.Args = append(op.Args, "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:18081")
+	op.LivenessProbe, op.ReadinessProbe = nil, nil
+	for i := range op.Env {
+		if op.Env[i].Name == "SHIMKIT_INSTALLER_IMAGE" {
+			op.Env[i].Value = installerImage
+		}
+	}
+	op.Env = append(op.Env, corev1.EnvVar{Name: "KUBERNETES_SERVICE_HOST", Value: host}, corev1.EnvVar{Name: "KUBERNETES_SERVICE_PORT", Value: port})
+	d.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To(int64(1))
+	if err := c.Client.Update(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, c, "-n", "shimkit-system", "rollout", "status", "deployment/shimkit-operator", "--timeout=120s")
+}
+
+// runPod runs a host-network pause pod with the RuntimeClass and returns
+// the path of the shim binary that runs its sandbox, as the node sees it.
+func runPod(t *testing.T, c *testutil.Cluster, name, runtimeClass string) string {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{
+			RuntimeClassName:              ptr.To(runtimeClass),
+			HostNetwork:                   true,
+			TerminationGracePeriodSeconds: ptr.To(int64(1)),
+			Containers:                    []corev1.Container{{Name: "pause", Image: testutil.PauseImageRef, ImagePullPolicy: corev1.PullNever}},
+		},
+	}
+	if err := c.Client.Create(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	p := c.WaitPodRunning(t, "default", name)
+	id := strings.TrimPrefix(p.Status.ContainerStatuses[0].ContainerID, "containerd://")
+	for _, pid := range testutil.ProcessesMentioning(podSandboxOf(t, c, id)) {
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		if err == nil && strings.Contains(exe, "containerd-shim") {
+			return exe
+		}
+	}
+	t.Fatalf("no shim process for pod %s", name)
+	return ""
+}
+
+// podSandboxOf asks CRI for the sandbox of a container.
+func podSandboxOf(t *testing.T, c *testutil.Cluster, containerID string) string {
+	t.Helper()
+	out, err := exec.Command("/usr/bin/ctr", "--address", c.Node.Socket(), "-n", "k8s.io", "containers", "info", containerID).Output()
+	if err != nil {
+		t.Fatalf("ctr containers info %s: %v", containerID, err)
+	}
+	const key = `"io.kubernetes.cri.sandbox-id": "`
+	i := strings.Index(string(out), key)
+	if i < 0 {
+		t.Fatalf("no sandbox id in %s", out)
+	}
+	rest := string(out[i+len(key):])
+	return rest[:strings.IndexByte(rest, '"')]
+}
+
+func kubectl(t *testing.T, c *testutil.Cluster, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(c.Kubectl, append([]string{"--kubeconfig", c.Kubeconfig}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
