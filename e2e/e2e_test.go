@@ -17,7 +17,6 @@ import (
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -41,6 +40,28 @@ func TestEndToEnd(t *testing.T) {
 	ctx := context.Background()
 	build := testutil.ContainerdMatrix(t)[2]
 	c := testutil.StartCluster(t, build, v1alpha1.AddToScheme)
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, args := range [][]string{
+				{"get", "shims", "-o", "yaml"},
+				{"-n", "shimkit-system", "get", "jobs,pods", "-o", "wide"},
+				{"get", "events", "-A", "--sort-by=.lastTimestamp"},
+			} {
+				out, _ := exec.Command(c.Kubectl, append([]string{"--kubeconfig", c.Kubeconfig}, args...)...).CombinedOutput()
+				t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
+			}
+			// Container logs, read on the node (the API server cannot resolve
+			// the node's name to reach its kubelet).
+			logs, _ := filepath.Glob(c.Node.Local("/var/log/pods/shimkit-system_*/*/*.log"))
+			for _, l := range logs {
+				data, _ := os.ReadFile(l)
+				if len(data) > 3000 {
+					data = data[len(data)-3000:]
+				}
+				t.Logf("%s:\n%s", strings.TrimPrefix(l, c.Node.Root), data)
+			}
+		}
+	})
 	loadImages(t, c)
 	deployOperator(t, c)
 	origConfig, err := os.ReadFile(c.Node.Local("/etc/containerd/config.toml"))
@@ -72,7 +93,7 @@ func TestEndToEnd(t *testing.T) {
 		if err := c.Client.Create(ctx, s); err != nil {
 			t.Fatal(err)
 		}
-		kubectl(t, c, "wait", "--for=condition=Ready", "shim/"+s.Name, "--timeout=180s")
+		kubectl(t, c, "wait", "--for=condition=Ready", "shim/"+s.Name, "--timeout=60s")
 
 		node := &corev1.Node{}
 		if err := c.Client.Get(ctx, client.ObjectKey{Name: c.NodeName}, node); err != nil {
@@ -177,34 +198,37 @@ func loadImages(t *testing.T, c *testutil.Cluster) {
 	}
 }
 
-// deployOperator applies operator/config/default with kubectl, then points
-// the Deployment at the test images. Without kube-proxy, pods reach the API
-// server only over the host's network.
+// deployOperator applies operator/config/default with kubectl through an
+// overlay that points it at the test images (already on the node: nothing
+// is pulled). Without kube-proxy, pods reach the API server only over the
+// host's network.
 func deployOperator(t *testing.T, c *testutil.Cluster) {
 	t.Helper()
-	kubectl(t, c, "apply", "--server-side", "-k", filepath.Join(testutil.RepoRoot(), "operator/config/default"))
-	ctx := context.Background()
-	d := &appsv1.Deployment{}
-	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: "shimkit-system", Name: "shimkit-operator"}, d); err != nil {
-		t.Fatal(err)
-	}
 	host, port, _ := strings.Cut(strings.TrimPrefix(c.Config.Host, "https://"), ":")
-	pod := &d.Spec.Template.Spec
-	pod.HostNetwork = true
-	op := &pod.Containers[0]
-	op.Image, op.ImagePullPolicy = operatorImage, corev1.PullNever
-	op.Args = append(op.Args, "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:18081")
-	op.LivenessProbe, op.ReadinessProbe = nil, nil
-	for i := range op.Env {
-		if op.Env[i].Name == "SHIMKIT_INSTALLER_IMAGE" {
-			op.Env[i].Value = installerImage
-		}
-	}
-	op.Env = append(op.Env, corev1.EnvVar{Name: "KUBERNETES_SERVICE_HOST", Value: host}, corev1.EnvVar{Name: "KUBERNETES_SERVICE_PORT", Value: port})
-	d.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To(int64(1))
-	if err := c.Client.Update(ctx, d); err != nil {
+	overlay := t.TempDir()
+	kustomization := fmt.Sprintf(`resources:
+  - %s
+images:
+  - name: shimkit-operator
+    newName: %s
+    newTag: %s
+patches:
+  - target: {kind: Deployment, name: shimkit-operator}
+    patch: |
+      - {op: add, path: /spec/template/spec/hostNetwork, value: true}
+      - {op: add, path: /spec/template/spec/terminationGracePeriodSeconds, value: 1}
+      - {op: replace, path: /spec/template/spec/containers/0/imagePullPolicy, value: Never}
+      - {op: replace, path: /spec/template/spec/containers/0/env/0/value, value: %s}
+      - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: KUBERNETES_SERVICE_HOST, value: "%s"}}
+      - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: KUBERNETES_SERVICE_PORT, value: "%s"}}
+      - {op: replace, path: /spec/template/spec/containers/0/args, value: ["--leader-elect", "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:18081"]}
+      - {op: remove, path: /spec/template/spec/containers/0/livenessProbe}
+      - {op: remove, path: /spec/template/spec/containers/0/readinessProbe}
+`, relTo(t, overlay, filepath.Join(testutil.RepoRoot(), "operator/config/default")), strings.Split(operatorImage, ":")[0], strings.Split(operatorImage, ":")[1], installerImage, host, port)
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	kubectl(t, c, "apply", "--server-side", "-k", overlay)
 	kubectl(t, c, "-n", "shimkit-system", "rollout", "status", "deployment/shimkit-operator", "--timeout=120s")
 }
 
@@ -270,4 +294,14 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// relTo returns target relative to dir (kustomize wants relative bases).
+func relTo(t *testing.T, dir, target string) string {
+	t.Helper()
+	rel, err := filepath.Rel(dir, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rel
 }

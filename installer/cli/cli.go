@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -233,18 +234,25 @@ func (f *flags) spec() (installer.Spec, error) {
 		h.Options = normalizeJSON(f.options)
 	}
 	spec := installer.Spec{Name: f.name, Handler: h}
+	// The node keeps verified artifacts by digest, so it never downloads the
+	// same one twice (and needs no /tmp in the installer's image).
+	cache, err := fetch.NewCache(filepath.Join(f.hostRoot, f.stateDir, "cache"))
+	if err != nil {
+		return spec, err
+	}
+	opts := fetch.Options{Cache: cache}
 	switch f.fetchType {
 	case "anonHttp", "http":
 		if f.location == "" {
 			return spec, errors.New("--location is required for anonHttp")
 		}
-		spec.Fetcher = fetch.NewHTTPFetcher(f.location, f.sha256, fetch.Options{})
+		spec.Fetcher = fetch.NewHTTPFetcher(f.location, f.sha256, opts)
 		spec.Source = f.location + "@" + f.sha256
 	case "oci":
 		if f.reference == "" {
 			return spec, errors.New("--oci-reference is required for oci")
 		}
-		o := &fetch.OCIFetcher{Reference: f.reference, PlainHTTP: f.plainHTTP}
+		o := &fetch.OCIFetcher{Reference: f.reference, PlainHTTP: f.plainHTTP, Options: opts}
 		if f.secret != "" {
 			data, err := os.ReadFile(f.secret)
 			if err != nil {
@@ -254,7 +262,7 @@ func (f *flags) spec() (installer.Spec, error) {
 		}
 		spec.Fetcher, spec.Source = o, f.reference
 	case "local":
-		spec.Fetcher = &fetch.LocalFetcher{Path: f.location, SHA256: f.sha256}
+		spec.Fetcher = &fetch.LocalFetcher{Path: f.location, SHA256: f.sha256, Options: opts}
 		spec.Source = f.location + "@" + f.sha256
 	default:
 		return spec, fmt.Errorf("--fetch-type %q: want anonHttp, oci or local", f.fetchType)

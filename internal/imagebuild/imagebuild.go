@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -48,6 +49,7 @@ func Write(img Image, out string) error {
 	if ca, err := os.ReadFile(caBundle); err == nil {
 		files[caBundle] = fileEntry{data: ca, mode: 0o644}
 	}
+	files["/tmp/"] = fileEntry{mode: 0o1777} // a directory: programs expect a /tmp
 	layerTar, err := tarOf(files)
 	if err != nil {
 		return err
@@ -93,6 +95,12 @@ func tarOf(files map[string]fileEntry) ([]byte, error) {
 	tw := tar.NewWriter(&b)
 	dirs := map[string]bool{}
 	for p, f := range files {
+		if strings.HasSuffix(p, "/") {
+			if err := tw.WriteHeader(&tar.Header{Name: p[1:], Typeflag: tar.TypeDir, Mode: f.mode, ModTime: time.Unix(0, 0)}); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		for d := dirOf(p); d != "" && !dirs[d]; d = dirOf(d) {
 			dirs[d] = true
 			if err := tw.WriteHeader(&tar.Header{Name: d[1:] + "/", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: time.Unix(0, 0)}); err != nil {

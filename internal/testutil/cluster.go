@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
 // Cluster is a real single-node Kubernetes cluster: etcd, kube-apiserver,
@@ -45,7 +46,13 @@ func ClusterBins(t testing.TB) string {
 func StartCluster(t testing.TB, containerd ContainerdBuild, addToScheme ...func(*runtime.Scheme) error) *Cluster {
 	t.Helper()
 	bins := ClusterBins(t)
-	env := StartEnv(t, addToScheme...)
+	env := StartEnvWith(t, func(e *envtest.Environment) {
+		// A real cluster: pods get ServiceAccount tokens (envtest turns
+		// that off), and the API server reaches the kubelet by IP.
+		e.ControlPlane.GetAPIServer().Configure().
+			Disable("disable-admission-plugins").
+			Set("kubelet-preferred-address-types", "InternalIP")
+	}, addToScheme...)
 	dir := t.TempDir()
 	c := &Cluster{Env: env, NodeName: "shimkit-node", Kubectl: filepath.Join(bins, "kubectl")}
 	c.Kubeconfig = WriteKubeconfig(t, env.Config, filepath.Join(dir, "admin.conf"))

@@ -31,6 +31,13 @@ type Env struct {
 // registers extra API types with the client's scheme.
 func StartEnv(t testing.TB, addToScheme ...func(*runtime.Scheme) error) *Env {
 	t.Helper()
+	return StartEnvWith(t, nil, addToScheme...)
+}
+
+// StartEnvWith is StartEnv with a chance to configure the environment (the
+// API server's flags, say) before it starts.
+func StartEnvWith(t testing.TB, configure func(*envtest.Environment), addToScheme ...func(*runtime.Scheme) error) *Env {
+	t.Helper()
 	RequireHarness(t)
 	kube := BinDir(t, "kube", "KUBE_VERSION", "kube-apiserver")
 	etcd := BinDir(t, "etcd", "ETCD_VERSION", "etcd")
@@ -45,6 +52,9 @@ func StartEnv(t testing.TB, addToScheme ...func(*runtime.Scheme) error) *Env {
 	}
 	env.ControlPlane.GetAPIServer().Path = filepath.Join(kube, "kube-apiserver")
 	env.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(etcd, "etcd")}
+	if configure != nil {
+		configure(env)
+	}
 
 	cfg, err := env.Start()
 	if err != nil {

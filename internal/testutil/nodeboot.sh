@@ -39,4 +39,8 @@ mkdir -p .oldroot
 pivot_root . .oldroot
 umount -l /.oldroot
 rmdir /.oldroot
+# Like a node booted by systemd, / is shared (pods' mount propagation relies
+# on it); this namespace's mounts were made private first, so nothing
+# propagates to the host.
+mount --make-rshared /
 exec env -i container=other /lib/systemd/systemd
