@@ -61,6 +61,7 @@ func scale(b *testing.B, nodes int, d time.Duration, qps string) {
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
 		}
+		b.Cleanup(func() { cancel(); _ = cmd.Wait() })
 		start := time.Now()
 		if err := env.Client.Create(context.Background(), newShim("spin", "spin", "10%", map[string]string{"wasm": "true"})); err != nil {
 			b.Fatal(err)
