@@ -6,7 +6,7 @@ TEST_TIMEOUT ?= 25m
 FUZZTIME ?= 30s
 TOOLBIN ?= $(CURDIR)/bin
 
-.PHONY: all test e2e test-unit lint bins fuzz bench tools generate verify-generate verify-manifests images
+.PHONY: all test e2e demo test-unit lint bins fuzz bench tools generate verify-generate verify-manifests images
 
 all: lint test
 
@@ -25,6 +25,11 @@ $(GOTESTSUM): hack/tools/go.mod
 ## test: everything CI runs: unit, envtest, real-containerd tests and the fuzz seed corpora.
 test: bins $(GOTESTSUM)
 	$(GOTESTSUM) --format testname -- -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+## demo: a local single-node cluster, the operator, a sample Shim rolled out and a pod on it;
+## keeps the cluster until Ctrl-C (UNATTENDED=1 tears it down at the end).
+demo: bins
+	SHIMKIT_DEMO_UNATTENDED=$(UNATTENDED) $(GO) test -tags demo -run '^TestDemo$$' -count=1 -timeout 0 -v ./e2e/ 2>&1 | grep -v '^=== RUN\|^--- \|^PASS\|^ok ' || true
 
 ## e2e: the end-to-end test on a real single-node cluster (also part of make test).
 e2e: bins $(GOTESTSUM)
