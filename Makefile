@@ -29,7 +29,7 @@ test: bins $(GOTESTSUM)
 ## demo: a local single-node cluster, the operator, a sample Shim rolled out and a pod on it;
 ## keeps the cluster until Ctrl-C (UNATTENDED=1 tears it down at the end).
 demo: bins
-	SHIMKIT_DEMO_UNATTENDED=$(UNATTENDED) $(GO) test -tags demo -run '^TestDemo$$' -count=1 -timeout 0 -v ./e2e/ 2>&1 | grep -v '^=== RUN\|^--- \|^PASS\|^ok ' || true
+	set -o pipefail; SHIMKIT_DEMO_UNATTENDED=$(UNATTENDED) $(GO) test -tags demo -run '^TestDemo$$' -count=1 -timeout 0 -v ./e2e/ 2>&1 | grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS$$' -e '^ok '
 
 ## e2e: the end-to-end test on a real single-node cluster (also part of make test).
 e2e: bins $(GOTESTSUM)
