@@ -13,9 +13,12 @@ type Options struct {
 	JobTTL time.Duration
 	// JobDeadline bounds one Job; default 10m.
 	JobDeadline time.Duration
-	// JobBackoffLimit is how often a failing installer pod is retried;
-	// default 0: the installer rolls back itself, and exit codes 3 and 4
-	// (rolled back, rollback failed) fail the Job at once anyway.
+	// JobBackoffLimit is how often a failed installer pod is retried;
+	// default 2. The installer is idempotent, so a retry is safe; it helps
+	// when a pod's exit is lost to a containerd restart of another shim's
+	// installer on the same node (the pod then ends Unknown). Exit codes 3
+	// and 4 (rolled back, rollback failed) fail the Job at once anyway.
+	// Set it to -1 for no retries.
 	JobBackoffLimit int32
 	// HostRoot is where the node's / is mounted in the installer pod;
 	// default /host.
@@ -28,6 +31,12 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
+	switch o.JobBackoffLimit {
+	case 0:
+		o.JobBackoffLimit = 2
+	case -1:
+		o.JobBackoffLimit = 0
+	}
 	if o.JobTTL == 0 {
 		o.JobTTL = time.Hour
 	}

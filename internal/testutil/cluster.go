@@ -46,6 +46,10 @@ func ClusterBins(t testing.TB) string {
 func StartCluster(t testing.TB, containerd ContainerdBuild, addToScheme ...func(*runtime.Scheme) error) *Cluster {
 	t.Helper()
 	bins := ClusterBins(t)
+	// One cluster at a time on a machine: its node shares the host's
+	// network (kubelet ports, the CNI bridge), and test packages run in
+	// parallel.
+	lockMachine(t, "cluster")
 	env := StartEnvWith(t, func(e *envtest.Environment) {
 		// A real cluster: pods get ServiceAccount tokens (envtest turns
 		// that off), and the API server reaches the kubelet by IP.
@@ -265,4 +269,17 @@ func (c *Cluster) WaitPodRunning(t testing.TB, namespace, name string) *corev1.P
 	}
 	t.Fatalf("pod %s/%s not running: %+v\n%s", namespace, name, pod.Status, c.Node.Journal("kubelet"))
 	return nil
+}
+
+// lockMachine holds a machine-wide lock until the test ends.
+func lockMachine(t testing.TB, name string) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "shimkit-"+name+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() })
 }
