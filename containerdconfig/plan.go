@@ -189,3 +189,28 @@ func (t Target) File(handler string) (string, error) {
 // LocalPath maps a node path to this machine, where the node's root
 // filesystem is at Root.
 func (t Target) LocalPath(nodePath string) string { return t.local(nodePath) }
+
+// HasHandler reports whether the file the target edits for handler (the
+// config, a template or a drop-in) defines it.
+func (t Target) HasHandler(handler string) (bool, error) {
+	p, err := t.plan(handler)
+	if err != nil {
+		return false, err
+	}
+	data, ok, err := readOptional(p.local)
+	if err != nil || !ok {
+		return false, err
+	}
+	if p.template {
+		masked, err := maskTemplate(p.nodePath, data)
+		if err != nil {
+			return false, err
+		}
+		data = masked.data
+	}
+	cfg, err := parse(p.nodePath, data, p.opts.version)
+	if err != nil {
+		return false, err
+	}
+	return cfg.HasHandler(handler), nil
+}

@@ -261,3 +261,19 @@ func TestHandlerBinaryName(t *testing.T) {
 		t.Error(spin.BinaryName())
 	}
 }
+
+func TestTargetHasHandlerReadsTemplates(t *testing.T) {
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{k3sDir + "/config.toml": "version = 2\n"})
+	p, _ := containerdconfig.PresetNamed("k3s")
+	target := containerdconfig.Target{Root: root, Preset: p}
+	if has, err := target.HasHandler("spin"); err != nil || has {
+		t.Fatalf("before: %v %v", has, err)
+	}
+	if _, err := containerdconfig.NewInstall(target, spin).Apply(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if has, err := target.HasHandler("spin"); err != nil || !has {
+		t.Errorf("after install into the template: %v %v", has, err)
+	}
+}

@@ -119,17 +119,11 @@ func (i *Installer) Status(ctx context.Context) ([]ShimStatus, error) {
 				st.Problems = append(st.Problems, "binary "+b+" is missing")
 			}
 		}
-		if file, err := t.File(rec.Handler); err == nil {
-			data, err := os.ReadFile(t.LocalPath(file))
-			cfg, perr := containerdconfig.Parse(file, data)
-			switch {
-			case err != nil:
-				st.Problems = append(st.Problems, err.Error())
-			case perr != nil:
-				st.Problems = append(st.Problems, perr.Error())
-			case !cfg.HasHandler(rec.Handler):
-				st.Problems = append(st.Problems, "handler "+rec.Handler+" is not in "+file)
-			}
+		switch has, err := t.HasHandler(rec.Handler); {
+		case err != nil:
+			st.Problems = append(st.Problems, err.Error())
+		case !has:
+			st.Problems = append(st.Problems, "handler "+rec.Handler+" is not in containerd's config")
 		}
 		out = append(out, st)
 	}

@@ -304,11 +304,12 @@ func (r *Reconciler) startJob(ctx context.Context, obs *observed, v *nodeView, o
 	if err != nil {
 		return fmt.Errorf("create Job %s for node %s: %w", job.Name, v.node.Name, err)
 	}
-	r.event(obs.shim, corev1.EventTypeNormal, reason, cases(op), "%s node %s (Job %s)", reason, v.node.Name, job.Name)
+	r.event(obs.shim, corev1.EventTypeNormal, reason, action(op), "%s node %s (Job %s)", reason, v.node.Name, job.Name)
 	return nil
 }
 
-func cases(op string) string {
+// action names an operation for events.
+func action(op string) string {
 	if op == opUninstall {
 		return "Uninstall"
 	}
