@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
@@ -133,8 +135,8 @@ func TestFreshInstall50Nodes(t *testing.T) {
 	}
 }
 
-// gauge reads a gauge from controller-runtime's metrics registry.
-func gauge(t *testing.T, name string, labels map[string]string) float64 {
+// metric finds a metric of controller-runtime's registry by name and labels.
+func metric(t *testing.T, name string, labels map[string]string) *dto.Metric {
 	t.Helper()
 	families, err := crmetrics.Registry.Gather()
 	if err != nil {
@@ -144,36 +146,29 @@ func gauge(t *testing.T, name string, labels map[string]string) float64 {
 		if f.GetName() != name {
 			continue
 		}
-	metric:
+	next:
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
 				if v, ok := labels[l.GetName()]; ok && v != l.GetValue() {
-					continue metric
+					continue next
 				}
 			}
-			return m.GetGauge().GetValue()
+			return m
 		}
+	}
+	return nil
+}
+
+func gauge(t *testing.T, name string, labels map[string]string) float64 {
+	if m := metric(t, name, labels); m != nil {
+		return m.GetGauge().GetValue()
 	}
 	return -1
 }
 
 func histogramCount(t *testing.T, name, shim string) uint64 {
-	t.Helper()
-	families, err := crmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "shim" && l.GetValue() == shim {
-					return m.GetHistogram().GetSampleCount()
-				}
-			}
-		}
+	if m := metric(t, name, map[string]string{"shim": shim}); m != nil {
+		return m.GetHistogram().GetSampleCount()
 	}
 	return 0
 }
