@@ -40,8 +40,9 @@ func (i *Install) Apply(ctx context.Context) (*Change, error) {
 	}
 	return i.Target.apply(ctx, i.Handler.Name, func(p plan, data []byte) ([]byte, bool, error) {
 		if p.rendered != nil && p.rendered.HasHandler(i.Handler.Name) {
-			if err := checkGenerated(p, data, i.Handler); err != nil {
-				return nil, false, err
+			generated, err := checkGenerated(p, data, i.Handler)
+			if err != nil || generated {
+				return data, false, err // the distribution renders it as wanted: nothing to do
 			}
 		}
 		return addHandler(p.nodePath, data, i.Handler, p.opts)
@@ -68,34 +69,31 @@ func (u *Uninstall) Apply(ctx context.Context) (*Change, error) {
 
 // checkGenerated refuses to add a table the distribution already renders
 // itself (k3s adds runtimes for shims it finds): the rendered config would
-// define it twice. When the generated table is what was asked for, the edit
-// is a no-op.
-// template is the masked template the edit works on.
-func checkGenerated(p plan, template []byte, h RuntimeHandler) error {
+// define it twice. It reports generated when the distribution's own table
+// is what was asked for, so the edit is a no-op. template is the masked
+// template the edit works on.
+func checkGenerated(p plan, template []byte, h RuntimeHandler) (generated bool, err error) {
 	blocks, err := findBlocks(p.nodePath, template, scan(template))
 	if err != nil {
-		return err
+		return false, err
 	}
 	if _, ours := blockByID(blocks, handlerID(h.Name)); ours {
-		return nil // rendered from shimkit's own block
+		return false, nil // rendered from shimkit's own block
 	}
 	body, err := detectStyle(template).renderHandler(p.rendered.runtimesPath(), h)
 	if err != nil {
-		return err
+		return false, err
 	}
 	want, err := desiredHandler(body, p.rendered.runtimesPath(), h.Name)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if reflect.DeepEqual(p.rendered.Handler(h.Name), want) {
-		return errGeneratedSame
+		return true, nil
 	}
-	return &FileError{Path: p.rendered.path, Key: dottedKey(append(p.rendered.runtimesPath(), h.Name)),
+	return false, &FileError{Path: p.rendered.path, Key: dottedKey(append(p.rendered.runtimesPath(), h.Name)),
 		Err: fmt.Errorf("%w: the distribution already generates this handler with other settings; adding it to the template would define it twice", ErrConflict)}
 }
-
-// errGeneratedSame ends an Install early: nothing to do.
-var errGeneratedSame = errors.New("handler already generated as wanted")
 
 type editFunc func(p plan, data []byte) (out []byte, changed bool, err error)
 
@@ -120,9 +118,6 @@ func (t Target) apply(ctx context.Context, handler string, edit editFunc) (*Chan
 		data = p.seed
 	}
 	out, changed, err := editFile(p, data, edit)
-	if errors.Is(err, errGeneratedSame) {
-		return &Change{}, nil
-	}
 	if err != nil || !changed {
 		return &Change{}, err
 	}

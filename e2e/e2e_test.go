@@ -250,14 +250,11 @@ func runPod(t *testing.T, c *testutil.Cluster, name, runtimeClass string) string
 	}
 	p := c.WaitPodRunning(t, "default", name)
 	id := strings.TrimPrefix(p.Status.ContainerStatuses[0].ContainerID, "containerd://")
-	for _, pid := range testutil.ProcessesMentioning(podSandboxOf(t, c, id)) {
-		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-		if err == nil && strings.Contains(exe, "containerd-shim") {
-			return exe
-		}
+	exe, ok := testutil.ShimOf(podSandboxOf(t, c, id))
+	if !ok {
+		t.Fatalf("no shim process for pod %s", name)
 	}
-	t.Fatalf("no shim process for pod %s", name)
-	return ""
+	return exe
 }
 
 // podSandboxOf asks CRI for the sandbox of a container.

@@ -39,11 +39,8 @@ func (c *Cache) Path(d digest.Digest) string {
 
 // Has reports whether the blob of d is in the cache.
 func (c *Cache) Has(d digest.Digest) bool {
-	if d.Validate() != nil {
-		return false
-	}
-	fi, err := os.Stat(c.Path(d))
-	return err == nil && fi.Mode().IsRegular()
+	_, ok := c.cachedBlob(d)
+	return ok
 }
 
 // blob is a verified artifact on disk.
@@ -111,11 +108,11 @@ func (c *Cache) ingest(ctx context.Context, r io.Reader, want digest.Digest, siz
 
 // cachedBlob returns the blob of d when the cache has it.
 func (c *Cache) cachedBlob(d digest.Digest) (blob, bool) {
-	if !c.Has(d) {
+	if d.Validate() != nil {
 		return blob{}, false
 	}
 	fi, err := os.Stat(c.Path(d))
-	if err != nil {
+	if err != nil || !fi.Mode().IsRegular() {
 		return blob{}, false
 	}
 	return blob{path: c.Path(d), digest: d, size: fi.Size(), cached: true}, true

@@ -65,13 +65,18 @@ func rawOptions(shim *v1alpha1.Shim) []byte {
 
 // nodeView is what the reconciler knows of one node for one Shim.
 type nodeView struct {
-	node      *corev1.Node
-	matching  bool
-	label     string // the shim's label value: "", installed, uninstalling
-	specHash  string // the annotation: the hash installed
-	job       *jobView
-	installed bool // installed at some hash, per label
+	node     *corev1.Node
+	matching bool
+	label    string // the shim's label value: "", installed, uninstalling
+	specHash string // the annotation: the hash installed
+	job      *jobView
 }
+
+// installed: the node has the shim at some hash (its label says so).
+func (v nodeView) installed() bool { return v.label != "" }
+
+// touched: the node has the shim, or a Job is changing it.
+func (v nodeView) touched() bool { return v.installed() || v.job != nil && v.job.running() }
 
 // state maps a node to the planner's states.
 func (v nodeView) state(current string, removing bool) rollout.State {
@@ -88,7 +93,7 @@ func (v nodeView) state(current string, removing bool) rollout.State {
 			}
 		}
 	}
-	if v.installed {
+	if v.installed() {
 		return rollout.Installed
 	}
 	return rollout.Absent
@@ -107,7 +112,6 @@ func viewNode(shim *v1alpha1.Shim, node *corev1.Node) nodeView {
 	v := nodeView{node: node, matching: matches(shim, node)}
 	v.label = node.Labels[nodelabel.Key(shim.Name)]
 	v.specHash = node.Annotations[nodelabel.Key(shim.Name)]
-	v.installed = v.label != ""
 	return v
 }
 

@@ -129,7 +129,7 @@ func (r *Reconciler) recordFinishedJobs(ctx context.Context, obs *observed) erro
 				if err := nodelabel.Mark(ctx, r.client, v.node.Name, obs.shim.Name, j.specHash); err != nil {
 					return err
 				}
-				v.label, v.specHash, v.installed = nodelabel.Installed, j.specHash, true
+				v.label, v.specHash = nodelabel.Installed, j.specHash
 				r.event(obs.shim, corev1.EventTypeNormal, "Installed", "Install", "shim installed on node %s (spec %s)", v.node.Name, j.specHash)
 				return nil
 			})
@@ -141,7 +141,7 @@ func (r *Reconciler) recordFinishedJobs(ctx context.Context, obs *observed) erro
 				if err := nodelabel.Unmark(ctx, r.client, v.node.Name, obs.shim.Name); err != nil {
 					return err
 				}
-				v.label, v.specHash, v.installed = "", "", false
+				v.label, v.specHash = "", ""
 				r.event(obs.shim, corev1.EventTypeNormal, "Uninstalled", "Uninstall", "shim removed from node %s", v.node.Name)
 				return nil
 			})
@@ -182,7 +182,7 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 		switch {
 		case v.matching:
 			matching = append(matching, v.plannerNode(obs.hash, false))
-		case v.installed || v.job != nil && v.job.running():
+		case v.touched():
 			stale = append(stale, v.plannerNode(obs.hash, true))
 		}
 	}
@@ -198,7 +198,7 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 	for _, name := range plan.Start {
 		v := byName[name]
 		reason := "Installing"
-		if v.installed {
+		if v.installed() {
 			reason = "Upgrading"
 		}
 		g.Go(func() error { return r.startJob(ctx, obs, v, opInstall, reason) })
@@ -233,7 +233,7 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed) (ctrl.Resu
 	for i := range obs.views {
 		v := &obs.views[i]
 		byName[v.node.Name] = v
-		if v.installed || v.job != nil && v.job.running() {
+		if v.touched() {
 			targets = append(targets, v.plannerNode(obs.hash, true))
 		}
 	}

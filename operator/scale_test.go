@@ -14,10 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-
 	"github.com/shimkit/shimkit/internal/testutil"
 )
 
@@ -49,7 +45,7 @@ func scale(b *testing.B, nodes int, d time.Duration, qps string) {
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("build: %v\n%s", err, out)
 	}
-	kubeconfig := writeKubeconfig(b, env.Config)
+	kubeconfig := testutil.WriteKubeconfig(b, env.Config, filepath.Join(b.TempDir(), "kubeconfig"))
 	metricsAddr := freeAddr(b)
 
 	for b.Loop() {
@@ -96,20 +92,6 @@ func scale(b *testing.B, nodes int, d time.Duration, qps string) {
 		b.ReportMetric(float64(peak)/1024, "peak-RSS-MiB")
 		b.Logf("%d nodes, maxUpdate 10%%, D=%v, QPS %s: Ready after %v (ideal %v), %d API requests, peak RSS %d KiB", nodes, d, qps, wall.Round(time.Millisecond), ideal, requests, peak)
 	}
-}
-
-func writeKubeconfig(b *testing.B, cfg *rest.Config) string {
-	b.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
-	kc.CurrentContext = "envtest"
-	path := filepath.Join(b.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		b.Fatal(err)
-	}
-	return path
 }
 
 func freeAddr(b *testing.B) string {

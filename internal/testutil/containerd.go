@@ -227,18 +227,9 @@ func (c *Containerd) WaitReady(ctx context.Context) error {
 	defer closeConn()
 	var last error
 	for {
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		st, err := rt.Status(cctx, &runtimeapi.StatusRequest{})
-		cancel()
-		if err == nil {
-			for _, cond := range st.GetStatus().GetConditions() {
-				if cond.Type == runtimeapi.RuntimeReady && cond.Status {
-					return nil
-				}
-			}
-			err = fmt.Errorf("RuntimeReady is not true: %v", st.GetStatus().GetConditions())
+		if last = runtimeReady(ctx, rt); last == nil {
+			return nil
 		}
-		last = err
 		select {
 		case <-c.exited:
 			return fmt.Errorf("process exited (%w); last CRI error: %w", c.exitErr, last)
@@ -341,4 +332,32 @@ func (c *Containerd) CRIConfig(ctx context.Context) (map[string]any, []string, e
 		handlers = append(handlers, h.Name)
 	}
 	return cfg, handlers, nil
+}
+
+// runtimeReady asks CRI Status once whether RuntimeReady is true.
+func runtimeReady(ctx context.Context, rt runtimeapi.RuntimeServiceClient) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	st, err := rt.Status(ctx, &runtimeapi.StatusRequest{})
+	if err != nil {
+		return err
+	}
+	for _, cond := range st.GetStatus().GetConditions() {
+		if cond.Type == runtimeapi.RuntimeReady && cond.Status {
+			return nil
+		}
+	}
+	return fmt.Errorf("RuntimeReady is not true: %v", st.GetStatus().GetConditions())
+}
+
+// ShimOf returns the path of the shim binary running a pod sandbox (as
+// the node sees it), found among the processes that name the sandbox.
+func ShimOf(sandboxID string) (string, bool) {
+	for _, pid := range ProcessesMentioning(sandboxID) {
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		if err == nil && strings.Contains(filepath.Base(exe), "containerd-shim") {
+			return exe, true
+		}
+	}
+	return "", false
 }

@@ -294,18 +294,7 @@ func criReady(ctx context.Context, sock string) error {
 		return err
 	}
 	defer conn.Close()
-	cctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	st, err := runtimeapi.NewRuntimeServiceClient(conn).Status(cctx, &runtimeapi.StatusRequest{})
-	if err != nil {
-		return err
-	}
-	for _, c := range st.GetStatus().GetConditions() {
-		if c.Type == runtimeapi.RuntimeReady && c.Status {
-			return nil
-		}
-	}
-	return errors.New("RuntimeReady is false")
+	return runtimeReady(ctx, runtimeapi.NewRuntimeServiceClient(conn))
 }
 
 // childOf returns the first child of pid, or 0.

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
 
@@ -109,11 +108,8 @@ func RunSandbox(ctx context.Context, rt runtimeapi.RuntimeServiceClient, handler
 	id := resp.PodSandboxId
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		for _, pid := range ProcessesMentioning(id) {
-			exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-			if err == nil && strings.Contains(filepath.Base(exe), "containerd-shim") {
-				return id, exe, nil
-			}
+		if exe, ok := ShimOf(id); ok {
+			return id, exe, nil
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
