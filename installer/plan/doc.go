@@ -1,0 +1,44 @@
+// Package plan is the one contract between the cluster side and a node: a
+// NodePlan says what to install on (or remove from) one node, and a
+// NodeResult says what the installer did and, when it failed, why.
+//
+// The operator builds a NodePlan from a Shim in one function; the installer
+// reads the same document from a file, so an image builder or an admin can
+// run exactly what the operator would, offline. Both are JSON documents with
+// apiVersion and kind, validated on both sides; an installer refuses a plan
+// of another apiVersion (ErrVersion) instead of guessing.
+//
+// # Guarantees
+//
+//   - The package imports only the standard library: the operator links no
+//     node-side code by importing it, and node-side code imports nothing
+//     cluster-side.
+//   - Decode rejects unknown fields and validates, naming the offending
+//     field (handlers[1].runtimeType, files[0].path, ...).
+//   - Handler options and settings keep their TOML types across JSON:
+//     whole numbers decode as int64, others as float64.
+//   - Failure reasons are a fixed set of exported Reason constants (as
+//     containerd's errdefs) that survive the process boundary: the installer
+//     writes them into its termination message, the operator copies them
+//     into the Shim's status and Events unchanged.
+//   - A NodeResult encoded with EncodeResult always fits the kubelet's
+//     4096-byte termination message: the message and file list are
+//     shortened, never the outcome, reason or digest.
+//
+// # How the plan reaches a node
+//
+// The operator puts the plan into an annotation of the installer Job's pod
+// template and mounts it as a file with the downward API. The plan then
+// lives and dies with the Job that runs it: no second object to create,
+// garbage-collect or grant RBAC for, nothing that can change under a running
+// Job (a pod's annotation volume reflects the pod it belongs to), and
+// `kubectl get job -o yaml` shows exactly what a node was told to do.
+//
+// # Bundle paths
+//
+// A Shim's files are placed in a per-Shim, per-version directory on the node
+// and switched atomically. Handler options, handler runtime paths,
+// sandboxer commands and files marked Substitute refer to that directory
+// through BundleDirPlaceholder, which the installer replaces with the
+// absolute node path of the Shim's current bundle.
+package plan

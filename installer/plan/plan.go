@@ -1,0 +1,193 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The document's apiVersion and kinds.
+const (
+	Group          = "installer.shimkit.dev"
+	Version        = "v1alpha1"
+	APIVersion     = Group + "/" + Version
+	KindNodePlan   = "NodePlan"
+	KindNodeResult = "NodeResult"
+)
+
+// BundleDirPlaceholder stands for the absolute node path of the Shim's
+// current bundle directory in handler runtime paths and options, sandboxer
+// commands and files marked Substitute: "$(BUNDLE_DIR)/runsc" becomes, for
+// example, "/opt/shimkit/gvisor/current/runsc".
+const BundleDirPlaceholder = "$(BUNDLE_DIR)"
+
+// Operation is what a plan does on the node.
+type Operation string
+
+// Operations.
+const (
+	OpInstall   Operation = "install"
+	OpUninstall Operation = "uninstall"
+)
+
+// NodePlan says what to install on one node, or remove from it.
+type NodePlan struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// Shim identifies the owner of everything the plan installs. Name is
+	// also the name of the bundle directory; UID tells a recreated Shim of
+	// the same name apart.
+	Shim ShimRef `json:"shim"`
+	// Node is the node the plan was built for (informational).
+	Node      string    `json:"node,omitempty"`
+	Operation Operation `json:"operation"`
+	// SpecHash identifies the Shim spec the plan was built from: the same
+	// hash installed means nothing to do.
+	SpecHash string `json:"specHash"`
+	// Artifact is where the bundle comes from (install only).
+	Artifact *Artifact `json:"artifact,omitempty"`
+	// Files are taken from the artifact into the bundle directory.
+	Files []File `json:"files,omitempty"`
+	// Handlers are the runtime handlers the Shim registers (install: at
+	// least one).
+	Handlers []Handler `json:"handlers,omitempty"`
+	// Sandboxers are long-running sandboxer daemons the Shim runs.
+	Sandboxers []Sandboxer `json:"sandboxers,omitempty"`
+	// Restart says how to restart containerd and how long to wait for it.
+	Restart Restart `json:"restart,omitzero"`
+}
+
+// ShimRef names the Shim a plan belongs to.
+type ShimRef struct {
+	Name string `json:"name"`
+	UID  string `json:"uid,omitempty"`
+}
+
+// SourceType is where an artifact comes from.
+type SourceType string
+
+// Artifact sources.
+const (
+	SourceHTTP SourceType = "http"
+	SourceOCI  SourceType = "oci"
+	SourceFile SourceType = "file"
+)
+
+// Artifact is the pinned source of a bundle, already chosen for the node's
+// platform.
+type Artifact struct {
+	Type SourceType `json:"type"`
+	// URL of an http artifact.
+	URL string `json:"url,omitempty"`
+	// Reference of an oci artifact: registry/repository:tag or @sha256:...
+	Reference string `json:"reference,omitempty"`
+	// Path of a file artifact on the node (a file or an OCI layout).
+	Path string `json:"path,omitempty"`
+	// Digest pins the artifact ("sha256:<hex>"): for http and file the
+	// download, for oci the manifest. Empty: not pinned.
+	Digest string `json:"digest,omitempty"`
+	// PlainHTTP talks plain HTTP to the registry.
+	PlainHTTP bool `json:"plainHTTP,omitempty"`
+	// PullSecretPath is the path, in the installer's filesystem, of a
+	// .dockerconfigjson with the registry's credentials.
+	PullSecretPath string `json:"pullSecretPath,omitempty"`
+	// Platform the artifact was chosen for, os/arch.
+	Platform string `json:"platform,omitempty"`
+}
+
+// File is one file of the bundle.
+type File struct {
+	// Source is the file's slash-separated path in the artifact, or a
+	// pattern (path.Match) that must match exactly one file; a pattern
+	// without a slash matches base names anywhere in the artifact. When it
+	// matches several files, the one whose base name equals Path's wins.
+	Source string `json:"source"`
+	// Path is where the file goes, relative to the bundle directory.
+	Path string `json:"path"`
+	// Mode is the file's permission bits, such as 0o755.
+	Mode uint32 `json:"mode"`
+	// Substitute replaces BundleDirPlaceholder in the file's content.
+	Substitute bool `json:"substitute,omitempty"`
+}
+
+// Handler is one runtime handler: everything containerd's handler table
+// takes. String values may hold BundleDirPlaceholder.
+type Handler struct {
+	Name                         string         `json:"name"`
+	RuntimeType                  string         `json:"runtimeType"`
+	RuntimePath                  string         `json:"runtimePath,omitempty"`
+	Options                      map[string]any `json:"options,omitempty"`
+	PodAnnotations               []string       `json:"podAnnotations,omitempty"`
+	ContainerAnnotations         []string       `json:"containerAnnotations,omitempty"`
+	PrivilegedWithoutHostDevices bool           `json:"privilegedWithoutHostDevices,omitempty"`
+	Snapshotter                  string         `json:"snapshotter,omitempty"`
+	// Sandboxer names the sandbox controller of the handler's pods: a
+	// Sandboxer of this plan (its proxy plugin), or containerd's own
+	// ("podsandbox", "shim").
+	Sandboxer string `json:"sandboxer,omitempty"`
+	// IOType is the handler's io_type ("fifo", "streaming").
+	IOType string `json:"ioType,omitempty"`
+	// Settings are further keys of the handler's table.
+	Settings map[string]any `json:"settings,omitempty"`
+}
+
+// Sandboxer is a sandboxer daemon: a systemd unit on the node, registered in
+// containerd as a proxy plugin of type "sandbox" named Name.
+type Sandboxer struct {
+	Name string `json:"name"`
+	// Unit is the systemd unit's name (ends in .service).
+	Unit string `json:"unit"`
+	// Command is the daemon's argv; its first element is an absolute path,
+	// usually under BundleDirPlaceholder.
+	Command []string `json:"command"`
+	// Environment holds NAME=value pairs for the daemon.
+	Environment []string `json:"environment,omitempty"`
+	// Address is the absolute path of the daemon's unix socket.
+	Address string `json:"address"`
+}
+
+// Restart says how the node's containerd is restarted and checked.
+type Restart struct {
+	// Preset names the node's distribution layout (containerd, k3s, rke2,
+	// microk8s, k0s); empty: detected on the node.
+	Preset string `json:"preset,omitempty"`
+	// ConfigMode is auto, file or drop-in; empty means auto.
+	ConfigMode string `json:"configMode,omitempty"`
+	// Timeout is how long containerd may take to come back healthy.
+	Timeout Duration `json:"timeout,omitzero"`
+}
+
+// Duration is a time.Duration written as a Go duration string ("30s").
+type Duration time.Duration
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads a duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration: %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration %q: %w", s, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// New returns an empty plan of this package's apiVersion and kind.
+func New(shim ShimRef, op Operation) *NodePlan {
+	return &NodePlan{APIVersion: APIVersion, Kind: KindNodePlan, Shim: shim, Operation: op}
+}
+
+// ResolveBundleDir replaces BundleDirPlaceholder in s with dir.
+func ResolveBundleDir(s, dir string) string {
+	return strings.ReplaceAll(s, BundleDirPlaceholder, dir)
+}
+
+// FormatMode writes file permission bits the way people read them.
+func FormatMode(m uint32) string { return "0" + strconv.FormatUint(uint64(m), 8) }

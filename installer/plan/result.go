@@ -1,0 +1,150 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+)
+
+// Outcome is how an operation ended.
+type Outcome string
+
+// Outcomes.
+const (
+	// Succeeded: the node has what the plan asked for.
+	Succeeded Outcome = "Succeeded"
+	// Failed: the operation failed before the node was changed.
+	Failed Outcome = "Failed"
+	// RolledBack: the operation failed after changing the node, and the
+	// node was restored as it was.
+	RolledBack Outcome = "RolledBack"
+	// RollbackFailed: the operation failed and restoring the node failed
+	// too: the node needs attention.
+	RollbackFailed Outcome = "RollbackFailed"
+)
+
+// Reason says why an operation failed. The set is fixed: tooling and the
+// operator match on these constants, never on messages.
+type Reason string
+
+// Failure reasons.
+const (
+	// ReasonInvalidPlan: the plan is malformed, of another version, or
+	// asks for something the node cannot do (a reserved handler name).
+	ReasonInvalidPlan Reason = "InvalidPlan"
+	// ReasonFetchFailed: the artifact could not be downloaded.
+	ReasonFetchFailed Reason = "FetchFailed"
+	// ReasonUnauthorized: the registry refused the credentials.
+	ReasonUnauthorized Reason = "Unauthorized"
+	// ReasonDigestMismatch: the artifact is not the pinned one.
+	ReasonDigestMismatch Reason = "DigestMismatch"
+	// ReasonArtifactInvalid: the artifact is unsafe, too large, lacks a
+	// file the plan names, or has no artifact for the node's platform.
+	ReasonArtifactInvalid Reason = "ArtifactInvalid"
+	// ReasonConfigInvalid: the node's containerd config cannot be edited
+	// safely (it does not parse, an unknown template, ...).
+	ReasonConfigInvalid Reason = "ConfigInvalid"
+	// ReasonConflict: a handler, file, unit or plugin of that name exists
+	// and shimkit did not write it.
+	ReasonConflict Reason = "Conflict"
+	// ReasonUnitFailed: a sandboxer daemon's unit did not start.
+	ReasonUnitFailed Reason = "UnitFailed"
+	// ReasonRestartFailed: containerd did not restart, or did not come back
+	// healthy with the handlers in time.
+	ReasonRestartFailed Reason = "RestartFailed"
+	// ReasonNodeError: reading or writing the node's files failed.
+	ReasonNodeError Reason = "NodeError"
+	// ReasonInterrupted: the operation was cancelled (SIGTERM, deadline).
+	ReasonInterrupted Reason = "Interrupted"
+)
+
+// NodeResult is what the installer reports about one operation.
+type NodeResult struct {
+	APIVersion string    `json:"apiVersion"`
+	Kind       string    `json:"kind"`
+	Shim       ShimRef   `json:"shim"`
+	Node       string    `json:"node,omitempty"`
+	Operation  Operation `json:"operation"`
+	SpecHash   string    `json:"specHash,omitempty"`
+	Outcome    Outcome   `json:"outcome"`
+	// Reason and Message say why the operation failed.
+	Reason  Reason `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Digest is the artifact installed ("sha256:<hex>").
+	Digest string `json:"digest,omitempty"`
+	// Files are the node paths of the files placed.
+	Files []string `json:"files,omitempty"`
+	// Changed: containerd's config changed; Restarted: containerd was
+	// restarted.
+	Changed         bool     `json:"changed,omitempty"`
+	Restarted       bool     `json:"restarted,omitempty"`
+	RestartDuration Duration `json:"restartDuration,omitzero"`
+	Duration        Duration `json:"duration,omitzero"`
+}
+
+// NewResult returns a result for the plan, not yet with an outcome.
+func NewResult(p *NodePlan) *NodeResult {
+	return &NodeResult{APIVersion: APIVersion, Kind: KindNodeResult, Shim: p.Shim, Node: p.Node, Operation: p.Operation, SpecHash: p.SpecHash}
+}
+
+// MaxTerminationMessage is the kubelet's limit for a container's
+// termination message.
+const MaxTerminationMessage = 4096
+
+// EncodeResult writes the result as compact JSON of at most max bytes,
+// shortening the message and the file list when needed.
+func EncodeResult(r *NodeResult, maxBytes int) ([]byte, error) {
+	c := *r
+	for {
+		data, err := json.Marshal(&c)
+		if err != nil {
+			return nil, err
+		}
+		if len(data) <= maxBytes {
+			return data, nil
+		}
+		switch over := len(data) - maxBytes; {
+		case len(c.Files) > 0:
+			c.Files = c.Files[:len(c.Files)/2]
+		case len(c.Message) > 0:
+			c.Message = shorten(c.Message, len(c.Message)-over-8)
+		default:
+			return nil, fmt.Errorf("result of %s does not fit %d bytes", r.Shim.Name, maxBytes)
+		}
+	}
+}
+
+// shorten cuts s to at most n bytes on a rune boundary, marking the cut.
+func shorten(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	if len(s) <= n {
+		return s
+	}
+	n -= len("…")
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	if n <= 0 {
+		return ""
+	}
+	return s[:n] + "…"
+}
+
+// DecodeResult reads a NodeResult, refusing another apiVersion or kind.
+func DecodeResult(data []byte) (*NodeResult, error) {
+	r := &NodeResult{}
+	if err := json.Unmarshal(data, r); err != nil {
+		return nil, fmt.Errorf("%w: result: %w", ErrInvalid, err)
+	}
+	if r.APIVersion != APIVersion || r.Kind != KindNodeResult {
+		return nil, fmt.Errorf("%w: %q %q: want apiVersion %s, kind %s", ErrVersion, r.APIVersion, r.Kind, APIVersion, KindNodeResult)
+	}
+	switch r.Outcome {
+	case Succeeded, Failed, RolledBack, RollbackFailed:
+	default:
+		return nil, fmt.Errorf("%w: result outcome %q", ErrInvalid, r.Outcome)
+	}
+	return r, nil
+}

@@ -1,0 +1,198 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+)
+
+// Errors of Decode and Validate, checked with errors.Is.
+var (
+	// ErrVersion: the document is not a NodePlan (or NodeResult) of
+	// APIVersion.
+	ErrVersion = errors.New("unsupported plan apiVersion or kind")
+	// ErrInvalid: the document is malformed or a field is invalid.
+	ErrInvalid = errors.New("invalid plan")
+)
+
+var (
+	dnsLabelRE    = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	dnsSubdomRE   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	runtimeTypeRE = regexp.MustCompile(`^io\.containerd\.[a-z0-9][a-z0-9_-]*\.v[0-9]+$`)
+	unitRE        = regexp.MustCompile(`^[A-Za-z0-9:_.\\@-]+\.service$`)
+	digestRE      = regexp.MustCompile(`^sha256:[a-f0-9]{64}$`)
+)
+
+// Validate checks the plan and names the first invalid field.
+func (p *NodePlan) Validate() error {
+	if p.APIVersion != APIVersion || p.Kind != KindNodePlan {
+		return fmt.Errorf("%w: %s %s: this installer reads %s %s", ErrVersion, p.APIVersion, p.Kind, APIVersion, KindNodePlan)
+	}
+	if err := p.validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return nil
+}
+
+func (p *NodePlan) validate() error {
+	if len(p.Shim.Name) > 253 || !dnsSubdomRE.MatchString(p.Shim.Name) {
+		return fmt.Errorf("shim.name %q: not a DNS subdomain", p.Shim.Name)
+	}
+	if p.SpecHash == "" && p.Operation == OpInstall {
+		return errors.New("specHash: required for install")
+	}
+	switch p.Operation {
+	case OpUninstall:
+		return nil // the node's state says what to remove
+	case OpInstall:
+	default:
+		return fmt.Errorf("operation %q: want install or uninstall", p.Operation)
+	}
+	if err := p.Artifact.validate(); err != nil {
+		return err
+	}
+	if len(p.Files) == 0 {
+		return errors.New("files: at least one file")
+	}
+	if len(p.Handlers) == 0 && len(p.Sandboxers) == 0 {
+		return errors.New("handlers: at least one handler")
+	}
+	targets := map[string]bool{}
+	for i, f := range p.Files {
+		if err := f.validate(); err != nil {
+			return fmt.Errorf("files[%d]: %w", i, err)
+		}
+		if targets[f.Path] {
+			return fmt.Errorf("files[%d].path %q: given twice", i, f.Path)
+		}
+		targets[f.Path] = true
+	}
+	sandboxers := map[string]bool{}
+	for i, s := range p.Sandboxers {
+		if err := s.validate(); err != nil {
+			return fmt.Errorf("sandboxers[%d]: %w", i, err)
+		}
+		if sandboxers[s.Name] {
+			return fmt.Errorf("sandboxers[%d].name %q: given twice", i, s.Name)
+		}
+		sandboxers[s.Name] = true
+	}
+	names := map[string]bool{}
+	for i, h := range p.Handlers {
+		if err := h.validate(); err != nil {
+			return fmt.Errorf("handlers[%d]: %w", i, err)
+		}
+		if names[h.Name] {
+			return fmt.Errorf("handlers[%d].name %q: given twice", i, h.Name)
+		}
+		names[h.Name] = true
+	}
+	switch p.Restart.ConfigMode {
+	case "", "auto", "file", "drop-in":
+	default:
+		return fmt.Errorf("restart.configMode %q: want auto, file or drop-in", p.Restart.ConfigMode)
+	}
+	if p.Restart.Timeout < 0 {
+		return errors.New("restart.timeout: negative")
+	}
+	return nil
+}
+
+func (a *Artifact) validate() error {
+	if a == nil {
+		return errors.New("artifact: required for install")
+	}
+	if a.Digest != "" && !digestRE.MatchString(a.Digest) {
+		return fmt.Errorf("artifact.digest %q: want sha256:<64 hex digits>", a.Digest)
+	}
+	switch a.Type {
+	case SourceHTTP:
+		if !strings.HasPrefix(a.URL, "http://") && !strings.HasPrefix(a.URL, "https://") {
+			return fmt.Errorf("artifact.url %q: want an http(s) URL", a.URL)
+		}
+	case SourceOCI:
+		if a.Reference == "" {
+			return errors.New("artifact.reference: required for oci")
+		}
+	case SourceFile:
+		if !path.IsAbs(a.Path) {
+			return fmt.Errorf("artifact.path %q: want an absolute path", a.Path)
+		}
+	default:
+		return fmt.Errorf("artifact.type %q: want http, oci or file", a.Type)
+	}
+	return nil
+}
+
+func (f File) validate() error {
+	if f.Source == "" || strings.HasPrefix(f.Source, "/") {
+		return fmt.Errorf("source %q: want a relative path or pattern in the artifact", f.Source)
+	}
+	if _, err := path.Match(f.Source, ""); err != nil {
+		return fmt.Errorf("source %q: %w", f.Source, err)
+	}
+	if !localPath(f.Path) {
+		return fmt.Errorf("path %q: want a clean relative path inside the bundle", f.Path)
+	}
+	if f.Mode&^0o777 != 0 {
+		return fmt.Errorf("mode %s: only permission bits (no setuid, setgid or sticky)", FormatMode(f.Mode))
+	}
+	return nil
+}
+
+func localPath(p string) bool {
+	return p != "" && p != "." && !path.IsAbs(p) && path.Clean(p) == p && p != ".." && !strings.HasPrefix(p, "../")
+}
+
+func (h Handler) validate() error {
+	if !dnsLabelRE.MatchString(h.Name) || len(h.Name) > 63 {
+		return fmt.Errorf("name %q: not a DNS label (RFC 1123)", h.Name)
+	}
+	if !runtimeTypeRE.MatchString(h.RuntimeType) && !absolutePath(h.RuntimeType) {
+		return fmt.Errorf("runtimeType %q: want io.containerd.<name>.<version> or an absolute path", h.RuntimeType)
+	}
+	if h.RuntimePath != "" && !absolutePath(h.RuntimePath) {
+		return fmt.Errorf("runtimePath %q: want an absolute path", h.RuntimePath)
+	}
+	for _, k := range []string{"runtime_type", "runtime_path", "options", "pod_annotations", "container_annotations",
+		"privileged_without_host_devices", "snapshotter", "sandboxer", "io_type"} {
+		if _, ok := h.Settings[k]; ok {
+			return fmt.Errorf("settings.%s: use the handler's own field", k)
+		}
+	}
+	switch h.IOType {
+	case "", "fifo", "streaming":
+	default:
+		return fmt.Errorf("ioType %q: want fifo or streaming", h.IOType)
+	}
+	return nil
+}
+
+func (s Sandboxer) validate() error {
+	if !dnsLabelRE.MatchString(s.Name) || len(s.Name) > 63 {
+		return fmt.Errorf("name %q: not a DNS label (RFC 1123)", s.Name)
+	}
+	if !unitRE.MatchString(s.Unit) || len(s.Unit) > 255 {
+		return fmt.Errorf("unit %q: want a systemd unit name ending in .service", s.Unit)
+	}
+	if len(s.Command) == 0 || !absolutePath(s.Command[0]) {
+		return fmt.Errorf("command: want an absolute program path first, got %q", s.Command)
+	}
+	if !absolutePath(s.Address) || len(s.Address) > 107 {
+		return fmt.Errorf("address %q: want an absolute unix socket path of at most 107 bytes", s.Address)
+	}
+	for _, e := range s.Environment {
+		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+			return fmt.Errorf("environment %q: want NAME=value", e)
+		}
+	}
+	return nil
+}
+
+// absolutePath accepts an absolute path, or one under the bundle
+// placeholder.
+func absolutePath(p string) bool {
+	return path.IsAbs(p) || strings.HasPrefix(p, BundleDirPlaceholder+"/")
+}
