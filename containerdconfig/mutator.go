@@ -38,7 +38,7 @@ func (i *Install) Apply(ctx context.Context) (*Change, error) {
 	if err := i.Handler.Validate(); err != nil {
 		return nil, err
 	}
-	return i.Target.apply(ctx, i.Handler.Name, func(p plan, data []byte) ([]byte, bool, error) {
+	return i.Target.apply(ctx, handlerSubject(i.Handler.Name), func(p plan, data []byte) ([]byte, bool, error) {
 		if p.rendered != nil && p.rendered.HasHandler(i.Handler.Name) {
 			generated, err := checkGenerated(p, data, i.Handler)
 			if err != nil || generated {
@@ -62,7 +62,7 @@ func NewUninstall(t Target, name string) *Uninstall { return &Uninstall{Target: 
 // Apply removes the handler. A handler shimkit did not write is left alone
 // and the Change reports nothing changed.
 func (u *Uninstall) Apply(ctx context.Context) (*Change, error) {
-	return u.Target.apply(ctx, u.Name, func(p plan, data []byte) ([]byte, bool, error) {
+	return u.Target.apply(ctx, handlerSubject(u.Name), func(p plan, data []byte) ([]byte, bool, error) {
 		return RemoveHandler(p.nodePath, data, u.Name)
 	})
 }
@@ -98,11 +98,11 @@ func checkGenerated(p plan, template []byte, h RuntimeHandler) (generated bool, 
 type editFunc func(p plan, data []byte) (out []byte, changed bool, err error)
 
 // apply plans, edits in memory, verifies, and only then writes.
-func (t Target) apply(ctx context.Context, handler string, edit editFunc) (*Change, error) {
+func (t Target) apply(ctx context.Context, s subject, edit editFunc) (*Change, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	p, err := t.plan(handler)
+	p, err := t.planFor(s)
 	if err != nil {
 		return nil, err
 	}
@@ -201,9 +201,17 @@ func (c *Change) write() error {
 	return nil
 }
 
+// writeBackup keeps the file's bytes from before the change. When a backup
+// is already there, an earlier uncommitted Change of the same operation
+// made it (several handlers edited in one file): it holds the file as it
+// was before the whole operation, which is what Restore must put back, so
+// it is kept.
 func (f fileChange) writeBackup() error {
 	if !f.existed {
 		return nil
+	}
+	if _, ok, err := readOptional(f.local + backupSuffix); err != nil || ok {
+		return err
 	}
 	return WriteFileAtomic(f.local+backupSuffix, f.before, 0o600)
 }
@@ -250,7 +258,13 @@ func (c *Change) Rollback() error {
 			errs = append(errs, fmt.Errorf("restore %s: %w", f.nodePath, err))
 			continue
 		}
-		errs = append(errs, removeFile(f.local+backupSuffix))
+		// The backup of an earlier Change of the same file (see
+		// writeBackup) stays until that Change is rolled back too.
+		if backup, ok, err := readOptional(f.local + backupSuffix); err != nil {
+			errs = append(errs, err)
+		} else if ok && bytes.Equal(backup, f.before) {
+			errs = append(errs, removeFile(f.local+backupSuffix))
+		}
 	}
 	c.done = true
 	return errors.Join(errs...)

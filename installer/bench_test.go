@@ -18,7 +18,7 @@ func BenchmarkInstallOverhead(b *testing.B) {
 	n := testutil.StartNode(b, testutil.NodeOptions{})
 	a := testutil.NewShimArchive(b, "demo", "/usr/bin/containerd-shim-runc-v2", nil)
 	srv := testutil.StartFileServer(b)
-	spec := httpSpec(srv, "/demo.tar.gz", a)
+	spec := httpPlan(srv, "/demo.tar.gz", a)
 	inst := &installer.Installer{HostRoot: n.Root}
 	b.Run("install", func(b *testing.B) {
 		steps := map[string]time.Duration{}
@@ -36,7 +36,7 @@ func BenchmarkInstallOverhead(b *testing.B) {
 			total += res.Duration
 			restart += res.RestartDuration
 			b.StopTimer()
-			if _, err := inst.Uninstall(ctx, "demo"); err != nil {
+			if _, err := inst.Uninstall(ctx, uninstallPlan("demo")); err != nil {
 				b.Fatal(err)
 			}
 			b.StartTimer()
@@ -48,7 +48,7 @@ func BenchmarkInstallOverhead(b *testing.B) {
 		b.ReportMetric(100*float64(total-restart)/float64(restart), "overhead-%")
 		b.ReportMetric(float64((total-restart-fetched).Microseconds())/nb/1000, "overhead-without-fetch-ms")
 		b.ReportMetric(100*float64(total-restart-fetched)/float64(restart), "overhead-without-fetch-%")
-		for _, s := range []string{"locked", "fetched", "placed", "configured", "restarted", "healthy", "done"} {
+		for _, s := range []string{"locked", "fetched", "configured", "placed", "linked", "units", "restarted-containerd", "restarted", "committed", "done"} {
 			b.Logf("step %-10s %6.1f ms/op", s, float64(steps[s].Microseconds())/nb/1000)
 		}
 	})

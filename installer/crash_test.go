@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/shimkit/shimkit/containerdconfig"
-	"github.com/shimkit/shimkit/fetch"
 	"github.com/shimkit/shimkit/installer"
+	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/testutil"
 )
 
@@ -37,9 +37,9 @@ func crashChild(step string) int {
 	}
 	var err error
 	if os.Getenv("SHIMKIT_CRASH_OP") == "uninstall" {
-		_, err = inst.Uninstall(context.Background(), "demo")
+		_, err = inst.Uninstall(context.Background(), uninstallPlan("demo"))
 	} else {
-		_, err = inst.Install(context.Background(), crashSpec(os.Getenv("SHIMKIT_CRASH_URL"), os.Getenv("SHIMKIT_CRASH_SHA")))
+		_, err = inst.Install(context.Background(), crashPlan(os.Getenv("SHIMKIT_CRASH_URL"), os.Getenv("SHIMKIT_CRASH_SHA")))
 	}
 	if err != nil {
 		_, _ = os.Stderr.WriteString(err.Error())
@@ -48,8 +48,8 @@ func crashChild(step string) int {
 	return 0 // the step never came
 }
 
-func crashSpec(url, sha string) installer.Spec {
-	return installer.Spec{Handler: demoHandler(), Fetcher: fetch.NewHTTPFetcher(url, sha, fetch.Options{}), Source: url + "@" + sha}
+func crashPlan(url, sha string) *plan.NodePlan {
+	return shimPlan("demo", &plan.Artifact{Type: plan.SourceHTTP, URL: url, Digest: "sha256:" + sha})
 }
 
 // runKilled runs an operation in a child process that SIGKILLs itself
@@ -74,10 +74,9 @@ func TestKilledBetweenSteps(t *testing.T) {
 	a := testutil.NewShimArchive(t, "demo", "/usr/bin/containerd-shim-runc-v2", nil)
 	srv := testutil.StartFileServer(t)
 	url := srv.Add("/demo.tar.gz", a.Data)
-	wantHandler := demoHandler()
-	wantHandler.RuntimePath = "/opt/shimkit/bin/containerd-shim-demo-v2"
+	wantHandler := containerdconfig.RuntimeHandler{Name: "demo", RuntimeType: "io.containerd.demo.v2", RuntimePath: "/opt/shimkit/demo/current/containerd-shim-demo-v2"}
 
-	for _, step := range []string{"locked", "fetched", "placed", "configured", "restarted", "healthy", "done"} {
+	for _, step := range []string{"locked", "fetched", "configured", "placed", "linked", "units", "restarted-containerd", "restarted", "done"} {
 		t.Run("install/"+step, func(t *testing.T) {
 			ctx := context.Background()
 			n, orig := bootNode(t, nodeCases(t)[0])
@@ -88,13 +87,13 @@ func TestKilledBetweenSteps(t *testing.T) {
 			runKilled(t, n, "install", step, url, a.SHA256)
 			assertWhole(t, n, orig, installed)
 
-			if _, err := (&installer.Installer{HostRoot: n.Root}).Install(ctx, crashSpec(url, a.SHA256)); err != nil {
+			if _, err := (&installer.Installer{HostRoot: n.Root}).Install(ctx, crashPlan(url, a.SHA256)); err != nil {
 				t.Fatalf("re-run: %v", err)
 			}
 			if got, _ := os.ReadFile(n.Local("/etc/containerd/config.toml")); !bytes.Equal(got, installed) {
 				t.Errorf("config after re-run:\n%s", got)
 			}
-			if bin, _ := os.ReadFile(n.Local("/opt/shimkit/bin/containerd-shim-demo-v2")); !bytes.Equal(bin, a.Binary) {
+			if bin, _ := os.ReadFile(n.Local("/opt/shimkit/demo/current/containerd-shim-demo-v2")); !bytes.Equal(bin, a.Binary) {
 				t.Error("binary is not the artifact's")
 			}
 			if err := (&installer.CRIHealth{Socket: n.Socket()}).Check(ctx, "demo", true); err != nil {
@@ -103,19 +102,19 @@ func TestKilledBetweenSteps(t *testing.T) {
 			assertNoPending(t, n)
 		})
 	}
-	for _, step := range []string{"locked", "configured", "restarted", "healthy", "removed", "done"} {
+	for _, step := range []string{"locked", "configured", "restarted-containerd", "restarted", "removed", "done"} {
 		t.Run("uninstall/"+step, func(t *testing.T) {
 			ctx := context.Background()
 			n, orig := bootNode(t, nodeCases(t)[0])
 			inst := &installer.Installer{HostRoot: n.Root}
-			if _, err := inst.Install(ctx, crashSpec(url, a.SHA256)); err != nil {
+			if _, err := inst.Install(ctx, crashPlan(url, a.SHA256)); err != nil {
 				t.Fatal(err)
 			}
 			installed, _ := os.ReadFile(n.Local("/etc/containerd/config.toml"))
 			runKilled(t, n, "uninstall", step, url, a.SHA256)
 			assertWhole(t, n, orig, installed)
 
-			if _, err := inst.Uninstall(ctx, "demo"); err != nil {
+			if _, err := inst.Uninstall(ctx, uninstallPlan("demo")); err != nil {
 				t.Fatalf("re-run: %v", err)
 			}
 			if got, _ := os.ReadFile(n.Local("/etc/containerd/config.toml")); !bytes.Equal(got, orig) {
@@ -155,7 +154,10 @@ func assertNoPending(t *testing.T, n *testutil.Node) {
 	if _, err := os.Stat(n.Local("/etc/containerd/config.toml.shimkit-backup")); !os.IsNotExist(err) {
 		t.Errorf("backup left: %v", err)
 	}
-	if left, _ := filepath.Glob(n.Local("/opt/shimkit/bin/.*")); len(left) > 0 {
-		t.Errorf("left in the binary directory: %v", left)
+	if left, _ := filepath.Glob(n.Local("/opt/shimkit/demo/*")); len(left) != 2 { // current and one version
+		t.Errorf("in the bundle directory: %v, want current and one version", left)
+	}
+	if left, _ := filepath.Glob(n.Local("/opt/shimkit/demo/.*")); len(left) > 0 {
+		t.Errorf("staging left in the bundle directory: %v", left)
 	}
 }

@@ -6,12 +6,12 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/shimkit/shimkit/containerdconfig"
-	"github.com/shimkit/shimkit/fetch"
 	"github.com/shimkit/shimkit/installer"
+	"github.com/shimkit/shimkit/installer/plan"
 )
 
-// Bake a shim into an image's root filesystem: offline, no restart.
+// Bake a shim into an image's root filesystem from a plan: offline, no
+// restart. The plan is the same document the operator hands its Jobs.
 func ExampleInstaller_Install_offline() {
 	root, _ := os.MkdirTemp("", "image-root")
 	defer os.RemoveAll(root)
@@ -20,16 +20,18 @@ func ExampleInstaller_Install_offline() {
 	shim := filepath.Join(root, "containerd-shim-wasm-v2") // an artifact copied in beforehand
 	_ = os.WriteFile(shim, []byte("\x7fELF..."), 0o644)
 
-	inst := &installer.Installer{HostRoot: root, Offline: true}
-	res, err := inst.Install(context.Background(), installer.Spec{
-		Handler: containerdconfig.RuntimeHandler{Name: "wasm", RuntimeType: "io.containerd.wasm.v2"},
-		Fetcher: &fetch.LocalFetcher{Path: shim},
-		Source:  "file://containerd-shim-wasm-v2",
-	})
+	p := plan.New(plan.ShimRef{Name: "wasm"}, plan.OpInstall)
+	p.SpecHash = "v1"
+	p.Artifact = &plan.Artifact{Type: plan.SourceFile, Path: shim}
+	p.Files = []plan.File{{Source: "containerd-shim-*", Path: "containerd-shim-wasm-v2", Mode: 0o755}}
+	p.Handlers = []plan.Handler{{Name: "wasm", RuntimeType: "io.containerd.wasm.v2", RuntimePath: "$(BUNDLE_DIR)/containerd-shim-wasm-v2"}}
+
+	inst := &installer.Installer{HostRoot: root, Offline: true, LinkDir: "-"}
+	res, err := inst.Install(context.Background(), p)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(res.Changed, res.Restarted, res.Binaries)
-	// Output: true false [/opt/shimkit/bin/containerd-shim-wasm-v2]
+	fmt.Println(res.Changed, res.Restarted)
+	// Output: true false
 }

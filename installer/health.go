@@ -20,7 +20,19 @@ type HealthChecker interface {
 	Check(ctx context.Context, handler string, present bool) error
 }
 
-var _ HealthChecker = (*CRIHealth)(nil)
+var (
+	_ HealthChecker = (*CRIHealth)(nil)
+	_ HealthChecker = HealthFunc(nil)
+)
+
+// HealthFunc adapts a function to HealthChecker, for tests and for
+// runtimes checked another way.
+type HealthFunc func(ctx context.Context, handler string, present bool) error
+
+// Check calls f.
+func (f HealthFunc) Check(ctx context.Context, handler string, present bool) error {
+	return f(ctx, handler, present)
+}
 
 // ErrUnhealthy: containerd did not become ready as wanted in time.
 var ErrUnhealthy = errors.New("containerd is not healthy")

@@ -2,213 +2,135 @@ package installer
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"path"
-	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/shimkit/shimkit/containerdconfig"
-	"github.com/shimkit/shimkit/fetch"
+	"github.com/shimkit/shimkit/installer/plan"
 )
 
-// Install fetches the shim, places its binary, registers the handler and
-// restarts containerd when the config changed, then checks over CRI that
-// containerd came back with the handler. Running it again with the same
-// spec changes nothing and restarts nothing. When anything fails after the
-// node was touched, everything is restored and containerd restarted again;
-// the error then wraps ErrRolledBack, or ErrRollbackFailed.
-func (i *Installer) Install(ctx context.Context, spec Spec) (*Result, error) {
+// Install carries out an install plan: fetch and verify the artifact, lay
+// the bundle out and switch to it, start sandboxer units, register the
+// handlers and proxy plugins, restart containerd when its config changed
+// and check over CRI that it came back with every handler, then commit.
+// Running it again with the same plan changes nothing and restarts nothing.
+// When a step fails after the node was touched, every step is undone and
+// containerd restarted again; the error then wraps ErrRolledBack, or
+// ErrRollbackFailed.
+func (i *Installer) Install(ctx context.Context, p *plan.NodePlan) (*Result, error) {
 	start := time.Now()
-	name := spec.name()
-	if err := spec.Handler.Validate(); err != nil {
+	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if spec.Fetcher == nil {
-		return nil, fmt.Errorf("install %s: no fetcher", name)
+	if p.Operation != plan.OpInstall {
+		return nil, fmt.Errorf("%w: operation %q given to Install", plan.ErrInvalid, p.Operation)
 	}
-	sess, err := i.begin(ctx, name)
+	name := p.Shim.Name
+	handlers, err := i.resolveHandlers(p)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := i.begin(ctx, name, p.Restart)
 	if err != nil {
 		return nil, err
 	}
 	defer sess.unlock()
-	state, recovered, t := sess.state, sess.recovered, sess.target
-	// Staging directories of a run that died; we hold the lock.
-	old, _ := filepath.Glob(filepath.Join(i.local(i.binDir()), ".staging-*"))
-	for _, d := range old {
-		_ = os.RemoveAll(d)
-	}
-	binName := spec.Handler.BinaryName()
-	dst := i.binaryPath(binName)
-	handler := spec.Handler
-	if handler.RuntimePath == "" {
-		handler.RuntimePath = dst
-	}
-	file, err := t.File(handler.Name)
-	if err != nil {
-		return nil, err
-	}
-	prev, had := state.Shims[name]
-	res := &Result{Shim: name, Upgrade: had && prev.SpecHash != spec.Hash()}
-	record := ShimState{
-		Handler: handler.Name, RuntimeType: handler.RuntimeType, Binaries: []string{dst},
-		SpecHash: spec.Hash(), Preset: t.Preset.Name, Links: prev.Links, InstalledAt: prev.InstalledAt,
-	}
-	pending := &Pending{Op: "install", Shim: name, ConfigFiles: []string{file}}
+	r := i.newRun(p, sess, "install")
+	r.hs = handlers
+	res := &Result{Shim: name, Upgrade: r.had && r.prev.SpecHash != p.SpecHash}
 
-	// What to undo when a later step fails.
-	var backup string // local path of the previous binary
-	var links []string
-	placed := false
-	rollback := func(change *containerdconfig.Change, restart bool, cause error) error {
-		var bin string
-		if placed {
-			bin = dst
-		}
-		return i.undo(ctx, t, state, change, bin, backup, links, restart, cause)
-	}
-
-	if had && prev.SpecHash == spec.Hash() && fileExists(i.local(dst)) {
-		// Same spec, binary in place: only the config may have drifted.
-		record.Digest = prev.Digest
-	} else {
-		// Fetch into a staging directory next to the binaries (the same
-		// filesystem, so placing the binary is a rename).
-		if err := os.MkdirAll(i.local(i.binDir()), 0o755); err != nil {
-			return nil, err
-		}
-		staging, err := os.MkdirTemp(i.local(i.binDir()), ".staging-"+name+"-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(staging)
-		platform := i.Platform
-		if platform.IsZero() {
-			platform = fetch.HostPlatform()
-		}
-		fr, err := spec.Fetcher.Fetch(ctx, platform, staging)
-		if err != nil {
-			return nil, fmt.Errorf("install %s: %w", name, err)
-		}
-		exe, err := chooseBinary(fr.Executables, binName)
-		if err != nil {
-			return nil, fmt.Errorf("install %s: %w", name, err)
-		}
-		record.Digest = fr.Digest.String()
-		i.step("fetched", "digest", record.Digest)
-
-		// Record the intent before touching anything on the node.
-		pending.Binaries = map[string]string{dst: ""}
-		if fileExists(i.local(dst)) {
-			pending.Binaries[dst] = dst + prevSuffix
-		}
-		state.Pending = pending
-		if err := i.writeState(state); err != nil {
-			return nil, err
-		}
-		if backup, err = placeBinary(filepath.Join(staging, exe), i.local(dst)); err != nil {
-			return nil, rollback(nil, recovered, err)
-		}
-		placed = true
-		i.step("placed", "binary", dst)
-		if ld := i.linkDir(); ld != "" {
-			link := path.Join(ld, binName)
-			created, err := linkBinary(dst, i.local(link))
-			if err != nil {
-				return nil, rollback(nil, recovered, err)
-			}
-			if created {
-				links = append(links, link)
-				record.Links = append(slices.Clone(record.Links), link)
-			}
+	restart := &restartContainerd{present: r.handlerNames()}
+	for _, h := range r.prev.handlers() {
+		if !slices.Contains(restart.present, h) {
+			restart.absent = append(restart.absent, h)
 		}
 	}
-	res.Digest, res.Binaries = record.Digest, record.Binaries
-
-	state.Pending = pending
-	if err := i.writeState(state); err != nil {
-		return nil, rollback(nil, recovered, err)
+	// The config is edited first: a config that cannot be edited safely
+	// fails the install before anything on the node changed.
+	steps := []step{stageBundle{}, configure{}, &placeBundle{}, &linkShims{}, &startSandboxers{}, restart, commitInstall{}}
+	if err := i.execute(ctx, r, steps); err != nil {
+		return nil, fmt.Errorf("install %s: %w", name, err)
 	}
-	change, err := containerdconfig.NewInstall(t, handler).Apply(ctx)
-	if err != nil {
-		return nil, rollback(nil, recovered, err)
-	}
-	res.Changed = change.Changed()
-	if res.Changed {
-		i.step("configured", "files", change.Files())
-	}
-	if (res.Changed || recovered) && i.restarts(t) {
-		rs := time.Now()
-		err := i.restartAndCheck(ctx, t, handler.Name, true)
-		res.RestartDuration = time.Since(rs)
-		if err != nil {
-			return nil, rollback(change, true, err)
-		}
-		res.Restarted = true
-	}
-	if err := change.Commit(); err != nil {
-		return nil, err
-	}
-	record.ConfigFiles = []string{file}
-	if res.Changed || record.InstalledAt.IsZero() {
-		record.InstalledAt = time.Now().UTC()
-	}
-	state.Shims[name] = record
-	state.Pending = nil
-	if err := i.writeState(state); err != nil {
-		return nil, err
-	}
-	if backup != "" {
-		_ = os.Remove(backup)
-	}
+	res.Changed, res.Restarted, res.RestartDuration = r.configChanged(), r.restarted, r.restartDur
+	res.Digest, res.Files = r.rec.Digest, r.rec.Files
 	res.Duration = time.Since(start)
 	i.step("done", "shim", name, "changed", res.Changed, "restarted", res.Restarted)
 	return res, nil
 }
 
-// undo restores the node after a failed operation: the config byte for
-// byte, the binary, the links; then restarts containerd again (after
-// clearing a failed unit) and checks it is healthy.
-func (i *Installer) undo(ctx context.Context, t containerdconfig.Target, state *State, change *containerdconfig.Change,
-	dst, backup string, links []string, restart bool, cause error,
-) error {
-	// The caller's context may be what ran out; the rollback gets its own.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-	defer cancel()
-	var errs []error
-	if change != nil {
-		errs = append(errs, change.Rollback())
-	}
-	if dst != "" {
-		errs = append(errs, restoreBinary(i.local(dst), backup))
-	}
-	for _, l := range links {
-		errs = append(errs, unlinkOurs(i.local(l), dst))
-	}
-	if restart && i.restarts(t) {
-		r := i.restarter(t)
-		errs = append(errs, r.ResetFailed(ctx))
-		if err := r.Restart(ctx); err != nil {
-			errs = append(errs, err)
-		} else {
-			errs = append(errs, i.health(t).Check(ctx, "", true))
+// resolveHandlers converts the plan's handlers, with the bundle
+// placeholder resolved, and refuses containerd's own names.
+func (i *Installer) resolveHandlers(p *plan.NodePlan) ([]containerdconfig.RuntimeHandler, error) {
+	var out []containerdconfig.RuntimeHandler
+	for _, h := range p.Handlers {
+		rh, err := runtimeHandler(h, i.currentDir(p.Shim.Name))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", plan.ErrInvalid, err)
 		}
+		if rh.Name == "runc" {
+			return nil, fmt.Errorf("%w: handler %q of Shim %s", ErrReserved, rh.Name, p.Shim.Name)
+		}
+		out = append(out, rh)
 	}
-	if err := errors.Join(errs...); err != nil {
-		i.log().Error("rollback failed", "cause", cause, "rollback", err)
-		return fmt.Errorf("%w: %w; rollback: %w", ErrRollbackFailed, cause, err)
-	}
-	state.Pending = nil
-	if err := i.writeState(state); err != nil {
-		return fmt.Errorf("%w: %w; recording the rollback: %w", ErrRollbackFailed, cause, err)
-	}
-	i.log().Warn("rolled back", "cause", cause)
-	return fmt.Errorf("%w: %w", ErrRolledBack, cause)
+	return out, nil
 }
 
-func fileExists(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.Mode().IsRegular()
+func (i *Installer) newRun(p *plan.NodePlan, sess *session, op string) *run {
+	prev, had := sess.state.Shims[p.Shim.Name]
+	return &run{
+		i: i, plan: p, state: sess.state, target: sess.target, recovered: sess.recovered,
+		prev: prev, had: had,
+		rec:     ShimState{UID: p.Shim.UID, SpecHash: p.SpecHash, Preset: sess.target.Preset.Name, InstalledAt: prev.InstalledAt},
+		pending: &Pending{Op: op, Shim: p.Shim.Name},
+	}
 }
+
+func (r *run) handlers() []containerdconfig.RuntimeHandler { return r.hs }
+
+func (r *run) handlerNames() []string {
+	var out []string
+	for _, h := range r.hs {
+		out = append(out, h.Name)
+	}
+	return out
+}
+
+// commitInstall makes the install permanent: config backups dropped, old
+// versions and units of the Shim removed, the record written.
+type commitInstall struct{}
+
+func (commitInstall) name() string { return "committed" }
+
+func (commitInstall) do(ctx context.Context, r *run) error {
+	i := r.i
+	if err := r.commitConfig(); err != nil {
+		return err
+	}
+	i.dropUnitBackups(r.rec.Units)
+	var dropped []string
+	for _, u := range r.prev.Units {
+		if !slices.Contains(r.rec.Units, u) {
+			dropped = append(dropped, u)
+		}
+	}
+	if err := i.removeUnits(ctx, dropped); err != nil {
+		i.log().Warn("removing units the Shim no longer has", "units", dropped, "err", err)
+	}
+	for _, l := range r.prev.Links {
+		if !slices.Contains(r.rec.Links, l) {
+			_ = unlinkUnder(i.local(l), r.prev.BundleDir)
+		}
+	}
+	if err := pruneVersions(i.local(r.rec.BundleDir), r.rec.Version); err != nil {
+		i.log().Warn("removing old bundle versions", "dir", r.rec.BundleDir, "err", err)
+	}
+	if r.configChanged() || r.rec.InstalledAt.IsZero() || r.stagedVer != "" {
+		r.rec.InstalledAt = time.Now().UTC()
+	}
+	r.state.Shims[r.plan.Shim.Name] = r.rec
+	r.state.Pending = nil
+	return i.writeState(r.state)
+}
+
+func (commitInstall) undo(context.Context, *run) error { return nil }

@@ -14,8 +14,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/shimkit/shimkit/containerdconfig"
-	"github.com/shimkit/shimkit/fetch"
 	"github.com/shimkit/shimkit/installer"
+	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/testutil"
 )
 
@@ -44,11 +44,11 @@ func newProcNode(t *testing.T, b testutil.ContainerdBuild) *procNode {
 
 func (n *procNode) installer() *installer.Installer {
 	return &installer.Installer{
-		HostRoot: "/",
-		BinDir:   filepath.Join(n.dir, "bin"),
-		LinkDir:  filepath.Join(n.dir, "link"),
-		StateDir: filepath.Join(n.dir, "state"),
-		Preset:   &n.preset,
+		HostRoot:   "/",
+		BundleRoot: filepath.Join(n.dir, "bundles"),
+		LinkDir:    filepath.Join(n.dir, "link"),
+		StateDir:   filepath.Join(n.dir, "state"),
+		Preset:     &n.preset,
 		Restarter: installer.RestartFunc(func(ctx context.Context) error {
 			cur := n.inRestart.Add(1)
 			defer n.inRestart.Add(-1)
@@ -65,15 +65,6 @@ func (n *procNode) installer() *installer.Installer {
 	}
 }
 
-func demoHandler() containerdconfig.RuntimeHandler {
-	return containerdconfig.RuntimeHandler{Name: "demo", RuntimeType: "io.containerd.demo.v2"}
-}
-
-func httpSpec(srv *testutil.FileServer, path string, a testutil.ShimArchive) installer.Spec {
-	url := srv.Add(path, a.Data)
-	return installer.Spec{Handler: demoHandler(), Fetcher: fetch.NewHTTPFetcher(url, a.SHA256, fetch.Options{}), Source: url + "@" + a.SHA256}
-}
-
 // TestLifecycle installs a shim from HTTP on every containerd of the
 // matrix, runs a pod sandbox on it, re-runs the install (no-op), upgrades
 // it, and uninstalls it, leaving the config byte-identical.
@@ -86,14 +77,14 @@ func TestLifecycle(t *testing.T) {
 			srv := testutil.StartFileServer(t)
 			v1 := testutil.NewShimArchive(t, "demo", b.Binary("containerd-shim-runc-v2"), nil)
 
-			res, err := inst.Install(ctx, httpSpec(srv, "/v1.tar.gz", v1))
+			res, err := inst.Install(ctx, httpPlan(srv, "/v1.tar.gz", v1))
 			if err != nil {
 				t.Fatalf("install: %v\n%s", err, n.c.LogTail())
 			}
 			if !res.Changed || !res.Restarted || res.Upgrade || n.restarts.Load() != 1 {
 				t.Errorf("install: %+v, %d restarts", res, n.restarts.Load())
 			}
-			bin := filepath.Join(n.dir, "bin", "containerd-shim-demo-v2")
+			bin := installedBinary(t, filepath.Join(n.dir, "bundles"), "demo")
 			rt := n.c.Runtime(t)
 			id, exe, err := testutil.RunSandbox(ctx, rt, "demo", "first")
 			if err != nil {
@@ -104,7 +95,7 @@ func TestLifecycle(t *testing.T) {
 			}
 
 			// The same spec again: nothing to do, no restart.
-			res, err = inst.Install(ctx, httpSpec(srv, "/v1.tar.gz", v1))
+			res, err = inst.Install(ctx, httpPlan(srv, "/v1.tar.gz", v1))
 			if err != nil || res.Changed || res.Restarted || n.restarts.Load() != 1 {
 				t.Errorf("re-run: %+v err=%v, %d restarts; want a no-op", res, err, n.restarts.Load())
 			}
@@ -112,13 +103,16 @@ func TestLifecycle(t *testing.T) {
 			// Upgrade: a new artifact under the same handler. The binary is
 			// replaced by rename (the running shim keeps its file); the
 			// config does not change, so containerd is not restarted.
-			before, _ := os.Stat(bin)
+			before, _ := os.Stat(filepath.Join(n.dir, "bundles", "demo", "current", "containerd-shim-demo-v2"))
 			v2 := testutil.NewShimArchive(t, "demo", b.Binary("containerd-shim-runc-v2"), map[string]string{"VERSION": "2\n"})
-			res, err = inst.Install(ctx, httpSpec(srv, "/v2.tar.gz", v2))
+			res, err = inst.Install(ctx, httpPlan(srv, "/v2.tar.gz", v2))
 			if err != nil {
 				t.Fatal(err)
 			}
-			after, _ := os.Stat(bin)
+			after, _ := os.Stat(filepath.Join(n.dir, "bundles", "demo", "current", "containerd-shim-demo-v2"))
+			if exists(bin) {
+				t.Errorf("the old version %s is still there after commit", bin)
+			}
 			if !res.Upgrade || res.Digest != "sha256:"+v2.SHA256 || os.SameFile(before, after) {
 				t.Errorf("upgrade: %+v; binary replaced: %v", res, !os.SameFile(before, after))
 			}
@@ -134,7 +128,7 @@ func TestLifecycle(t *testing.T) {
 			for _, sb := range []string{id} {
 				_, _ = rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb})
 			}
-			res, err = inst.Uninstall(ctx, "demo")
+			res, err = inst.Uninstall(ctx, uninstallPlan("demo"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -144,7 +138,7 @@ func TestLifecycle(t *testing.T) {
 			if got, _ := os.ReadFile(n.c.ConfigPath); !bytes.Equal(got, n.original) {
 				t.Errorf("config after uninstall:\n%s\nwant\n%s", got, n.original)
 			}
-			for _, p := range []string{bin, filepath.Join(n.dir, "link", "containerd-shim-demo-v2")} {
+			for _, p := range []string{filepath.Join(n.dir, "bundles", "demo"), filepath.Join(n.dir, "link", "containerd-shim-demo-v2")} {
 				if _, err := os.Lstat(p); !os.IsNotExist(err) {
 					t.Errorf("%s still there: %v", p, err)
 				}
@@ -171,9 +165,9 @@ func TestBrokenSettingRollsBack(t *testing.T) {
 			inst := n.installer()
 			inst.Health = &installer.CRIHealth{Socket: n.c.Socket, Timeout: 3 * time.Second}
 			srv := testutil.StartFileServer(t)
-			spec := httpSpec(srv, "/v1.tar.gz", testutil.NewShimArchive(t, "demo", b.Binary("containerd-shim-runc-v2"), nil))
-			spec.Handler.Settings = map[string]any{"base_runtime_spec": "/nonexistent/spec.json"}
-			_, err := inst.Install(ctx, spec)
+			p := httpPlan(srv, "/v1.tar.gz", testutil.NewShimArchive(t, "demo", b.Binary("containerd-shim-runc-v2"), nil))
+			p.Handlers[0].Settings = map[string]any{"base_runtime_spec": "/nonexistent/spec.json"}
+			res, err := inst.Install(ctx, rehash(p))
 			if !errors.Is(err, installer.ErrRolledBack) {
 				t.Fatalf("err = %v, want ErrRolledBack", err)
 			}
@@ -186,8 +180,11 @@ func TestBrokenSettingRollsBack(t *testing.T) {
 			if entries, _ := os.ReadDir(filepath.Dir(n.c.ConfigPath)); hasSuffix(entries, ".shimkit-backup") {
 				t.Errorf("backup left: %v", entries)
 			}
-			if _, err := os.Stat(filepath.Join(n.dir, "bin", "containerd-shim-demo-v2")); !os.IsNotExist(err) {
-				t.Errorf("binary left after rollback: %v", err)
+			if _, err := os.Stat(filepath.Join(n.dir, "bundles", "demo", "current")); !os.IsNotExist(err) {
+				t.Errorf("bundle left after rollback: %v", err)
+			}
+			if r := installer.Report(p, res, err); r.Outcome != plan.RolledBack || r.Reason != plan.ReasonRestartFailed {
+				t.Errorf("result: %+v", r)
 			}
 			if err := (&installer.CRIHealth{Socket: n.c.Socket, Timeout: 10 * time.Second}).Check(ctx, "", true); err != nil {
 				t.Errorf("containerd not healthy after rollback: %v", err)
@@ -213,13 +210,9 @@ func TestConcurrentInstallsAreSerialised(t *testing.T) {
 	errs := make([]error, 2)
 	for k, name := range []string{"alpha", "beta"} {
 		a := testutil.NewShimArchive(t, name, b.Binary("containerd-shim-runc-v2"), nil)
-		url := srv.Add("/"+name+".tar.gz", a.Data)
-		spec := installer.Spec{
-			Handler: containerdconfig.RuntimeHandler{Name: name, RuntimeType: "io.containerd." + name + ".v2"},
-			Fetcher: fetch.NewHTTPFetcher(url, a.SHA256, fetch.Options{}), Source: url,
-		}
+		p := namedHTTPPlan(name, srv, "/"+name+".tar.gz", a)
 		inst := n.installer()
-		wg.Go(func() { _, errs[k] = inst.Install(ctx, spec) })
+		wg.Go(func() { _, errs[k] = inst.Install(ctx, p) })
 	}
 	wg.Wait()
 	for _, err := range errs {

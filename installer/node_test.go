@@ -15,9 +15,9 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/shimkit/shimkit/containerdconfig"
 	"github.com/shimkit/shimkit/fetch"
 	"github.com/shimkit/shimkit/installer"
+	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/testutil"
 )
 
@@ -70,7 +70,7 @@ func TestSystemdNode(t *testing.T) {
 			v1 := testutil.NewShimArchive(t, "demo", nc.shim, nil)
 			pid := mainPID(t, n)
 
-			res, err := inst.Install(ctx, httpSpec(srv, "/v1.tar.gz", v1))
+			res, err := inst.Install(ctx, httpPlan(srv, "/v1.tar.gz", v1))
 			if err != nil {
 				t.Fatalf("install: %v\n%s", err, n.Journal("containerd"))
 			}
@@ -84,12 +84,12 @@ func TestSystemdNode(t *testing.T) {
 			reg.PushShim(t, "shims/ocidemo", "v1", testutil.PlatformArtifact{
 				Platform: ocispec.Platform{OS: "linux", Architecture: fetch.HostPlatform().Architecture}, MediaType: fetch.MediaTypeShimLayer, Data: oci.Data,
 			})
-			ociSpec := installer.Spec{
-				Handler: containerdconfig.RuntimeHandler{Name: "ocidemo", RuntimeType: "io.containerd.ocidemo.v2"},
-				Fetcher: &fetch.OCIFetcher{Reference: reg.Host + "/shims/ocidemo:v1", PlainHTTP: true, DockerConfigJSON: reg.DockerConfigJSON("node", "pw")},
-				Source:  reg.Host + "/shims/ocidemo:v1",
+			secret := filepath.Join(t.TempDir(), "config.json")
+			if err := os.WriteFile(secret, reg.DockerConfigJSON("node", "pw"), 0o600); err != nil {
+				t.Fatal(err)
 			}
-			if _, err := inst.Install(ctx, ociSpec); err != nil {
+			ociPlan := shimPlan("ocidemo", &plan.Artifact{Type: plan.SourceOCI, Reference: reg.Host + "/shims/ocidemo:v1", PlainHTTP: true, PullSecretPath: secret})
+			if _, err := inst.Install(ctx, ociPlan); err != nil {
 				t.Fatalf("install from OCI: %v", err)
 			}
 
@@ -99,25 +99,25 @@ func TestSystemdNode(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%v\n%s", err, n.Journal("containerd"))
 				}
-				if want := "/opt/shimkit/bin/containerd-shim-" + h + "-v2"; exe != want {
+				if want := strings.TrimPrefix(installedBinary(t, n.Local("/opt/shimkit"), h), n.Root); exe != want {
 					t.Errorf("sandbox with handler %s runs %s, want %s", h, exe, want)
 				}
 			}
 
 			// A no-op re-run restarts nothing.
 			pid = mainPID(t, n)
-			if res, err := inst.Install(ctx, httpSpec(srv, "/v1.tar.gz", v1)); err != nil || res.Restarted || mainPID(t, n) != pid {
+			if res, err := inst.Install(ctx, httpPlan(srv, "/v1.tar.gz", v1)); err != nil || res.Restarted || mainPID(t, n) != pid {
 				t.Errorf("re-run: %+v %v", res, err)
 			}
 			// Upgrade.
 			v2 := testutil.NewShimArchive(t, "demo", nc.shim, map[string]string{"VERSION": "2\n"})
-			if res, err := inst.Install(ctx, httpSpec(srv, "/v2.tar.gz", v2)); err != nil || !res.Upgrade || res.Digest != "sha256:"+v2.SHA256 {
+			if res, err := inst.Install(ctx, httpPlan(srv, "/v2.tar.gz", v2)); err != nil || !res.Upgrade || res.Digest != "sha256:"+v2.SHA256 {
 				t.Errorf("upgrade: %+v %v", res, err)
 			}
 
 			removeSandboxes(ctx, t, rt)
 			for _, s := range []string{"demo", "ocidemo"} {
-				if res, err := inst.Uninstall(ctx, s); err != nil || !res.Restarted {
+				if res, err := inst.Uninstall(ctx, uninstallPlan(s)); err != nil || !res.Restarted {
 					t.Fatalf("uninstall %s: %+v %v", s, res, err)
 				}
 			}
@@ -139,9 +139,9 @@ func TestSystemdBrokenSettingRollsBack(t *testing.T) {
 			n, orig := bootNode(t, nc)
 			inst := &installer.Installer{HostRoot: n.Root, Health: &installer.CRIHealth{Socket: n.Socket(), Timeout: 3 * time.Second}}
 			srv := testutil.StartFileServer(t)
-			spec := httpSpec(srv, "/v1.tar.gz", testutil.NewShimArchive(t, "demo", nc.shim, nil))
-			spec.Handler.Settings = map[string]any{"base_runtime_spec": "/nonexistent/spec.json"}
-			_, err := inst.Install(ctx, spec)
+			p := httpPlan(srv, "/v1.tar.gz", testutil.NewShimArchive(t, "demo", nc.shim, nil))
+			p.Handlers[0].Settings = map[string]any{"base_runtime_spec": "/nonexistent/spec.json"}
+			_, err := inst.Install(ctx, rehash(p))
 			if !errors.Is(err, installer.ErrRolledBack) || !errors.Is(err, installer.ErrUnhealthy) {
 				t.Fatalf("err = %v, want rolled back after an unhealthy containerd", err)
 			}
@@ -177,7 +177,7 @@ func TestSystemdStartLimitIsReset(t *testing.T) {
 	}
 	inst := &installer.Installer{HostRoot: n.Root}
 	srv := testutil.StartFileServer(t)
-	res, err := inst.Install(ctx, httpSpec(srv, "/v1.tar.gz", testutil.NewShimArchive(t, "demo", "/usr/bin/containerd-shim-runc-v2", nil)))
+	res, err := inst.Install(ctx, httpPlan(srv, "/v1.tar.gz", testutil.NewShimArchive(t, "demo", "/usr/bin/containerd-shim-runc-v2", nil)))
 	if err != nil || !res.Restarted {
 		t.Fatalf("install on a unit at its start limit: %+v %v", res, err)
 	}
@@ -207,10 +207,9 @@ func TestSystemdConcurrentShims(t *testing.T) {
 	errs := make([]error, 2)
 	for k, name := range []string{"alpha", "beta"} {
 		a := testutil.NewShimArchive(t, name, "/usr/bin/containerd-shim-runc-v2", nil)
-		url := srv.Add("/"+name+".tar.gz", a.Data)
-		spec := installer.Spec{Handler: containerdconfig.RuntimeHandler{Name: name, RuntimeType: "io.containerd." + name + ".v2"}, Fetcher: fetch.NewHTTPFetcher(url, a.SHA256, fetch.Options{}), Source: url}
+		p := namedHTTPPlan(name, srv, "/"+name+".tar.gz", a)
 		inst := &installer.Installer{HostRoot: n.Root, Restarter: counting}
-		wg.Go(func() { _, errs[k] = inst.Install(ctx, spec) })
+		wg.Go(func() { _, errs[k] = inst.Install(ctx, p) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -248,7 +247,10 @@ func removeSandboxes(ctx context.Context, t *testing.T, rt runtimeapi.RuntimeSer
 // left on the node.
 func assertClean(t *testing.T, n *testutil.Node) {
 	t.Helper()
-	for _, dir := range []string{"/opt/shimkit/bin", "/usr/local/bin", "/etc/containerd"} {
+	if exists(n.Local("/opt/shimkit")) {
+		t.Error("left on the node: /opt/shimkit")
+	}
+	for _, dir := range []string{"/usr/local/bin", "/etc/containerd", "/etc/systemd/system", "/etc/systemd/system/multi-user.target.wants"} {
 		entries, _ := os.ReadDir(n.Local(dir))
 		for _, e := range entries {
 			if strings.Contains(e.Name(), "shim-demo") || strings.Contains(e.Name(), "shim-ocidemo") || strings.Contains(e.Name(), "shimkit") {

@@ -26,27 +26,60 @@ type State struct {
 	Pending *Pending `json:"pending,omitempty"`
 }
 
-// ShimState is one installed shim.
+// ShimState is one installed Shim: everything shimkit wrote for it, so
+// that an upgrade or an uninstall touches exactly that.
 type ShimState struct {
-	Handler     string    `json:"handler"`
-	RuntimeType string    `json:"runtimeType"`
-	Binaries    []string  `json:"binaries"` // node paths
+	UID      string `json:"uid,omitempty"`
+	SpecHash string `json:"specHash"` // of the plan that installed it
+	Digest   string `json:"digest"`   // of the fetched artifact
+	// Handlers and ProxyPlugins are registered in containerd's config.
+	Handlers     []string `json:"handlers,omitempty"`
+	ProxyPlugins []string `json:"proxyPlugins,omitempty"`
+	// Units are the sandboxer units (node paths of the unit files).
+	Units []string `json:"units,omitempty"`
+	// BundleDir is the Shim's directory; Version the directory under it
+	// that "current" points to.
+	BundleDir string `json:"bundleDir,omitempty"`
+	Version   string `json:"version,omitempty"`
+	// Files are the node paths of the bundle's files (under the version
+	// directory).
+	Files       []string  `json:"files,omitempty"`
 	Links       []string  `json:"links,omitempty"`
-	Digest      string    `json:"digest"`   // of the fetched artifact
-	SpecHash    string    `json:"specHash"` // of the Spec that installed it
 	ConfigFiles []string  `json:"configFiles,omitempty"`
 	Preset      string    `json:"preset"`
 	InstalledAt time.Time `json:"installedAt"`
+
+	// Handler and Binaries are what installers before bundles recorded:
+	// one handler and its binary. Uninstall still removes them.
+	Handler  string   `json:"handler,omitempty"`
+	Binaries []string `json:"binaries,omitempty"`
 }
 
-// Pending describes an operation in flight.
+// handlers returns the handlers the record registered, old records too.
+func (s ShimState) handlers() []string {
+	if len(s.Handlers) == 0 && s.Handler != "" {
+		return []string{s.Handler}
+	}
+	return s.Handlers
+}
+
+// Pending describes an operation in flight: enough to undo it after a
+// crash.
 type Pending struct {
 	Op          string   `json:"op"` // install or uninstall
 	Shim        string   `json:"shim"`
-	ConfigFiles []string `json:"configFiles,omitempty"` // node paths with a .shimkit-backup
-	// Binaries maps a node path to its backup (empty: the binary is new).
-	Binaries map[string]string `json:"binaries,omitempty"`
-	Links    []string          `json:"links,omitempty"` // links created by the operation
+	ConfigFiles []string `json:"configFiles,omitempty"` // node paths that may have a .shimkit-backup
+	// BundleDir is the Shim's bundle directory; PrevVersion what "current"
+	// pointed to before ("" when nothing); NewVersion the version the
+	// operation may have created.
+	BundleDir   string `json:"bundleDir,omitempty"`
+	PrevVersion string `json:"prevVersion,omitempty"`
+	NewVersion  string `json:"newVersion,omitempty"`
+	// Units lists the unit files the operation may write; a backup sits
+	// next to those it replaces.
+	Units []string `json:"units,omitempty"`
+	// Links maps the PATH links the operation may create to their target.
+	Links map[string]string `json:"links,omitempty"`
 }
 
 func (i *Installer) statePath() string { return i.local(filepath.Join(i.stateDir(), "state.json")) }

@@ -11,60 +11,92 @@ import (
 	"time"
 
 	"github.com/shimkit/shimkit/containerdconfig"
+	"github.com/shimkit/shimkit/installer/plan"
 )
 
-// Uninstall removes a shim: first the handler from the config, then a
-// restart and a check that containerd is healthy without the handler, and
-// only then the binary, never the other way round. A shim that is not
-// installed is a no-op. On failure the config is restored and containerd
-// restarted again (ErrRolledBack), and the binary stays.
-func (i *Installer) Uninstall(ctx context.Context, name string) (*Result, error) {
+// Uninstall removes a Shim: first its handlers and proxy plugins from the
+// config, then a restart and a check that containerd is healthy without
+// them, and only then its units, links and bundle, never the other way
+// round. A Shim that is not installed is a no-op. On failure the config is
+// restored and containerd restarted again (ErrRolledBack); the files stay.
+func (i *Installer) Uninstall(ctx context.Context, p *plan.NodePlan) (*Result, error) {
 	start := time.Now()
-	sess, err := i.begin(ctx, name)
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	name := p.Shim.Name
+	sess, err := i.begin(ctx, name, p.Restart)
 	if err != nil {
 		return nil, err
 	}
 	defer sess.unlock()
-	state, recovered, t := sess.state, sess.recovered, sess.target
-	rec, had := state.Shims[name]
-	handler := name
-	if had {
-		handler = rec.Handler
+	r := i.newRun(p, sess, "uninstall")
+	res := &Result{Shim: name, Files: r.prev.Files, Digest: r.prev.Digest}
+	if !r.had && !sess.recovered {
+		res.Duration = time.Since(start)
+		i.step("done", "shim", name, "changed", false)
+		return res, nil
 	}
-	res := &Result{Shim: name, Binaries: rec.Binaries, Digest: rec.Digest}
+	steps := []step{unconfigure{}, &restartContainerd{absent: r.prev.handlers()}, removeFiles{}}
+	if err := i.execute(ctx, r, steps); err != nil {
+		return nil, fmt.Errorf("uninstall %s: %w", name, err)
+	}
+	res.Changed, res.Restarted, res.RestartDuration = r.configChanged(), r.restarted, r.restartDur
+	res.Duration = time.Since(start)
+	i.step("done", "shim", name, "changed", res.Changed, "restarted", res.Restarted)
+	return res, nil
+}
 
-	file, err := t.File(handler)
-	if err != nil {
-		return nil, err
-	}
-	state.Pending = &Pending{Op: "uninstall", Shim: name, ConfigFiles: []string{file}}
-	if err := i.writeState(state); err != nil {
-		return nil, err
-	}
-	change, err := containerdconfig.NewUninstall(t, handler).Apply(ctx)
-	if err != nil {
-		return nil, i.undo(ctx, t, state, nil, "", "", nil, recovered, err)
-	}
-	res.Changed = change.Changed()
-	if res.Changed {
-		i.step("configured", "files", change.Files())
-	}
-	if (res.Changed || recovered) && i.restarts(t) {
-		rs := time.Now()
-		err := i.restartAndCheck(ctx, t, handler, false)
-		res.RestartDuration = time.Since(rs)
-		if err != nil {
-			return nil, i.undo(ctx, t, state, change, "", "", nil, true, err)
-		}
-		res.Restarted = true
-	}
-	if err := change.Commit(); err != nil {
-		return nil, err
-	}
-	// containerd no longer knows the handler: the binary can go.
+// unconfigure removes the Shim's handlers and proxy plugins from the
+// config.
+type unconfigure struct{}
+
+func (unconfigure) name() string { return "configured" }
+
+func (unconfigure) do(ctx context.Context, r *run) error {
+	t := r.target
+	var muts []containerdconfig.Mutator
+	var files []string
 	var errs []error
+	note := func(f string, err error) {
+		errs = append(errs, err)
+		if err == nil && !slices.Contains(files, f) {
+			files = append(files, f)
+		}
+	}
+	for _, h := range r.prev.handlers() {
+		f, err := t.File(h)
+		note(f, err)
+		muts = append(muts, containerdconfig.NewUninstall(t, h))
+	}
+	for _, p := range r.prev.ProxyPlugins {
+		f, err := t.ProxyPluginFile(p)
+		note(f, err)
+		muts = append(muts, containerdconfig.NewUninstallProxyPlugin(t, p))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return r.applyConfig(ctx, muts, files)
+}
+
+func (unconfigure) undo(_ context.Context, r *run) error { return r.rollbackConfig() }
+
+// removeFiles commits the config and removes what containerd no longer
+// uses: units, links, the bundle, and the record.
+type removeFiles struct{}
+
+func (removeFiles) name() string { return "removed" }
+
+func (removeFiles) do(ctx context.Context, r *run) error {
+	i, rec := r.i, r.prev
+	if err := r.commitConfig(); err != nil {
+		return err
+	}
+	errs := []error{i.removeUnits(ctx, rec.Units)}
 	for _, l := range rec.Links {
-		for _, b := range rec.Binaries {
+		errs = append(errs, unlinkUnder(i.local(l), rec.BundleDir))
+		for _, b := range rec.Binaries { // records of installers before bundles
 			errs = append(errs, unlinkOurs(i.local(l), b))
 		}
 	}
@@ -73,30 +105,27 @@ func (i *Installer) Uninstall(ctx context.Context, name string) (*Result, error)
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, i.removeBundle(rec.BundleDir))
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("uninstall %s: handler removed, but cleaning up its files: %w", name, err)
+		return fmt.Errorf("handlers removed, but cleaning up the Shim's files: %w", err)
 	}
-	i.step("removed", "binaries", rec.Binaries)
-	delete(state.Shims, name)
-	state.Pending = nil
-	if err := i.writeState(state); err != nil {
-		return nil, err
-	}
-	res.Duration = time.Since(start)
-	i.step("done", "shim", name, "changed", res.Changed, "restarted", res.Restarted)
-	return res, nil
+	delete(r.state.Shims, r.plan.Shim.Name)
+	r.state.Pending = nil
+	return i.writeState(r.state)
 }
 
-// ShimStatus is what Status finds for one shim.
+func (removeFiles) undo(context.Context, *run) error { return nil }
+
+// ShimStatus is what Status finds for one Shim.
 type ShimStatus struct {
 	Name  string
 	State ShimState
-	// Problems lists what is not as recorded (a missing binary, a handler
-	// no longer in the config); empty when the shim is intact.
+	// Problems lists what is not as recorded (a missing file, a handler no
+	// longer in the config); empty when the Shim is intact.
 	Problems []string
 }
 
-// Status reports the shims installed on the node and whether each is
+// Status reports the Shims installed on the node and whether each is
 // intact. It changes nothing and takes no lock.
 func (i *Installer) Status(ctx context.Context) ([]ShimStatus, error) {
 	if err := ctx.Err(); err != nil {
@@ -106,7 +135,7 @@ func (i *Installer) Status(ctx context.Context) ([]ShimStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := i.target()
+	t, err := i.target(plan.Restart{})
 	if err != nil {
 		return nil, err
 	}
@@ -114,16 +143,18 @@ func (i *Installer) Status(ctx context.Context) ([]ShimStatus, error) {
 	for _, name := range slices.Sorted(maps.Keys(state.Shims)) {
 		rec := state.Shims[name]
 		st := ShimStatus{Name: name, State: rec}
-		for _, b := range rec.Binaries {
-			if !fileExists(i.local(b)) {
-				st.Problems = append(st.Problems, "binary "+b+" is missing")
+		for _, f := range slices.Concat(rec.Files, rec.Binaries) {
+			if !fileExists(i.local(f)) {
+				st.Problems = append(st.Problems, "file "+f+" is missing")
 			}
 		}
-		switch has, err := t.HasHandler(rec.Handler); {
-		case err != nil:
-			st.Problems = append(st.Problems, err.Error())
-		case !has:
-			st.Problems = append(st.Problems, "handler "+rec.Handler+" is not in containerd's config")
+		for _, h := range rec.handlers() {
+			switch has, err := t.HasHandler(h); {
+			case err != nil:
+				st.Problems = append(st.Problems, err.Error())
+			case !has:
+				st.Problems = append(st.Problems, "handler "+h+" is not in containerd's config")
+			}
 		}
 		out = append(out, st)
 	}

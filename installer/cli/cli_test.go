@@ -11,45 +11,88 @@ import (
 
 	"github.com/shimkit/shimkit/containerdconfig"
 	"github.com/shimkit/shimkit/installer/cli"
+	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/testutil"
 )
 
-func run(t *testing.T, env map[string]string, args ...string) (int, string, string) {
+func run(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code := cli.Run(context.Background(), args, func(k string) string { return env[k] }, &out, &errOut)
+	code := cli.Run(context.Background(), args, &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
-// TestOfflineInstallIntoRootfs installs from a local artifact into a root
-// filesystem, as an image build does, with flags and with the environment
-// a Job would set; then uninstalls.
-func TestOfflineInstallIntoRootfs(t *testing.T) {
-	root := t.TempDir()
-	cfg := filepath.Join(root, "etc/containerd/config.toml")
-	orig := []byte("version = 2\n")
+// writePlan encodes p into a file.
+func writePlan(t *testing.T, p *plan.NodePlan) string {
+	t.Helper()
+	data, err := plan.Encode(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "plan.json")
+	if err := os.WriteFile(f, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func readResult(t *testing.T, f string) *plan.NodeResult {
+	t.Helper()
+	data, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := plan.DecodeResult(data)
+	if err != nil {
+		t.Fatalf("%v: %s", err, data)
+	}
+	return r
+}
+
+func rootfs(t *testing.T, config string) (root, cfg string) {
+	t.Helper()
+	root = t.TempDir()
+	cfg = filepath.Join(root, "etc/containerd/config.toml")
 	if err := os.MkdirAll(filepath.Dir(cfg), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(cfg, orig, 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return root, cfg
+}
+
+func demoPlan(t *testing.T) *plan.NodePlan {
 	a := testutil.NewShimArchive(t, "demo", "/usr/bin/containerd-shim-runc-v2", nil)
 	art := filepath.Join(t.TempDir(), "demo.tar.gz")
 	if err := os.WriteFile(art, a.Data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{
-		"SHIMKIT_HOST_ROOT": root, "SHIMKIT_OFFLINE": "true", "SHIMKIT_SHIM_NAME": "demo",
-		"SHIMKIT_FETCH_TYPE": "local", "SHIMKIT_LOCATION": art, "SHIMKIT_SHA256": a.SHA256,
-		"SHIMKIT_OPTIONS": `{"ConfigPath":"/etc/demo.toml","Threads":4}`,
-	}
-	code, out, errOut := run(t, env, "install", "--log-format", "text")
+	p := plan.New(plan.ShimRef{Name: "demo", UID: "uid-1"}, plan.OpInstall)
+	p.SpecHash = "h1"
+	p.Artifact = &plan.Artifact{Type: plan.SourceFile, Path: art, Digest: "sha256:" + a.SHA256}
+	p.Files = []plan.File{{Source: "containerd-shim-*", Path: "containerd-shim-demo-v2", Mode: 0o755}}
+	p.Handlers = []plan.Handler{{Name: "demo", RuntimeType: "io.containerd.demo.v2", RuntimePath: "$(BUNDLE_DIR)/containerd-shim-demo-v2",
+		Options: map[string]any{"ConfigPath": "/etc/demo.toml", "Threads": int64(4)}}}
+	return p
+}
+
+// TestOfflineInstallIntoRootfs carries out a plan from a file into a root
+// filesystem, as an image build does, writes the typed result, reports
+// status, then uninstalls by name.
+func TestOfflineInstallIntoRootfs(t *testing.T) {
+	const orig = "version = 2\n"
+	root, cfg := rootfs(t, orig)
+	result := filepath.Join(t.TempDir(), "result.json")
+	code, out, errOut := run(t, "install", "--plan", writePlan(t, demoPlan(t)), "--result", result, "--host-root", root, "--offline", "--log-format", "text")
 	if code != cli.ExitOK {
 		t.Fatalf("exit %d: %s %s", code, out, errOut)
 	}
 	if !strings.Contains(out, "✓ placed") || !strings.Contains(out, "install demo: done") {
 		t.Errorf("progress output:\n%s", out)
+	}
+	if r := readResult(t, result); r.Outcome != plan.Succeeded || !strings.HasPrefix(r.Digest, "sha256:") || len(r.Files) != 1 || !r.Changed {
+		t.Errorf("result: %+v", r)
 	}
 	data, _ := os.ReadFile(cfg)
 	c, err := containerdconfig.Parse(cfg, data)
@@ -57,41 +100,62 @@ func TestOfflineInstallIntoRootfs(t *testing.T) {
 		t.Fatalf("handler not registered: %v\n%s", err, data)
 	}
 	h := c.Handler("demo")
-	if h["runtime_path"] != "/opt/shimkit/bin/containerd-shim-demo-v2" || h["options"].(map[string]any)["Threads"] != int64(4) {
+	if h["runtime_path"] != "/opt/shimkit/demo/current/containerd-shim-demo-v2" || h["options"].(map[string]any)["Threads"] != int64(4) {
 		t.Errorf("handler = %v", h)
 	}
-	if fi, err := os.Stat(filepath.Join(root, "opt/shimkit/bin/containerd-shim-demo-v2")); err != nil || fi.Mode().Perm() != 0o755 {
+	if fi, err := os.Stat(filepath.Join(root, "opt/shimkit/demo/current/containerd-shim-demo-v2")); err != nil || fi.Mode().Perm() != 0o755 {
 		t.Errorf("binary: %v %v", fi, err)
 	}
 
-	code, out, _ = run(t, env, "status")
+	code, out, _ = run(t, "status", "--host-root", root)
 	var st []map[string]any
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || len(st) != 1 || st[0]["Problems"] != nil {
 		t.Errorf("status exit %d: %s", code, out)
 	}
 
-	code, out, errOut = run(t, env, "uninstall", "--log-format", "json")
+	code, out, errOut = run(t, "uninstall", "--shim", "demo", "--host-root", root, "--offline", "--log-format", "json", "--result", result)
 	if code != cli.ExitOK || !strings.Contains(out, `"msg":"removed"`) {
 		t.Fatalf("uninstall exit %d: %s %s", code, out, errOut)
 	}
-	if data, _ := os.ReadFile(cfg); !bytes.Equal(data, orig) {
+	if r := readResult(t, result); r.Outcome != plan.Succeeded || r.Operation != plan.OpUninstall {
+		t.Errorf("uninstall result: %+v", r)
+	}
+	if data, _ := os.ReadFile(cfg); string(data) != orig {
 		t.Errorf("config after uninstall: %q", data)
 	}
 }
 
-func TestExitCodes(t *testing.T) {
-	if code, _, _ := run(t, nil); code != cli.ExitUsage {
+// TestExitCodesAndResults: every failure has its exit code and a typed
+// result with its reason.
+func TestExitCodesAndResults(t *testing.T) {
+	if code, _, _ := run(t); code != cli.ExitUsage {
 		t.Errorf("no command: %d", code)
 	}
-	if code, _, _ := run(t, nil, "install"); code != cli.ExitUsage {
-		t.Errorf("install without --name: %d", code)
+	result := filepath.Join(t.TempDir(), "result.json")
+	if code, _, _ := run(t, "install", "--result", result); code != cli.ExitUsage || readResult(t, result).Reason != plan.ReasonInvalidPlan {
+		t.Errorf("install without --plan: %d", code)
 	}
-	if code, _, _ := run(t, nil, "install", "--name", "demo", "--fetch-type", "ftp"); code != cli.ExitUsage {
-		t.Errorf("bad fetch type: %d", code)
+	other := filepath.Join(t.TempDir(), "plan.json")
+	_ = os.WriteFile(other, []byte(`{"apiVersion":"installer.shimkit.dev/v9","kind":"NodePlan"}`), 0o644)
+	code, _, errOut := run(t, "install", "--plan", other, "--result", result)
+	if r := readResult(t, result); code != cli.ExitUsage || r.Outcome != plan.Failed || r.Reason != plan.ReasonInvalidPlan || !strings.Contains(errOut, "installer.shimkit.dev/v9") {
+		t.Errorf("plan of another version: exit %d, %+v, %s", code, r, errOut)
 	}
-	root := t.TempDir()
-	code, _, errOut := run(t, nil, "install", "--host-root", root, "--offline", "--name", "demo", "--fetch-type", "local", "--location", filepath.Join(root, "missing.tar.gz"))
-	if code != cli.ExitFailed || !strings.Contains(errOut, "node unchanged") {
-		t.Errorf("missing artifact: exit %d: %s", code, errOut)
+	uninstall := writePlan(t, plan.New(plan.ShimRef{Name: "demo"}, plan.OpUninstall))
+	if code, _, _ := run(t, "install", "--plan", uninstall, "--result", result); code != cli.ExitUsage {
+		t.Errorf("an uninstall plan given to install: %d", code)
+	}
+
+	root, _ := rootfs(t, "version = 2\n[plugins\n")
+	code, _, errOut = run(t, "install", "--plan", writePlan(t, demoPlan(t)), "--host-root", root, "--offline", "--result", result)
+	r := readResult(t, result)
+	if code != cli.ExitFailed || r.Reason != plan.ReasonConfigInvalid || !strings.Contains(r.Message, "/etc/containerd/config.toml:2") {
+		t.Errorf("broken config: exit %d, %+v: %s", code, r, errOut)
+	}
+	p := demoPlan(t)
+	p.Artifact.Path = filepath.Join(root, "missing.tar.gz")
+	code, _, errOut = run(t, "install", "--plan", writePlan(t, p), "--host-root", root, "--offline", "--result", result)
+	if code != cli.ExitFailed || !strings.Contains(errOut, "node unchanged") || readResult(t, result).Reason != plan.ReasonFetchFailed {
+		t.Errorf("missing artifact: exit %d: %s %+v", code, errOut, readResult(t, result))
 	}
 }

@@ -1,0 +1,199 @@
+package installer
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/shimkit/shimkit/fetch"
+	"github.com/shimkit/shimkit/installer/plan"
+)
+
+// ErrMissingFile: the artifact lacks a file the plan names, or a pattern
+// matches several.
+var ErrMissingFile = errors.New("artifact does not hold the bundle file")
+
+// stageBundle fetches and verifies the artifact into a staging directory
+// inside the Shim's bundle directory (the same filesystem, so placing it is
+// a rename) and lays the bundle out there: the plan's files, with their
+// modes, placeholders substituted. Nothing the node uses changes.
+type stageBundle struct{}
+
+func (stageBundle) name() string { return "fetched" }
+
+func (stageBundle) do(ctx context.Context, r *run) error {
+	i, p := r.i, r.plan
+	shimDir := i.bundleDir(p.Shim.Name)
+	r.rec.BundleDir = shimDir
+	if r.had && r.prev.SpecHash == p.SpecHash && r.prev.Version != "" && i.intact(r.prev) {
+		// Same spec, bundle in place: only the config may have drifted.
+		r.rec.Version, r.rec.Files, r.rec.Digest = r.prev.Version, r.prev.Files, r.prev.Digest
+		return nil
+	}
+	local := i.local(shimDir)
+	if err := os.MkdirAll(local, 0o755); err != nil {
+		return err
+	}
+	// Staging directories of a run that died; we hold the lock.
+	old, _ := filepath.Glob(filepath.Join(local, ".staging-*"))
+	for _, d := range old {
+		_ = os.RemoveAll(d)
+	}
+	staging, err := os.MkdirTemp(local, ".staging-")
+	if err != nil {
+		return err
+	}
+	r.staging = staging
+	art := filepath.Join(staging, "artifact")
+	if err := os.Mkdir(art, 0o700); err != nil {
+		return err
+	}
+	f, err := i.fetcher(p.Artifact)
+	if err != nil {
+		return err
+	}
+	platform := i.Platform
+	if platform.IsZero() {
+		platform = fetch.HostPlatform()
+	}
+	fr, err := f.Fetch(ctx, platform, art)
+	if err != nil {
+		return err
+	}
+	r.rec.Digest = fr.Digest.String()
+	version := versionOf(r.rec.Digest, p.Files)
+	bundle := filepath.Join(staging, version)
+	current := i.currentDir(p.Shim.Name)
+	for _, file := range p.Files {
+		src, err := matchFile(fr.Files, file)
+		if err != nil {
+			return fmt.Errorf("artifact %s: %w", r.rec.Digest, err)
+		}
+		if err := layFile(filepath.Join(art, filepath.FromSlash(src)), filepath.Join(bundle, filepath.FromSlash(file.Path)), file, current); err != nil {
+			return fmt.Errorf("bundle file %s: %w", file.Path, err)
+		}
+	}
+	r.rec.Version = version
+	r.rec.Files = nil
+	for _, file := range p.Files {
+		r.rec.Files = append(r.rec.Files, path.Join(shimDir, version, file.Path))
+	}
+	if version != r.prev.Version || !dirExists(i.local(path.Join(shimDir, version))) {
+		r.stagedVer = version
+	}
+	return nil
+}
+
+func (stageBundle) undo(_ context.Context, r *run) error {
+	if r.staging == "" {
+		return nil
+	}
+	return os.RemoveAll(r.staging)
+}
+
+// versionOf names a bundle version: the artifact and how it is laid out.
+func versionOf(digest string, files []plan.File) string {
+	data, _ := json.Marshal(struct {
+		D string
+		F []plan.File
+	}{digest, files})
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])[:16]
+}
+
+// matchFile finds the artifact file a plan file names: an exact path, or
+// a pattern matching exactly one file (base names, for a pattern without a
+// slash); among several matches, the one named like the target wins.
+func matchFile(files []string, f plan.File) (string, error) {
+	var matches []string
+	for _, name := range files {
+		subject := name
+		if !strings.Contains(f.Source, "/") {
+			subject = path.Base(name)
+		}
+		if ok, _ := path.Match(f.Source, subject); ok {
+			matches = append(matches, name)
+		}
+	}
+	switch {
+	case len(matches) == 1:
+		return matches[0], nil
+	case len(matches) == 0:
+		return "", fmt.Errorf("%w: no file matches %q (the artifact has %v)", ErrMissingFile, f.Source, files)
+	}
+	for _, m := range matches {
+		if path.Base(m) == path.Base(f.Path) {
+			return m, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %q matches several files %v", ErrMissingFile, f.Source, matches)
+}
+
+// layFile moves src to dst with the plan's mode, substituting the bundle
+// placeholder when asked, and syncs it.
+func layFile(src, dst string, f plan.File, current string) error {
+	fi, err := os.Lstat(src)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%w: %s is not a regular file", ErrMissingFile, f.Source)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	if f.Substitute {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return err
+		}
+		data = []byte(plan.ResolveBundleDir(string(data), current))
+		if err := os.WriteFile(dst, data, 0o600); err != nil {
+			return err
+		}
+	} else if err := os.Rename(src, dst); err != nil {
+		return err
+	}
+	if err := os.Chmod(dst, os.FileMode(f.Mode)); err != nil {
+		return err
+	}
+	return syncPath(dst)
+}
+
+func dirExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+// intact reports whether every file of the record is in place.
+func (i *Installer) intact(rec ShimState) bool {
+	for _, f := range rec.Files {
+		if !fileExists(i.local(f)) {
+			return false
+		}
+	}
+	cur, err := os.Readlink(i.local(path.Join(rec.BundleDir, currentLink)))
+	return err == nil && cur == rec.Version
+}
+
+func fileExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// syncPath fsyncs a file or a directory.
+func syncPath(p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}

@@ -1,0 +1,43 @@
+package installer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/shimkit/shimkit/containerdconfig"
+)
+
+// recoverPending undoes what an operation that died left half done: config
+// backups put back, the bundle link switched back and the version it added
+// removed, units and links it wrote restored or removed. It reports whether
+// anything was pending, in which case containerd must be restarted.
+func (i *Installer) recoverPending(ctx context.Context, s *State) (bool, error) {
+	p := s.Pending
+	if p == nil {
+		return false, nil
+	}
+	i.log().Warn("recovering from an interrupted operation", "op", p.Op, "shim", p.Shim)
+	var errs []error
+	for _, f := range p.ConfigFiles {
+		if _, err := containerdconfig.Restore(i.local(f)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if p.BundleDir != "" {
+		errs = append(errs, restoreBundle(i.local(p.BundleDir), p.PrevVersion, p.NewVersion))
+	}
+	for _, l := range slices.Sorted(maps.Keys(p.Links)) {
+		errs = append(errs, unlinkOurs(i.local(l), p.Links[l]))
+	}
+	if len(p.Units) > 0 {
+		errs = append(errs, i.restoreUnits(ctx, p.Units))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return true, fmt.Errorf("recover interrupted %s of %s: %w", p.Op, p.Shim, err)
+	}
+	s.Pending = nil
+	return true, i.writeState(s)
+}

@@ -1,0 +1,99 @@
+package installer
+
+import (
+	"context"
+	"errors"
+
+	"github.com/shimkit/shimkit/containerdconfig"
+	"github.com/shimkit/shimkit/fetch"
+	"github.com/shimkit/shimkit/installer/plan"
+)
+
+// Report turns what an operation returned into the plan's typed result:
+// the outcome, and for a failure the reason constant and the message.
+func Report(p *plan.NodePlan, res *Result, err error) *plan.NodeResult {
+	out := plan.NewResult(p)
+	if res != nil {
+		out.Digest, out.Files = res.Digest, res.Files
+		out.Changed, out.Restarted = res.Changed, res.Restarted
+		out.RestartDuration, out.Duration = plan.Duration(res.RestartDuration), plan.Duration(res.Duration)
+	}
+	switch {
+	case err == nil:
+		out.Outcome = plan.Succeeded
+		return out
+	case errors.Is(err, ErrRollbackFailed):
+		out.Outcome = plan.RollbackFailed
+	case errors.Is(err, ErrRolledBack):
+		out.Outcome = plan.RolledBack
+	default:
+		out.Outcome = plan.Failed
+	}
+	out.Reason, out.Message = ReasonOf(err), err.Error()
+	return out
+}
+
+// reasons maps sentinel errors to reasons, most specific first.
+var reasons = []struct {
+	err    error
+	reason plan.Reason
+}{
+	{plan.ErrVersion, plan.ReasonInvalidPlan},
+	{plan.ErrInvalid, plan.ReasonInvalidPlan},
+	{ErrReserved, plan.ReasonInvalidPlan},
+	{containerdconfig.ErrInvalidHandler, plan.ReasonInvalidPlan},
+	{fetch.ErrDigestMismatch, plan.ReasonDigestMismatch},
+	{fetch.ErrUnauthorized, plan.ReasonUnauthorized},
+	{fetch.ErrUnsafeArchive, plan.ReasonArtifactInvalid},
+	{fetch.ErrLimit, plan.ReasonArtifactInvalid},
+	{fetch.ErrTooLarge, plan.ReasonArtifactInvalid},
+	{fetch.ErrNoShim, plan.ReasonArtifactInvalid},
+	{fetch.ErrPlatform, plan.ReasonArtifactInvalid},
+	{ErrMissingFile, plan.ReasonArtifactInvalid},
+	{fetch.ErrNotFound, plan.ReasonFetchFailed},
+	{fetch.ErrTruncated, plan.ReasonFetchFailed},
+	{containerdconfig.ErrConflict, plan.ReasonConflict},
+	{containerdconfig.ErrParse, plan.ReasonConfigInvalid},
+	{containerdconfig.ErrVersion, plan.ReasonConfigInvalid},
+	{containerdconfig.ErrTemplate, plan.ReasonConfigInvalid},
+	{containerdconfig.ErrNoDropIn, plan.ReasonConfigInvalid},
+	{containerdconfig.ErrUnknownPreset, plan.ReasonConfigInvalid},
+	{ErrUnitFailed, plan.ReasonUnitFailed},
+	{ErrRestartFailed, plan.ReasonRestartFailed},
+	{ErrUnhealthy, plan.ReasonRestartFailed},
+	{context.Canceled, plan.ReasonInterrupted},
+	{context.DeadlineExceeded, plan.ReasonInterrupted},
+}
+
+// ReasonOf says why an operation failed, from the sentinel errors it
+// wraps. A failed fetch without a more specific cause is FetchFailed; an
+// error reading or writing a config file is ConfigInvalid; anything else
+// NodeError.
+func ReasonOf(err error) plan.Reason {
+	if err == nil {
+		return ""
+	}
+	for _, r := range reasons {
+		if errors.Is(err, r.err) {
+			return r.reason
+		}
+	}
+	var fe *containerdconfig.FileError
+	if errors.As(err, &fe) {
+		return plan.ReasonConfigInvalid
+	}
+	var se *stepError
+	if errors.As(err, &se) && se.step == (stageBundle{}).name() {
+		return plan.ReasonFetchFailed
+	}
+	return plan.ReasonNodeError
+}
+
+// stepError names the step an error came from.
+type stepError struct {
+	step string
+	err  error
+}
+
+func (e *stepError) Error() string { return e.step + ": " + e.err.Error() }
+func (e *stepError) Unwrap() error { return e.err }

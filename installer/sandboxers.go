@@ -1,0 +1,193 @@
+package installer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/shimkit/shimkit/containerdconfig"
+	"github.com/shimkit/shimkit/installer/plan"
+)
+
+const unitBackupSuffix = ".shimkit-backup"
+
+// startSandboxers writes a systemd unit per sandboxer daemon, enables it
+// (a multi-user.target.wants link, as systemctl enable makes) and
+// (re)starts the units that are new or changed, before containerd is
+// restarted to connect to them.
+type startSandboxers struct{ written []string }
+
+func (*startSandboxers) name() string { return "units" }
+
+func (s *startSandboxers) do(ctx context.Context, r *run) error {
+	i := r.i
+	type unit struct {
+		path    string
+		content []byte
+	}
+	var todo []unit
+	r.rec.Units = nil
+	for _, sb := range r.plan.Sandboxers {
+		p := path.Join(i.unitDir(), sb.Unit)
+		r.rec.Units = append(r.rec.Units, p)
+		content := unitFile(r.plan.Shim, sb, i.currentDir(r.plan.Shim.Name), r.target.Preset.Units)
+		if cur, err := os.ReadFile(i.local(p)); err == nil && bytes.Equal(cur, content) {
+			continue
+		}
+		todo = append(todo, unit{p, content})
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	for _, u := range todo {
+		r.pending.Units = append(r.pending.Units, u.path)
+	}
+	if err := r.savePending(); err != nil {
+		return err
+	}
+	for _, u := range todo {
+		local := i.local(u.path)
+		if _, err := os.Stat(local); err == nil {
+			if err := copyFile(local, local+unitBackupSuffix); err != nil {
+				return err
+			}
+		}
+		s.written, r.changed = append(s.written, u.path), true
+		if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
+			return err
+		}
+		if err := containerdconfig.WriteFileAtomic(local, u.content, 0o644); err != nil {
+			return err
+		}
+		if err := enableUnit(i.local(i.unitDir()), path.Base(u.path)); err != nil {
+			return err
+		}
+	}
+	if i.Offline {
+		return nil
+	}
+	if err := i.units().Reload(ctx); err != nil {
+		return err
+	}
+	for _, u := range todo {
+		if err := i.units().Restart(ctx, path.Base(u.path)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *startSandboxers) undo(ctx context.Context, r *run) error {
+	if len(s.written) == 0 {
+		return nil
+	}
+	return r.i.restoreUnits(ctx, s.written)
+}
+
+// restoreUnits stops the units at paths, puts back their backups (and
+// restarts those) or removes them.
+func (i *Installer) restoreUnits(ctx context.Context, paths []string) error {
+	var errs []error
+	var restored []string
+	for _, p := range paths {
+		local := i.local(p)
+		if !i.Offline {
+			errs = append(errs, i.units().Stop(ctx, path.Base(p)))
+		}
+		if _, err := os.Stat(local + unitBackupSuffix); err == nil {
+			errs = append(errs, os.Rename(local+unitBackupSuffix, local))
+			restored = append(restored, path.Base(p))
+			continue
+		}
+		errs = append(errs, removeIfExists(local), removeIfExists(wantsLink(i.local(i.unitDir()), path.Base(p))))
+	}
+	if !i.Offline {
+		errs = append(errs, i.units().Reload(ctx))
+		for _, u := range restored {
+			errs = append(errs, i.units().Restart(ctx, u))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeUnits stops and removes units for good.
+func (i *Installer) removeUnits(ctx context.Context, paths []string) error {
+	var errs []error
+	for _, p := range paths {
+		if !i.Offline {
+			errs = append(errs, i.units().Stop(ctx, path.Base(p)))
+		}
+		errs = append(errs, removeIfExists(i.local(p)), removeIfExists(wantsLink(i.local(i.unitDir()), path.Base(p))))
+	}
+	if len(paths) > 0 && !i.Offline {
+		errs = append(errs, i.units().Reload(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// dropUnitBackups commits written units.
+func (i *Installer) dropUnitBackups(paths []string) {
+	for _, p := range paths {
+		_ = removeIfExists(i.local(p) + unitBackupSuffix)
+	}
+}
+
+func wantsLink(unitDir, unit string) string {
+	return filepath.Join(unitDir, "multi-user.target.wants", unit)
+}
+
+func enableUnit(unitDir, unit string) error {
+	link := wantsLink(unitDir, unit)
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		return err
+	}
+	if cur, err := os.Readlink(link); err == nil && cur == filepath.Join("..", unit) {
+		return nil
+	}
+	_ = os.Remove(link)
+	return os.Symlink(filepath.Join("..", unit), link)
+}
+
+// unitFile renders a sandboxer's unit. It starts before containerd, so
+// that containerd finds the socket when it starts.
+func unitFile(shim plan.ShimRef, sb plan.Sandboxer, bundleDir string, containerdUnits []string) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Written by shimkit for Shim %s (uid %s); removed with it.\n", shim.Name, shim.UID)
+	fmt.Fprintf(&b, "[Unit]\nDescription=Sandboxer %s of Shim %s (shimkit)\n", sb.Name, shim.Name)
+	for _, u := range containerdUnits {
+		if !strings.Contains(u, ".") {
+			u += ".service"
+		}
+		fmt.Fprintf(&b, "Before=%s\n", u)
+	}
+	b.WriteString("\n[Service]\n")
+	for _, e := range sb.Environment {
+		fmt.Fprintf(&b, "Environment=%s\n", unitQuote(plan.ResolveBundleDir(e, bundleDir)))
+	}
+	args := make([]string, len(sb.Command))
+	for k, a := range sb.Command {
+		args[k] = unitQuote(plan.ResolveBundleDir(a, bundleDir))
+	}
+	fmt.Fprintf(&b, "ExecStart=%s\nRestart=always\nRestartSec=1\n\n[Install]\nWantedBy=multi-user.target\n", strings.Join(args, " "))
+	return []byte(b.String())
+}
+
+// unitQuote quotes one word for a unit file: double quotes, backslash
+// escapes, and $ and % doubled so systemd expands neither.
+func unitQuote(s string) string {
+	s = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", "$$", "%", "%%").Replace(s)
+	return `"` + s + `"`
+}
+
+func copyFile(src, dst string) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return containerdconfig.WriteFileAtomic(dst, data, 0o644)
+}

@@ -1,0 +1,61 @@
+package installer
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/shimkit/shimkit/fetch"
+	"github.com/shimkit/shimkit/installer/plan"
+)
+
+// fetcher builds the Fetcher of a plan's artifact, sharing the node's
+// artifact cache (verified artifacts by digest, under the state
+// directory), so that the same artifact is never downloaded twice and the
+// installer's image needs no /tmp.
+func (i *Installer) fetcher(a *plan.Artifact) (fetch.Fetcher, error) {
+	if i.Fetcher != nil {
+		return i.Fetcher, nil
+	}
+	cache, err := fetch.NewCache(i.local(path.Join(i.stateDir(), "cache")))
+	if err != nil {
+		return nil, err
+	}
+	// Which files become executable is the plan's to say (File.Mode), not
+	// a name pattern's; staging is private until the bundle is laid out.
+	opts := fetch.Options{Cache: cache, Executables: "*"}
+	sum := strings.TrimPrefix(a.Digest, "sha256:")
+	switch a.Type {
+	case plan.SourceHTTP:
+		return fetch.NewHTTPFetcher(a.URL, sum, opts), nil
+	case plan.SourceFile:
+		return &fetch.LocalFetcher{Path: a.Path, SHA256: sum, Options: opts}, nil
+	case plan.SourceOCI:
+		ref := a.Reference
+		if a.Digest != "" {
+			ref = ociRepository(ref) + "@" + a.Digest
+		}
+		o := &fetch.OCIFetcher{Reference: ref, PlainHTTP: a.PlainHTTP, Options: opts}
+		if a.PullSecretPath != "" {
+			data, err := os.ReadFile(a.PullSecretPath)
+			if err != nil {
+				return nil, fmt.Errorf("pull secret: %w", err)
+			}
+			o.DockerConfigJSON = data
+		}
+		return o, nil
+	}
+	return nil, fmt.Errorf("%w: artifact type %q", plan.ErrInvalid, a.Type)
+}
+
+// ociRepository strips the tag or digest from a reference.
+func ociRepository(ref string) string {
+	if at := strings.Index(ref, "@"); at >= 0 {
+		return ref[:at]
+	}
+	if colon := strings.LastIndex(ref, ":"); colon > strings.LastIndex(ref, "/") {
+		return ref[:colon]
+	}
+	return ref
+}

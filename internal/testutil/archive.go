@@ -1,0 +1,46 @@
+package testutil
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"testing"
+	"time"
+)
+
+// ArchiveFile is one regular file of a test archive.
+type ArchiveFile struct {
+	Name string
+	Mode int64
+	Data []byte
+}
+
+// Archive is a packed .tar.gz and its hex sha256.
+type Archive struct {
+	Data   []byte
+	SHA256 string
+}
+
+// NewArchive packs files, in order, into a .tar.gz: a bundle artifact.
+func NewArchive(t testing.TB, files ...ArchiveFile) Archive {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for _, f := range files {
+		hdr := &tar.Header{Name: f.Name, Mode: f.Mode, Size: int64(len(f.Data)), Typeflag: tar.TypeReg, ModTime: time.Unix(1700000000, 0)}
+		if err := tw.WriteHeader(hdr); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(f.Data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return Archive{Data: buf.Bytes(), SHA256: SHA256Hex(buf.Bytes())}
+}
