@@ -3,6 +3,7 @@ package installer_test
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -13,7 +14,7 @@ import (
 
 // sandboxerPlan is a Shim with a sandboxer daemon from its bundle and a
 // handler whose pods it serves.
-func sandboxerPlan(t *testing.T, srv *testutil.FileServer, name, daemon string) *plan.NodePlan {
+func sandboxerPlan(t *testing.T, srv *testutil.FileServer, name, daemon string, args ...string) *plan.NodePlan {
 	t.Helper()
 	data, err := os.ReadFile(daemon)
 	if err != nil {
@@ -25,7 +26,7 @@ func sandboxerPlan(t *testing.T, srv *testutil.FileServer, name, daemon string) 
 	p.Files = []plan.File{{Source: "fake-sandboxer", Path: "fake-sandboxer", Mode: 0o755}}
 	sock := "/run/shimkit/" + name + ".sock"
 	p.Sandboxers = []plan.Sandboxer{{Name: name, Unit: "shimkit-" + name + ".service", Address: sock,
-		Command: []string{"$(BUNDLE_DIR)/fake-sandboxer", "--address", sock}}}
+		Command: append([]string{"$(BUNDLE_DIR)/fake-sandboxer"}, args...)}}
 	p.Handlers = []plan.Handler{{Name: name, RuntimeType: "io.containerd.runc.v2", Sandboxer: name, IOType: "streaming"}}
 	return rehash(p)
 }
@@ -39,7 +40,16 @@ func TestSandboxerUnitsWithFakes(t *testing.T) {
 	n := newFakeNode(t, "version = 3\n")
 	inst := n.installer()
 	srv := testutil.StartFileServer(t)
-	p := sandboxerPlan(t, srv, "vmm", "/bin/true")
+	p := sandboxerPlan(t, srv, "vmm", "/bin/true", "--address", "/run/shimkit/vmm.sock")
+	// The fake units run nothing: serve the daemon's socket here.
+	if err := os.MkdirAll(n.local("/run/shimkit"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("unix", n.local("/run/shimkit/vmm.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
 	if _, err := inst.Install(ctx, p); err != nil {
 		t.Fatal(err)
 	}

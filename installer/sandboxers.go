@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/shimkit/shimkit/containerdconfig"
 	"github.com/shimkit/shimkit/installer/plan"
@@ -79,7 +81,34 @@ func (s *startSandboxers) do(ctx context.Context, r *run) error {
 			return err
 		}
 	}
+	// A started unit is not a serving daemon: wait for each socket.
+	for _, sb := range r.plan.Sandboxers {
+		if err := waitSocket(ctx, i.local(sb.Address), time.Duration(r.plan.Restart.Timeout)); err != nil {
+			return fmt.Errorf("%w: %s (unit %s): %w", ErrUnitFailed, sb.Name, sb.Unit, err)
+		}
+	}
 	return nil
+}
+
+// waitSocket waits until a unix socket accepts connections.
+func waitSocket(ctx context.Context, socket string, timeout time.Duration) error {
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var d net.Dialer
+	for {
+		conn, err := d.DialContext(ctx, "unix", socket)
+		if err == nil {
+			return conn.Close()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("socket %s not served within %v: %w", socket, timeout, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 func (s *startSandboxers) undo(ctx context.Context, r *run) error {
@@ -166,6 +195,11 @@ func unitFile(shim plan.ShimRef, sb plan.Sandboxer, bundleDir string, containerd
 		fmt.Fprintf(&b, "Before=%s\n", u)
 	}
 	b.WriteString("\n[Service]\n")
+	// The socket's directory, when under /run, is made by systemd at every
+	// start (and kept: other daemons may share it).
+	if dir := path.Dir(sb.Address); strings.HasPrefix(dir, "/run/") {
+		fmt.Fprintf(&b, "RuntimeDirectory=%s\nRuntimeDirectoryPreserve=yes\n", strings.TrimPrefix(dir, "/run/"))
+	}
 	for _, e := range sb.Environment {
 		fmt.Fprintf(&b, "Environment=%s\n", unitQuote(plan.ResolveBundleDir(e, bundleDir)))
 	}
