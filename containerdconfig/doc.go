@@ -24,13 +24,33 @@
 //     handler name that is not a DNS label, a template shimkit does not
 //     understand, an edit that would collide with other tables) returns a
 //     *FileError naming the file, line and key, wrapping a sentinel error
-//     (ErrParse, ErrInvalidHandler, ErrTemplate, ErrConflict, ...), and no
-//     file is touched.
+//     (ErrParse, ErrInvalidHandler, ErrInvalidProxyPlugin, ErrTemplate,
+//     ErrConflict, ...), and no file is touched.
 //   - Files are written atomically (temporary file in the same directory,
 //     fsync, mode and owner kept, rename, fsync of the directory). A backup
 //     of each original stays next to it until the Change is committed or
 //     rolled back; Rollback restores the originals byte for byte, and
 //     Restore recovers a change a crash left pending.
+//
+// # Proxy plugins and sandboxers
+//
+// Sandboxer shims (Kuasar, runwasi) run a long-lived sandbox controller
+// daemon that containerd 2.x reaches as a proxy plugin, a top-level
+// [proxy_plugins.<name>] table in every schema version, with type
+// "sandbox" and the daemon's socket as address; the handler then sets
+// sandboxer = "<name>" (RuntimeHandler.Sandboxer) and usually io_type =
+// "streaming" (RuntimeHandler.IOType). InstallProxyPlugin and
+// UninstallProxyPlugin add and remove such a plugin with the same
+// guarantees as handlers: a marker block ("# >>> shimkit: proxy plugin
+// "vmm" ... >>>"), everything else byte for byte, the result parsed again
+// and every other setting kept, identical = no-op, removal = the exact
+// inverse, a drop-in of its own (shimkit-proxy.<name>.toml) on schema 3 and
+// up, the config file otherwise. Unlike a handler, a proxy plugin of that
+// name that shimkit did not write is never taken over, in the edited file
+// or in a file containerd merges with it (the root config, the other
+// drop-ins): when it differs from the one asked for, Apply returns an error
+// wrapping ErrConflict that names the file and the plugin, and touches
+// nothing; when it is the same, nothing changes.
 //
 // # Where the handler goes
 //

@@ -35,14 +35,26 @@ type RuntimeHandler struct {
 	PrivilegedWithoutHostDevices bool
 	// Snapshotter, when set, is the snapshotter for this handler's containers.
 	Snapshotter string
+	// Sandboxer, when set, is the sandbox controller of this handler's pods
+	// (containerd 2.x): "podsandbox" (the default), "shim", or the name of
+	// a proxy plugin of type "sandbox" (see ProxyPlugin), such as a Kuasar
+	// or runwasi sandboxer daemon.
+	Sandboxer string
+	// IOType, when set, is how containerd 2.x carries container IO:
+	// "fifo" (the default) or "streaming" (through the sandbox's streaming
+	// API).
+	IOType string
 	// Settings are further keys of the handler's table that containerd
-	// knows (base_runtime_spec, cni_conf_dir, sandboxer, io_type, ...),
-	// typed like Options. They may not repeat the fields above.
+	// knows (base_runtime_spec, cni_conf_dir, ...), typed like Options.
+	// They may not repeat the fields above.
 	Settings map[string]any
 }
 
 // fixedKeys are the handler table keys RuntimeHandler has fields for.
-var fixedKeys = []string{"runtime_type", "runtime_path", "pod_annotations", "container_annotations", "privileged_without_host_devices", "snapshotter", "options"}
+var fixedKeys = []string{"runtime_type", "runtime_path", "pod_annotations", "container_annotations", "privileged_without_host_devices", "snapshotter", "sandboxer", "io_type", "options"}
+
+// ioTypes are the io_type values containerd 2.x accepts.
+var ioTypes = []string{"fifo", "streaming"}
 
 var runtimeTypeRE = regexp.MustCompile(`^io\.containerd\.([a-z0-9][a-z0-9_-]*)\.(v[0-9]+)$`)
 
@@ -62,6 +74,14 @@ func (h RuntimeHandler) Validate() error {
 		if a == "" || strings.ContainsAny(a, " \t\r\n") {
 			return fmt.Errorf("%w: handler %s: annotation %q is empty or contains whitespace", ErrInvalidHandler, h.Name, a)
 		}
+	}
+	if h.Sandboxer != "" {
+		if errs := validation.IsDNS1123Label(h.Sandboxer); len(errs) > 0 {
+			return fmt.Errorf("%w: handler %s: sandboxer %q is not a sandbox controller name: %s", ErrInvalidHandler, h.Name, h.Sandboxer, strings.Join(errs, "; "))
+		}
+	}
+	if h.IOType != "" && !slices.Contains(ioTypes, h.IOType) {
+		return fmt.Errorf("%w: handler %s: io_type %q is not one of %s", ErrInvalidHandler, h.Name, h.IOType, strings.Join(ioTypes, ", "))
 	}
 	for k := range h.Settings {
 		if slices.Contains(fixedKeys, k) {
@@ -140,6 +160,12 @@ func (h RuntimeHandler) fields() []keyValue {
 	}
 	if h.Snapshotter != "" {
 		kv = append(kv, keyValue{"snapshotter", h.Snapshotter})
+	}
+	if h.Sandboxer != "" {
+		kv = append(kv, keyValue{"sandboxer", h.Sandboxer})
+	}
+	if h.IOType != "" {
+		kv = append(kv, keyValue{"io_type", h.IOType})
 	}
 	for _, k := range slices.Sorted(maps.Keys(h.Settings)) {
 		if _, table := h.Settings[k].(map[string]any); !table {

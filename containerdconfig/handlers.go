@@ -84,7 +84,7 @@ func addHandler(path string, data []byte, h RuntimeHandler, opts addOptions) (ou
 		}
 		out = appendBlock(out, s, handlerID(h.Name), body)
 	}
-	if err := verifyAdd(path, cfg, out, handlerKey, want); err != nil {
+	if err := verifyAdd(path, "handler", cfg, out, handlerKey, want); err != nil {
 		return nil, false, err
 	}
 	return out, true, nil
@@ -189,19 +189,20 @@ func adopt(path string, data []byte, exprs []expr, key []string, s style, name s
 	return append(out, data[last:]...), nil
 }
 
-// verifyAdd parses the result and checks that it has the handler as wanted
-// and every other setting of the original.
-func verifyAdd(path string, before *Config, out []byte, handlerKey []string, want map[string]any) error {
+// verifyAdd parses the result and checks that it has the table at key (of
+// a handler or a proxy plugin: what) as wanted and every other setting of
+// the original.
+func verifyAdd(path, what string, before *Config, out []byte, key []string, want map[string]any) error {
 	after, err := decode(path, out)
 	if err != nil {
-		return &FileError{Path: path, Key: dottedKey(handlerKey),
-			Err: fmt.Errorf("%w: adding the handler makes the file invalid: %w", ErrConflict, err)}
+		return &FileError{Path: path, Key: dottedKey(key),
+			Err: fmt.Errorf("%w: adding the %s makes the file invalid: %w", ErrConflict, what, err)}
 	}
-	if got, _ := lookup(after, handlerKey).(map[string]any); !reflect.DeepEqual(got, want) {
-		return &FileError{Path: path, Key: dottedKey(handlerKey),
-			Err: fmt.Errorf("%w: the handler table is merged with settings shimkit did not write", ErrConflict)}
+	if got, _ := lookup(after, key).(map[string]any); !reflect.DeepEqual(got, want) {
+		return &FileError{Path: path, Key: dottedKey(key),
+			Err: fmt.Errorf("%w: the %s table is merged with settings shimkit did not write", ErrConflict, what)}
 	}
-	if k, ok := supersetOf(before.tree, after, handlerKey); !ok {
+	if k, ok := supersetOf(before.tree, after, key); !ok {
 		return &FileError{Path: path, Key: k, Err: fmt.Errorf("%w: the edit would change this setting", ErrConflict)}
 	}
 	return nil

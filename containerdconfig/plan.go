@@ -47,6 +47,21 @@ type plan struct {
 	template bool   // a k3s/RKE2 Go template
 	opts     addOptions
 	rendered *Config // the config k3s/RKE2 render, to respect what they generate
+	// imports is the import pattern (a node path) that loads the drop-in,
+	// when the edit goes to one; other files it matches are merged too.
+	imports string
+}
+
+// subject is what an edit registers, a runtime handler or a proxy plugin:
+// it names the drop-in the edit goes to and the seed of a drop-in shimkit
+// creates.
+type subject struct {
+	dropIn string                   // base name of the drop-in
+	seed   func(version int) []byte // content of a new drop-in
+}
+
+func handlerSubject(name string) subject {
+	return subject{dropIn: dropInName(name), seed: func(v int) []byte { return dropInSeed(name, v) }}
 }
 
 // Seeds of files shimkit creates. Each carries a comment, so that a file a
@@ -78,11 +93,14 @@ func readOptional(p string) ([]byte, bool, error) {
 }
 
 // plan decides which file the edit for handler goes to.
-func (t Target) plan(handler string) (plan, error) {
+func (t Target) plan(handler string) (plan, error) { return t.planFor(handlerSubject(handler)) }
+
+// planFor decides which file the edit for s goes to.
+func (t Target) planFor(s subject) (plan, error) {
 	p := t.Preset
 	switch p.Name {
 	case PresetK3s, PresetRKE2:
-		return t.planRancher(handler)
+		return t.planRancher(s)
 	case PresetK0s:
 		version := 2
 		if data, ok, err := readOptional(t.local(p.Config)); err != nil {
@@ -94,7 +112,7 @@ func (t Target) plan(handler string) (plan, error) {
 			}
 			version = cfg.Version
 		}
-		return t.dropIn(path.Join(p.dropInDir, dropInName(handler)), handler, version), nil
+		return t.dropIn(path.Join(p.dropInDir, s.dropIn), path.Join(p.dropInDir, "*.toml"), s, version), nil
 	}
 	data, ok, err := readOptional(t.local(p.Config))
 	if err != nil {
@@ -112,8 +130,8 @@ func (t Target) plan(handler string) (plan, error) {
 	}
 	if t.Mode != ModeFile && cfg.Version >= 3 {
 		for _, imp := range cfg.Imports {
-			if dir := importDir(p.Config, imp, dropInName(handler)); dir != "" {
-				return t.dropIn(path.Join(dir, dropInName(handler)), handler, cfg.Version), nil
+			if dir := importDir(p.Config, imp, s.dropIn); dir != "" {
+				return t.dropIn(path.Join(dir, s.dropIn), path.Join(dir, path.Base(imp)), s, cfg.Version), nil
 			}
 		}
 	}
@@ -131,15 +149,15 @@ func (t Target) plan(handler string) (plan, error) {
 // dropIn plans a drop-in whose version equals the root config's: a higher
 // one makes containerd 2.3.0–2.3.4 refuse to start and 2.0–2.2 skip
 // migrating the root.
-func (t Target) dropIn(nodePath, handler string, version int) plan {
-	return plan{nodePath: nodePath, local: t.local(nodePath), seed: dropInSeed(handler, version), opts: addOptions{hasRunc: true}}
+func (t Target) dropIn(nodePath, imports string, s subject, version int) plan {
+	return plan{nodePath: nodePath, local: t.local(nodePath), seed: s.seed(version), opts: addOptions{hasRunc: true}, imports: imports}
 }
 
 // planRancher plans an edit for k3s and RKE2, which render containerd's
 // config on every start: a drop-in when the rendered config imports the
 // drop-in directory, the template otherwise. The rendered file itself is
 // never edited.
-func (t Target) planRancher(handler string) (plan, error) {
+func (t Target) planRancher(s subject) (plan, error) {
 	p := t.Preset
 	data, ok, err := readOptional(t.local(p.Config))
 	if err != nil {
@@ -159,8 +177,8 @@ func (t Target) planRancher(handler string) (plan, error) {
 	if t.Mode != ModeFile {
 		want := path.Join(p.agentDir, dropDir)
 		for _, imp := range rendered.Imports {
-			if importDir(p.Config, imp, dropInName(handler)) == want {
-				return t.dropIn(path.Join(want, dropInName(handler)), handler, rendered.Version), nil
+			if importDir(p.Config, imp, s.dropIn) == want {
+				return t.dropIn(path.Join(want, s.dropIn), path.Join(want, path.Base(imp)), s, rendered.Version), nil
 			}
 		}
 		if t.Mode == ModeDropIn {
