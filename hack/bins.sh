@@ -3,7 +3,7 @@
 # them per version under $SHIMKIT_CACHE (default: the user cache dir), so a
 # second run rebuilds nothing.
 #
-#   hack/bins.sh            envtest (kube-apiserver, etcd) and the containerd matrix
+#   hack/bins.sh            envtest (kube-apiserver, etcd), the containerd matrix and gVisor
 #   hack/bins.sh cluster    also kubelet, kube-controller-manager, kube-scheduler, kubectl
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -47,6 +47,15 @@ containerd2() {
 		"github.com/containerd/containerd/v2/cmd/ctr@$v" \
 		"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$v"
 }
+# gVisor's `go` branch (the only one that builds with Go tooling) has no
+# replace or exclude directives, so `go install pkg@version` works; the shim
+# is the package gvisor.dev/gvisor/shim, installed under containerd's name.
+gvisor() {
+	GOBIN=$out GOFLAGS=-buildvcs=false CGO_ENABLED=0 go install -trimpath \
+		-ldflags "-s -w -X gvisor.dev/gvisor/runsc/version.version=$GVISOR_VERSION" \
+		"gvisor.dev/gvisor/runsc@$GVISOR_VERSION" "gvisor.dev/gvisor/shim@$GVISOR_VERSION"
+	mv "$out/shim" "$out/containerd-shim-runsc-v1"
+}
 
 build "$cache/bin/kube-$KUBE_VERSION" kube-apiserver -- kube kube-apiserver
 build "$cache/bin/etcd-$ETCD_VERSION" etcd -- etcd
@@ -54,6 +63,7 @@ for v in "$CONTAINERD_22_VERSION" "$CONTAINERD_23_VERSION"; do
 	build "$cache/bin/containerd-$v" containerd ctr containerd-shim-runc-v2 -- containerd2 "$v"
 done
 build "$cache/bin/containerd-$CONTAINERD_17_VERSION" containerd ctr containerd-shim-runc-v2 -- containerd1
+build "$cache/bin/gvisor-$GVISOR_VERSION" runsc containerd-shim-runsc-v1 -- gvisor
 if [ "${1:-}" = cluster ]; then
 	build "$cache/bin/kube-$KUBE_VERSION" kubelet kube-controller-manager kube-scheduler kubectl -- \
 		kube kubelet kube-controller-manager kube-scheduler kubectl
