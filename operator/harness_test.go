@@ -89,11 +89,14 @@ func startOperatorAs(t testing.TB, env *testutil.Env, cfg *rest.Config) (stop fu
 
 // kubelet stands in for the nodes: after a delay it marks each Job of the
 // namespace succeeded, or failed when fail says so. It records how many
-// Jobs of each shim ran at once.
+// Jobs of each shim ran at once. With pod set (startPodKubelet), each Job
+// gets a pod that ends as pod says, with its exit code and termination
+// message, and the Job ends as the Job controller would end it.
 type kubelet struct {
 	c     client.Client
 	delay time.Duration
 	fail  func(job *batchv1.Job) bool
+	pod   func(ctx context.Context, job *batchv1.Job) podRun
 
 	mu        sync.Mutex
 	maxRun    map[string]int
@@ -103,6 +106,17 @@ type kubelet struct {
 }
 
 func startKubelet(t testing.TB, env *testutil.Env, delay time.Duration, fail func(*batchv1.Job) bool) *kubelet {
+	t.Helper()
+	return startKubeletWith(t, env, &kubelet{delay: delay, fail: fail})
+}
+
+// startPodKubelet starts a kubelet that runs each Job's pod with run.
+func startPodKubelet(t testing.TB, env *testutil.Env, delay time.Duration, run func(context.Context, *batchv1.Job) podRun) *kubelet {
+	t.Helper()
+	return startKubeletWith(t, env, &kubelet{delay: delay, pod: run})
+}
+
+func startKubeletWith(t testing.TB, env *testutil.Env, k *kubelet) *kubelet {
 	t.Helper()
 	// Read Jobs from a watch-fed cache, as a kubelet would, not by listing
 	// them again and again (which would load the API server).
@@ -117,10 +131,7 @@ func startKubelet(t testing.TB, env *testutil.Env, delay time.Duration, fail fun
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := &kubelet{c: c, delay: delay, fail: fail, maxRun: map[string]int{}, seen: map[string]time.Time{}, finishing: map[string]bool{}}
-	if k.fail == nil {
-		k.fail = func(*batchv1.Job) bool { return false }
-	}
+	k.c, k.maxRun, k.seen, k.finishing = c, map[string]int{}, map[string]time.Time{}, map[string]bool{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
 	go func() { _ = jobs.Start(ctx); done <- struct{}{} }()
@@ -193,11 +204,25 @@ func (k *kubelet) finish(ctx context.Context, j *batchv1.Job) bool {
 	now := metav1.Now()
 	start := j.CreationTimestamp
 	j.Status.StartTime = &start
-	if k.fail(j) {
+	failed := k.fail != nil && k.fail(j)
+	reason, msg := "PodFailurePolicy", "Container installer exited with 3 (rolled back)"
+	if k.pod != nil {
+		run := k.pod(ctx, j)
+		if err := k.runPod(ctx, j, run); err != nil {
+			return false
+		}
+		failed = run.ExitCode != 0
+		if run.ExitCode != 3 && run.ExitCode != 4 {
+			reason, msg = "BackoffLimitExceeded", "Job has reached the specified backoff limit"
+		} else {
+			msg = fmt.Sprintf("Container installer for pod %s/%s failed with exit code %d matching FailJob rule at index 0", j.Namespace, j.Name, run.ExitCode)
+		}
+	}
+	if failed {
 		j.Status.Failed = 1
 		j.Status.Conditions = []batchv1.JobCondition{
-			{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: "PodFailurePolicy", Message: "Container installer exited with 3 (rolled back)", LastTransitionTime: now},
-			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "PodFailurePolicy", Message: "Container installer exited with 3 (rolled back)", LastTransitionTime: now},
+			{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: reason, Message: msg, LastTransitionTime: now},
+			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: reason, Message: msg, LastTransitionTime: now},
 		}
 	} else {
 		j.Status.Succeeded = 1
@@ -285,5 +310,7 @@ func TestMain(m *testing.M) {
 	} else {
 		ctrl.SetLogger(logr.Discard())
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeInstaller()
+	os.Exit(code)
 }

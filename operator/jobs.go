@@ -3,7 +3,8 @@ package operator
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"strconv"
+	"fmt"
+	"path"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
@@ -54,6 +56,10 @@ type jobView struct {
 	job      *batchv1.Job
 	op       string
 	specHash string
+	// result is the installer's NodeResult, once read from a finished
+	// Job's pod (resultRead: read, even when none was found).
+	result     *plan.NodeResult
+	resultRead bool
 }
 
 func viewJob(j *batchv1.Job) *jobView {
@@ -75,8 +81,15 @@ func (v *jobView) running() bool {
 	return !v.succeeded() && !v.failed() && v.job.DeletionTimestamp == nil
 }
 
-// failure explains a failed Job.
+// failure explains a failed Job: the installer's reason and message, or
+// the Job's condition when the installer left no result.
 func (v *jobView) failure() (reason, message string) {
+	if r := v.result; r != nil && r.Outcome != plan.Succeeded {
+		if r.Reason == "" {
+			return string(r.Outcome), r.Message
+		}
+		return string(r.Reason), r.Message
+	}
 	c := v.condition(batchv1.JobFailed)
 	if c == nil {
 		return "", ""
@@ -90,32 +103,31 @@ func newer(a, b *batchv1.Job) bool {
 		a.CreationTimestamp.Equal(&b.CreationTimestamp) && a.Name > b.Name
 }
 
-// buildJob returns the Job that runs the installer on one node.
-func (r *Reconciler) buildJob(shim *v1alpha1.Shim, node *corev1.Node, op, hash string) *batchv1.Job {
+// The plan's way into the installer pod: an annotation of the pod
+// template, mounted as a file by the downward API.
+const (
+	PlanAnnotation = plan.Group + "/plan"
+	planDir        = "/etc/shimkit/plan"
+	planFile       = planDir + "/plan.json"
+	// resultPath is where the installer writes its plan.NodeResult: the
+	// container's termination message.
+	resultPath = corev1.TerminationMessagePathDefault
+	// installerContainer is the name of the Job's one container.
+	installerContainer = "installer"
+)
+
+// buildJob returns the Job that carries out the plan on its node.
+func (r *Reconciler) buildJob(shim *v1alpha1.Shim, node *corev1.Node, p *plan.NodePlan, hash string) (*batchv1.Job, error) {
 	o := r.opts
+	doc, err := plan.Encode(p)
+	if err != nil {
+		return nil, fmt.Errorf("plan of Shim %s for node %s: %w", shim.Name, node.Name, err)
+	}
+	op := string(p.Operation)
 	lbls := map[string]string{
 		labelManagedBy: managedBy, labelShim: shim.Name, labelNode: node.Name, labelOp: op, labelSpecHash: hash,
 	}
-	env := []corev1.EnvVar{
-		{Name: "SHIMKIT_HOST_ROOT", Value: o.HostRoot},
-		{Name: "SHIMKIT_SHIM_NAME", Value: shim.Spec.RuntimeClass.Handler},
-		{Name: "SHIMKIT_HANDLER", Value: shim.Spec.RuntimeClass.Handler},
-		{Name: "SHIMKIT_LOG_FORMAT", Value: "json"},
-	}
-	var volumes []corev1.Volume
-	mounts := []corev1.VolumeMount{{Name: "host", MountPath: o.HostRoot, MountPropagation: ptr.To(corev1.MountPropagationHostToContainer)}}
-	if op == opInstall {
-		env = append(env, installEnv(shim, node)...)
-		if oci := shim.Spec.FetchStrategy.OCI; oci != nil && oci.PullSecretRef != nil {
-			volumes = append(volumes, corev1.Volume{Name: "pull-secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-				SecretName: oci.PullSecretRef.Name, Items: []corev1.KeyToPath{{Key: corev1.DockerConfigJsonKey, Path: "config.json"}},
-			}}})
-			mounts = append(mounts, corev1.VolumeMount{Name: "pull-secret", MountPath: "/etc/shimkit/pull-secret", ReadOnly: true})
-			env = append(env, corev1.EnvVar{Name: "SHIMKIT_PULL_SECRET", Value: "/etc/shimkit/pull-secret/config.json"})
-		}
-	}
-	volumes = append(volumes, corev1.Volume{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/", Type: ptr.To(corev1.HostPathDirectory)}}})
-
+	volumes, mounts := jobVolumes(p, o.HostRoot, pullSecretName(shim))
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: jobName(shim.Name, node.Name, op, hash), Namespace: o.Namespace, Labels: lbls,
@@ -132,7 +144,7 @@ func (r *Reconciler) buildJob(shim *v1alpha1.Shim, node *corev1.Node, op, hash s
 				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{3, 4}},
 			}}},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: lbls},
+				ObjectMeta: metav1.ObjectMeta{Labels: lbls, Annotations: map[string]string{PlanAnnotation: string(doc)}},
 				Spec: corev1.PodSpec{
 					NodeName:      node.Name, // pinned: no scheduling
 					RestartPolicy: corev1.RestartPolicyNever,
@@ -150,58 +162,51 @@ func (r *Reconciler) buildJob(shim *v1alpha1.Shim, node *corev1.Node, op, hash s
 					TerminationGracePeriodSeconds: ptr.To(int64(60)),
 					Volumes:                       volumes,
 					Containers: []corev1.Container{{
-						Name:            "installer",
+						Name:            installerContainer,
 						Image:           o.InstallerImage,
 						ImagePullPolicy: corev1.PullPolicy(o.ImagePullPolicy),
-						Args:            []string{op},
-						Env:             env,
+						Args:            []string{op, "--plan", planFile, "--host-root", o.HostRoot, "--log-format", "json", "--result", resultPath},
 						VolumeMounts:    mounts,
 						// It edits host files and talks to systemd: the only
 						// privileged container.
-						SecurityContext:          &corev1.SecurityContext{Privileged: ptr.To(true)},
-						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+						SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
+						// The installer writes its NodeResult there, whatever
+						// the outcome; the operator reads it back.
+						TerminationMessagePath:   resultPath,
+						TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 					}},
 				},
 			},
 		},
-	}
+	}, nil
 }
 
-// installEnv passes the Shim's spec to the installer, with the artifact of
-// the node's platform.
-func installEnv(shim *v1alpha1.Shim, node *corev1.Node) []corev1.EnvVar {
-	s := shim.Spec
-	env := []corev1.EnvVar{
-		{Name: "SHIMKIT_RUNTIME_TYPE", Value: runtimeType(shim)},
-		{Name: "SHIMKIT_FETCH_TYPE", Value: string(s.FetchStrategy.Type)},
+// jobVolumes are the installer's view of the node (its / at hostRoot), its
+// plan, and the registry credentials the plan names.
+func jobVolumes(p *plan.NodePlan, hostRoot, pullSecret string) ([]corev1.Volume, []corev1.VolumeMount) {
+	volumes := []corev1.Volume{
+		{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/", Type: ptr.To(corev1.HostPathDirectory)}}},
+		{Name: "plan", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{{
+			Path: path.Base(planFile), FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.annotations['" + PlanAnnotation + "']"},
+		}}}}},
 	}
-	add := func(k, v string) {
-		if v != "" {
-			env = append(env, corev1.EnvVar{Name: k, Value: v})
-		}
+	mounts := []corev1.VolumeMount{
+		{Name: "host", MountPath: hostRoot, MountPropagation: ptr.To(corev1.MountPropagationHostToContainer)},
+		{Name: "plan", MountPath: planDir, ReadOnly: true},
 	}
-	add("SHIMKIT_RUNTIME_PATH", s.RuntimePath)
-	add("SHIMKIT_POD_ANNOTATIONS", strings.Join(s.PodAnnotations, ","))
-	if s.PrivilegedWithoutHostDevices {
-		add("SHIMKIT_PRIVILEGED_WITHOUT_HOST_DEVICES", "true")
+	if p.Artifact != nil && p.Artifact.PullSecretPath != "" && pullSecret != "" {
+		volumes = append(volumes, corev1.Volume{Name: "pull-secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: pullSecret, Items: []corev1.KeyToPath{{Key: corev1.DockerConfigJsonKey, Path: path.Base(pullSecretPath)}},
+		}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: "pull-secret", MountPath: pullSecretDir, ReadOnly: true})
 	}
-	add("SHIMKIT_OPTIONS", string(rawOptions(shim)))
-	switch {
-	case s.FetchStrategy.AnonHTTP != nil:
-		h := s.FetchStrategy.AnonHTTP
-		loc, sum := h.Location, h.SHA256
-		for _, p := range h.Platforms {
-			if p.Platform == platformOf(node) {
-				loc, sum = p.Location, p.SHA256
-			}
-		}
-		add("SHIMKIT_LOCATION", loc)
-		add("SHIMKIT_SHA256", sum)
-	case s.FetchStrategy.OCI != nil:
-		add("SHIMKIT_OCI_REFERENCE", s.FetchStrategy.OCI.Reference)
-		if s.FetchStrategy.OCI.PlainHTTP {
-			add("SHIMKIT_PLAIN_HTTP", strconv.FormatBool(true))
-		}
+	return volumes, mounts
+}
+
+// pullSecretName is the Secret with the registry's credentials, if any.
+func pullSecretName(shim *v1alpha1.Shim) string {
+	if oci := shim.Spec.FetchStrategy.OCI; oci != nil && oci.PullSecretRef != nil {
+		return oci.PullSecretRef.Name
 	}
-	return env
+	return ""
 }

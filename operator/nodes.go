@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/rollout"
@@ -33,18 +34,35 @@ func matches(shim *v1alpha1.Shim, node *corev1.Node) bool {
 
 // specHash identifies what is installed on a node: everything of the spec
 // that reaches the installer. The rollout strategy, the node selector and
-// the RuntimeClass's name and tolerations are not part of it.
+// the RuntimeClasses' names and tolerations are not part of it. Fields
+// added with bundles are left out when empty, so that a Shim of before
+// keeps its hash (and an operator upgrade reinstalls no node).
 func specHash(shim *v1alpha1.Shim) string {
 	s := shim.Spec
+	handlers := make([]v1alpha1.HandlerSpec, len(s.Handlers))
+	for i, h := range s.Handlers {
+		h.RuntimeClass = v1alpha1.RuntimeClassSpec{Handler: h.RuntimeClass.Handler}
+		handlers[i] = h
+	}
 	data, _ := json.Marshal(struct {
-		Fetch       v1alpha1.FetchStrategy
-		Handler     string
-		RuntimeType string
-		Options     []byte
-		Path        string
-		Annotations []string
-		Priv        bool
-	}{s.FetchStrategy, s.RuntimeClass.Handler, runtimeType(shim), rawOptions(shim), s.RuntimePath, s.PodAnnotations, s.PrivilegedWithoutHostDevices})
+		Fetch                v1alpha1.FetchStrategy
+		Handler              string
+		RuntimeType          string
+		Options              []byte
+		Path                 string
+		Annotations          []string
+		Priv                 bool
+		ContainerAnnotations []string                 `json:",omitempty"`
+		Snapshotter          string                   `json:",omitempty"`
+		Sandboxer            string                   `json:",omitempty"`
+		IOType               string                   `json:",omitempty"`
+		Files                []v1alpha1.BundleFile    `json:",omitempty"`
+		Handlers             []v1alpha1.HandlerSpec   `json:",omitempty"`
+		Sandboxers           []v1alpha1.SandboxerSpec `json:",omitempty"`
+	}{
+		s.FetchStrategy, s.RuntimeClass.Handler, runtimeType(shim), rawOptions(shim), s.RuntimePath, s.PodAnnotations, s.PrivilegedWithoutHostDevices,
+		s.ContainerAnnotations, s.Snapshotter, s.Sandboxer, s.IOType, s.Files, handlers, s.Sandboxers,
+	})
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])[:16]
 }
@@ -70,6 +88,10 @@ type nodeView struct {
 	label    string // the shim's label value: "", installed, uninstalling
 	specHash string // the annotation: the hash installed
 	job      *jobView
+	// plan is the node's install plan, built when the node needs one;
+	// planErr says why none could be built.
+	plan    *plan.NodePlan
+	planErr error
 }
 
 // installed: the node has the shim at some hash (its label says so).
@@ -99,7 +121,17 @@ func (v nodeView) state(current string, removing bool) rollout.State {
 	return rollout.Absent
 }
 
+// needsInstall: the node lacks the current spec and nothing is changing
+// it.
+func (v nodeView) needsInstall(current string) bool {
+	st := v.state(current, false)
+	return st == rollout.Absent || st == rollout.Installed && v.specHash != current
+}
+
 func (v nodeView) plannerNode(current string, removing bool) rollout.Node {
+	if v.planErr != nil && !removing {
+		return rollout.Node{Name: v.node.Name, UID: string(v.node.UID), State: rollout.Failed, SpecHash: current}
+	}
 	st := v.state(current, removing)
 	hash := v.specHash
 	if st == rollout.Failed || st == rollout.Installing {

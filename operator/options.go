@@ -28,6 +28,15 @@ type Options struct {
 	ResyncPeriod time.Duration
 	// ImagePullPolicy of the installer container; default IfNotPresent.
 	ImagePullPolicy string
+	// Preset names the nodes' distribution layout (containerd, k3s, rke2,
+	// microk8s, k0s) in every plan; empty: each installer detects it.
+	Preset string
+	// ConfigMode is how handlers are registered: auto, file or drop-in;
+	// empty: auto.
+	ConfigMode string
+	// RestartTimeout is how long containerd may take to come back healthy
+	// after a restart; 0: the installer's default.
+	RestartTimeout time.Duration
 }
 
 func (o Options) withDefaults() Options {

@@ -11,12 +11,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/rollout"
@@ -27,10 +29,14 @@ const Finalizer = "shim.containerd.x-k8s.io/uninstall"
 
 // Reconciler reconciles Shims.
 type Reconciler struct {
-	client   client.Client
+	client client.Client
+	// reader reads the installer pods' results: the API server itself
+	// (SetupWithManager), so that no pod informer is started.
+	reader   client.Reader
 	recorder events.EventRecorder
 	opts     Options
 	metrics  *metrics
+	results  results
 }
 
 // New returns a Reconciler. recorder may be nil (no events).
@@ -38,7 +44,12 @@ func New(c client.Client, recorder events.EventRecorder, opts Options) (*Reconci
 	if opts.InstallerImage == "" || opts.Namespace == "" {
 		return nil, errors.New("operator: Options.InstallerImage and Options.Namespace are required")
 	}
-	return &Reconciler{client: c, recorder: recorder, opts: opts.withDefaults(), metrics: newMetrics()}, nil
+	switch opts.ConfigMode {
+	case "", "auto", "file", "drop-in":
+	default:
+		return nil, fmt.Errorf("operator: Options.ConfigMode %q: want auto, file or drop-in", opts.ConfigMode)
+	}
+	return &Reconciler{client: c, reader: c, recorder: recorder, opts: opts.withDefaults(), metrics: newMetrics()}, nil
 }
 
 // observed is everything a reconcile reads, once.
@@ -55,6 +66,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Get(ctx, req.NamespacedName, shim); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.metrics.forget(req.Name)
+			r.results.keep(req.Name, nil)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -100,54 +112,18 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 		}
 	}
 	obs := &observed{shim: shim, hash: specHash(shim)}
+	current := map[types.UID]bool{}
 	for i := range nodes.Items {
 		v := viewNode(shim, &nodes.Items[i])
 		if j := latest[v.node.Name]; j != nil {
 			v.job = viewJob(j)
+			v.job.result, v.job.resultRead = r.results.get(shim.Name, j.UID)
+			current[j.UID] = true
 		}
 		obs.views = append(obs.views, v)
 	}
+	r.results.keep(shim.Name, current)
 	return obs, nil
-}
-
-// recordFinishedJobs turns succeeded Jobs into node labels: installed (at
-// the Job's spec hash) or gone.
-func (r *Reconciler) recordFinishedJobs(ctx context.Context, obs *observed) error {
-	g := r.group(ctx)
-	for i := range obs.views {
-		v := &obs.views[i]
-		j := v.job
-		if j == nil || !j.succeeded() {
-			continue
-		}
-		switch j.op {
-		case opInstall:
-			if v.label == nodelabel.Installed && v.specHash == j.specHash || v.label == labelUninstalling {
-				continue
-			}
-			g.Go(func() error {
-				if err := nodelabel.Mark(ctx, r.client, v.node.Name, obs.shim.Name, j.specHash); err != nil {
-					return err
-				}
-				v.label, v.specHash = nodelabel.Installed, j.specHash
-				r.event(obs.shim, corev1.EventTypeNormal, "Installed", "Install", "shim installed on node %s (spec %s)", v.node.Name, j.specHash)
-				return nil
-			})
-		case opUninstall:
-			if v.label == "" {
-				continue
-			}
-			g.Go(func() error {
-				if err := nodelabel.Unmark(ctx, r.client, v.node.Name, obs.shim.Name); err != nil {
-					return err
-				}
-				v.label, v.specHash = "", ""
-				r.event(obs.shim, corev1.EventTypeNormal, "Uninstalled", "Uninstall", "shim removed from node %s", v.node.Name)
-				return nil
-			})
-		}
-	}
-	return g.Wait()
 }
 
 // group runs a reconcile's independent API calls (one per node) a few at
@@ -181,12 +157,15 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 		byName[v.node.Name] = v
 		switch {
 		case v.matching:
+			if v.needsInstall(obs.hash) {
+				r.preparePlan(obs, v)
+			}
 			matching = append(matching, v.plannerNode(obs.hash, false))
 		case v.touched():
 			stale = append(stale, v.plannerNode(obs.hash, true))
 		}
 	}
-	plan, err := p.Install(matching)
+	rollin, err := p.Install(matching)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -195,7 +174,7 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 		return ctrl.Result{}, err
 	}
 	g := r.group(ctx)
-	for _, name := range plan.Start {
+	for _, name := range rollin.Start {
 		v := byName[name]
 		reason := "Installing"
 		if v.installed() {
@@ -209,21 +188,21 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 	if err := g.Wait(); err != nil {
 		return ctrl.Result{}, err
 	}
-	rcReady, err := r.ensureRuntimeClass(ctx, obs)
+	rcReady, err := r.ensureRuntimeClasses(ctx, obs)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.updateStatus(ctx, obs, plan, removal, rcReady); err != nil {
+	if err := r.updateStatus(ctx, obs, rollin, removal, rcReady); err != nil {
 		return ctrl.Result{}, err
 	}
-	if plan.Done && removal.Done {
+	if rollin.Done && removal.Done {
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{RequeueAfter: r.opts.ResyncPeriod}, nil
 }
 
 // uninstallAll removes the shim from every node that has it, rolling; then
-// deletes the RuntimeClass and lets the Shim go.
+// deletes the RuntimeClasses and lets the Shim go.
 func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(obs.shim, Finalizer) {
 		return ctrl.Result{}, nil
@@ -237,25 +216,25 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed) (ctrl.Resu
 			targets = append(targets, v.plannerNode(obs.hash, true))
 		}
 	}
-	plan, err := r.planner(obs).Remove(targets)
+	removal, err := r.planner(obs).Remove(targets)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	g := r.group(ctx)
-	for _, name := range plan.Start {
+	for _, name := range removal.Start {
 		g.Go(func() error { return r.startUninstall(ctx, obs, byName[name]) })
 	}
 	if err := g.Wait(); err != nil {
 		return ctrl.Result{}, err
 	}
-	if !plan.Done {
-		if err := r.updateStatus(ctx, obs, rollout.Plan{}, plan, false); err != nil {
+	if !removal.Done {
+		if err := r.updateStatus(ctx, obs, rollout.Plan{}, removal, false); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{RequeueAfter: r.opts.ResyncPeriod}, nil
 	}
-	// Every node is clean: the RuntimeClass goes last, then the Shim.
-	if err := r.deleteRuntimeClass(ctx, obs); err != nil {
+	// Every node is clean: the RuntimeClasses go last, then the Shim.
+	if err := r.deleteRuntimeClasses(ctx, obs); err != nil {
 		return ctrl.Result{}, err
 	}
 	patch := client.MergeFrom(obs.shim.DeepCopy())
@@ -265,7 +244,26 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed) (ctrl.Resu
 	}
 	log.FromContext(ctx).Info("shim removed from every node", "shim", obs.shim.Name)
 	r.metrics.forget(obs.shim.Name)
+	r.results.keep(obs.shim.Name, nil)
 	return ctrl.Result{}, nil
+}
+
+// preparePlan builds the node's install plan ahead of the rollout: a node
+// the Shim cannot be planned for (no artifact for its platform) fails
+// without a Job, and halts the rollout as a failed Job would.
+func (r *Reconciler) preparePlan(obs *observed, v *nodeView) {
+	v.plan, v.planErr = buildPlan(obs.shim, v.node, plan.OpInstall, r.opts, obs.hash)
+	if v.planErr != nil {
+		r.event(obs.shim, corev1.EventTypeWarning, "InstallFailed", "Install", "%s", failureNote(v.node.Name, string(planReason(v.planErr)), v.planErr.Error()))
+	}
+}
+
+// planReason classifies an error of BuildPlan as the installer would.
+func planReason(err error) plan.Reason {
+	if errors.Is(err, ErrNoArtifact) {
+		return plan.ReasonArtifactInvalid
+	}
+	return plan.ReasonInvalidPlan
 }
 
 // startUninstall takes the node out of the RuntimeClass's selection, then
@@ -287,8 +285,18 @@ func (r *Reconciler) startJob(ctx context.Context, obs *observed, v *nodeView, o
 	if op == opUninstall {
 		hash = v.specHash
 	}
-	job := r.buildJob(obs.shim, v.node, op, hash)
-	err := r.client.Create(ctx, job)
+	p := v.plan
+	if p == nil || p.Operation != plan.Operation(op) {
+		var err error
+		if p, err = buildPlan(obs.shim, v.node, plan.Operation(op), r.opts, obs.hash); err != nil {
+			return err
+		}
+	}
+	job, err := r.buildJob(obs.shim, v.node, p, hash)
+	if err != nil {
+		return err
+	}
+	err = r.client.Create(ctx, job)
 	if apierrors.IsAlreadyExists(err) {
 		old := &batchv1.Job{}
 		if gerr := r.client.Get(ctx, client.ObjectKeyFromObject(job), old); gerr != nil {
@@ -322,11 +330,17 @@ func (r *Reconciler) event(shim *v1alpha1.Shim, eventType, reason, action, note 
 	}
 }
 
-func failedNodes(obs *observed, plan, removal rollout.Plan) []v1alpha1.NodeFailure {
+func failedNodes(obs *observed, install, removal rollout.Plan) []v1alpha1.NodeFailure {
 	var out []v1alpha1.NodeFailure
-	for _, name := range slices.Concat(plan.Failed, removal.Failed) {
+	for _, name := range slices.Concat(install.Failed, removal.Failed) {
 		for _, v := range obs.views {
-			if v.node.Name == name && v.job != nil {
+			if v.node.Name != name {
+				continue
+			}
+			switch {
+			case v.planErr != nil:
+				out = append(out, v1alpha1.NodeFailure{Node: name, Reason: string(planReason(v.planErr)), Message: truncate(v.planErr.Error(), 512)})
+			case v.job != nil:
 				reason, msg := v.job.failure()
 				out = append(out, v1alpha1.NodeFailure{Node: name, Reason: reason, Message: truncate(msg, 512)})
 			}

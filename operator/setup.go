@@ -26,13 +26,17 @@ import (
 // +kubebuilder:rbac:groups=containerd.x-k8s.io,resources=shims/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete,namespace=shimkit-system
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list,namespace=shimkit-system
 // +kubebuilder:rbac:groups=node.k8s.io,resources=runtimeclasses,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager adds the reconciler to a manager: it watches Shims, the
 // Jobs they own, the RuntimeClasses they own, and Nodes (a node that
-// joins, leaves or changes labels requeues every Shim).
+// joins, leaves or changes labels requeues every Shim). The installer pods'
+// results are read from the API server directly (list, once per finished
+// Job), so the manager caches no pods.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.reader = mgr.GetAPIReader()
 	if err := r.metrics.Register(crmetrics.Registry); err != nil {
 		return err
 	}

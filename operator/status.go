@@ -55,9 +55,9 @@ func (r *Reconciler) updateStatus(ctx context.Context, obs *observed, plan, remo
 	case deleting:
 		ready = cond(v1alpha1.ConditionReady, false, "Deleting", fmt.Sprintf("removing the shim from %d nodes", removal.Remaining))
 	case done && rcReady:
-		ready = cond(v1alpha1.ConditionReady, true, "RolledOut", fmt.Sprintf("%d of %d nodes have the current spec; RuntimeClass %s is published", st.UpdatedNodes, st.Nodes, shim.Spec.RuntimeClass.Name))
+		ready = cond(v1alpha1.ConditionReady, true, "RolledOut", fmt.Sprintf("%d of %d nodes have the current spec; %s published", st.UpdatedNodes, st.Nodes, runtimeClassNames(shim)))
 	case done:
-		ready = cond(v1alpha1.ConditionReady, false, "NoNodes", "no node matches the selector; the RuntimeClass is not published")
+		ready = cond(v1alpha1.ConditionReady, false, "NoNodes", "no node matches the selector; no RuntimeClass is published")
 	default:
 		ready = cond(v1alpha1.ConditionReady, false, "RollingOut", fmt.Sprintf("%d of %d nodes have the current spec", st.UpdatedNodes, st.Nodes))
 	}
@@ -124,4 +124,17 @@ func equalStatus(a, b v1alpha1.ShimStatus) bool {
 		return s
 	}
 	return equality.Semantic.DeepEqual(strip(a), strip(b))
+}
+
+// runtimeClassNames says which RuntimeClasses a Shim publishes:
+// "RuntimeClass kata is" or "RuntimeClasses kata, kata-qemu are".
+func runtimeClassNames(shim *v1alpha1.Shim) string {
+	names := []string{shim.Spec.RuntimeClass.Name}
+	for _, h := range shim.Spec.Handlers {
+		names = append(names, h.RuntimeClass.Name)
+	}
+	if len(names) == 1 {
+		return "RuntimeClass " + names[0] + " is"
+	}
+	return "RuntimeClasses " + strings.Join(names, ", ") + " are"
 }

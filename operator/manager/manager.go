@@ -52,6 +52,9 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	fs.DurationVar(&opts.JobTTL, "job-ttl", time.Hour, "how long finished Jobs are kept")
 	fs.DurationVar(&opts.JobDeadline, "job-deadline", 10*time.Minute, "how long one node's Job may run")
 	fs.StringVar(&opts.ImagePullPolicy, "installer-pull-policy", "IfNotPresent", "pull policy of the installer image")
+	fs.StringVar(&opts.Preset, "containerd-preset", "", "the nodes' distribution: containerd, k3s, rke2, microk8s, k0s (default: detected on each node)")
+	fs.StringVar(&opts.ConfigMode, "containerd-config-mode", "", "how handlers are registered: auto, file or drop-in (default auto)")
+	fs.DurationVar(&opts.RestartTimeout, "containerd-restart-timeout", 0, "how long containerd may take to come back after a restart (default: the installer's)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

@@ -35,6 +35,8 @@ type ShimList struct {
 }
 
 // ShimSpec is the desired state of a Shim.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.handlers) || self.handlers.all(h, h.runtimeClass.handler != self.runtimeClass.handler && h.runtimeClass.name != self.runtimeClass.name)",message="handlers: a runtimeClass.handler or runtimeClass.name repeats spec.runtimeClass"
 type ShimSpec struct {
 	// nodeSelector selects the nodes that get the shim. When empty, every
 	// node except those labelled node-role.kubernetes.io/control-plane;
@@ -46,7 +48,9 @@ type ShimSpec struct {
 	// fetchStrategy says where the shim comes from.
 	FetchStrategy FetchStrategy `json:"fetchStrategy"`
 
-	// runtimeClass is the RuntimeClass published for the shim.
+	// runtimeClass is the RuntimeClass published for the shim's primary
+	// handler. Its handler cannot change once set.
+	// +kubebuilder:validation:XValidation:rule="self.handler == oldSelf.handler",message="runtimeClass.handler is immutable"
 	RuntimeClass RuntimeClassSpec `json:"runtimeClass"`
 
 	// runtimeType is the containerd runtime_type, which names the shim
@@ -63,10 +67,12 @@ type ShimSpec struct {
 	// +kubebuilder:validation:Type=object
 	RuntimeOptions *runtime.RawExtension `json:"runtimeOptions,omitempty"`
 
-	// runtimePath is the absolute path of the shim binary on the node;
-	// default: where the installer places it.
+	// runtimePath is the absolute path of the shim binary on the node, or
+	// one under $(BUNDLE_DIR); default: the bundle's binary of the name
+	// containerd looks for (containerd-shim-<name>-<version> of
+	// runtimeType), when the bundle has one.
 	// +optional
-	// +kubebuilder:validation:Pattern=`^/[^\s]*$`
+	// +kubebuilder:validation:Pattern=`^(/|\$\(BUNDLE_DIR\)/)[^\s]*$`
 	RuntimePath string `json:"runtimePath,omitempty"`
 
 	// podAnnotations are the pod annotation keys (or prefixes ending in *)
@@ -81,10 +87,166 @@ type ShimSpec struct {
 	// +optional
 	PrivilegedWithoutHostDevices bool `json:"privilegedWithoutHostDevices,omitempty"`
 
+	// containerAnnotations are the container annotation keys (or prefixes
+	// ending in *) passed to the shim.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:Pattern=`^[^\s]+$`
+	ContainerAnnotations []string `json:"containerAnnotations,omitempty"`
+
+	// snapshotter is the snapshotter for this handler's containers.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Snapshotter string `json:"snapshotter,omitempty"`
+
+	// sandboxer is the sandbox controller of this handler's pods: the name
+	// of one of spec.sandboxers, or containerd's own (podsandbox, shim).
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Sandboxer string `json:"sandboxer,omitempty"`
+
+	// ioType is the handler's io_type: fifo or streaming.
+	// +optional
+	// +kubebuilder:validation:Enum=fifo;streaming
+	IOType string `json:"ioType,omitempty"`
+
+	// files are the bundle's files, taken from the artifact into the
+	// Shim's bundle directory on the node. Default: the artifact's shim
+	// binary (the containerd-shim-* file), placed under the name
+	// containerd looks for. Handler options, runtime paths, sandboxer
+	// commands and files with substitute: true refer to the bundle
+	// directory as $(BUNDLE_DIR).
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=map
+	// +listMapKey=path
+	// +kubebuilder:validation:XValidation:rule="self.all(f, self.exists_one(g, (has(g.target) ? g.target : (g.path.matches('[*?]') ? g.path.substring(g.path.lastIndexOf('/') + 1) : g.path)) == (has(f.target) ? f.target : (f.path.matches('[*?]') ? f.path.substring(f.path.lastIndexOf('/') + 1) : f.path))))",message="files: each target (default: path, or its base name for a pattern) at most once"
+	Files []BundleFile `json:"files,omitempty"`
+
+	// handlers are further runtime handlers served by the same bundle
+	// (for example kata-qemu and kata-clh), each with its own
+	// RuntimeClass. The handler of spec.runtimeClass is always the first.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="self.all(h, self.exists_one(g, g.runtimeClass.handler == h.runtimeClass.handler))",message="handlers: each runtimeClass.handler at most once"
+	// +kubebuilder:validation:XValidation:rule="self.all(h, self.exists_one(g, g.runtimeClass.name == h.runtimeClass.name))",message="handlers: each runtimeClass.name at most once"
+	Handlers []HandlerSpec `json:"handlers,omitempty"`
+
+	// sandboxers are long-running sandboxer daemons (as Kuasar's): each
+	// runs as a systemd unit on the node and is registered in containerd
+	// as a proxy plugin of type sandbox, which handlers name in sandboxer.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=map
+	// +listMapKey=name
+	Sandboxers []SandboxerSpec `json:"sandboxers,omitempty"`
+
 	// rolloutStrategy says how a change reaches the nodes.
 	// +optional
 	// +kubebuilder:default={type: rolling, rolling: {maxUpdate: 1}}
 	RolloutStrategy *RolloutStrategy `json:"rolloutStrategy,omitempty"`
+}
+
+// BundleFile is one file of a Shim's bundle.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.target) || !self.path.substring(self.path.lastIndexOf('/') + 1).matches('[*?]')",message="files.target: required when the base name of path is a pattern"
+type BundleFile struct {
+	// path is the file's path in the artifact, or a pattern (as Go's
+	// path.Match, with * and ?) matching exactly one file; a pattern
+	// without a slash matches base names anywhere in the artifact.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:Pattern=`^[^/\s\[\]\\][^\s\[\]\\]*$`
+	// +kubebuilder:validation:XValidation:rule="!self.split('/').exists(e, e == '..' || e == '.' || e == '')",message="files.path: a clean relative path in the artifact"
+	Path string `json:"path"`
+	// target is where the file goes, relative to the bundle directory;
+	// default: path (the base name when path is a pattern).
+	// +optional
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:Pattern=`^[^/\s][^\s]*$`
+	// +kubebuilder:validation:XValidation:rule="!self.split('/').exists(e, e == '..' || e == '.' || e == '')",message="files.target: a clean relative path inside the bundle"
+	Target string `json:"target,omitempty"`
+	// mode is the file's permission bits (0755 for programs); default
+	// 0644, or 0755 when target is the shim binary of one of the Shim's
+	// handlers (containerd-shim-<name>-<version>).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=511
+	Mode *int32 `json:"mode,omitempty"`
+	// substitute replaces $(BUNDLE_DIR) in the file's content with the
+	// bundle directory's node path (for configuration files that name
+	// other files of the bundle, such as runsc.toml's binary_name).
+	// +optional
+	Substitute bool `json:"substitute,omitempty"`
+}
+
+// HandlerSpec is a further runtime handler of a Shim.
+type HandlerSpec struct {
+	// runtimeClass is the RuntimeClass published for this handler.
+	RuntimeClass RuntimeClassSpec `json:"runtimeClass"`
+	// runtimeType is the containerd runtime_type; default
+	// io.containerd.<runtimeClass.handler>.v2.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^io\.containerd\.[a-z0-9][a-z0-9_-]*\.v[0-9]+$`
+	RuntimeType string `json:"runtimeType,omitempty"`
+	// runtimeOptions is the handler's options table, as a JSON object.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	RuntimeOptions *runtime.RawExtension `json:"runtimeOptions,omitempty"`
+	// runtimePath is the absolute path of the shim binary on the node,
+	// often under $(BUNDLE_DIR); default: the bundle's binary of the name
+	// containerd looks for, when the bundle has one.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^(/|\$\(BUNDLE_DIR\)/)[^\s]*$`
+	RuntimePath string `json:"runtimePath,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:Pattern=`^[^\s]+$`
+	PodAnnotations []string `json:"podAnnotations,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:Pattern=`^[^\s]+$`
+	ContainerAnnotations []string `json:"containerAnnotations,omitempty"`
+	// +optional
+	PrivilegedWithoutHostDevices bool `json:"privilegedWithoutHostDevices,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Snapshotter string `json:"snapshotter,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Sandboxer string `json:"sandboxer,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Enum=fifo;streaming
+	IOType string `json:"ioType,omitempty"`
+}
+
+// SandboxerSpec is a sandboxer daemon of a Shim.
+type SandboxerSpec struct {
+	// name is the proxy plugin's name in containerd, which handlers give
+	// as their sandboxer.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+	// command is the daemon's argv; the program is an absolute path,
+	// usually $(BUNDLE_DIR)/<file>. $(ADDRESS) stands for address.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="self[0].startsWith('/') || self[0].startsWith('$(BUNDLE_DIR)/')",message="sandboxers.command: the program must be an absolute path or under $(BUNDLE_DIR)"
+	Command []string `json:"command"`
+	// address is the daemon's unix socket; default
+	// /run/shimkit/<name>.sock.
+	// +optional
+	// +kubebuilder:validation:MaxLength=107
+	// +kubebuilder:validation:Pattern=`^/[^\s]*$`
+	Address string `json:"address,omitempty"`
+	// env holds NAME=value pairs for the daemon.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z_][A-Za-z0-9_]*=`
+	Env []string `json:"env,omitempty"`
 }
 
 // FetchStrategyType names a way to fetch the shim.
@@ -175,10 +337,10 @@ type RuntimeClassSpec struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Name string `json:"name"`
 	// handler is the containerd runtime handler name: an RFC 1123 DNS
-	// label. It cannot change once set.
+	// label. The primary handler (spec.runtimeClass) cannot change once
+	// set.
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="runtimeClass.handler is immutable"
 	Handler string `json:"handler"`
 	// tolerations are added to pods of this RuntimeClass, so that they can
 	// run on tainted nodes that have the shim.

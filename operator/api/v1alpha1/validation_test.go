@@ -3,12 +3,16 @@ package v1alpha1_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/shimkit/shimkit/internal/testutil"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
@@ -25,6 +29,44 @@ func validShim(name string) *v1alpha1.Shim {
 			RuntimeClass: v1alpha1.RuntimeClassSpec{Name: "wasmtime-spin", Handler: "spin"},
 		},
 	}
+}
+
+func handler(runtimeClass, name string) v1alpha1.HandlerSpec {
+	return v1alpha1.HandlerSpec{RuntimeClass: v1alpha1.RuntimeClassSpec{Name: runtimeClass, Handler: name}}
+}
+
+// bundleShims are the Shims of the operator's golden plans and the samples:
+// gVisor (runsc, its shim, runsc.toml with substitute), Kata with two
+// extra handlers, a sandboxer Shim, a BinaryName runtime, and the plain
+// Shims of before.
+func bundleShims(t *testing.T) []*v1alpha1.Shim {
+	t.Helper()
+	var files []string
+	for _, glob := range []string{"../../testdata/shims/*.yaml", "../../config/samples/shim_*.yaml"} {
+		m, err := filepath.Glob(glob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	if len(files) < 8 {
+		t.Fatalf("only %d Shim files: %v", len(files), files)
+	}
+	var out []*v1alpha1.Shim
+	for i, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &v1alpha1.Shim{}
+		if err := yaml.UnmarshalStrict(data, s); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		s.UID = ""
+		s.Name = fmt.Sprintf("bundle-%d-%s", i, s.Name)
+		out = append(out, s)
+	}
+	return out
 }
 
 func intOrString(s string) *intstr.IntOrString {
@@ -87,6 +129,52 @@ func TestAdmission(t *testing.T) {
 			s.Spec.RolloutStrategy = &v1alpha1.RolloutStrategy{Type: v1alpha1.RolloutRecreate, Rolling: &v1alpha1.RollingUpdate{MaxUpdate: intOrString("2")}}
 		}, "rolloutStrategy.rolling is only for type rolling"},
 		{"unknown rollout type", func(s *v1alpha1.Shim) { s.Spec.RolloutStrategy = &v1alpha1.RolloutStrategy{Type: "bluegreen"} }, "spec.rolloutStrategy.type"},
+		{"runtime path under a made-up placeholder", func(s *v1alpha1.Shim) { s.Spec.RuntimePath = "$(HOME)/shim" }, "spec.runtimePath"},
+		{"io type unknown", func(s *v1alpha1.Shim) { s.Spec.IOType = "pipe" }, "spec.ioType"},
+		{"duplicate handler", func(s *v1alpha1.Shim) {
+			s.Spec.Handlers = []v1alpha1.HandlerSpec{handler("kata-qemu", "kata-qemu"), handler("kata-qemu-2", "kata-qemu")}
+		}, "handlers: each runtimeClass.handler at most once"},
+		{"duplicate handler RuntimeClass", func(s *v1alpha1.Shim) {
+			s.Spec.Handlers = []v1alpha1.HandlerSpec{handler("kata", "kata-qemu"), handler("kata", "kata-clh")}
+		}, "handlers: each runtimeClass.name at most once"},
+		{"extra handler repeats the primary's handler", func(s *v1alpha1.Shim) {
+			s.Spec.Handlers = []v1alpha1.HandlerSpec{handler("other", "spin")}
+		}, "handlers: a runtimeClass.handler or runtimeClass.name repeats spec.runtimeClass"},
+		{"extra handler repeats the primary's RuntimeClass", func(s *v1alpha1.Shim) {
+			s.Spec.Handlers = []v1alpha1.HandlerSpec{handler("wasmtime-spin", "other")}
+		}, "handlers: a runtimeClass.handler or runtimeClass.name repeats spec.runtimeClass"},
+		{"extra handler runtime type malformed", func(s *v1alpha1.Shim) {
+			h := handler("b", "b")
+			h.RuntimeType = "runc"
+			s.Spec.Handlers = []v1alpha1.HandlerSpec{h}
+		}, "spec.handlers[0].runtimeType"},
+		{"file target with ..", func(s *v1alpha1.Shim) {
+			s.Spec.Files = []v1alpha1.BundleFile{{Path: "runsc", Target: "../../usr/bin/runsc"}}
+		}, "files.target: a clean relative path inside the bundle"},
+		{"file target absolute", func(s *v1alpha1.Shim) {
+			s.Spec.Files = []v1alpha1.BundleFile{{Path: "runsc", Target: "/usr/bin/runsc"}}
+		}, "spec.files[0].target"},
+		{"file path with ..", func(s *v1alpha1.Shim) { s.Spec.Files = []v1alpha1.BundleFile{{Path: "bin/../../runsc"}} }, "files.path: a clean relative path in the artifact"},
+		{"file path with a character class", func(s *v1alpha1.Shim) { s.Spec.Files = []v1alpha1.BundleFile{{Path: "bin/runs[c", Target: "runsc"}} }, "spec.files[0].path"},
+		{"file pattern without a target", func(s *v1alpha1.Shim) { s.Spec.Files = []v1alpha1.BundleFile{{Path: "bin/containerd-shim-*"}} }, "files.target: required when the base name of path is a pattern"},
+		{"two files, one target", func(s *v1alpha1.Shim) {
+			s.Spec.Files = []v1alpha1.BundleFile{{Path: "a/runsc", Target: "runsc"}, {Path: "*/runsc"}}
+		}, "files: each target"},
+		{"file mode above 0777", func(s *v1alpha1.Shim) {
+			s.Spec.Files = []v1alpha1.BundleFile{{Path: "runsc", Mode: ptr.To[int32](0o4755)}}
+		}, "spec.files[0].mode"},
+		{"sandboxer command not absolute", func(s *v1alpha1.Shim) {
+			s.Spec.Sandboxers = []v1alpha1.SandboxerSpec{{Name: "vmm", Command: []string{"vmm-sandboxer", "--listen", "$(ADDRESS)"}}}
+		}, "sandboxers.command: the program must be an absolute path or under $(BUNDLE_DIR)"},
+		{"sandboxer without command", func(s *v1alpha1.Shim) {
+			s.Spec.Sandboxers = []v1alpha1.SandboxerSpec{{Name: "vmm"}}
+		}, "spec.sandboxers[0].command"},
+		{"sandboxer address relative", func(s *v1alpha1.Shim) {
+			s.Spec.Sandboxers = []v1alpha1.SandboxerSpec{{Name: "vmm", Command: []string{"/bin/vmm"}, Address: "run/vmm.sock"}}
+		}, "spec.sandboxers[0].address"},
+		{"sandboxer env not NAME=value", func(s *v1alpha1.Shim) {
+			s.Spec.Sandboxers = []v1alpha1.SandboxerSpec{{Name: "vmm", Command: []string{"/bin/vmm"}, Env: []string{"1X=2"}}}
+		}, "spec.sandboxers[0].env[0]"},
 	}
 	for i, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
@@ -137,6 +225,13 @@ func TestAdmission(t *testing.T) {
 			mutate(s)
 			if err := env.Client.Create(ctx, s); err != nil {
 				t.Errorf("good spec %d rejected: %v", i, err)
+			}
+		}
+	})
+	t.Run("bundle specs", func(t *testing.T) {
+		for _, s := range bundleShims(t) {
+			if err := env.Client.Create(ctx, s); err != nil {
+				t.Errorf("%s rejected: %v", s.Name, err)
 			}
 		}
 	})

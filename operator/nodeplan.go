@@ -1,0 +1,272 @@
+package operator
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"path"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+)
+
+// ErrNoArtifact: the Shim names no artifact for the node's platform (only
+// per-platform artifacts, none of them the node's).
+var ErrNoArtifact = errors.New("no artifact for the node's platform")
+
+// Where the installer pod finds what the Job mounts.
+const (
+	pullSecretDir  = "/etc/shimkit/pull-secret"
+	pullSecretPath = pullSecretDir + "/config.json"
+)
+
+// Defaults of sandboxer daemons.
+const (
+	addressPlaceholder = "$(ADDRESS)"
+	sandboxerSocketDir = "/run/shimkit"
+)
+
+// BuildPlan returns the NodePlan that installs the Shim on the node
+// (plan.OpInstall) or removes it (plan.OpUninstall). It is the one place
+// where the Shim API's defaults are applied:
+//
+//   - handlers: the primary (spec.runtimeClass.handler with the top-level
+//     runtime fields) first, then spec.handlers; runtimeType defaults to
+//     io.containerd.<handler>.v2; runtimeOptions become a map typed as
+//     plan.Decode types it (whole numbers int64);
+//   - files: default one, the artifact's containerd-shim-* file placed as
+//     the primary runtime type's binary (containerd-shim-<x>-<vN>), 0755;
+//     a file's target defaults to its path (the base name when the path is
+//     a pattern), its mode to 0644, or 0755 when the target is a handler's
+//     shim binary;
+//   - a handler's runtimePath defaults to $(BUNDLE_DIR)/<its shim binary>
+//     when the bundle has a file of that name, and stays empty otherwise
+//     (containerd finds its own shim, such as runc's with BinaryName);
+//   - sandboxers: unit shimkit-<name>.service, address
+//     /run/shimkit/<name>.sock, $(ADDRESS) in the command replaced by it;
+//   - the artifact of the node's platform, its sha256 as the digest, the
+//     pull secret at the path the Job mounts it.
+//
+// An uninstall plan carries only the Shim's identity, the operation and
+// the restart settings: the node's state says what to remove. The plan is
+// validated; an error names the node and the field.
+func BuildPlan(shim *v1alpha1.Shim, node *corev1.Node, op plan.Operation, o Options) (*plan.NodePlan, error) {
+	return buildPlan(shim, node, op, o, specHash(shim))
+}
+
+// buildPlan is BuildPlan with the Shim's spec hash computed once.
+func buildPlan(shim *v1alpha1.Shim, node *corev1.Node, op plan.Operation, o Options, hash string) (*plan.NodePlan, error) {
+	p := plan.New(plan.ShimRef{Name: shim.Name, UID: string(shim.UID)}, op)
+	p.Node = node.Name
+	p.Restart = plan.Restart{Preset: o.Preset, ConfigMode: o.ConfigMode, Timeout: plan.Duration(o.RestartTimeout)}
+	if op == plan.OpInstall {
+		if err := fillInstall(p, shim, node, hash); err != nil {
+			return nil, fmt.Errorf("plan of Shim %s for node %s: %w", shim.Name, node.Name, err)
+		}
+	}
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("plan of Shim %s for node %s: %w", shim.Name, node.Name, err)
+	}
+	return p, nil
+}
+
+func fillInstall(p *plan.NodePlan, shim *v1alpha1.Shim, node *corev1.Node, hash string) error {
+	var err error
+	p.SpecHash = hash
+	if p.Artifact, err = artifactFor(shim, node); err != nil {
+		return err
+	}
+	if p.Handlers, err = handlersOf(shim); err != nil {
+		return err
+	}
+	p.Files = filesOf(shim, p.Handlers)
+	for i := range p.Handlers {
+		h := &p.Handlers[i]
+		if bin := binaryName(h.RuntimeType); h.RuntimePath == "" && hasFile(p.Files, bin) {
+			h.RuntimePath = plan.BundleDirPlaceholder + "/" + bin
+		}
+	}
+	p.Sandboxers = sandboxersOf(shim)
+	return nil
+}
+
+// artifactFor picks the Shim's artifact for the node's platform.
+func artifactFor(shim *v1alpha1.Shim, node *corev1.Node) (*plan.Artifact, error) {
+	fs := shim.Spec.FetchStrategy
+	platform := platformOf(node)
+	a := &plan.Artifact{Platform: platform}
+	switch {
+	case fs.Type == v1alpha1.FetchAnonHTTP && fs.AnonHTTP != nil:
+		loc, sum := fs.AnonHTTP.Location, fs.AnonHTTP.SHA256
+		for _, pa := range fs.AnonHTTP.Platforms {
+			if pa.Platform == platform {
+				loc, sum = pa.Location, pa.SHA256
+			}
+		}
+		if loc == "" {
+			return nil, fmt.Errorf("spec.fetchStrategy.anonHttp: %w (%s)", ErrNoArtifact, platform)
+		}
+		a.Type, a.URL = plan.SourceHTTP, loc
+		if sum != "" {
+			a.Digest = "sha256:" + sum
+		}
+	case fs.Type == v1alpha1.FetchOCI && fs.OCI != nil:
+		a.Type, a.Reference, a.PlainHTTP = plan.SourceOCI, fs.OCI.Reference, fs.OCI.PlainHTTP
+		if fs.OCI.PullSecretRef != nil {
+			a.PullSecretPath = pullSecretPath
+		}
+	default:
+		return nil, fmt.Errorf("spec.fetchStrategy: type %q without its settings", fs.Type)
+	}
+	return a, nil
+}
+
+// handlersOf lists the primary handler, then spec.handlers.
+func handlersOf(shim *v1alpha1.Shim) ([]plan.Handler, error) {
+	s := shim.Spec
+	primary := v1alpha1.HandlerSpec{
+		RuntimeClass: s.RuntimeClass, RuntimeType: s.RuntimeType, RuntimeOptions: s.RuntimeOptions, RuntimePath: s.RuntimePath,
+		PodAnnotations: s.PodAnnotations, ContainerAnnotations: s.ContainerAnnotations,
+		PrivilegedWithoutHostDevices: s.PrivilegedWithoutHostDevices, Snapshotter: s.Snapshotter, Sandboxer: s.Sandboxer, IOType: s.IOType,
+	}
+	out := make([]plan.Handler, 0, 1+len(s.Handlers))
+	for i, h := range append([]v1alpha1.HandlerSpec{primary}, s.Handlers...) {
+		opts, err := options(h.RuntimeOptions)
+		if err != nil {
+			field := "spec.runtimeOptions"
+			if i > 0 {
+				field = fmt.Sprintf("spec.handlers[%d].runtimeOptions", i-1)
+			}
+			return nil, fmt.Errorf("%s: %w", field, err)
+		}
+		out = append(out, plan.Handler{
+			Name: h.RuntimeClass.Handler, RuntimeType: handlerRuntimeType(h), RuntimePath: h.RuntimePath, Options: opts,
+			PodAnnotations: h.PodAnnotations, ContainerAnnotations: h.ContainerAnnotations,
+			PrivilegedWithoutHostDevices: h.PrivilegedWithoutHostDevices, Snapshotter: h.Snapshotter, Sandboxer: h.Sandboxer, IOType: h.IOType,
+		})
+	}
+	return out, nil
+}
+
+func handlerRuntimeType(h v1alpha1.HandlerSpec) string {
+	if h.RuntimeType != "" {
+		return h.RuntimeType
+	}
+	return "io.containerd." + h.RuntimeClass.Handler + ".v2"
+}
+
+// binaryName is the shim binary containerd looks for a runtime type:
+// io.containerd.runsc.v1 → containerd-shim-runsc-v1.
+func binaryName(runtimeType string) string {
+	parts := strings.Split(runtimeType, ".")
+	if len(parts) < 4 || parts[0] != "io" || parts[1] != "containerd" {
+		return ""
+	}
+	return "containerd-shim-" + strings.Join(parts[2:len(parts)-1], ".") + "-" + parts[len(parts)-1]
+}
+
+// filesOf lists the bundle's files, with their defaults.
+func filesOf(shim *v1alpha1.Shim, handlers []plan.Handler) []plan.File {
+	if len(shim.Spec.Files) == 0 {
+		return []plan.File{{Source: "containerd-shim-*", Path: binaryName(handlers[0].RuntimeType), Mode: 0o755}}
+	}
+	shimBinaries := map[string]bool{}
+	for _, h := range handlers {
+		shimBinaries[binaryName(h.RuntimeType)] = true
+	}
+	out := make([]plan.File, 0, len(shim.Spec.Files))
+	for _, f := range shim.Spec.Files {
+		pf := plan.File{Source: f.Path, Path: fileTarget(f), Mode: 0o644, Substitute: f.Substitute}
+		if shimBinaries[pf.Path] {
+			pf.Mode = 0o755
+		}
+		if f.Mode != nil {
+			pf.Mode = uint32(*f.Mode)
+		}
+		out = append(out, pf)
+	}
+	return out
+}
+
+// fileTarget is where a file goes: target, or its path (the base name
+// when the path is a pattern).
+func fileTarget(f v1alpha1.BundleFile) string {
+	switch {
+	case f.Target != "":
+		return f.Target
+	case strings.ContainsAny(f.Path, "*?["):
+		return path.Base(f.Path)
+	}
+	return f.Path
+}
+
+func hasFile(files []plan.File, target string) bool {
+	for _, f := range files {
+		if f.Path == target {
+			return true
+		}
+	}
+	return false
+}
+
+func sandboxersOf(shim *v1alpha1.Shim) []plan.Sandboxer {
+	var out []plan.Sandboxer
+	for _, s := range shim.Spec.Sandboxers {
+		addr := s.Address
+		if addr == "" {
+			addr = sandboxerSocketDir + "/" + s.Name + ".sock"
+		}
+		cmd := make([]string, len(s.Command))
+		for i, a := range s.Command {
+			cmd[i] = strings.ReplaceAll(a, addressPlaceholder, addr)
+		}
+		out = append(out, plan.Sandboxer{Name: s.Name, Unit: "shimkit-" + s.Name + ".service", Command: cmd, Environment: s.Env, Address: addr})
+	}
+	return out
+}
+
+// options decodes runtimeOptions as plan.Decode does: whole numbers as
+// int64, other numbers as float64.
+func options(raw *runtime.RawExtension) (map[string]any, error) {
+	if raw == nil || len(raw.Raw) == 0 {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw.Raw))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("want a JSON object: %w", err)
+	}
+	if len(m) == 0 {
+		return nil, nil
+	}
+	return typedValue(m).(map[string]any), nil
+}
+
+func typedValue(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		if i, err := v.Int64(); err == nil {
+			return i
+		}
+		if f, err := v.Float64(); err == nil && !math.IsInf(f, 0) {
+			return f
+		}
+		return v.String()
+	case map[string]any:
+		for k, e := range v {
+			v[k] = typedValue(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = typedValue(e)
+		}
+	}
+	return v
+}

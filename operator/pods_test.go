@@ -1,0 +1,178 @@
+package operator_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/internal/testutil"
+)
+
+// podRun is how a stand-in installer pod ended.
+type podRun struct {
+	ExitCode int32
+	Message  string // the container's termination message
+}
+
+// runPod creates the Job's pod as the Job controller would (its template,
+// the controller-uid label, owned by the Job) and writes the status the
+// kubelet would: terminated with run's exit code and message.
+func (k *kubelet) runPod(ctx context.Context, j *batchv1.Job, run podRun) error {
+	tmpl := j.Spec.Template.DeepCopy()
+	pod := &corev1.Pod{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}
+	pod.Name, pod.Namespace = j.Name+"-pod", j.Namespace
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	pod.Labels["batch.kubernetes.io/controller-uid"] = string(j.UID)
+	pod.Labels["batch.kubernetes.io/job-name"] = j.Name
+	pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(j, batchv1.SchemeGroupVersion.WithKind("Job"))}
+	if err := k.c.Create(ctx, pod); err != nil {
+		return fmt.Errorf("create pod of Job %s: %w", j.Name, err)
+	}
+	phase, reason := corev1.PodSucceeded, "Completed"
+	if run.ExitCode != 0 {
+		phase, reason = corev1.PodFailed, "Error"
+	}
+	now := metav1.Now()
+	pod.Status = corev1.PodStatus{Phase: phase, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: pod.Spec.Containers[0].Name, Image: pod.Spec.Containers[0].Image,
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: run.ExitCode, Reason: reason, Message: run.Message, StartedAt: now, FinishedAt: now,
+		}},
+	}}}
+	if err := k.c.Status().Update(ctx, pod); err != nil {
+		return fmt.Errorf("status of pod %s: %w", pod.Name, err)
+	}
+	return nil
+}
+
+// resultRun is a pod that wrote r as its termination message.
+func resultRun(t testing.TB, code int32, r *plan.NodeResult) podRun {
+	t.Helper()
+	data, err := plan.EncodeResult(r, plan.MaxTerminationMessage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return podRun{ExitCode: code, Message: string(data)}
+}
+
+var installerBin = struct {
+	once sync.Once
+	path string
+	err  error
+}{}
+
+// buildInstaller builds cmd/shimkit-installer once per test binary.
+func buildInstaller(t testing.TB) string {
+	t.Helper()
+	installerBin.once.Do(func() {
+		dir, err := os.MkdirTemp("", "shimkit-operator-test-")
+		if err != nil {
+			installerBin.err = err
+			return
+		}
+		installerBin.path = filepath.Join(dir, "shimkit-installer")
+		cmd := exec.Command("go", "build", "-o", installerBin.path, "./cmd/shimkit-installer")
+		cmd.Dir = testutil.RepoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			installerBin.err = fmt.Errorf("go build ./cmd/shimkit-installer: %w\n%s", err, out)
+		}
+	})
+	if installerBin.err != nil {
+		t.Fatal(installerBin.err)
+	}
+	return installerBin.path
+}
+
+// removeInstaller removes what buildInstaller built (from TestMain).
+func removeInstaller() {
+	if installerBin.path != "" {
+		_ = os.RemoveAll(filepath.Dir(installerBin.path))
+	}
+}
+
+var annotationRef = regexp.MustCompile(`^metadata\.annotations\['([^']+)'\]$`)
+
+// realInstaller runs the real installer for a Job's pod, as the kubelet
+// would run its container: the pod's args, the files its volumes mount
+// (the plan, from the pod's annotation through the downward API), the
+// node's / at hostRoot, and the termination message file.
+func realInstaller(t testing.TB, hostRoot string) func(context.Context, *batchv1.Job) podRun {
+	bin := buildInstaller(t)
+	return func(ctx context.Context, j *batchv1.Job) podRun {
+		pod := j.Spec.Template
+		c := pod.Spec.Containers[0]
+		dir, err := os.MkdirTemp("", "pod-")
+		if err != nil {
+			return podRun{ExitCode: 128, Message: err.Error()}
+		}
+		defer os.RemoveAll(dir)
+		if err := mountVolumes(pod, c, dir); err != nil {
+			return podRun{ExitCode: 128, Message: err.Error()}
+		}
+		message := filepath.Join(dir, "termination-log")
+		args := make([]string, len(c.Args))
+		for i, a := range c.Args {
+			switch {
+			case a == c.TerminationMessagePath:
+				args[i] = message
+			case i > 0 && c.Args[i-1] == "--host-root":
+				args[i] = hostRoot
+			case strings.HasPrefix(a, "/"):
+				args[i] = filepath.Join(dir, a) // a mounted file
+			default:
+				args[i] = a
+			}
+		}
+		cmd := exec.CommandContext(ctx, bin, args...)
+		out, err := cmd.CombinedOutput()
+		code := int32(0)
+		if exit := (*exec.ExitError)(nil); errors.As(err, &exit) {
+			code = int32(exit.ExitCode())
+		} else if err != nil {
+			return podRun{ExitCode: 128, Message: err.Error()}
+		}
+		t.Logf("installer %v: exit %d\n%s", c.Args, code, out)
+		data, _ := os.ReadFile(message)
+		return podRun{ExitCode: code, Message: string(data)}
+	}
+}
+
+// mountVolumes writes the container's downward API files under dir, at
+// their mount paths.
+func mountVolumes(pod corev1.PodTemplateSpec, c corev1.Container, dir string) error {
+	for _, m := range c.VolumeMounts {
+		for _, v := range pod.Spec.Volumes {
+			if v.Name != m.Name || v.DownwardAPI == nil {
+				continue
+			}
+			for _, item := range v.DownwardAPI.Items {
+				ref := annotationRef.FindStringSubmatch(item.FieldRef.FieldPath)
+				if ref == nil {
+					return fmt.Errorf("volume %s: field %s is not an annotation", v.Name, item.FieldRef.FieldPath)
+				}
+				f := filepath.Join(dir, m.MountPath, item.Path)
+				if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+					return err
+				}
+				if err := os.WriteFile(f, []byte(pod.Annotations[ref[1]]), 0o644); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,176 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/nodelabel"
+)
+
+// labelControllerUID is set by the Job controller on a Job's pods.
+const labelControllerUID = "batch.kubernetes.io/controller-uid"
+
+// results remembers the NodeResults read from finished Jobs' pods, per
+// Shim and Job, so that each Job's pods are read once (and its failure
+// reported once), not on every reconcile.
+type results struct {
+	mu     sync.Mutex
+	byShim map[string]map[types.UID]*plan.NodeResult // a nil result: read, none found
+}
+
+func (rs *results) get(shim string, job types.UID) (*plan.NodeResult, bool) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	res, ok := rs.byShim[shim][job]
+	return res, ok
+}
+
+func (rs *results) put(shim string, job types.UID, res *plan.NodeResult) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.byShim == nil {
+		rs.byShim = map[string]map[types.UID]*plan.NodeResult{}
+	}
+	if rs.byShim[shim] == nil {
+		rs.byShim[shim] = map[types.UID]*plan.NodeResult{}
+	}
+	rs.byShim[shim][job] = res
+}
+
+// keep forgets the Shim's results of Jobs other than keep's.
+func (rs *results) keep(shim string, keep map[types.UID]bool) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for uid := range rs.byShim[shim] {
+		if !keep[uid] {
+			delete(rs.byShim[shim], uid)
+		}
+	}
+	if len(keep) == 0 {
+		delete(rs.byShim, shim)
+	}
+}
+
+// recordFinishedJobs reads the results of finished Jobs, reports failed
+// ones, and turns succeeded ones into node labels: installed (at the Job's
+// spec hash) or gone.
+func (r *Reconciler) recordFinishedJobs(ctx context.Context, obs *observed) error {
+	g := r.group(ctx)
+	for i := range obs.views {
+		v := &obs.views[i]
+		if j := v.job; j != nil && (j.failed() || j.succeeded() && v.unrecorded()) {
+			g.Go(func() error { return r.recordJob(ctx, obs, v) })
+		}
+	}
+	return g.Wait()
+}
+
+// unrecorded: the node's labels do not yet say what its succeeded Job did.
+func (v *nodeView) unrecorded() bool {
+	if v.job.op == opInstall {
+		return !(v.label == nodelabel.Installed && v.specHash == v.job.specHash || v.label == labelUninstalling)
+	}
+	return v.label != ""
+}
+
+func (r *Reconciler) recordJob(ctx context.Context, obs *observed, v *nodeView) error {
+	j := v.job
+	if !j.resultRead {
+		res, err := r.readResult(ctx, j.job)
+		if err != nil {
+			// Not fatal: the Job's condition stands in, and a failed Job's
+			// pods are read again next time.
+			log.FromContext(ctx).Error(err, "reading the installer's result", "node", v.node.Name)
+		} else {
+			j.result, j.resultRead = res, true
+			r.results.put(obs.shim.Name, j.job.UID, res)
+		}
+		if j.failed() && err == nil {
+			reason, msg := j.failure()
+			r.event(obs.shim, corev1.EventTypeWarning, action(j.op)+"Failed", action(j.op), "%s", failureNote(v.node.Name, reason, msg))
+		}
+	}
+	if j.failed() {
+		return nil
+	}
+	switch j.op {
+	case opInstall:
+		if err := nodelabel.Mark(ctx, r.client, v.node.Name, obs.shim.Name, j.specHash); err != nil {
+			return err
+		}
+		v.label, v.specHash = nodelabel.Installed, j.specHash
+		digest := ""
+		if j.result != nil && j.result.Digest != "" {
+			digest = ", " + j.result.Digest
+		}
+		r.event(obs.shim, corev1.EventTypeNormal, "Installed", "Install", "shim installed on node %s (spec %s%s)", v.node.Name, j.specHash, digest)
+	case opUninstall:
+		if err := nodelabel.Unmark(ctx, r.client, v.node.Name, obs.shim.Name); err != nil {
+			return err
+		}
+		v.label, v.specHash = "", ""
+		r.event(obs.shim, corev1.EventTypeNormal, "Uninstalled", "Uninstall", "shim removed from node %s", v.node.Name)
+	}
+	return nil
+}
+
+// readResult returns the NodeResult the installer wrote as the termination
+// message of the Job's newest pod that has one, or nil when none is
+// readable (pods gone, killed before writing, an older installer).
+func (r *Reconciler) readResult(ctx context.Context, job *batchv1.Job) (*plan.NodeResult, error) {
+	var pods corev1.PodList
+	if err := r.reader.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{labelControllerUID: string(job.UID)}); err != nil {
+		return nil, fmt.Errorf("pods of Job %s: %w", job.Name, err)
+	}
+	var best *plan.NodeResult
+	var bestPod *corev1.Pod
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		res := podResult(pod)
+		if res == nil || bestPod != nil && !newerPod(pod, bestPod) {
+			continue
+		}
+		best, bestPod = res, pod
+	}
+	return best, nil
+}
+
+// podResult decodes the installer container's termination message.
+func podResult(pod *corev1.Pod) *plan.NodeResult {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name != installerContainer {
+			continue
+		}
+		for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
+			if t == nil || t.Message == "" {
+				continue
+			}
+			if res, err := plan.DecodeResult([]byte(t.Message)); err == nil {
+				return res
+			}
+		}
+	}
+	return nil
+}
+
+func newerPod(a, b *corev1.Pod) bool {
+	return a.CreationTimestamp.After(b.CreationTimestamp.Time) ||
+		a.CreationTimestamp.Equal(&b.CreationTimestamp) && a.Name > b.Name
+}
+
+// failureNote says why a node failed, for events and conditions:
+// "node n1: ConfigInvalid: /etc/containerd/config.toml:12: ...".
+func failureNote(node, reason, message string) string {
+	if message == "" {
+		return fmt.Sprintf("node %s: %s", node, reason)
+	}
+	return fmt.Sprintf("node %s: %s: %s", node, reason, message)
+}

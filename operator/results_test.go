@@ -1,0 +1,272 @@
+package operator_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	nodev1 "k8s.io/api/node/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/internal/testutil"
+	"github.com/shimkit/shimkit/nodelabel"
+	"github.com/shimkit/shimkit/operator"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+)
+
+// shimFrom is a Shim of testdata/shims, ready to create.
+func shimFrom(t testing.TB, file string) *v1alpha1.Shim {
+	s := readShim(t, file)
+	s.UID = ""
+	return s
+}
+
+// TestJobCarriesPlan: the installer Job gets its node's plan as one
+// document, an annotation of its pod template mounted as the file its
+// args name, and nothing through the environment; its result comes back
+// as the termination message.
+func TestJobCarriesPlan(t *testing.T) {
+	env := startCluster(t)
+	ctx := context.Background()
+	createNodes(t, env.Client, 1, nil, "n")
+	startOperator(t, env)
+	if err := env.Client.Create(ctx, shimFrom(t, "kata")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the Job", func() (bool, string) { return len(jobsOf(t, env.Client, "kata")) == 1, "" })
+	j := jobsOf(t, env.Client, "kata")[0]
+	pod := j.Spec.Template
+	doc := pod.Annotations[operator.PlanAnnotation]
+	p, err := plan.Decode([]byte(doc))
+	if err != nil {
+		t.Fatalf("the plan annotation: %v\n%s", err, doc)
+	}
+	shim := getShim(t, env.Client, "kata")
+	if p.Shim.Name != "kata" || p.Shim.UID != string(shim.UID) || p.Node != "n-0000" || p.SpecHash != shim.Status.SpecHash && shim.Status.SpecHash != "" ||
+		len(p.Handlers) != 3 || p.Artifact.PullSecretPath == "" {
+		t.Errorf("plan %+v", p)
+	}
+	c := pod.Spec.Containers[0]
+	for _, e := range c.Env {
+		if strings.HasPrefix(e.Name, "SHIMKIT_") {
+			t.Errorf("environment variable %s: the plan is the one contract", e.Name)
+		}
+	}
+	planArg := c.Args[slices.Index(c.Args, "--plan")+1]
+	mounted := false
+	for _, m := range c.VolumeMounts {
+		for _, v := range pod.Spec.Volumes {
+			if v.Name != m.Name || v.DownwardAPI == nil {
+				continue
+			}
+			for _, item := range v.DownwardAPI.Items {
+				mounted = mounted || filepath.Join(m.MountPath, item.Path) == planArg &&
+					item.FieldRef.FieldPath == "metadata.annotations['"+operator.PlanAnnotation+"']"
+			}
+		}
+	}
+	if c.Args[0] != "install" || !mounted {
+		t.Errorf("args %v do not name the mounted plan; volumes %+v, mounts %+v", c.Args, pod.Spec.Volumes, c.VolumeMounts)
+	}
+	if !slices.Contains(c.Args, "--result") || c.Args[slices.Index(c.Args, "--result")+1] != c.TerminationMessagePath ||
+		c.TerminationMessagePolicy != corev1.TerminationMessageReadFile {
+		t.Errorf("the result does not go to the termination message: args %v, path %q, policy %q", c.Args, c.TerminationMessagePath, c.TerminationMessagePolicy)
+	}
+	if r := j.Spec.PodFailurePolicy.Rules[0]; !slices.Equal(r.OnExitCodes.Values, []int32{3, 4}) || r.Action != batchv1.PodFailurePolicyActionFailJob {
+		t.Errorf("pod failure policy %+v", r)
+	}
+}
+
+// TestMultiHandlerRuntimeClasses: a Shim with three handlers publishes
+// three RuntimeClasses onto the nodes with its one label; a handler
+// dropped from the spec loses its RuntimeClass; on delete all go last,
+// after every node is clean.
+func TestMultiHandlerRuntimeClasses(t *testing.T) {
+	env := startCluster(t)
+	ctx := context.Background()
+	createNodes(t, env.Client, 3, nil, "n")
+	startKubelet(t, env, 50*time.Millisecond, nil)
+	startOperator(t, env)
+	if err := env.Client.Create(ctx, shimFrom(t, "kata")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "Ready", ready(env.Client, "kata"))
+	want := map[string]string{"kata": "kata", "kata-qemu": "kata-qemu", "kata-clh": "kata-clh"}
+	for name, handler := range want {
+		rc := &nodev1.RuntimeClass{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, rc); err != nil {
+			t.Fatal(err)
+		}
+		if rc.Handler != handler || rc.Scheduling.NodeSelector[nodelabel.Key("kata")] != nodelabel.Installed {
+			t.Errorf("RuntimeClass %s: handler %s, scheduling %+v", name, rc.Handler, rc.Scheduling)
+		}
+		if tol := rc.Scheduling.Tolerations; (name == "kata-clh") != (len(tol) == 1) {
+			t.Errorf("RuntimeClass %s: tolerations %+v", name, tol)
+		}
+	}
+	if c := condition(getShim(t, env.Client, "kata"), v1alpha1.ConditionReady); !strings.Contains(c.Message, "kata, kata-qemu, kata-clh") {
+		t.Errorf("Ready does not name the RuntimeClasses: %s", c.Message)
+	}
+
+	s := getShim(t, env.Client, "kata")
+	s.Spec.Handlers = s.Spec.Handlers[:1]
+	if err := env.Client.Update(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "kata-clh gone, Ready again", func() (bool, string) {
+		err := env.Client.Get(ctx, client.ObjectKey{Name: "kata-clh"}, &nodev1.RuntimeClass{})
+		ok, msg := ready(env.Client, "kata")()
+		return apierrors.IsNotFound(err) && ok, msg
+	})
+
+	if err := env.Client.Delete(ctx, getShim(t, env.Client, "kata")); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var nodes corev1.NodeList
+		if err := env.Client.List(ctx, &nodes, client.MatchingLabelsSelector{Selector: nodelabel.AnySelector("kata")}); err != nil {
+			t.Fatal(err)
+		}
+		gone := 0
+		for _, name := range []string{"kata", "kata-qemu"} {
+			if apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Name: name}, &nodev1.RuntimeClass{})) {
+				gone++
+			}
+		}
+		if gone > 0 && len(nodes.Items) > 0 {
+			t.Fatalf("%d RuntimeClasses gone while %d nodes still have the shim", gone, len(nodes.Items))
+		}
+		if gone == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("RuntimeClasses not deleted: %d nodes labelled", len(nodes.Items))
+		}
+	}
+}
+
+// failedResult is what an installer reports when the node's containerd
+// config does not parse.
+func failedResult(node string) *plan.NodeResult {
+	return &plan.NodeResult{
+		APIVersion: plan.APIVersion, Kind: plan.KindNodeResult, Shim: plan.ShimRef{Name: "spin"}, Node: node, Operation: plan.OpInstall,
+		Outcome: plan.RolledBack, Reason: plan.ReasonConfigInvalid, Message: "/etc/containerd/config.toml:12: expected '.' or '=', but got '\\n' instead",
+	}
+}
+
+// TestFailedJobResultInStatus: the installer's result, read from a failed
+// pod's termination message, is the node's reason and message in
+// status.failingNodes, Degraded and a Warning Event.
+func TestFailedJobResultInStatus(t *testing.T) {
+	env := startCluster(t)
+	ctx := context.Background()
+	createNodes(t, env.Client, 3, nil, "n")
+	startPodKubelet(t, env, 50*time.Millisecond, func(_ context.Context, j *batchv1.Job) podRun {
+		node := j.Labels["shim.containerd.x-k8s.io/node"]
+		if node == "n-0001" {
+			return resultRun(t, 3, failedResult(node))
+		}
+		return resultRun(t, 0, &plan.NodeResult{APIVersion: plan.APIVersion, Kind: plan.KindNodeResult, Outcome: plan.Succeeded, Digest: "sha256:" + strings.Repeat("a", 64)})
+	})
+	startOperator(t, env)
+	if err := env.Client.Create(ctx, newShim("spin", "spin", "3", nil)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "n-0001 failing", func() (bool, string) {
+		s := getShim(t, env.Client, "spin")
+		return len(s.Status.FailingNodes) == 1, fmt.Sprintf("%+v", s.Status)
+	})
+	s := getShim(t, env.Client, "spin")
+	f := s.Status.FailingNodes[0]
+	if f.Node != "n-0001" || f.Reason != string(plan.ReasonConfigInvalid) || f.Message != failedResult("").Message {
+		t.Errorf("failingNodes %+v", s.Status.FailingNodes)
+	}
+	if c := condition(s, v1alpha1.ConditionDegraded); c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "n-0001 (ConfigInvalid)") {
+		t.Errorf("Degraded %+v", c)
+	}
+	waitFor(t, 10*time.Second, "the Warning Event", func() (bool, string) {
+		notes := eventNotes(t, env.Client, "spin", corev1.EventTypeWarning)
+		want := "node n-0001: ConfigInvalid: /etc/containerd/config.toml:12: expected"
+		return slices.ContainsFunc(notes, func(n string) bool { return strings.HasPrefix(n, want) }), fmt.Sprint(notes)
+	})
+	waitFor(t, 10*time.Second, "an Installed event naming the digest", func() (bool, string) {
+		notes := eventNotes(t, env.Client, "spin", corev1.EventTypeNormal)
+		return slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, "sha256:aaaa") }), fmt.Sprint(notes)
+	})
+}
+
+// eventNotes lists the notes of the Shim's events of a type.
+func eventNotes(t testing.TB, c client.Client, shim, eventType string) []string {
+	t.Helper()
+	var evs eventsv1.EventList
+	if err := c.List(context.Background(), &evs); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range evs.Items {
+		if e.Regarding.Name == shim && e.Type == eventType {
+			out = append(out, e.Note)
+		}
+	}
+	return out
+}
+
+// TestRealInstallerFailureInStatus: the real installer, run for the Job's
+// pod against a node whose containerd config does not parse, fails; its
+// reason and message reach the Shim's status and Events.
+func TestRealInstallerFailureInStatus(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the installer needs root")
+	}
+	hostRoot := t.TempDir()
+	cfg := filepath.Join(hostRoot, "etc/containerd/config.toml")
+	if err := os.MkdirAll(filepath.Dir(cfg), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte("version = 2\n\n[plugins\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	art := testutil.NewShimArchive(t, "spin", "/bin/true", nil)
+	srv := testutil.StartFileServer(t)
+	url := srv.Add("/spin.tar.gz", art.Data)
+	run := realInstaller(t, hostRoot)
+
+	env := startCluster(t)
+	ctx := context.Background()
+	createNodes(t, env.Client, 1, nil, "n")
+	startPodKubelet(t, env, 0, run)
+	startOperator(t, env)
+	shim := newShim("spin", "spin", "1", nil)
+	shim.Spec.FetchStrategy.AnonHTTP.Location, shim.Spec.FetchStrategy.AnonHTTP.SHA256 = url, art.SHA256
+	if err := env.Client.Create(ctx, shim); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "the node failing", func() (bool, string) {
+		s := getShim(t, env.Client, "spin")
+		return len(s.Status.FailingNodes) == 1, fmt.Sprintf("%+v", s.Status)
+	})
+	f := getShim(t, env.Client, "spin").Status.FailingNodes[0]
+	if f.Node != "n-0000" || f.Reason != string(plan.ReasonConfigInvalid) || !strings.Contains(f.Message, "/etc/containerd/config.toml:3") {
+		t.Errorf("failingNodes[0] = %+v, want ConfigInvalid naming /etc/containerd/config.toml:3", f)
+	}
+	waitFor(t, 10*time.Second, "the Warning Event", func() (bool, string) {
+		notes := eventNotes(t, env.Client, "spin", corev1.EventTypeWarning)
+		return slices.ContainsFunc(notes, func(n string) bool {
+			return strings.HasPrefix(n, "node n-0000: ConfigInvalid: ") && strings.Contains(n, "config.toml:3")
+		}), fmt.Sprint(notes)
+	})
+	if data, err := os.ReadFile(cfg); err != nil || string(data) != "version = 2\n\n[plugins\n" {
+		t.Errorf("the node's config changed: %q, %v", data, err)
+	}
+}
