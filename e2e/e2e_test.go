@@ -40,28 +40,7 @@ func TestEndToEnd(t *testing.T) {
 	ctx := context.Background()
 	build := testutil.ContainerdMatrix(t)[2]
 	c := testutil.StartCluster(t, build, v1alpha1.AddToScheme)
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, args := range [][]string{
-				{"get", "shims", "-o", "yaml"},
-				{"-n", "shimkit-system", "get", "jobs,pods", "-o", "wide"},
-				{"get", "events", "-A", "--sort-by=.lastTimestamp"},
-			} {
-				out, _ := exec.Command(c.Kubectl, append([]string{"--kubeconfig", c.Kubeconfig}, args...)...).CombinedOutput()
-				t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
-			}
-			// Container logs, read on the node (the API server cannot resolve
-			// the node's name to reach its kubelet).
-			logs, _ := filepath.Glob(c.Node.Local("/var/log/pods/shimkit-system_*/*/*.log"))
-			for _, l := range logs {
-				data, _ := os.ReadFile(l)
-				if len(data) > 3000 {
-					data = data[len(data)-3000:]
-				}
-				t.Logf("%s:\n%s", strings.TrimPrefix(l, c.Node.Root), data)
-			}
-		}
-	})
+	dumpOnFailure(t, c)
 	loadImages(t, c)
 	deployOperator(t, c)
 	origConfig, err := os.ReadFile(c.Node.Local("/etc/containerd/config.toml"))
@@ -111,7 +90,7 @@ func TestEndToEnd(t *testing.T) {
 			return slices.ContainsFunc(node.Status.RuntimeHandlers, func(h corev1.NodeRuntimeHandler) bool { return h.Name == s.Spec.RuntimeClass.Handler })
 		})
 		exe := runPod(t, c, "pod-"+s.Name, s.Spec.RuntimeClass.Name)
-		if want := "/opt/shimkit/bin/containerd-shim-" + s.Spec.RuntimeClass.Handler + "-v2"; exe != want {
+		if want := resolved(t, c, "/opt/shimkit/"+s.Name+"/current/containerd-shim-"+s.Spec.RuntimeClass.Handler+"-v2"); exe != want {
 			t.Errorf("the pod's shim is %s, want the installed %s", exe, want)
 		}
 	}
@@ -133,7 +112,7 @@ func TestEndToEnd(t *testing.T) {
 		_, hash := nodelabel.State(node, "e2e")
 		return s.Status.SpecHash != oldHash && hash == s.Status.SpecHash && s.Status.UpdatedNodes == 1
 	})
-	if bin, _ := os.ReadFile(c.Node.Local("/opt/shimkit/bin/containerd-shim-e2e-v2")); !bytes.Equal(bin, v2.Binary) {
+	if bin, _ := os.ReadFile(c.Node.Local("/opt/shimkit/e2e/current/containerd-shim-e2e-v2")); !bytes.Equal(bin, v2.Binary) {
 		t.Error("the node does not have the upgraded binary")
 	}
 
@@ -166,11 +145,37 @@ func TestEndToEnd(t *testing.T) {
 	if got, _ := os.ReadFile(c.Node.Local("/etc/containerd/config.toml")); !bytes.Equal(got, origConfig) {
 		t.Errorf("node config not restored:\n%s", got)
 	}
-	for _, b := range []string{"containerd-shim-e2e-v2", "containerd-shim-e2eoci-v2"} {
-		if _, err := os.Stat(c.Node.Local("/opt/shimkit/bin/" + b)); !os.IsNotExist(err) {
-			t.Errorf("%s left on the node: %v", b, err)
-		}
+	if _, err := os.Stat(c.Node.Local("/opt/shimkit")); !os.IsNotExist(err) {
+		t.Errorf("/opt/shimkit left on the node: %v", err)
 	}
+}
+
+// dumpOnFailure logs the Shims, Jobs, pods, events and the shimkit pods'
+// logs when the test failed.
+func dumpOnFailure(t *testing.T, c *testutil.Cluster) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, args := range [][]string{
+			{"get", "shims", "-o", "yaml"},
+			{"-n", "shimkit-system", "get", "jobs,pods", "-o", "wide"},
+			{"get", "events", "-A", "--sort-by=.lastTimestamp"},
+		} {
+			out, _ := exec.Command(c.Kubectl, append([]string{"--kubeconfig", c.Kubeconfig}, args...)...).CombinedOutput()
+			t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
+		}
+		// Container logs, read on the node (the API server cannot resolve
+		// the node's name to reach its kubelet).
+		logs, _ := filepath.Glob(c.Node.Local("/var/log/pods/*/*/*.log"))
+		for _, l := range logs {
+			data, _ := os.ReadFile(l)
+			if len(data) > 3000 {
+				data = data[len(data)-3000:]
+			}
+			t.Logf("%s:\n%s", strings.TrimPrefix(l, c.Node.Root), data)
+		}
+	})
 }
 
 // loadImages builds the operator and installer images without Docker and
