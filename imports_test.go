@@ -2,7 +2,11 @@ package shimkit_test
 
 import (
 	"encoding/json"
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -28,7 +32,7 @@ func TestImportBoundaries(t *testing.T) {
 	}
 	clusterSide := []string{"github.com/shimkit/shimkit/operator", "github.com/shimkit/shimkit/rollout", "github.com/shimkit/shimkit/nodelabel",
 		"github.com/shimkit/shimkit/runtimeclass", "sigs.k8s.io/controller-runtime", "k8s.io/client-go"}
-	for _, pkg := range []string{"fetch", "containerdconfig", "installer", "installer/cli"} {
+	for _, pkg := range []string{"fetch", "containerdconfig", "installer", "installer/cli", "installer/plan"} {
 		for _, d := range deps(pkg, false) {
 			for _, c := range clusterSide {
 				if strings.HasPrefix(d, c) {
@@ -42,9 +46,46 @@ func TestImportBoundaries(t *testing.T) {
 			t.Errorf("rollout must be pure, imports %s", d)
 		}
 	}
+	// The contract between cluster and node links nothing but the standard
+	// library into either side.
+	for _, d := range deps("installer/plan", false) {
+		if strings.Contains(strings.Split(d, "/")[0], ".") {
+			t.Errorf("installer/plan imports %s (only the standard library)", d)
+		}
+	}
 	for _, d := range deps("operator/api/v1alpha1", true) {
 		if strings.Contains(strings.Split(d, "/")[0], ".") && !strings.HasPrefix(d, "k8s.io/apimachinery/") {
 			t.Errorf("the API imports %s (only the standard library and apimachinery)", d)
 		}
 	}
 }
+
+// TestNoEnvironmentContract: the operator hands the installer a typed plan,
+// never environment variables, so no SHIMKIT_* name appears on both sides.
+func TestNoEnvironmentContract(t *testing.T) {
+	names := func(dir string) map[string]bool {
+		out := map[string]bool{}
+		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+				return err
+			}
+			data, err := os.ReadFile(p)
+			for _, m := range envName.FindAll(data, -1) {
+				out[string(m)] = true
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	installer := names("installer")
+	for n := range names("operator") {
+		if installer[n] {
+			t.Errorf("%s is used by both operator/ and installer/", n)
+		}
+	}
+}
+
+var envName = regexp.MustCompile(`SHIMKIT_[A-Z0-9_]+`)

@@ -95,7 +95,11 @@ func (stageBundle) undo(_ context.Context, r *run) error {
 	if r.staging == "" {
 		return nil
 	}
-	return os.RemoveAll(r.staging)
+	err := os.RemoveAll(r.staging)
+	// Directories a first install created go too (only when empty).
+	_ = os.Remove(r.i.local(r.rec.BundleDir))
+	_ = os.Remove(r.i.local(r.i.bundleRoot()))
+	return err
 }
 
 // versionOf names a bundle version: the artifact and how it is laid out.
