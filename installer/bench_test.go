@@ -2,10 +2,12 @@ package installer_test
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/shimkit/shimkit/installer"
+	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/testutil"
 )
 
@@ -67,5 +69,74 @@ func BenchmarkInstallOverhead(b *testing.B) {
 			}
 		}
 		b.ReportMetric(float64(restarts), "restarts")
+	})
+}
+
+// BenchmarkGVisorInstall installs gVisor as a bundle (runsc, its shim and
+// runsc.toml, from a .tar.gz over HTTP, with the node's artifact cache
+// emptied before each iteration) on the systemd node with containerd 2.2,
+// and reports it next to a bare restart of the same containerd (restart
+// through systemd and CRI health, nothing installed).
+func BenchmarkGVisorInstall(b *testing.B) {
+	ctx := context.Background()
+	build := testutil.ContainerdMatrix(b)[2]
+	n := testutil.StartNode(b, testutil.NodeOptions{Containerd: &build})
+	runsc, shim := testutil.GVisorBins(b)
+	read := func(p string) []byte {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return data
+	}
+	a := testutil.NewArchive(b,
+		testutil.ArchiveFile{Name: "runsc", Mode: 0o755, Data: read(runsc)},
+		testutil.ArchiveFile{Name: "containerd-shim-runsc-v1", Mode: 0o755, Data: read(shim)},
+		testutil.ArchiveFile{Name: "runsc.toml", Mode: 0o644, Data: testutil.RunscConfig{Runsc: "$(BUNDLE_DIR)/runsc"}.TOML()},
+	)
+	srv := testutil.StartFileServer(b)
+	p := plan.New(plan.ShimRef{Name: "gvisor", UID: "uid-g"}, plan.OpInstall)
+	p.Artifact = &plan.Artifact{Type: plan.SourceHTTP, URL: srv.Add("/gvisor.tar.gz", a.Data), Digest: "sha256:" + a.SHA256}
+	p.Files = []plan.File{
+		{Source: "runsc", Path: "runsc", Mode: 0o755},
+		{Source: "containerd-shim-runsc-v1", Path: "containerd-shim-runsc-v1", Mode: 0o755},
+		{Source: "runsc.toml", Path: "runsc.toml", Mode: 0o644, Substitute: true},
+	}
+	p.Handlers = []plan.Handler{{Name: "runsc", RuntimeType: "io.containerd.runsc.v1", RuntimePath: "$(BUNDLE_DIR)/containerd-shim-runsc-v1",
+		Options: map[string]any{"TypeUrl": "io.containerd.runsc.v1.options", "ConfigPath": "$(BUNDLE_DIR)/runsc.toml"}}}
+	p = rehash(p)
+	inst := &installer.Installer{HostRoot: n.Root}
+	b.Logf("artifact %.1f MiB compressed", float64(len(a.Data))/(1<<20))
+
+	b.Run("bare-restart", func(b *testing.B) {
+		r := &installer.SystemdRestarter{HostRoot: n.Root, Units: []string{"containerd"}}
+		h := &installer.CRIHealth{Socket: n.Socket()}
+		for b.Loop() {
+			if err := r.Restart(ctx); err != nil {
+				b.Fatal(err)
+			}
+			if err := h.Check(ctx, "", true); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("install", func(b *testing.B) {
+		var restart time.Duration
+		for b.Loop() {
+			b.StopTimer()
+			_ = os.RemoveAll(n.Local("/var/lib/shimkit/cache"))
+			b.StartTimer()
+			res, err := inst.Install(ctx, p)
+			if err != nil || !res.Restarted {
+				b.Fatalf("%+v %v", res, err)
+			}
+			restart += res.RestartDuration
+			b.StopTimer()
+			if _, err := inst.Uninstall(ctx, uninstallPlan("gvisor")); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+		b.ReportMetric(float64(restart.Microseconds())/float64(b.N)/1000, "restart-ms")
 	})
 }
