@@ -105,13 +105,7 @@ func TestEndToEnd(t *testing.T) {
 	if err := c.Client.Update(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 180*time.Second, "the upgrade", func() bool {
-		_ = c.Client.Get(ctx, client.ObjectKey{Name: "e2e"}, s)
-		node := &corev1.Node{}
-		_ = c.Client.Get(ctx, client.ObjectKey{Name: c.NodeName}, node)
-		_, hash := nodelabel.State(node, "e2e")
-		return s.Status.SpecHash != oldHash && hash == s.Status.SpecHash && s.Status.UpdatedNodes == 1
-	})
+	waitUpgraded(t, c, s, oldHash)
 	if bin, _ := os.ReadFile(c.Node.Local("/opt/shimkit/e2e/current/containerd-shim-e2e-v2")); !bytes.Equal(bin, v2.Binary) {
 		t.Error("the node does not have the upgraded binary")
 	}
@@ -148,6 +142,20 @@ func TestEndToEnd(t *testing.T) {
 	if _, err := os.Stat(c.Node.Local("/opt/shimkit")); !os.IsNotExist(err) {
 		t.Errorf("/opt/shimkit left on the node: %v", err)
 	}
+}
+
+// waitUpgraded waits until the Shim s (updated with a new spec, away from
+// oldHash) is installed at its new spec hash on the node.
+func waitUpgraded(t *testing.T, c *testutil.Cluster, s *v1alpha1.Shim, oldHash string) {
+	t.Helper()
+	ctx := context.Background()
+	waitFor(t, 180*time.Second, "the upgrade of "+s.Name, func() bool {
+		_ = c.Client.Get(ctx, client.ObjectKeyFromObject(s), s)
+		node := &corev1.Node{}
+		_ = c.Client.Get(ctx, client.ObjectKey{Name: c.NodeName}, node)
+		_, hash := nodelabel.State(node, s.Name)
+		return s.Status.SpecHash != oldHash && hash == s.Status.SpecHash && s.Status.UpdatedNodes == 1
+	})
 }
 
 // dumpOnFailure logs the Shims, Jobs, pods, events and the shimkit pods'

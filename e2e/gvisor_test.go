@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shimkit/shimkit/internal/testutil"
-	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
@@ -140,13 +139,7 @@ func TestGVisorEndToEnd(t *testing.T) {
 	if err := c.Client.Update(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 180*time.Second, "the upgrade", func() bool {
-		_ = c.Client.Get(ctx, client.ObjectKey{Name: "gvisor"}, s)
-		node := &corev1.Node{}
-		_ = c.Client.Get(ctx, client.ObjectKey{Name: c.NodeName}, node)
-		_, hash := nodelabel.State(node, "gvisor")
-		return s.Status.SpecHash != oldHash && hash == s.Status.SpecHash && s.Status.UpdatedNodes == 1
-	})
+	waitUpgraded(t, c, s, oldHash)
 	if v, _ := os.ReadFile(c.Node.Local("/opt/shimkit/gvisor/current/VERSION")); string(v) != "2\n" {
 		t.Errorf("current bundle VERSION = %q after the upgrade", v)
 	}

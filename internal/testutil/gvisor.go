@@ -4,21 +4,15 @@ import (
 	"archive/tar"
 	"bytes"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
 // GVisorBins returns the cached gVisor binaries built by hack/bins.sh from
@@ -145,32 +139,8 @@ func BusyboxImageTar(t testing.TB, dir string) string {
 	if err := tw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(layerTar.Bytes())), nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", runtime.GOARCH
-	cf.Config = v1.Config{Entrypoint: []string{"/bin/busybox"}, Env: []string{"PATH=/bin"}}
-	if img, err = mutate.ConfigFile(img, cf); err != nil {
-		t.Fatal(err)
-	}
-	tag, err := name.NewTag(BusyboxImageRef)
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := filepath.Join(dir, "busybox.tar")
-	if err := tarball.WriteToFile(out, tag, img); err != nil {
-		t.Fatal(err)
-	}
+	writeImage(t, layerTar.Bytes(), BusyboxImageRef, v1.Config{Entrypoint: []string{"/bin/busybox"}, Env: []string{"PATH=/bin"}}, out)
 	return out
 }
 

@@ -5,19 +5,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -46,32 +40,8 @@ func PauseImageTar(t testing.TB, dir string) string {
 	}
 	_, _ = tw.Write(data)
 	_ = tw.Close()
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(layerTar.Bytes())), nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", runtime.GOARCH
-	cf.Config = v1.Config{Entrypoint: []string{"/pause"}}
-	if img, err = mutate.ConfigFile(img, cf); err != nil {
-		t.Fatal(err)
-	}
-	tag, err := name.NewTag(PauseImageRef)
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := filepath.Join(dir, "pause.tar")
-	if err := tarball.WriteToFile(out, tag, img); err != nil {
-		t.Fatal(err)
-	}
+	writeImage(t, layerTar.Bytes(), PauseImageRef, v1.Config{Entrypoint: []string{"/pause"}}, out)
 	return out
 }
 
