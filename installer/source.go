@@ -6,6 +6,8 @@ import (
 	"path"
 	"strings"
 
+	"oras.land/oras-go/v2/registry"
+
 	"github.com/shimkit/shimkit/fetch"
 	"github.com/shimkit/shimkit/installer/plan"
 )
@@ -34,7 +36,12 @@ func (i *Installer) fetcher(a *plan.Artifact) (fetch.Fetcher, error) {
 	case plan.SourceOCI:
 		ref := a.Reference
 		if a.Digest != "" {
-			ref = ociRepository(ref) + "@" + a.Digest
+			r, err := registry.ParseReference(a.Reference)
+			if err != nil {
+				return nil, fmt.Errorf("%w: artifact.reference %q: %w", plan.ErrInvalid, a.Reference, err)
+			}
+			r.Reference = a.Digest
+			ref = r.String()
 		}
 		o := &fetch.OCIFetcher{Reference: ref, PlainHTTP: a.PlainHTTP, Options: opts}
 		if a.PullSecretPath != "" {
@@ -47,15 +54,4 @@ func (i *Installer) fetcher(a *plan.Artifact) (fetch.Fetcher, error) {
 		return o, nil
 	}
 	return nil, fmt.Errorf("%w: artifact type %q", plan.ErrInvalid, a.Type)
-}
-
-// ociRepository strips the tag or digest from a reference.
-func ociRepository(ref string) string {
-	if at := strings.Index(ref, "@"); at >= 0 {
-		return ref[:at]
-	}
-	if colon := strings.LastIndex(ref, ":"); colon > strings.LastIndex(ref, "/") {
-		return ref[:colon]
-	}
-	return ref
 }

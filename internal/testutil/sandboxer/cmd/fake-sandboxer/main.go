@@ -64,7 +64,10 @@ type sandbox struct {
 	exitAt  time.Time
 }
 
-// controller implements the Controller service with sandboxes that do nothing.
+// controller implements every method of the Controller service, with
+// sandboxes that do nothing. The embedded Unimplemented server is gRPC's
+// required forward-compatibility embedding: only a method a later API adds
+// would answer Unimplemented.
 type controller struct {
 	sandboxapi.UnimplementedControllerServer
 	mu        sync.Mutex
