@@ -40,7 +40,7 @@ var reasons = []struct {
 }{
 	{plan.ErrVersion, plan.ReasonInvalidPlan},
 	{plan.ErrInvalid, plan.ReasonInvalidPlan},
-	{ErrReserved, plan.ReasonInvalidPlan},
+	{ErrReserved, plan.ReasonReserved},
 	{containerdconfig.ErrInvalidHandler, plan.ReasonInvalidPlan},
 	{fetch.ErrDigestMismatch, plan.ReasonDigestMismatch},
 	{fetch.ErrUnauthorized, plan.ReasonUnauthorized},

@@ -131,6 +131,12 @@ type Handler struct {
 	IOType string `json:"ioType,omitempty"`
 	// Settings are further keys of the handler's table.
 	Settings map[string]any `json:"settings,omitempty"`
+	// Adopt lets the install take over a handler of this name that the
+	// node's config already defines and shimkit did not write (an admin's,
+	// or another installer's). Without it such a handler is a Conflict.
+	// An adopted handler's original text is kept, and uninstall puts it
+	// back byte for byte instead of deleting it.
+	Adopt bool `json:"adopt,omitempty"`
 }
 
 // Sandboxer is a sandboxer daemon: a systemd unit on the node, registered in

@@ -29,8 +29,7 @@ type Reason string
 
 // Failure reasons.
 const (
-	// ReasonInvalidPlan: the plan is malformed, of another version, or
-	// asks for something the node cannot do (a reserved handler name).
+	// ReasonInvalidPlan: the plan is malformed or of another version.
 	ReasonInvalidPlan Reason = "InvalidPlan"
 	// ReasonFetchFailed: the artifact could not be downloaded.
 	ReasonFetchFailed Reason = "FetchFailed"
@@ -47,6 +46,13 @@ const (
 	// ReasonConflict: a handler, file, unit or plugin of that name exists
 	// and shimkit did not write it.
 	ReasonConflict Reason = "Conflict"
+	// ReasonReserved: the plan asks for a name that belongs to containerd
+	// itself or to the node (its runc shim, its default runtime).
+	ReasonReserved Reason = "Reserved"
+	// ReasonConcurrentEdit: another writer changed a file after shimkit
+	// did, so shimkit's change could not be undone without losing that
+	// edit; the file was left as it is.
+	ReasonConcurrentEdit Reason = "ConcurrentEdit"
 	// ReasonUnitFailed: a sandboxer daemon's unit did not start.
 	ReasonUnitFailed Reason = "UnitFailed"
 	// ReasonRestartFailed: containerd did not restart, or did not come back
