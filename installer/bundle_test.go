@@ -174,7 +174,6 @@ func TestBundleRefusals(t *testing.T) {
 		{"ambiguous pattern", func(p *plan.NodePlan) { p.Files[0].Source = "*"; p.Files[0].Path = "x" }, plan.ReasonArtifactInvalid},
 		{"digest mismatch", func(p *plan.NodePlan) { p.Artifact.Digest = "sha256:" + strings.Repeat("0", 64) }, plan.ReasonDigestMismatch},
 		{"not found", func(p *plan.NodePlan) { p.Artifact.URL += ".missing" }, plan.ReasonFetchFailed},
-		{"runc", func(p *plan.NodePlan) { p.Handlers[0].Name = "runc" }, plan.ReasonInvalidPlan},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := newFakeNode(t, "version = 2\n")

@@ -11,6 +11,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/shimkit/shimkit/installer/plan"
 )
 
 // HealthChecker tells whether containerd came back healthy after a restart.
@@ -51,7 +53,7 @@ type CRIHealth struct {
 func (h *CRIHealth) Check(ctx context.Context, handler string, present bool) error {
 	timeout := h.Timeout
 	if timeout <= 0 {
-		timeout = 30 * time.Second
+		timeout = plan.DefaultRestartTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -132,4 +134,28 @@ func registeredHandlers(st *runtimeapi.StatusResponse) ([]string, error) {
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// Versioner tells containerd's version. CRIHealth is one; the installer
+// asks it whether containerd needs shim binaries on its PATH.
+type Versioner interface {
+	RuntimeVersion(ctx context.Context) (string, error)
+}
+
+var _ Versioner = (*CRIHealth)(nil)
+
+// RuntimeVersion asks containerd over CRI (runtimeVersion of Version).
+func (h *CRIHealth) RuntimeVersion(ctx context.Context) (string, error) {
+	conn, err := grpc.NewClient("unix://"+h.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", h.Socket, err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	v, err := runtimeapi.NewRuntimeServiceClient(conn).Version(ctx, &runtimeapi.VersionRequest{})
+	if err != nil {
+		return "", fmt.Errorf("CRI Version on %s: %w", h.Socket, err)
+	}
+	return v.GetRuntimeVersion(), nil
 }

@@ -48,7 +48,7 @@ func (i *Installer) Install(ctx context.Context, p *plan.NodePlan) (*Result, err
 	}
 	// The config is edited first: a config that cannot be edited safely
 	// fails the install before anything on the node changed.
-	steps := []step{stageBundle{}, configure{}, &placeBundle{}, &linkShims{}, &startSandboxers{}, restart, commitInstall{}}
+	steps := []step{preflight{}, stageBundle{}, configure{}, &placeBundle{}, &linkShims{}, &startSandboxers{}, restart, commitInstall{}}
 	if err := i.execute(ctx, r, steps); err != nil {
 		return nil, fmt.Errorf("install %s: %w", name, err)
 	}
@@ -60,16 +60,13 @@ func (i *Installer) Install(ctx context.Context, p *plan.NodePlan) (*Result, err
 }
 
 // resolveHandlers converts the plan's handlers, with the bundle
-// placeholder resolved, and refuses containerd's own names.
+// placeholder resolved.
 func (i *Installer) resolveHandlers(p *plan.NodePlan) ([]containerdconfig.RuntimeHandler, error) {
 	var out []containerdconfig.RuntimeHandler
 	for _, h := range p.Handlers {
 		rh, err := runtimeHandler(h, i.currentDir(p.Shim.Name))
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", plan.ErrInvalid, err)
-		}
-		if rh.Name == "runc" {
-			return nil, fmt.Errorf("%w: handler %q of Shim %s", ErrReserved, rh.Name, p.Shim.Name)
 		}
 		out = append(out, rh)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"os"
 	"path"
@@ -22,36 +21,27 @@ var containerdShims = []string{"containerd-shim-runc-v1", "containerd-shim-runc-
 // linkShims puts a symlink to each handler's shim binary in LinkDir, so that
 // containerd 1.6 (which ignores runtime_path for pod sandboxes) finds it on
 // its PATH. The links point at the bundle's "current" directory, so they
-// survive upgrades. A name that exists there already is left alone.
+// survive upgrades. Which links it creates was decided by preflight: only
+// names that no file on containerd's PATH has.
 type linkShims struct{ created []string }
 
 func (*linkShims) name() string { return "linked" }
 
 func (s *linkShims) do(_ context.Context, r *run) error {
-	want := r.i.wantedLinks(r.handlers())
-	r.rec.Links = nil
-	todo := map[string]string{}
-	for link, target := range want {
-		switch cur, err := os.Readlink(r.i.local(link)); {
-		case err == nil && cur == target:
-			r.rec.Links = append(r.rec.Links, link) // ours, from before
-		case errors.Is(err, fs.ErrNotExist):
-			todo[link] = target
-		}
-	}
-	if len(todo) == 0 {
+	r.rec.Links = slices.Clone(r.ownLinks)
+	if len(r.newLinks) == 0 {
 		return nil
 	}
-	r.pending.Links = todo
+	r.pending.Links = r.newLinks
 	if err := r.savePending(); err != nil {
 		return err
 	}
-	for _, link := range slices.Sorted(maps.Keys(todo)) {
+	for _, link := range slices.Sorted(maps.Keys(r.newLinks)) {
 		local := r.i.local(link)
 		if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
 			return err
 		}
-		if err := os.Symlink(todo[link], local); err != nil {
+		if err := os.Symlink(r.newLinks[link], local); err != nil {
 			return fmt.Errorf("link %s: %w", link, err)
 		}
 		s.created, r.changed = append(s.created, link), true
@@ -67,6 +57,81 @@ func (s *linkShims) undo(_ context.Context, r *run) error {
 		errs = append(errs, unlinkOurs(r.i.local(l), r.pending.Links[l]))
 	}
 	return errors.Join(errs...)
+}
+
+// containerdPath is the PATH containerd runs with (systemd's default): where
+// it looks for shim binaries by name.
+var containerdPath = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
+
+// planLinks decides the PATH links of the install: a link this Shim made
+// before is kept; a name no file on containerd's PATH has is linked; a taken
+// name (another Shim's link, the admin's binary) is never replaced or
+// shadowed. containerd 1.7 and later honour runtime_path, so they need no
+// link and the name is skipped; containerd 1.6 does need it, so a taken
+// name is a conflict there (and when the version cannot be read).
+func (r *run) planLinks(ctx context.Context) error {
+	r.newLinks, r.ownLinks = map[string]string{}, nil
+	want := r.i.wantedLinks(r.handlers())
+	var errs []error
+	for _, link := range slices.Sorted(maps.Keys(want)) {
+		target := want[link]
+		if cur, err := os.Readlink(r.i.local(link)); err == nil && cur == target {
+			r.ownLinks = append(r.ownLinks, link)
+			continue
+		}
+		taken := r.i.onPath(path.Base(link))
+		if taken == "" {
+			r.newLinks[link] = target
+			continue
+		}
+		version, needed := r.i.needsLinks(ctx, r.target)
+		if !needed {
+			r.i.log().Info("not linking the shim: containerd honours runtime_path and the name is taken", "link", link, "taken", taken, "containerd", version)
+			continue
+		}
+		errs = append(errs, fmt.Errorf("%w: %s is already on containerd's PATH and shimkit will not replace or shadow it, but containerd %s finds pod sandbox shims only by name on its PATH",
+			ErrConflict, taken, orDefault(version, "(version unknown)")))
+	}
+	return errors.Join(errs...)
+}
+
+// onPath returns the first node path on containerd's PATH (and LinkDir)
+// where a file named bin exists, or "".
+func (i *Installer) onPath(bin string) string {
+	for _, dir := range append([]string{i.linkDir()}, containerdPath...) {
+		p := path.Join(dir, bin)
+		if _, err := os.Lstat(i.local(p)); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// needsLinks asks containerd its version (over CRI) and reports whether it
+// needs shim binaries on its PATH: true for 1.6 and older, and when the
+// version cannot be read.
+func (i *Installer) needsLinks(ctx context.Context, t containerdconfig.Target) (string, bool) {
+	v, ok := i.health(t, 0).(Versioner)
+	if !ok || i.Offline {
+		return "", true
+	}
+	version, err := v.RuntimeVersion(ctx)
+	if err != nil {
+		i.log().Warn("reading containerd's version", "err", err)
+		return "", true
+	}
+	return version, versionBefore17(version)
+}
+
+// versionBefore17 reports whether a containerd version string ("1.6.20",
+// "v2.2.1", "1.6.20~ds1") is older than 1.7; an unreadable one counts as
+// old.
+func versionBefore17(v string) bool {
+	var major, minor int
+	if _, err := fmt.Sscanf(strings.TrimPrefix(v, "v"), "%d.%d", &major, &minor); err != nil {
+		return true
+	}
+	return major < 1 || major == 1 && minor < 7
 }
 
 // wantedLinks maps LinkDir/<binary> to the binary, for every handler whose

@@ -33,7 +33,7 @@ func (i *Installer) recoverPending(ctx context.Context, s *State) (bool, error) 
 		errs = append(errs, unlinkOurs(i.local(l), p.Links[l]))
 	}
 	if len(p.Units) > 0 {
-		errs = append(errs, i.restoreUnits(ctx, p.Units))
+		errs = append(errs, i.restoreUnits(ctx, p.Units, p.Written))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return true, fmt.Errorf("recover interrupted %s of %s: %w", p.Op, p.Shim, err)

@@ -38,6 +38,8 @@ var reasons = []struct {
 	err    error
 	reason plan.Reason
 }{
+	// A rollback that met another writer's edit says so first.
+	{ErrConcurrentEdit, plan.ReasonConcurrentEdit},
 	{plan.ErrVersion, plan.ReasonInvalidPlan},
 	{plan.ErrInvalid, plan.ReasonInvalidPlan},
 	{ErrReserved, plan.ReasonReserved},
@@ -53,6 +55,7 @@ var reasons = []struct {
 	{fetch.ErrNotFound, plan.ReasonFetchFailed},
 	{fetch.ErrTruncated, plan.ReasonFetchFailed},
 	{containerdconfig.ErrConflict, plan.ReasonConflict},
+	{ErrConflict, plan.ReasonConflict},
 	{containerdconfig.ErrParse, plan.ReasonConfigInvalid},
 	{containerdconfig.ErrVersion, plan.ReasonConfigInvalid},
 	{containerdconfig.ErrTemplate, plan.ReasonConfigInvalid},

@@ -27,7 +27,9 @@ func sandboxerPlan(t *testing.T, srv *testutil.FileServer, name, daemon string, 
 	sock := "/run/shimkit/" + name + ".sock"
 	p.Sandboxers = []plan.Sandboxer{{Name: name, Unit: "shimkit-" + name + ".service", Address: sock,
 		Command: append([]string{"$(BUNDLE_DIR)/fake-sandboxer"}, args...)}}
-	p.Handlers = []plan.Handler{{Name: name, RuntimeType: "io.containerd.runc.v2", Sandboxer: name, IOType: "streaming"}}
+	// The runtime type is the VM shim a Kuasar-style sandboxer pairs with;
+	// pods here only need the sandbox, which the daemon serves.
+	p.Handlers = []plan.Handler{{Name: name, RuntimeType: "io.containerd." + name + ".v1", Sandboxer: name, IOType: "streaming"}}
 	return rehash(p)
 }
 

@@ -33,11 +33,15 @@ func (s *startSandboxers) do(ctx context.Context, r *run) error {
 		content []byte
 	}
 	var todo []unit
-	r.rec.Units = nil
+	r.rec.Units, r.rec.Written = nil, nil
 	for _, sb := range r.plan.Sandboxers {
 		p := path.Join(i.unitDir(), sb.Unit)
 		r.rec.Units = append(r.rec.Units, p)
 		content := unitFile(r.plan.Shim, sb, i.currentDir(r.plan.Shim.Name), r.target.Preset.Units)
+		if r.rec.Written == nil {
+			r.rec.Written = map[string]string{}
+		}
+		r.rec.Written[p] = digestOf(content)
 		if cur, err := os.ReadFile(i.local(p)); err == nil && bytes.Equal(cur, content) {
 			continue
 		}
@@ -46,8 +50,10 @@ func (s *startSandboxers) do(ctx context.Context, r *run) error {
 	if len(todo) == 0 {
 		return nil
 	}
+	r.pending.Written = map[string]string{}
 	for _, u := range todo {
 		r.pending.Units = append(r.pending.Units, u.path)
+		r.pending.Written[u.path] = digestOf(u.content)
 	}
 	if err := r.savePending(); err != nil {
 		return err
@@ -93,7 +99,7 @@ func (s *startSandboxers) do(ctx context.Context, r *run) error {
 // waitSocket waits until a unix socket accepts connections.
 func waitSocket(ctx context.Context, socket string, timeout time.Duration) error {
 	if timeout <= 0 {
-		timeout = 30 * time.Second
+		timeout = plan.DefaultRestartTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -115,16 +121,23 @@ func (s *startSandboxers) undo(ctx context.Context, r *run) error {
 	if len(s.written) == 0 {
 		return nil
 	}
-	return r.i.restoreUnits(ctx, s.written)
+	return r.i.restoreUnits(ctx, s.written, r.pending.Written)
 }
 
 // restoreUnits stops the units at paths, puts back their backups (and
-// restarts those) or removes them.
-func (i *Installer) restoreUnits(ctx context.Context, paths []string) error {
+// restarts those) or removes them. A unit file that no longer holds what
+// shimkit wrote (written, by node path) was changed by someone else: it is
+// left as it is, and the error wraps ErrConcurrentEdit.
+func (i *Installer) restoreUnits(ctx context.Context, paths []string, written map[string]string) error {
 	var errs []error
 	var restored []string
 	for _, p := range paths {
 		local := i.local(p)
+		if cur, err := os.ReadFile(local); err == nil && written[p] != "" && digestOf(cur) != written[p] {
+			errs = append(errs, fmt.Errorf("%w: unit file %s was changed after shimkit wrote it; left as it is", ErrConcurrentEdit, p))
+			_ = removeIfExists(local + unitBackupSuffix)
+			continue
+		}
 		if !i.Offline {
 			errs = append(errs, i.units().Stop(ctx, path.Base(p)))
 		}

@@ -37,6 +37,11 @@ type ShimState struct {
 	ProxyPlugins []string `json:"proxyPlugins,omitempty"`
 	// Units are the sandboxer units (node paths of the unit files).
 	Units []string `json:"units,omitempty"`
+	// Written maps the node paths of files shimkit wrote outside the
+	// Shim's own bundle directory (its units) to the digest of what it
+	// wrote: a file that no longer matches was changed by someone else and
+	// is neither overwritten nor deleted.
+	Written map[string]string `json:"written,omitempty"`
 	// BundleDir is the Shim's directory; Version the directory under it
 	// that "current" points to.
 	BundleDir string `json:"bundleDir,omitempty"`
@@ -78,6 +83,9 @@ type Pending struct {
 	// Units lists the unit files the operation may write; a backup sits
 	// next to those it replaces.
 	Units []string `json:"units,omitempty"`
+	// Written maps those unit files to the digest of what the operation
+	// writes: recovery restores or removes only a file that still holds it.
+	Written map[string]string `json:"written,omitempty"`
 	// Links maps the PATH links the operation may create to their target.
 	Links map[string]string `json:"links,omitempty"`
 }

@@ -44,6 +44,8 @@ type run struct {
 	changes    []*containerdconfig.Change // config edits, in order
 	restarted  bool                       // containerd was restarted with the new config
 	changed    bool                       // a step changed the node
+	newLinks   map[string]string          // PATH links to create (preflight)
+	ownLinks   []string                   // PATH links the Shim made before and keeps
 	restartDur time.Duration
 }
 
@@ -94,8 +96,9 @@ func (i *Installer) rollback(ctx context.Context, r *run, done []step, cause err
 		}
 		return cause
 	}
-	// The caller's context may be what ran out; the rollback gets its own.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	// The caller's context may be what ran out (SIGTERM, a deadline); the
+	// rollback gets its own, within the plan's grace period.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.plan.Restart.RollbackTimeout())
 	defer cancel()
 	var errs []error
 	for k := len(done) - 1; k >= 0; k-- {

@@ -37,7 +37,7 @@ func (i *Installer) Uninstall(ctx context.Context, p *plan.NodePlan) (*Result, e
 		i.step("done", "shim", name, "changed", false)
 		return res, nil
 	}
-	steps := []step{unconfigure{}, &restartContainerd{absent: r.prev.handlers()}, removeFiles{}}
+	steps := []step{uninstallCheck{}, unconfigure{}, &restartContainerd{absent: r.prev.handlers()}, removeFiles{}}
 	if err := i.execute(ctx, r, steps); err != nil {
 		return nil, fmt.Errorf("uninstall %s: %w", name, err)
 	}
@@ -46,6 +46,14 @@ func (i *Installer) Uninstall(ctx context.Context, p *plan.NodePlan) (*Result, e
 	i.step("done", "shim", name, "changed", res.Changed, "restarted", res.Restarted)
 	return res, nil
 }
+
+// uninstallCheck refuses, before anything changes, to remove a unit file
+// someone changed after shimkit wrote it.
+type uninstallCheck struct{}
+
+func (uninstallCheck) name() string                       { return "checked" }
+func (uninstallCheck) do(_ context.Context, r *run) error { return r.checkUnitsOurs(r.prev.Units) }
+func (uninstallCheck) undo(context.Context, *run) error   { return nil }
 
 // unconfigure removes the Shim's handlers and proxy plugins from the
 // config.
