@@ -23,6 +23,9 @@ func TestMain(m *testing.M) {
 	if step := os.Getenv("SHIMKIT_CRASH_AT"); step != "" {
 		os.Exit(crashChild(step))
 	}
+	if step := os.Getenv("SHIMKIT_SIGTERM_AT"); step != "" {
+		os.Exit(sigtermChild(step))
+	}
 	os.Exit(m.Run())
 }
 

@@ -21,6 +21,9 @@ var (
 	// ErrRollbackFailed: the operation failed and restoring the node failed
 	// too. The node needs attention.
 	ErrRollbackFailed = errors.New("FAILED AND THE ROLLBACK FAILED TOO; the node needs attention")
+	// ErrInterrupted: the operation was cancelled (SIGTERM, a deadline)
+	// and stopped where it was; with ErrRolledBack, the node is as before.
+	ErrInterrupted = errors.New("interrupted")
 	// ErrReserved: the plan asks for a name that belongs to containerd
 	// itself (its runc shim).
 	ErrReserved = errors.New("reserved for containerd's own runtime")

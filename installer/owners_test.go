@@ -146,12 +146,26 @@ func TestUnitOwnership(t *testing.T) {
 	})
 }
 
-// snapshot lists every file under root with its content, for comparing a
-// node before and after.
-func snapshot(t *testing.T, root string) string {
+// snapshot lists every file under root (or under the node paths dirs)
+// with its content, for comparing a node before and after.
+func snapshot(t *testing.T, root string, dirs ...string) string {
 	t.Helper()
+	if len(dirs) == 0 {
+		dirs = []string{"/"}
+	}
 	var b strings.Builder
-	err := filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+	for _, d := range dirs {
+		walkInto(t, &b, root, filepath.Join(root, d))
+	}
+	return b.String()
+}
+
+func walkInto(t *testing.T, b *strings.Builder, root, dir string) {
+	t.Helper()
+	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if os.IsNotExist(err) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -172,7 +186,6 @@ func snapshot(t *testing.T, root string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b.String()
 }
 
 func writeFile(t *testing.T, p, content string) {

@@ -73,6 +73,11 @@ func (i *Installer) execute(ctx context.Context, r *run, steps []step) error {
 		err := s.do(ctx, r)
 		done = append(done, s)
 		if err != nil {
+			if ctx.Err() != nil {
+				// Whatever the step saw (a closed connection, a cancelled
+				// call), it stopped because the operation was cancelled.
+				err = fmt.Errorf("%w (%w): %w", ErrInterrupted, context.Cause(ctx), err)
+			}
 			return i.rollback(ctx, r, done, &stepError{step: s.name(), err: err})
 		}
 		i.step(s.name())
