@@ -116,6 +116,26 @@ func (i *Installer) removeBundle(shimDir string) error {
 	return nil
 }
 
+// sweepStaging removes the staging directories of runs that died (the
+// caller holds the node lock, so no run is using one), and the Shim and
+// bundle root directories they leave empty.
+func (i *Installer) sweepStaging() error {
+	root := i.local(i.bundleRoot())
+	dirs, err := filepath.Glob(filepath.Join(root, "*", ".staging-*"))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, d := range dirs {
+		errs = append(errs, os.RemoveAll(d))
+		_ = os.Remove(filepath.Dir(d)) // only when empty
+	}
+	if len(dirs) > 0 {
+		_ = os.Remove(root)
+	}
+	return errors.Join(errs...)
+}
+
 func removeIfExists(p string) error {
 	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err

@@ -71,8 +71,10 @@ func runKilled(t *testing.T, n *testutil.Node, op, step, url, sha string) {
 
 // TestKilledBetweenSteps kills the installer after each step of an install
 // and of an uninstall; the config on disk is always whole (the original or
-// the edited file, never a mix), and running the operation again converges
-// to exactly what an uninterrupted run leaves.
+// the edited file, never a mix); the next run first recovers, leaving no
+// file shimkit created and losing no file it did not (the admin's files
+// next to shimkit's stay); and running the operation again converges to
+// exactly what an uninterrupted run leaves.
 func TestKilledBetweenSteps(t *testing.T) {
 	a := testutil.NewShimArchive(t, "demo", "/usr/bin/containerd-shim-runc-v2", nil)
 	srv := testutil.StartFileServer(t)
@@ -87,8 +89,16 @@ func TestKilledBetweenSteps(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			clean := withForeignFiles(t, n)
 			runKilled(t, n, "install", step, url, a.SHA256)
 			assertWhole(t, n, orig, installed)
+			// Recovery (an uninstall of what is not installed) leaves the node as before.
+			if _, err := (&installer.Installer{HostRoot: n.Root}).Uninstall(ctx, uninstallPlan("demo")); err != nil {
+				t.Fatalf("recover: %v", err)
+			}
+			if got := snapshot(t, n.Root, crashDirs...); got != clean {
+				t.Errorf("after recovery:\n%s\nwant as before:\n%s", got, clean)
+			}
 
 			if _, err := (&installer.Installer{HostRoot: n.Root}).Install(ctx, crashPlan(url, a.SHA256)); err != nil {
 				t.Fatalf("re-run: %v", err)
@@ -110,12 +120,22 @@ func TestKilledBetweenSteps(t *testing.T) {
 			ctx := context.Background()
 			n, orig := bootNode(t, nodeCases(t)[0])
 			inst := &installer.Installer{HostRoot: n.Root}
+			withForeignFiles(t, n)
 			if _, err := inst.Install(ctx, crashPlan(url, a.SHA256)); err != nil {
 				t.Fatal(err)
 			}
 			installed, _ := os.ReadFile(n.Local("/etc/containerd/config.toml"))
+			whole := snapshot(t, n.Root, crashDirs...)
 			runKilled(t, n, "uninstall", step, url, a.SHA256)
 			assertWhole(t, n, orig, installed)
+			// Recovery (an install of what the uninstall may have begun to
+			// remove) leaves the node installed as before.
+			if _, err := inst.Install(ctx, crashPlan(url, a.SHA256)); err != nil {
+				t.Fatalf("recover: %v", err)
+			}
+			if got := snapshot(t, n.Root, crashDirs...); got != whole {
+				t.Errorf("after recovery:\n%s\nwant as installed:\n%s", got, whole)
+			}
 
 			if _, err := inst.Uninstall(ctx, uninstallPlan("demo")); err != nil {
 				t.Fatalf("re-run: %v", err)
@@ -129,6 +149,24 @@ func TestKilledBetweenSteps(t *testing.T) {
 			assertClean(t, n)
 		})
 	}
+}
+
+// crashDirs are where shimkit writes on a node, next to files of others.
+var crashDirs = []string{"/etc/containerd", "/etc/systemd/system", "/opt", "/usr/local/bin"}
+
+// withForeignFiles puts files of an admin where shimkit writes, and
+// returns the snapshot of those directories.
+func withForeignFiles(t *testing.T, n *testutil.Node) string {
+	t.Helper()
+	for p, content := range map[string]string{
+		"/etc/containerd/certs.d/registry.local/hosts.toml": "server = \"https://registry.local\"\n",
+		"/etc/systemd/system/admin-agent.service":           "[Service]\nExecStart=/usr/local/bin/admin-agent\n",
+		"/usr/local/bin/admin-agent":                        "#!/bin/sh\n",
+		"/opt/vendor/bin/tool":                              "tool\n",
+	} {
+		writeFile(t, n.Local(p), content)
+	}
+	return snapshot(t, n.Root, crashDirs...)
 }
 
 // assertWhole checks the config is one of the two whole files.

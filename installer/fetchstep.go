@@ -41,11 +41,6 @@ func (stageBundle) do(ctx context.Context, r *run) error {
 	if err := os.MkdirAll(local, 0o755); err != nil {
 		return err
 	}
-	// Staging directories of a run that died; we hold the lock.
-	old, _ := filepath.Glob(filepath.Join(local, ".staging-*"))
-	for _, d := range old {
-		_ = os.RemoveAll(d)
-	}
 	staging, err := os.MkdirTemp(local, ".staging-")
 	if err != nil {
 		return err

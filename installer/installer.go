@@ -209,6 +209,9 @@ func (i *Installer) begin(ctx context.Context, shim string, r plan.Restart) (*se
 		if s.state, err = i.readState(); err == nil {
 			s.recovered, err = i.recoverPending(ctx, s.state)
 		}
+		if err == nil {
+			err = i.sweepStaging()
+		}
 	}
 	if err != nil {
 		unlock()
