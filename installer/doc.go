@@ -11,11 +11,13 @@
 // # Steps
 //
 // An operation is a list of small steps, each in its own file with its own
-// undo: stageBundle (fetch, verify and lay the bundle out in staging),
+// undo: preflight (ownership and reserved names, before anything changes),
+// stageBundle (fetch, verify and lay the bundle out in staging),
 // configure (handlers and proxy plugins), placeBundle (switch the Shim's
 // "current" link), linkShims (PATH links for containerd 1.6),
 // startSandboxers (units), restartContainerd (restart and CRI check) and
-// commitInstall; uninstall is unconfigure, restartContainerd, removeFiles.
+// commitInstall; uninstall is uninstallCheck, unconfigure, restartContainerd,
+// removeFiles.
 // When a step fails, it and every step before it are undone in reverse and
 // containerd is restarted once more if it may have seen the change.
 //
@@ -54,10 +56,36 @@
 //     plan.NodeResult whose Reason is one of plan's constants.
 //   - Crash safe: each step records its intent in the state file before it
 //     changes the node, config and unit backups stay until commit, and a run
-//     that finds an interrupted operation undoes it first. Killing the
-//     installer at any point and running it again converges.
-//   - containerd's own shims (containerd-shim-runc-v1/v2, runhcs) are never
-//     linked, and the handler runc is refused (ErrReserved).
+//     that finds an interrupted operation undoes it first (files it created
+//     removed, files of others untouched) and sweeps dead staging
+//     directories. Killing the installer at any point and running it again
+//     converges.
+//   - Own only what it wrote. The state records, per Shim (name and UID),
+//     the handlers, proxy plugins, units, links and files it wrote, and the
+//     digest of each unit file. Before anything changes, an install is
+//     refused (ErrConflict, reason Conflict, naming the handler, file or
+//     Shim) when a handler or proxy plugin or unit belongs to another Shim,
+//     when the node's config already defines the handler and the plan does
+//     not adopt it, or when a unit file of that name is not shimkit's or was
+//     edited since; an uninstall refuses to remove an edited unit. An
+//     adopted handler is put back byte for byte on uninstall.
+//   - Reserved names (ErrReserved, reason Reserved): the handler runc, the
+//     node's default runtime, and the runtime types of containerd's own shims
+//     (io.containerd.runc.v1/v2, io.containerd.runhcs.v1) unless the handler
+//     runs its own OCI runtime under containerd's shim (options.BinaryName).
+//     containerd's own shim binaries are never linked.
+//   - PATH links only where nothing is: a shim binary is linked into LinkDir
+//     only when no file of that name is on containerd's PATH, so nothing an
+//     admin or another Shim put there is replaced or shadowed. containerd
+//     1.7 and later honour runtime_path and need no link; on 1.6 (asked over
+//     CRI) a taken name is a Conflict.
+//   - Compare-and-swap undo: a rollback or a recovery puts back a file only
+//     when it still holds what shimkit wrote; a file someone changed since is
+//     left as it is (ErrConcurrentEdit, reason ConcurrentEdit).
+//   - SIGTERM cancels the operation's context: the step in progress stops
+//     and everything is rolled back (reason Interrupted) within
+//     plan.Restart.RollbackTimeout, so a pod whose grace period is
+//     plan.Restart.GracePeriod is never killed half-way.
 //   - Offline mode installs into a root filesystem with no restart, no
 //     health check and no unit started, for image builders.
 package installer
