@@ -132,6 +132,9 @@ func TestUnitOwnership(t *testing.T) {
 		data, _ := os.ReadFile(n.local(unit))
 		writeFile(t, n.local(unit), edited+string(data))
 		before := snapshot(t, n.root)
+		if st, err := inst.Status(ctx); err != nil || len(st) != 1 || len(st[0].Problems) != 1 || !strings.Contains(st[0].Problems[0], "changed after shimkit wrote it") {
+			t.Errorf("status: %+v %v", st, err)
+		}
 
 		upgrade := sandboxerPlan(t, srv, "vmm", "/bin/true", "--verbose")
 		res, err := inst.Install(ctx, upgrade)

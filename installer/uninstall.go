@@ -156,6 +156,14 @@ func (i *Installer) Status(ctx context.Context) ([]ShimStatus, error) {
 				st.Problems = append(st.Problems, "file "+f+" is missing")
 			}
 		}
+		for _, u := range rec.Units {
+			switch data, err := os.ReadFile(i.local(u)); {
+			case err != nil:
+				st.Problems = append(st.Problems, "unit "+u+": "+err.Error())
+			case rec.Written[u] != "" && digestOf(data) != rec.Written[u]:
+				st.Problems = append(st.Problems, "unit "+u+" was changed after shimkit wrote it")
+			}
+		}
 		for _, h := range rec.handlers() {
 			switch has, err := t.HasHandler(h); {
 			case err != nil:
