@@ -152,6 +152,7 @@ func TestExitCodesAndResults(t *testing.T) {
 	if code != cli.ExitFailed || r.Reason != plan.ReasonConfigInvalid || !strings.Contains(r.Message, "/etc/containerd/config.toml:2") {
 		t.Errorf("broken config: exit %d, %+v: %s", code, r, errOut)
 	}
+	root, _ = rootfs(t, "version = 2\n")
 	p := demoPlan(t)
 	p.Artifact.Path = filepath.Join(root, "missing.tar.gz")
 	code, _, errOut = run(t, "install", "--plan", writePlan(t, p), "--host-root", root, "--offline", "--result", result)
