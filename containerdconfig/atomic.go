@@ -9,8 +9,9 @@ import (
 	"syscall"
 )
 
-// backupSuffix names the copy of a file's original bytes kept while a
-// Change is pending. It does not end in .toml, so import globs never match.
+// backupSuffix names the copy of a file's original bytes that shimkit
+// versions before the journal kept while a Change was pending; Restore
+// still puts one back.
 const backupSuffix = ".shimkit-backup"
 
 // WriteFileAtomic replaces path with data so that a reader (or a crash) sees

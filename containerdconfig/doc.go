@@ -14,8 +14,7 @@
 //     lines, CRLF line endings.
 //   - Adding a handler that is already there with identical settings changes
 //     nothing and reports Changed() == false, so the caller does not restart
-//     containerd. A handler shimkit added before is updated in place; one the
-//     user wrote with other settings is replaced in place by a managed block.
+//     containerd. A handler shimkit added before is updated in place.
 //   - Removing a handler removes exactly its managed block, so add then
 //     remove gives back the original bytes. A handler shimkit did not write
 //     is never removed.
@@ -27,10 +26,61 @@
 //     (ErrParse, ErrInvalidHandler, ErrInvalidProxyPlugin, ErrTemplate,
 //     ErrConflict, ...), and no file is touched.
 //   - Files are written atomically (temporary file in the same directory,
-//     fsync, mode and owner kept, rename, fsync of the directory). A backup
-//     of each original stays next to it until the Change is committed or
-//     rolled back; Rollback restores the originals byte for byte, and
-//     Restore recovers a change a crash left pending.
+//     fsync, mode and owner kept, rename, fsync of the directory).
+//
+// # Ownership: what someone else wrote stays theirs
+//
+// shimkit runs as root on every node, so it never takes over, overwrites,
+// restores over or deletes a handler or file that someone else wrote, or
+// changed after shimkit did.
+//
+//   - A handler the edited file defines outside a shimkit block (an admin's,
+//     another tool's) is refused by AddHandler and Install, whether its
+//     settings are the ones asked for or not: a *FileError wrapping
+//     ErrConflict names the file, line and key. So is a handler that a file
+//     containerd merges with a drop-in defines (the root config, another
+//     drop-in): the drop-in would take it over.
+//   - Adoption is asked for explicitly (AdoptHandler, Install.Adopt). The
+//     handler's tables are replaced where they are by a block marked
+//     "adopted by shimkit" that keeps their text as comment lines
+//     ("#| ..."), line endings and a missing final newline included, so
+//     that removing the handler puts that text back byte for byte. Forms
+//     that cannot be put back exactly (inline tables, dotted keys, tables in
+//     separate places of the file) are refused with ErrConflict.
+//   - A Change is undone by compare and swap. Change.Rollback (and Restore
+//     after a crash) puts a file's original bytes back only while the file
+//     holds exactly what shimkit wrote; a file the Change created is then
+//     removed. When someone else changed the file since, only the shimkit
+//     blocks the Change touched are undone, each only while it is byte for
+//     byte what the Change wrote (found by its marker id, on the masked
+//     text of a template): an appended block is cut, an updated one gets
+//     its former bytes, an adopted one the handler's original text, a
+//     removed one is written again; the result must parse and hold the
+//     original values where the Change changed something and the other
+//     writer's everywhere else. When that is not possible (a block was
+//     edited, the file is gone or no longer parses, a file the Change
+//     removed was written again), the file is left exactly as it is and
+//     the error is a *FileError naming it that wraps ErrConcurrentEdit. In
+//     every case the other writer's edit survives. A block the Change added,
+//     or a file it created, that someone removed stays removed.
+//
+// # Files next to the config while a change is pending
+//
+// Before a Change writes a file, it records in <file>.shimkit-journal
+// (mode 0600; the name does not end in .toml, so import globs never match
+// it), written atomically and fsynced, whether the file existed, what it
+// held and what the Change writes. Several Changes of one file in one
+// operation share the journal, which so holds the oldest original and the
+// newest written bytes. Commit drops the Change's record, and the journal
+// with its last one; Rollback does the same once the file is undone.
+// Restore(path) undoes what a crash left pending with the rule above and
+// removes the journal; when another writer's edit stands in the way it
+// leaves file and journal alone and returns ErrConcurrentEdit, and a new
+// Change of the file is refused until Restore succeeds (once someone fixed
+// the file) or ForgetPending accepts the file as it is. The other files are
+// transient: .<file>.shimkit-tmp-* while a file is being replaced. shimkit
+// no longer writes <file>.shimkit-backup; Restore still puts back one that
+// an older version left.
 //
 // # Proxy plugins and sandboxers
 //
@@ -50,7 +100,8 @@
 // or in a file containerd merges with it (the root config, the other
 // drop-ins): when it differs from the one asked for, Apply returns an error
 // wrapping ErrConflict that names the file and the plugin, and touches
-// nothing; when it is the same, nothing changes.
+// nothing; when it is the same, nothing changes (it stays theirs). Changes
+// of proxy plugins are journaled and undone like those of handlers.
 //
 // # Where the handler goes
 //
@@ -84,7 +135,8 @@
 //     writes a drop-in into config.toml.d (config-v3.toml.d) when the rendered
 //     config imports it, and otherwise edits or creates a template that keeps
 //     {{ template "base" . }}. A handler the distribution already generates
-//     is left alone (no-op when identical, ErrConflict otherwise).
+//     is left alone (no-op when identical, ErrConflict otherwise); one the
+//     user wrote in the template is refused, or adopted when asked for.
 //   - MicroK8s: /var/snap/microk8s/current/args/containerd-template.toml,
 //     unit snap.microk8s.daemon-containerd.
 //   - k0s: a drop-in in /etc/k0s/containerd.d; k0s reloads it, no restart.

@@ -20,8 +20,14 @@ const (
 	markerEnd     = "# <<< shimkit: "
 	markerManaged = " (managed by shimkit; do not edit)"
 	markerNoEOL   = " (managed by shimkit; do not edit; file had no final newline)"
-	idHandler     = "runtime handler "
-	idKeeper      = "default runtime "
+	// An adopted block keeps the text it replaced as comment lines right
+	// after its begin marker, each prefixed with keptPrefix, so that
+	// removing the block puts that text back byte for byte.
+	markerAdopted      = " (adopted by shimkit; the #| lines keep the original; do not edit)"
+	markerAdoptedNoEOL = " (adopted by shimkit; the #| lines keep the original; do not edit; file had no final newline)"
+	keptPrefix         = "#|"
+	idHandler          = "runtime handler "
+	idKeeper           = "default runtime "
 )
 
 func handlerID(name string) string { return idHandler + strconv.Quote(name) }
@@ -32,9 +38,14 @@ type block struct {
 	id         string
 	start, end int // the whole block, marker lines included
 	bodyStart  int // after the begin marker line
+	keptEnd    int // after the kept original lines of an adopted block; bodyStart otherwise
 	bodyEnd    int // at the start of the end marker line
 	noEOL      bool
+	adopted    bool
 }
+
+// text returns the bytes of the whole block.
+func (b block) text(data []byte) []byte { return data[b.start:b.end] }
 
 // findBlocks lists the managed blocks of data in file order.
 func findBlocks(path string, data []byte, exprs []expr) ([]block, error) {
@@ -52,13 +63,20 @@ func findBlocks(path string, data []byte, exprs []expr) ([]block, error) {
 					Err: fmt.Errorf("%w: shimkit block %s is not closed before another begins", ErrConflict, open.id)}
 			}
 			id := strings.TrimSuffix(strings.TrimPrefix(t, markerBegin), " >>>")
-			b := &block{start: e.start, bodyStart: e.end}
-			if s, ok := strings.CutSuffix(id, markerNoEOL); ok {
-				b.id, b.noEOL = s, true
-			} else {
+			b := &block{start: e.start, bodyStart: e.end, keptEnd: e.end}
+			switch {
+			case strings.HasSuffix(id, markerNoEOL):
+				b.id, b.noEOL = strings.TrimSuffix(id, markerNoEOL), true
+			case strings.HasSuffix(id, markerAdoptedNoEOL):
+				b.id, b.adopted, b.noEOL = strings.TrimSuffix(id, markerAdoptedNoEOL), true, true
+			case strings.HasSuffix(id, markerAdopted):
+				b.id, b.adopted = strings.TrimSuffix(id, markerAdopted), true
+			default:
 				b.id = strings.TrimSuffix(id, markerManaged)
 			}
 			open = b
+		case open != nil && open.adopted && open.keptEnd == e.start && strings.HasPrefix(e.text, keptPrefix):
+			open.keptEnd = e.end // a kept line of the original
 		case strings.HasPrefix(t, markerEnd) && strings.HasSuffix(t, " <<<"):
 			id := strings.TrimSuffix(strings.TrimPrefix(t, markerEnd), " <<<")
 			if open == nil || open.id != id {
@@ -109,16 +127,25 @@ func appendBlock(data []byte, s style, id string, body []byte) []byte {
 
 // cutBlock removes a managed block and the separator appendBlock added.
 func cutBlock(data []byte, b block) []byte {
-	start := b.start
+	start, end := cutRange(data, b)
+	return slices.Concat(data[:start], data[end:])
+}
+
+// cutRange returns what cutBlock removes: the block and the separator
+// before it. When the file had no final newline and something was written
+// after the block since, the newline that ends the former last line stays.
+func cutRange(data []byte, b block) (start, end int) {
+	start = b.start
 	switch {
 	case b.noEOL:
-		for range 2 {
+		start = trimOneNewline(data, start)
+		if b.end == len(data) {
 			start = trimOneNewline(data, start)
 		}
 	case isBlankLineBefore(data, start):
 		start = trimOneNewline(data, start)
 	}
-	return slices.Concat(data[:start], data[b.end:])
+	return start, b.end
 }
 
 // trimOneNewline returns the offset of the newline (LF or CRLF) ending just

@@ -75,6 +75,11 @@ func TestBadInputLeavesFilesUntouched(t *testing.T) {
 			want:  containerdconfig.ErrConflict, inMsg: []string{"config.toml:3:1"},
 		},
 		{
+			name:  "the user's handler, not adopted",
+			files: map[string]string{"/etc/containerd/config.toml": "version = 2\n\n# mine\n" + userSpinTables},
+			want:  containerdconfig.ErrConflict, inMsg: []string{"config.toml:4:1", "runtimes.spin", "not written by shimkit"},
+		},
+		{
 			name:  "runtimes closed as inline table",
 			files: map[string]string{"/etc/containerd/config.toml": "version = 2\n" + cri + "\n  runtimes = { runc = { runtime_type = \"io.containerd.runc.v2\" } }\n"},
 			want:  containerdconfig.ErrConflict, inMsg: []string{"runtimes.spin"},

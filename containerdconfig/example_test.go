@@ -2,6 +2,7 @@ package containerdconfig_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -34,6 +35,45 @@ func ExampleAddHandler() {
 	// changed: true
 	//
 	// # >>> shimkit: runtime handler "spin" (managed by shimkit; do not edit) >>>
+	// [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.spin]
+	//   runtime_type = "io.containerd.spin.v2"
+	//   runtime_path = "/opt/shimkit/bin/containerd-shim-spin-v2"
+	// # <<< shimkit: runtime handler "spin" <<<
+	// restored: true
+}
+
+// Take over a handler the admin wrote: AddHandler refuses it, AdoptHandler
+// replaces it with a block that keeps the admin's text, and removing the
+// handler puts that text back byte for byte.
+func ExampleAdoptHandler() {
+	orig := []byte("version = 2\n\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.spin]\n  runtime_type = \"io.containerd.spin.v2\"\n")
+	h := containerdconfig.RuntimeHandler{
+		Name:        "spin",
+		RuntimeType: "io.containerd.spin.v2",
+		RuntimePath: "/opt/shimkit/bin/containerd-shim-spin-v2",
+	}
+	_, _, err := containerdconfig.AddHandler("config.toml", orig, h)
+	fmt.Println("refused:", errors.Is(err, containerdconfig.ErrConflict))
+
+	out, changed, err := containerdconfig.AdoptHandler("config.toml", orig, h)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("changed: %v\n%s", changed, out)
+
+	back, _, err := containerdconfig.RemoveHandler("config.toml", out, "spin")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("restored:", string(back) == string(orig))
+	// Output:
+	// refused: true
+	// changed: true
+	// version = 2
+	//
+	// # >>> shimkit: runtime handler "spin" (adopted by shimkit; the #| lines keep the original; do not edit) >>>
+	// #| [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.spin]
+	// #|   runtime_type = "io.containerd.spin.v2"
 	// [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.spin]
 	//   runtime_type = "io.containerd.spin.v2"
 	//   runtime_path = "/opt/shimkit/bin/containerd-shim-spin-v2"

@@ -73,7 +73,10 @@ func FuzzAddRemove(f *testing.F) {
 		}
 		before, _ := containerdconfig.Parse("in", data)
 		if before.HasHandler(fuzzHandler.Name) {
-			return // replaced in place: not byte-reversible by design
+			if !bytes.Contains(data, []byte(`# >>> shimkit: runtime handler "fuzz-shim"`)) {
+				t.Fatalf("a handler shimkit did not write was taken over:\n%s", out)
+			}
+			return // shimkit's own block, updated in place
 		}
 		back, changed, err := containerdconfig.RemoveHandler("out", out, fuzzHandler.Name)
 		if err != nil || !changed {
@@ -108,4 +111,70 @@ func assertNoWrite(t *testing.T, data []byte) {
 	if len(entries) != 1 {
 		t.Fatalf("files appeared: %v", entries)
 	}
+}
+
+// FuzzAdoptRemove checks, for any input that parses and defines the spin
+// handler outside a shimkit block: AddHandler refuses it and returns
+// nothing; AdoptHandler either refuses it as a located ErrConflict (a form
+// it cannot put back) or adopts it so that the result parses with every
+// setting of the input outside the handler, and RemoveHandler then gives
+// the input back byte for byte. Nothing panics. The seed corpus is
+// testdata/fuzz/FuzzAdoptRemove and the adoption inputs in testdata/adopt.
+func FuzzAdoptRemove(f *testing.F) {
+	seeds, _ := filepath.Glob("testdata/adopt/*.toml")
+	seeds = append(seeds, "testdata/edit/v2-user-spin-different.toml")
+	for _, s := range seeds {
+		data, err := os.ReadFile(s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		before, err := containerdconfig.Parse("in.toml", data)
+		if err != nil {
+			_, _, err := containerdconfig.AdoptHandler("in.toml", data, spin)
+			if err == nil {
+				t.Fatal("invalid input adopted")
+			}
+			return
+		}
+		out, changed, err := containerdconfig.AdoptHandler("in.toml", data, spin)
+		if !before.HasHandler("spin") || bytes.Contains(data, []byte(`# >>> shimkit: runtime handler "spin"`)) {
+			return // not the user's handler: AddHandler's own properties (FuzzAddRemove)
+		}
+		if added, _, aerr := containerdconfig.AddHandler("in.toml", data, spin); !errors.Is(aerr, containerdconfig.ErrConflict) || added != nil {
+			t.Fatalf("AddHandler took over the user's handler: err=%v", aerr)
+		}
+		if err != nil {
+			var fe *containerdconfig.FileError
+			if !errors.As(err, &fe) || !errors.Is(err, containerdconfig.ErrConflict) && !errors.Is(err, containerdconfig.ErrVersion) {
+				t.Fatalf("refused without a located conflict: %v", err)
+			}
+			return
+		}
+		if !changed {
+			t.Fatal("adopting the user's handler changed nothing")
+		}
+		after, err := containerdconfig.Parse("out.toml", out)
+		if err != nil || after.Handler("spin")["runtime_path"] != spin.RuntimePath {
+			t.Fatalf("result does not hold the handler (%v):\n%s", err, out)
+		}
+		back, changed, err := containerdconfig.RemoveHandler("out.toml", out, "spin")
+		if err != nil || !changed {
+			t.Fatalf("remove: changed=%v err=%v", changed, err)
+		}
+		if orphanKeeper(data) {
+			return // the runc block goes with the last shimkit handler
+		}
+		if !bytes.Equal(back, data) {
+			t.Fatalf("adopt then remove differs:\nin:  %q\nout: %q", data, back)
+		}
+	})
+}
+
+// orphanKeeper reports a shimkit block keeping runc without any shimkit
+// handler block, which RemoveHandler removes with the last handler.
+func orphanKeeper(data []byte) bool {
+	return bytes.Contains(data, []byte(`# >>> shimkit: default runtime "runc"`)) && !bytes.Contains(data, []byte("# >>> shimkit: runtime handler "))
 }

@@ -3,11 +3,12 @@ package containerdconfig
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
+	"slices"
 )
 
 // Mutator is one edit of a node's containerd configuration. Apply makes the
@@ -26,26 +27,44 @@ var (
 type Install struct {
 	Target  Target
 	Handler RuntimeHandler
+	// Adopt lets Apply take over a handler of that name that the edited
+	// file defines outside a shimkit block, keeping its original text so
+	// that Uninstall puts it back (see AdoptHandler). Without it such a
+	// handler is an ErrConflict and nothing is written.
+	Adopt bool
 }
 
 // NewInstall returns a Mutator that registers h on the target.
 func NewInstall(t Target, h RuntimeHandler) *Install { return &Install{Target: t, Handler: h} }
 
-// Apply registers the handler. Bad input (a file that does not parse, an
-// invalid handler, a template shimkit does not understand, a collision)
-// returns an error naming the file, line and key, and no file is touched.
+// Apply registers the handler. A handler of that name that the edited file
+// defines outside a shimkit block is an ErrConflict unless Adopt is set.
+// Bad input (a file that does not parse, an invalid handler, a template
+// shimkit does not understand, a collision) returns an error naming the
+// file, line and key, and no file is touched.
 func (i *Install) Apply(ctx context.Context) (*Change, error) {
 	if err := i.Handler.Validate(); err != nil {
 		return nil, err
 	}
 	return i.Target.apply(ctx, handlerSubject(i.Handler.Name), func(p plan, data []byte) ([]byte, bool, error) {
+		if err := i.Target.handlerElsewhere(p, data, i.Handler.Name); err != nil {
+			return nil, false, err
+		}
 		if p.rendered != nil && p.rendered.HasHandler(i.Handler.Name) {
-			generated, err := checkGenerated(p, data, i.Handler)
-			if err != nil || generated {
-				return data, false, err // the distribution renders it as wanted: nothing to do
+			own, err := parse(p.nodePath, data, p.opts.version)
+			if err != nil {
+				return nil, false, err
+			}
+			if !own.HasHandler(i.Handler.Name) { // not in the template: the distribution's
+				generated, err := checkGenerated(p, data, i.Handler)
+				if err != nil || generated {
+					return data, false, err // the distribution renders it as wanted: nothing to do
+				}
 			}
 		}
-		return addHandler(p.nodePath, data, i.Handler, p.opts)
+		opts := p.opts
+		opts.adopt = i.Adopt
+		return addHandler(p.nodePath, data, i.Handler, opts)
 	})
 }
 
@@ -121,11 +140,14 @@ func (t Target) apply(ctx context.Context, s subject, edit editFunc) (*Change, e
 	if err != nil || !changed {
 		return &Change{}, err
 	}
-	fc := fileChange{nodePath: p.nodePath, local: p.local, before: before, existed: existed, after: out}
-	if p.seed != nil && bytes.Equal(out, p.seed) {
-		fc.after = nil // only the seed is left: the file was shimkit's
+	fc := fileChange{nodePath: p.nodePath, local: p.local, template: p.template, before: before, existed: existed, after: out}
+	if !existed {
+		fc.seed = p.seed
 	}
-	if existed && fc.after != nil && bytes.Equal(before, fc.after) {
+	if p.seed != nil && bytes.Equal(out, p.seed) {
+		fc.after, fc.removed = nil, true // only the seed is left: the file was shimkit's
+	}
+	if existed && !fc.removed && bytes.Equal(before, fc.after) {
 		return &Change{}, nil
 	}
 	c := &Change{files: []fileChange{fc}}
@@ -154,131 +176,79 @@ func editFile(p plan, data []byte, edit editFunc) ([]byte, bool, error) {
 	return out, true, nil
 }
 
-// fileChange is one file a Change wrote.
-type fileChange struct {
-	nodePath string
-	local    string
-	before   []byte // the original bytes; nil when the file did not exist
-	existed  bool
-	after    []byte // nil: the file is removed
-}
-
-// Change is an edit on disk, pending until it is committed or rolled back.
-// Until then a backup of each changed file sits next to it (with the suffix
-// .shimkit-backup), so that Recover can undo the edit after a crash.
-type Change struct {
-	files []fileChange
-	done  bool
-}
-
-// Changed reports whether any file changed, that is whether containerd
-// must be restarted.
-func (c *Change) Changed() bool { return len(c.files) > 0 }
-
-// Files lists the changed files as paths on the node.
-func (c *Change) Files() []string {
-	var out []string
-	for _, f := range c.files {
-		out = append(out, f.nodePath)
+// mergedWith lists the files containerd merges with the one the edit goes
+// to: the root config when the edit goes to a drop-in or template, and the
+// other files the drop-in's import pattern matches.
+func (t Target) mergedWith(p plan) ([]string, error) {
+	var others []string
+	if t.Preset.Config != p.nodePath {
+		others = append(others, t.Preset.Config)
 	}
-	return out
+	if p.imports != "" {
+		entries, err := os.ReadDir(t.local(path.Dir(p.imports)))
+		if err != nil && !os.IsNotExist(err) {
+			return nil, err
+		}
+		for _, e := range entries {
+			np := path.Join(path.Dir(p.imports), e.Name())
+			if ok, _ := filepath.Match(path.Base(p.imports), e.Name()); ok && !e.IsDir() && np != p.nodePath && !slices.Contains(others, np) {
+				others = append(others, np)
+			}
+		}
+	}
+	return others, nil
 }
 
-func (c *Change) write() error {
-	for i, f := range c.files {
-		err := f.writeBackup()
-		if err == nil {
-			err = f.writeAfter()
-		}
+// handlerElsewhere refuses a new drop-in block for a handler that a file
+// containerd merges with the drop-in (the root config, another drop-in)
+// defines outside a shimkit block for it: containerd would merge the two
+// definitions, silently taking the other one over. Adoption keeps the
+// original text in the file it edits, so it cannot help here either.
+func (t Target) handlerElsewhere(p plan, data []byte, name string) error {
+	if p.imports == "" {
+		return nil
+	}
+	if _, err := decode(p.nodePath, data); err != nil {
+		return err
+	}
+	blocks, err := findBlocks(p.nodePath, data, scan(data))
+	if err != nil {
+		return err
+	}
+	if _, ours := blockByID(blocks, handlerID(name)); ours {
+		return nil // installed before: updated in place
+	}
+	others, err := t.mergedWith(p)
+	if err != nil {
+		return err
+	}
+	for _, np := range others {
+		data, ok, err := readOptional(t.local(np))
 		if err != nil {
-			c.files = c.files[:i+1]
-			if rerr := c.Rollback(); rerr != nil {
-				return fmt.Errorf("write %s: %w; rollback failed too: %w", f.nodePath, err, rerr)
-			}
-			return fmt.Errorf("write %s: %w (restored)", f.nodePath, err)
+			return err
 		}
+		if !ok {
+			continue
+		}
+		cfg, err := Parse(np, data)
+		if err != nil {
+			return err
+		}
+		if !cfg.HasHandler(name) {
+			continue
+		}
+		exprs := scan(data)
+		blocks, err := findBlocks(np, data, exprs)
+		if err != nil {
+			return err
+		}
+		if _, ours := blockByID(blocks, handlerID(name)); ours {
+			continue
+		}
+		fe := foreignHandler(np, exprs, blocks, append(cfg.runtimesPath(), name), name).(*FileError)
+		fe.Err = fmt.Errorf("%w: handler %s is defined here and was not written by shimkit; the drop-in %s would be merged with it and take it over; shimkit adopts a handler only in the file it edits (with Mode ModeFile, the root config)",
+			ErrConflict, name, path.Base(p.nodePath))
+		return fe
 	}
 	return nil
-}
-
-// writeBackup keeps the file's bytes from before the change. When a backup
-// is already there, an earlier uncommitted Change of the same operation
-// made it (several handlers edited in one file): it holds the file as it
-// was before the whole operation, which is what Restore must put back, so
-// it is kept.
-func (f fileChange) writeBackup() error {
-	if !f.existed {
-		return nil
-	}
-	if _, ok, err := readOptional(f.local + backupSuffix); err != nil || ok {
-		return err
-	}
-	return WriteFileAtomic(f.local+backupSuffix, f.before, 0o600)
-}
-
-func (f fileChange) writeAfter() error {
-	if f.after == nil {
-		return removeFile(f.local)
-	}
-	if err := os.MkdirAll(filepath.Dir(f.local), 0o755); err != nil {
-		return err
-	}
-	return WriteFileAtomic(f.local, f.after, 0o644)
-}
-
-// Commit makes the change permanent by dropping the backups.
-func (c *Change) Commit() error {
-	if c.done {
-		return nil
-	}
-	var errs []error
-	for _, f := range c.files {
-		if f.existed {
-			errs = append(errs, removeFile(f.local+backupSuffix))
-		}
-	}
-	c.done = true
-	return errors.Join(errs...)
-}
-
-// Rollback restores every file byte for byte (or removes the ones the change
-// created) and drops the backups.
-func (c *Change) Rollback() error {
-	if c.done {
-		return errors.New("change already committed or rolled back")
-	}
-	var errs []error
-	for i := len(c.files) - 1; i >= 0; i-- {
-		f := c.files[i]
-		if !f.existed {
-			errs = append(errs, removeFile(f.local))
-			continue
-		}
-		if err := WriteFileAtomic(f.local, f.before, 0o644); err != nil {
-			errs = append(errs, fmt.Errorf("restore %s: %w", f.nodePath, err))
-			continue
-		}
-		// The backup of an earlier Change of the same file (see
-		// writeBackup) stays until that Change is rolled back too.
-		if backup, ok, err := readOptional(f.local + backupSuffix); err != nil {
-			errs = append(errs, err)
-		} else if ok && bytes.Equal(backup, f.before) {
-			errs = append(errs, removeFile(f.local+backupSuffix))
-		}
-	}
-	c.done = true
-	return errors.Join(errs...)
-}
-
-// Restore undoes a Change that a crash left pending: when a backup of the
-// file at path (on this machine) exists, it is put back byte for byte.
-func Restore(path string) (restored bool, err error) {
-	data, ok, err := readOptional(path + backupSuffix)
-	if err != nil || !ok {
-		return false, err
-	}
-	if err := WriteFileAtomic(path, data, 0o644); err != nil {
-		return false, err
-	}
-	return true, removeFile(path + backupSuffix)
 }

@@ -192,7 +192,7 @@ func TestModeDropInNeedsImports(t *testing.T) {
 
 // TestRollbackAndRestore: Rollback puts the original back byte for byte
 // with its mode and owner, and Restore recovers a change a crash left
-// pending.
+// pending (from the journal next to the file).
 func TestRollbackAndRestore(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
@@ -217,8 +217,11 @@ func TestRollbackAndRestore(t *testing.T) {
 	if fi.Mode().Perm() != 0o600 || st.Uid != 4242 || st.Gid != 4343 {
 		t.Errorf("edited file has mode %v owner %d:%d, want 0600 4242:4343", fi.Mode().Perm(), st.Uid, st.Gid)
 	}
-	if _, err := os.Stat(cfgPath + ".shimkit-backup"); err != nil {
-		t.Errorf("no backup while the change is pending: %v", err)
+	if _, err := os.Stat(cfgPath + ".shimkit-journal"); err != nil {
+		t.Errorf("no journal while the change is pending: %v", err)
+	}
+	if _, err := os.Stat(cfgPath + ".shimkit-backup"); !os.IsNotExist(err) {
+		t.Errorf("a .shimkit-backup was written: %v", err)
 	}
 	if err := change.Rollback(); err != nil {
 		t.Fatal(err)

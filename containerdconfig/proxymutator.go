@@ -2,11 +2,7 @@ package containerdconfig
 
 import (
 	"context"
-	"os"
-	"path"
-	"path/filepath"
 	"reflect"
-	"slices"
 )
 
 var (
@@ -97,21 +93,9 @@ func (t Target) ProxyPluginFile(name string) (string, error) {
 // holding shimkit's own block for it, such as the config k3s renders from
 // the template, does not count.)
 func (t Target) proxyElsewhere(p plan, pp ProxyPlugin) (defined bool, err error) {
-	var others []string
-	if t.Preset.Config != p.nodePath {
-		others = append(others, t.Preset.Config)
-	}
-	if p.imports != "" {
-		entries, err := os.ReadDir(t.local(path.Dir(p.imports)))
-		if err != nil && !os.IsNotExist(err) {
-			return false, err
-		}
-		for _, e := range entries {
-			np := path.Join(path.Dir(p.imports), e.Name())
-			if ok, _ := filepath.Match(path.Base(p.imports), e.Name()); ok && !e.IsDir() && np != p.nodePath && !slices.Contains(others, np) {
-				others = append(others, np)
-			}
-		}
+	others, err := t.mergedWith(p)
+	if err != nil {
+		return false, err
 	}
 	for _, np := range others {
 		data, ok, err := readOptional(t.local(np))

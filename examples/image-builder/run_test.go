@@ -38,7 +38,7 @@ func TestImageBuilderAddsAndRemoves(t *testing.T) {
 	if opts := c.Handler("spin")["options"].(map[string]any); opts["SystemdCgroup"] != true || opts["ConfigPath"] != "/etc/spin.toml" {
 		t.Errorf("options = %v; want a TOML bool and a string", opts)
 	}
-	if _, err := os.Stat(cfg + ".shimkit-backup"); !os.IsNotExist(err) {
+	if _, err := os.Stat(cfg + ".shimkit-journal"); !os.IsNotExist(err) {
 		t.Error("backup left behind")
 	}
 
