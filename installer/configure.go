@@ -34,9 +34,9 @@ func (configure) do(ctx context.Context, r *run) error {
 		return nil
 	}
 	var errs []error
-	for _, h := range r.handlers() {
+	for k, h := range r.handlers() {
 		f, err := t.File(h.Name)
-		errs = append(errs, add(containerdconfig.NewInstall(t, h), f, err))
+		errs = append(errs, add(&containerdconfig.Install{Target: t, Handler: h, Adopt: r.plan.Handlers[k].Adopt}, f, err))
 	}
 	for _, sb := range r.plan.Sandboxers {
 		f, err := t.ProxyPluginFile(sb.Name)
@@ -90,11 +90,27 @@ func (r *run) rollbackConfig() error {
 	var errs []error
 	for k := len(r.changes) - 1; k >= 0; k-- {
 		if c := r.changes[k]; c.Changed() {
-			errs = append(errs, c.Rollback())
+			errs = append(errs, r.i.settle(r.target, c.Files(), c.Rollback()))
 		}
 	}
 	r.changes = nil
 	return errors.Join(errs...)
+}
+
+// settle accepts the files of an undo that met another writer's edit
+// (ErrConcurrentEdit) as they are: the edit stays, the error is reported
+// once, and the next operation is not held up by the pending journal.
+func (i *Installer) settle(t containerdconfig.Target, files []string, err error) error {
+	if !errors.Is(err, containerdconfig.ErrConcurrentEdit) {
+		return err
+	}
+	for _, f := range files {
+		if ferr := containerdconfig.ForgetPending(t.LocalPath(f)); ferr != nil {
+			return errors.Join(err, ferr)
+		}
+	}
+	i.log().Error("another writer changed the file after shimkit; left as it is", "files", files, "err", err)
+	return err
 }
 
 // commitConfig drops the backups.

@@ -192,8 +192,8 @@ func assertNoPending(t *testing.T, n *testutil.Node) {
 			t.Errorf("status %s: %v", s.Name, s.Problems)
 		}
 	}
-	if _, err := os.Stat(n.Local("/etc/containerd/config.toml.shimkit-backup")); !os.IsNotExist(err) {
-		t.Errorf("backup left: %v", err)
+	if _, err := os.Stat(n.Local("/etc/containerd/config.toml.shimkit-journal")); !os.IsNotExist(err) {
+		t.Errorf("journal left: %v", err)
 	}
 	if left, _ := filepath.Glob(n.Local("/opt/shimkit/demo/*")); len(left) != 2 { // current and one version
 		t.Errorf("in the bundle directory: %v, want current and one version", left)

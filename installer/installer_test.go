@@ -177,7 +177,7 @@ func TestBrokenSettingRollsBack(t *testing.T) {
 			if got, _ := os.ReadFile(n.c.ConfigPath); !bytes.Equal(got, n.original) {
 				t.Errorf("config after rollback:\n%s", got)
 			}
-			if entries, _ := os.ReadDir(filepath.Dir(n.c.ConfigPath)); hasSuffix(entries, ".shimkit-backup") {
+			if entries, _ := os.ReadDir(filepath.Dir(n.c.ConfigPath)); hasSuffix(entries, ".shimkit-journal") {
 				t.Errorf("backup left: %v", entries)
 			}
 			if _, err := os.Stat(filepath.Join(n.dir, "bundles", "demo", "current")); !os.IsNotExist(err) {

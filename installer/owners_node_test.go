@@ -3,9 +3,11 @@ package installer_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -108,4 +110,53 @@ func assertOwnBinary(ctx context.Context, t *testing.T, n *testutil.Node, rt run
 		}
 	}
 	removeSandboxes(ctx, t, rt)
+}
+
+// adminHandler is what another writer (config management, an admin)
+// appends to the config while an install runs.
+const adminHandler = `
+[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.admin]
+  runtime_type = "io.containerd.runc.v2"
+`
+
+// TestConcurrentEditSurvivesRollback: another writer edits the config after
+// the installer wrote it and before the rollback of a failed install; the
+// rollback takes out only shimkit's handler, the other edit survives, and
+// containerd comes back healthy with it.
+func TestConcurrentEditSurvivesRollback(t *testing.T) {
+	ctx := context.Background()
+	nc := nodeCases(t)[1]
+	n, orig := bootNode(t, nc)
+	cfg := n.Local("/etc/containerd/config.toml")
+	inst := &installer.Installer{HostRoot: n.Root, Health: &installer.CRIHealth{Socket: n.Socket(), Timeout: 3 * time.Second},
+		AfterStep: func(step string) {
+			if step != "configured" {
+				return
+			}
+			f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+			if err == nil {
+				_, err = f.WriteString(adminHandler)
+				f.Close()
+			}
+			if err != nil {
+				t.Error(err)
+			}
+		}}
+	srv := testutil.StartFileServer(t)
+	p := httpPlan(srv, "/v1.tar.gz", testutil.NewShimArchive(t, "demo", nc.shim, nil))
+	p.Handlers[0].Settings = map[string]any{"base_runtime_spec": "/nonexistent/spec.json"}
+	_, err := inst.Install(ctx, rehash(p))
+	if !errors.Is(err, installer.ErrRolledBack) {
+		got, _ := os.ReadFile(cfg)
+		t.Fatalf("err = %v, want rolled back\nconfig:\n%s\n%s", err, got, n.Journal("containerd"))
+	}
+	if got, _ := os.ReadFile(cfg); string(got) != string(orig)+adminHandler {
+		t.Errorf("config after rollback:\n%s\nwant the original and the other writer's edit", got)
+	}
+	if err := (&installer.CRIHealth{Socket: n.Socket()}).Check(ctx, "admin", true); err != nil {
+		t.Errorf("containerd after rollback: %v", err)
+	}
+	if err := (&installer.CRIHealth{Socket: n.Socket()}).Check(ctx, "demo", false); err != nil {
+		t.Error(err)
+	}
 }

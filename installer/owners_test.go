@@ -228,3 +228,26 @@ func serveSocket(t *testing.T, p string) func() {
 	}
 	return func() { l.Close() }
 }
+
+// TestAdoptedHandlerIsPutBack: a plan that adopts the admin's handler takes
+// it over, and uninstall puts the admin's text back byte for byte.
+func TestAdoptedHandlerIsPutBack(t *testing.T) {
+	ctx := context.Background()
+	n := newFakeNode(t, userHandlerV2)
+	inst := n.installer()
+	p := gvisorLikePlan(t, testutil.StartFileServer(t), "v1")
+	p.Handlers[0].Adopt = true
+	if _, err := inst.Install(ctx, rehash(p)); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := os.ReadFile(n.config)
+	if !bytes.Contains(cfg, []byte(`runtime_path = "/opt/shimkit/gvisor/current/containerd-shim-runsc-v1"`)) {
+		t.Errorf("handler not taken over:\n%s", cfg)
+	}
+	if _, err := inst.Uninstall(ctx, uninstallPlan("gvisor")); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(n.config); string(got) != userHandlerV2 {
+		t.Errorf("config after uninstall:\n%s\nwant the admin's:\n%s", got, userHandlerV2)
+	}
+}

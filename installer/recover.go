@@ -21,10 +21,10 @@ func (i *Installer) recoverPending(ctx context.Context, s *State) (bool, error) 
 	}
 	i.log().Warn("recovering from an interrupted operation", "op", p.Op, "shim", p.Shim)
 	var errs []error
+	t := containerdconfig.Target{Root: i.root()}
 	for _, f := range p.ConfigFiles {
-		if _, err := containerdconfig.Restore(i.local(f)); err != nil {
-			errs = append(errs, err)
-		}
+		_, err := containerdconfig.Restore(i.local(f))
+		errs = append(errs, i.settle(t, []string{f}, err))
 	}
 	if p.BundleDir != "" {
 		errs = append(errs, restoreBundle(i.local(p.BundleDir), p.PrevVersion, p.NewVersion))

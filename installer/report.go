@@ -40,6 +40,7 @@ var reasons = []struct {
 }{
 	// A rollback that met another writer's edit says so first.
 	{ErrConcurrentEdit, plan.ReasonConcurrentEdit},
+	{containerdconfig.ErrConcurrentEdit, plan.ReasonConcurrentEdit},
 	{ErrInterrupted, plan.ReasonInterrupted},
 	{plan.ErrVersion, plan.ReasonInvalidPlan},
 	{plan.ErrInvalid, plan.ReasonInvalidPlan},

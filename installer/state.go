@@ -73,7 +73,7 @@ func (s ShimState) handlers() []string {
 type Pending struct {
 	Op          string   `json:"op"` // install or uninstall
 	Shim        string   `json:"shim"`
-	ConfigFiles []string `json:"configFiles,omitempty"` // node paths that may have a .shimkit-backup
+	ConfigFiles []string `json:"configFiles,omitempty"` // node paths that may have a .shimkit-journal
 	// BundleDir is the Shim's bundle directory; PrevVersion what "current"
 	// pointed to before ("" when nothing); NewVersion the version the
 	// operation may have created.
