@@ -7,10 +7,18 @@
 //
 // # Lifecycle
 //
-// Install: the matching nodes (spec.nodeSelector; control-plane nodes only
-// when the selector names node-role.kubernetes.io/control-plane) that lack
-// the current spec hash are handed to rollout.Planner, which limits them to
-// maxUpdate, counting Jobs in flight. A node installed at an older hash is
+// Install: the targeted nodes that lack the current spec hash are handed
+// to rollout.Planner, which limits them to maxUpdate, counting Jobs in
+// flight. A node is targeted when it matches (spec.nodeSelector;
+// control-plane nodes only when the selector names
+// node-role.kubernetes.io/control-plane) and is eligible: Linux (its
+// kubernetes.io/os label, else status.nodeInfo.operatingSystem), running
+// containerd (status.nodeInfo.containerRuntimeVersion containerd://...),
+// of a platform the Shim has an artifact for. A value the node does not
+// report rules nothing out. A matching node that is not eligible is
+// skipped, not failed: status.skippedNodes and status.skipped count and
+// name them by reason (NotLinux, NotContainerd, NoArtifact), and the
+// Ready message sums them up. A node installed at an older hash is
 // an upgrade. When a node's Job succeeds, the node gets the shim's label
 // (package nodelabel) and counts as updated; when one fails, the Shim is
 // Degraded and no new node starts until the failure is resolved (delete
@@ -18,8 +26,17 @@
 // applied once the first node has the shim, scheduling only onto labelled
 // nodes. Requeues continue until every node is done; then Ready is True.
 //
-// Nodes that join and match are installed; nodes that stop matching are
-// uninstalled.
+// Nodes that join and match are installed; nodes that stop matching (or
+// stop being eligible) are uninstalled.
+//
+// Some specs pass the API server's validation but are rolled out to no
+// node: a pull secret outside the operator's namespace (Degraded and Ready
+// False with reason PullSecretNamespace: the Jobs run in that namespace
+// and a pod mounts only its own namespace's Secrets; the operator reads no
+// Secret anywhere) and containerd's own runc shim type without
+// runtimeOptions.BinaryName (ReservedRuntimeType: CEL cannot read keys of
+// the free-form runtimeOptions, so the operator checks it, as BuildPlan
+// does for embedders). Uninstalls go on.
 //
 // Uninstall: a finalizer keeps a deleted Shim until every labelled node was
 // uninstalled, rolling under the same strategy (install Jobs still running
@@ -30,6 +47,10 @@
 // Jobs are named from the shim, the node and the spec hash, length-safe
 // with a hash suffix, and owned by the Shim, so an operator that restarts
 // finds its Jobs again: it never duplicates one nor exceeds maxUpdate.
+// Label values built from names (the Jobs' and RuntimeClasses' shim and
+// node labels) are the names themselves up to 63 characters, else a
+// readable prefix and a hash of the whole name: Shims of 253 characters on
+// nodes of 253 roll out.
 //
 // # Handlers and RuntimeClasses
 //
@@ -42,6 +63,23 @@
 // RuntimeClass at once (no new pod asks for it), and on delete they all go
 // last, after every node is clean.
 //
+// A RuntimeClass is the Shim's when its controller reference names the
+// Shim's UID. The operator creates a RuntimeClass that is absent, updates
+// one that is the Shim's (an Update carrying the resourceVersion it read),
+// and deletes only its own (with its UID as a precondition). A
+// RuntimeClass of one of the spec's names that belongs to someone else (an
+// admin, another tool, another Shim) is never changed, adopted or deleted:
+// the Shim is Degraded with reason RuntimeClassConflict naming it and the
+// field, and a Warning Event; the nodes are installed all the same. When
+// that RuntimeClass goes, the watch on RuntimeClasses lets the Shim publish
+// its own.
+//
+// A handler that a node's containerd config already defines and shimkit
+// did not write is refused there (the installer's Conflict) unless its
+// runtimeClass.adoptHandler is true: plan.Handler.Adopt, and the original
+// comes back byte for byte on uninstall. Adoption is part of the spec
+// hash, so setting it after a Conflict starts a new round.
+//
 // # The node plan and the node's result
 //
 // BuildPlan turns a Shim into the plan.NodePlan of one node, applying
@@ -51,16 +89,31 @@
 // mounted through the downward API as the file its args name
 // (shimkit-installer install --plan /etc/shimkit/plan/plan.json ...): no
 // environment variable, no second object to create or clean up, and
-// `kubectl get job -o yaml` shows what the node was told. A node the Shim
-// has no artifact for (only per-platform artifacts, none of its platform)
-// fails without a Job, as ArtifactInvalid.
+// `kubectl get job -o yaml` shows what the node was told.
+//
+// # The installer pod
+//
+// The installer pod is privileged, on the host network, pinned to its
+// node, and sees only the node directories it works in, under
+// Options.HostRoot: /etc, /var, /run and /opt read-write (containerd's
+// configs and sockets of every preset, the state, the bundles, the
+// units), /usr, /bin and /sbin read-only (containerd's PATH, so that no
+// link shadows a binary there) and /usr/local/bin read-write (containerd
+// 1.6's PATH links). Only /usr/local/bin may be created by the kubelet:
+// nothing it creates can change what preset detection finds. It runs in
+// its own PID namespace (restarts go over the system D-Bus socket;
+// Options.HostPID for nodes without one), and its grace period covers a
+// containerd restart in flight plus the whole rollback the installer runs
+// on SIGTERM (gracePeriodSeconds).
 //
 // The installer writes its plan.NodeResult as the container's termination
 // message. For a finished Job the operator reads it from the Job's newest
 // pod (one list per Job, from the API server, so no pod cache), and a failed
 // node's reason and message (ConfigInvalid: /etc/containerd/config.toml:12:
-// ...) go into status.failingNodes, the Degraded condition and a Warning
-// Event; without a readable result, the Job's failed condition stands in.
+// ..., or the node-side refusals Conflict, Reserved, ConcurrentEdit) go
+// into status.failingNodes, the Degraded condition and a Warning Event
+// related to the node; without a readable result, the Job's failed
+// condition stands in.
 // Exit codes 3 (rolled back) and 4 (rollback failed) fail the Job at once;
 // others are retried up to Options.JobBackoffLimit.
 package operator

@@ -258,6 +258,26 @@ func createNodes(t testing.TB, c client.Client, n int, labels map[string]string,
 	}
 }
 
+// createNode creates a node with labels and the system info its kubelet
+// would report (status.nodeInfo).
+func createNode(t testing.TB, c client.Client, name string, labels map[string]string, info corev1.NodeSystemInfo) {
+	t.Helper()
+	ctx := context.Background()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	if err := c.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	node.Status.NodeInfo = info
+	if err := c.Status().Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// linuxNode is the system info of a Linux node running containerd.
+func linuxNode(arch string) corev1.NodeSystemInfo {
+	return corev1.NodeSystemInfo{OperatingSystem: "linux", Architecture: arch, ContainerRuntimeVersion: "containerd://2.2.9"}
+}
+
 // waitFor polls until cond holds or the timeout passes.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()

@@ -28,7 +28,7 @@ type startedRollout struct {
 func newMetrics() *metrics {
 	return &metrics{
 		nodes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "shimkit_shim_nodes", Help: "Nodes of a Shim by state: matching, updated, in_progress, failed.",
+			Name: "shimkit_shim_nodes", Help: "Nodes of a Shim by state: matching (and eligible), updated, in_progress, failed, skipped (matching, not eligible).",
 		}, []string{"shim", "state"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "shimkit_rollout_duration_seconds", Help: "Time from a Shim's spec change until every matching node has it.",
@@ -60,7 +60,7 @@ func (m *metrics) Register(reg prometheus.Registerer) error {
 }
 
 func (m *metrics) observe(shim *v1alpha1.Shim, st v1alpha1.ShimStatus, ready bool) {
-	for state, n := range map[string]int32{"matching": st.Nodes, "updated": st.UpdatedNodes, "in_progress": st.InProgressNodes, "failed": st.FailedNodes} {
+	for state, n := range map[string]int32{"matching": st.Nodes, "updated": st.UpdatedNodes, "in_progress": st.InProgressNodes, "failed": st.FailedNodes, "skipped": st.SkippedNodes} {
 		m.nodes.WithLabelValues(shim.Name, state).Set(float64(n))
 	}
 	m.mu.Lock()

@@ -50,12 +50,18 @@ const (
 //     (containerd finds its own shim, such as runc's with BinaryName);
 //   - sandboxers: unit shimkit-<name>.service, address
 //     /run/shimkit/<name>.sock, $(ADDRESS) in the command replaced by it;
+//   - a handler's adopt flag is its runtimeClass.adoptHandler;
 //   - the artifact of the node's platform, its sha256 as the digest, the
 //     pull secret at the path the Job mounts it.
 //
 // An uninstall plan carries only the Shim's identity, the operation and
 // the restart settings: the node's state says what to remove. The plan is
-// validated; an error names the node and the field.
+// validated; an error names the node and the field. An install plan is
+// refused, whatever the node, for a runtime type of containerd's own shims
+// without runtimeOptions.BinaryName or with a runtimePath (ErrReserved),
+// and for a pull secret outside o.Namespace (ErrPullSecretNamespace; not
+// checked when o.Namespace is empty); for a node of a platform the Shim
+// has no artifact for (ErrNoArtifact).
 func BuildPlan(shim *v1alpha1.Shim, node *corev1.Node, op plan.Operation, o Options) (*plan.NodePlan, error) {
 	return buildPlan(shim, node, op, o, specHash(shim))
 }
@@ -66,6 +72,9 @@ func buildPlan(shim *v1alpha1.Shim, node *corev1.Node, op plan.Operation, o Opti
 	p.Node = node.Name
 	p.Restart = plan.Restart{Preset: o.Preset, ConfigMode: o.ConfigMode, Timeout: plan.Duration(o.RestartTimeout)}
 	if op == plan.OpInstall {
+		if err := validateSpec(shim, o); err != nil {
+			return nil, fmt.Errorf("plan of Shim %s for node %s: %w", shim.Name, node.Name, err)
+		}
 		if err := fillInstall(p, shim, node, hash); err != nil {
 			return nil, fmt.Errorf("plan of Shim %s for node %s: %w", shim.Name, node.Name, err)
 		}
@@ -88,7 +97,9 @@ func fillInstall(p *plan.NodePlan, shim *v1alpha1.Shim, node *corev1.Node, hash 
 	p.Files = filesOf(shim, p.Handlers)
 	for i := range p.Handlers {
 		h := &p.Handlers[i]
-		if bin := binaryName(h.RuntimeType); h.RuntimePath == "" && hasFile(p.Files, bin) {
+		// Never containerd's own shim from the bundle: a reserved type
+		// runs containerd's.
+		if bin := binaryName(h.RuntimeType); h.RuntimePath == "" && !v1alpha1.IsReservedRuntimeType(h.RuntimeType) && hasFile(p.Files, bin) {
 			h.RuntimePath = plan.BundleDirPlaceholder + "/" + bin
 		}
 	}
@@ -127,16 +138,23 @@ func artifactFor(shim *v1alpha1.Shim, node *corev1.Node) (*plan.Artifact, error)
 	return a, nil
 }
 
-// handlersOf lists the primary handler, then spec.handlers.
-func handlersOf(shim *v1alpha1.Shim) ([]plan.Handler, error) {
+// handlerSpecs lists the primary handler (spec.runtimeClass with the
+// top-level runtime fields), then spec.handlers.
+func handlerSpecs(shim *v1alpha1.Shim) []v1alpha1.HandlerSpec {
 	s := shim.Spec
 	primary := v1alpha1.HandlerSpec{
 		RuntimeClass: s.RuntimeClass, RuntimeType: s.RuntimeType, RuntimeOptions: s.RuntimeOptions, RuntimePath: s.RuntimePath,
 		PodAnnotations: s.PodAnnotations, ContainerAnnotations: s.ContainerAnnotations,
 		PrivilegedWithoutHostDevices: s.PrivilegedWithoutHostDevices, Snapshotter: s.Snapshotter, Sandboxer: s.Sandboxer, IOType: s.IOType,
 	}
-	out := make([]plan.Handler, 0, 1+len(s.Handlers))
-	for i, h := range append([]v1alpha1.HandlerSpec{primary}, s.Handlers...) {
+	return append([]v1alpha1.HandlerSpec{primary}, s.Handlers...)
+}
+
+// handlersOf lists the plan's handlers, in the order of handlerSpecs.
+func handlersOf(shim *v1alpha1.Shim) ([]plan.Handler, error) {
+	specs := handlerSpecs(shim)
+	out := make([]plan.Handler, 0, len(specs))
+	for i, h := range specs {
 		opts, err := options(h.RuntimeOptions)
 		if err != nil {
 			field := "spec.runtimeOptions"
@@ -149,6 +167,7 @@ func handlersOf(shim *v1alpha1.Shim) ([]plan.Handler, error) {
 			Name: h.RuntimeClass.Handler, RuntimeType: handlerRuntimeType(h), RuntimePath: h.RuntimePath, Options: opts,
 			PodAnnotations: h.PodAnnotations, ContainerAnnotations: h.ContainerAnnotations,
 			PrivilegedWithoutHostDevices: h.PrivilegedWithoutHostDevices, Snapshotter: h.Snapshotter, Sandboxer: h.Sandboxer, IOType: h.IOType,
+			Adopt: h.RuntimeClass.AdoptHandler,
 		})
 	}
 	return out, nil

@@ -57,6 +57,7 @@ func TestBuildPlanGolden(t *testing.T) {
 		{"platforms-arm64", "platforms", "arm64", plan.OpInstall},
 		{"oci-pull-secret", "oci", "amd64", plan.OpInstall},
 		{"runc-binaryname", "runc-binaryname", "amd64", plan.OpInstall},
+		{"adopt", "adopt", "amd64", plan.OpInstall},
 		{"uninstall", "gvisor", "amd64", plan.OpUninstall},
 	} {
 		t.Run(tt.golden, func(t *testing.T) {
@@ -92,16 +93,53 @@ func TestBuildPlanGolden(t *testing.T) {
 	}
 }
 
-// TestBuildPlanErrors: a node of a platform without an artifact gets no
-// plan (ErrNoArtifact), with the node and the field named.
+// TestBuildPlanErrors: an install plan is refused with an error that
+// names the node and the field: a node of a platform without an artifact
+// (ErrNoArtifact), containerd's runc shim without BinaryName or with a
+// runtimePath (ErrReserved), a pull secret outside the operator's
+// namespace (ErrPullSecretNamespace). Uninstalling needs none of these.
 func TestBuildPlanErrors(t *testing.T) {
-	_, err := operator.BuildPlan(readShim(t, "platforms"), nodeOf("rv-1", "riscv64"), plan.OpInstall, operator.Options{})
-	if !errors.Is(err, operator.ErrNoArtifact) || !strings.Contains(err.Error(), "rv-1") || !strings.Contains(err.Error(), "spec.fetchStrategy.anonHttp") {
-		t.Errorf("riscv64 node: %v, want ErrNoArtifact naming the node and the field", err)
+	opts := operator.Options{Namespace: "shimkit-system"}
+	for _, tt := range []struct {
+		name   string
+		shim   string
+		arch   string
+		mutate func(*v1alpha1.Shim)
+		err    error
+		field  string
+	}{
+		{"riscv64 node", "platforms", "riscv64", nil, operator.ErrNoArtifact, "spec.fetchStrategy.anonHttp"},
+		{"runc shim without BinaryName", "runc-binaryname", "amd64", func(s *v1alpha1.Shim) {
+			s.Spec.RuntimeOptions.Raw = []byte(`{"SystemdCgroup": true}`)
+		}, operator.ErrReserved, "spec.runtimeOptions.BinaryName"},
+		{"runc shim with a runtime path", "runc-binaryname", "amd64", func(s *v1alpha1.Shim) {
+			s.Spec.RuntimePath = "$(BUNDLE_DIR)/containerd-shim-runc-v2"
+		}, operator.ErrReserved, "spec.runtimePath"},
+		{"extra handler of runhcs", "kata", "amd64", func(s *v1alpha1.Shim) {
+			s.Spec.Handlers[1].RuntimeType = "io.containerd.runhcs.v1"
+			s.Spec.Handlers[1].RuntimePath = ""
+		}, operator.ErrReserved, "spec.handlers[1].runtimeOptions.BinaryName"},
+		{"pull secret elsewhere", "oci", "amd64", func(s *v1alpha1.Shim) {
+			s.Spec.FetchStrategy.OCI.PullSecretRef.Namespace = "tenant-a"
+		}, operator.ErrPullSecretNamespace, "spec.fetchStrategy.oci.pullSecretRef.namespace"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := readShim(t, tt.shim)
+			if tt.mutate != nil {
+				tt.mutate(s)
+			}
+			_, err := operator.BuildPlan(s, nodeOf("node-7", tt.arch), plan.OpInstall, opts)
+			if !errors.Is(err, tt.err) || !strings.Contains(err.Error(), "node-7") || !strings.Contains(err.Error(), tt.field) {
+				t.Errorf("%v, want %v naming the node and %s", err, tt.err, tt.field)
+			}
+			if _, err := operator.BuildPlan(s, nodeOf("node-7", tt.arch), plan.OpUninstall, opts); err != nil {
+				t.Errorf("uninstall plan: %v", err)
+			}
+		})
 	}
-	// Uninstalling needs no artifact.
-	if _, err := operator.BuildPlan(readShim(t, "platforms"), nodeOf("rv-1", "riscv64"), plan.OpUninstall, operator.Options{}); err != nil {
-		t.Errorf("uninstall plan: %v", err)
+	// The golden Shims are all fine in the operator's namespace.
+	if _, err := operator.BuildPlan(readShim(t, "oci"), nodeOf("n", "amd64"), plan.OpInstall, opts); err != nil {
+		t.Errorf("oci.yaml in shimkit-system: %v", err)
 	}
 }
 
@@ -129,9 +167,18 @@ func TestSpecHashStable(t *testing.T) {
 		if p.SpecHash != want {
 			t.Errorf("%s: spec hash %s, want %s as before", file, p.SpecHash, want)
 		}
-		s.Spec.Snapshotter = "overlayfs"
-		if q, _ := operator.BuildPlan(s, nodeOf("n", "arm64"), plan.OpInstall, operator.Options{}); q.SpecHash == want {
-			t.Errorf("%s: the snapshotter does not change the spec hash", file)
+		for field, mutate := range map[string]func(*v1alpha1.Shim){
+			"snapshotter":               func(s *v1alpha1.Shim) { s.Spec.Snapshotter = "overlayfs" },
+			"runtimeClass.adoptHandler": func(s *v1alpha1.Shim) { s.Spec.RuntimeClass.AdoptHandler = true },
+			"handlers[].runtimeClass.adoptHandler": func(s *v1alpha1.Shim) {
+				s.Spec.Handlers = append(s.Spec.Handlers, v1alpha1.HandlerSpec{RuntimeClass: v1alpha1.RuntimeClassSpec{Name: "x", Handler: "x", AdoptHandler: true}})
+			},
+		} {
+			c := s.DeepCopy()
+			mutate(c)
+			if q, _ := operator.BuildPlan(c, nodeOf("n", "arm64"), plan.OpInstall, operator.Options{}); q.SpecHash == want {
+				t.Errorf("%s: %s does not change the spec hash", file, field)
+			}
 		}
 	}
 }

@@ -21,7 +21,8 @@ const controlPlaneLabel = "node-role.kubernetes.io/control-plane"
 const labelUninstalling = "uninstalling"
 
 // matches reports whether a node is targeted by the Shim: its selector,
-// and no control-plane node unless the selector names that label.
+// and no control-plane node unless the selector names that label. A
+// matching node is installed only when it is also eligible (eligibility).
 func matches(shim *v1alpha1.Shim, node *corev1.Node) bool {
 	sel := shim.Spec.NodeSelector
 	if _, named := sel[controlPlaneLabel]; !named {
@@ -35,13 +36,15 @@ func matches(shim *v1alpha1.Shim, node *corev1.Node) bool {
 // specHash identifies what is installed on a node: everything of the spec
 // that reaches the installer. The rollout strategy, the node selector and
 // the RuntimeClasses' names and tolerations are not part of it. Fields
-// added with bundles are left out when empty, so that a Shim of before
-// keeps its hash (and an operator upgrade reinstalls no node).
+// added with bundles (and adoption) are left out when empty, so that a
+// Shim of before keeps its hash (and an operator upgrade reinstalls no
+// node). Adoption is part of it: asking for it after a node refused the
+// install (Conflict) starts a new round.
 func specHash(shim *v1alpha1.Shim) string {
 	s := shim.Spec
 	handlers := make([]v1alpha1.HandlerSpec, len(s.Handlers))
 	for i, h := range s.Handlers {
-		h.RuntimeClass = v1alpha1.RuntimeClassSpec{Handler: h.RuntimeClass.Handler}
+		h.RuntimeClass = v1alpha1.RuntimeClassSpec{Handler: h.RuntimeClass.Handler, AdoptHandler: h.RuntimeClass.AdoptHandler}
 		handlers[i] = h
 	}
 	data, _ := json.Marshal(struct {
@@ -59,9 +62,10 @@ func specHash(shim *v1alpha1.Shim) string {
 		Files                []v1alpha1.BundleFile    `json:",omitempty"`
 		Handlers             []v1alpha1.HandlerSpec   `json:",omitempty"`
 		Sandboxers           []v1alpha1.SandboxerSpec `json:",omitempty"`
+		Adopt                bool                     `json:",omitempty"`
 	}{
 		s.FetchStrategy, s.RuntimeClass.Handler, runtimeType(shim), rawOptions(shim), s.RuntimePath, s.PodAnnotations, s.PrivilegedWithoutHostDevices,
-		s.ContainerAnnotations, s.Snapshotter, s.Sandboxer, s.IOType, s.Files, handlers, s.Sandboxers,
+		s.ContainerAnnotations, s.Snapshotter, s.Sandboxer, s.IOType, s.Files, handlers, s.Sandboxers, s.RuntimeClass.AdoptHandler,
 	})
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])[:16]
@@ -85,6 +89,8 @@ func rawOptions(shim *v1alpha1.Shim) []byte {
 type nodeView struct {
 	node     *corev1.Node
 	matching bool
+	// skip says why a matching node cannot run the shim (nil: it can).
+	skip     *skip
 	label    string // the shim's label value: "", installed, uninstalling
 	specHash string // the annotation: the hash installed
 	job      *jobView
@@ -93,6 +99,9 @@ type nodeView struct {
 	plan    *plan.NodePlan
 	planErr error
 }
+
+// targeted: the node matches the selector and can run the shim.
+func (v nodeView) targeted() bool { return v.matching && v.skip == nil }
 
 // installed: the node has the shim at some hash (its label says so).
 func (v nodeView) installed() bool { return v.label != "" }
@@ -142,6 +151,9 @@ func (v nodeView) plannerNode(current string, removing bool) rollout.Node {
 
 func viewNode(shim *v1alpha1.Shim, node *corev1.Node) nodeView {
 	v := nodeView{node: node, matching: matches(shim, node)}
+	if v.matching {
+		v.skip = eligibility(shim, node)
+	}
 	v.label = node.Labels[nodelabel.Key(shim.Name)]
 	v.specHash = node.Annotations[nodelabel.Key(shim.Name)]
 	return v

@@ -105,7 +105,7 @@ func TestFreshInstall50Nodes(t *testing.T) {
 	}
 	j := jobsOf(t, env.Client, "spin")[0]
 	pod := j.Spec.Template.Spec
-	if pod.NodeName == "" || !pod.HostPID || !*pod.Containers[0].SecurityContext.Privileged || len(pod.Tolerations) == 0 ||
+	if pod.NodeName == "" || pod.HostPID || !*pod.Containers[0].SecurityContext.Privileged || len(pod.Tolerations) == 0 ||
 		*j.Spec.BackoffLimit != 2 || j.Spec.ActiveDeadlineSeconds == nil || j.Spec.TTLSecondsAfterFinished == nil || len(j.Name) > 63 {
 		t.Errorf("Job spec: %+v", j.Spec)
 	}

@@ -7,7 +7,8 @@ type Options struct {
 	// InstallerImage runs shimkit-installer on the nodes (required).
 	InstallerImage string
 	// Namespace is where the per-node Jobs run (required). A Shim's
-	// OCI pull secret must be in this namespace.
+	// OCI pull secret must be in this namespace: a Shim whose
+	// pullSecretRef names another one is refused (PullSecretNamespace).
 	Namespace string
 	// JobTTL is how long finished Jobs are kept; default 1h.
 	JobTTL time.Duration
@@ -35,8 +36,15 @@ type Options struct {
 	// empty: auto.
 	ConfigMode string
 	// RestartTimeout is how long containerd may take to come back healthy
-	// after a restart; 0: the installer's default.
+	// after a restart; 0: the installer's default. The installer pods'
+	// grace period follows from it (gracePeriodSeconds).
 	RestartTimeout time.Duration
+	// HostPID runs the installer pods in the node's PID namespace. The
+	// installer restarts containerd over the system D-Bus socket
+	// (/run/dbus/system_bus_socket), which needs none; only nodes with
+	// systemd but no D-Bus daemon need it, for systemd's private socket,
+	// which answers only processes of its own PID namespace.
+	HostPID bool
 }
 
 func (o Options) withDefaults() Options {

@@ -21,12 +21,15 @@ import (
 // operator turns into a plan that plan.Validate (the installer's check)
 // accepts too, on nodes of either platform. The cases push every field to
 // its edges; those the API server rejects are skipped, so the test holds
-// the CRD's validation and plan.Validate to the same line.
+// the CRD's validation and plan.Validate to the same line. The one check
+// CEL cannot make (runtimeOptions.BinaryName of a reserved runtime type)
+// is the operator's: the cases named "operator refuses: ..." must get
+// ErrReserved, and no other case.
 func TestPlanValidForEveryAcceptedShim(t *testing.T) {
 	env := startCluster(t)
 	ctx := context.Background()
 	cases := map[string]func(*v1alpha1.Shim){}
-	for _, name := range []string{"plain", "gvisor", "kata", "sandboxer", "platforms", "oci", "runc-binaryname"} {
+	for _, name := range []string{"plain", "gvisor", "kata", "sandboxer", "platforms", "oci", "runc-binaryname", "adopt"} {
 		base := readShim(t, name)
 		cases["testdata "+name] = func(s *v1alpha1.Shim) { s.Spec = base.Spec }
 	}
@@ -50,10 +53,16 @@ func TestPlanValidForEveryAcceptedShim(t *testing.T) {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(s), got); err != nil {
 			t.Fatal(err)
 		}
+		refused := strings.HasPrefix(name, "operator refuses: ")
 		for _, arch := range []string{"amd64", "arm64"} {
 			for _, op := range []plan.Operation{plan.OpInstall, plan.OpUninstall} {
 				_, err := operator.BuildPlan(got, nodeOf("node-"+arch, arch), op, operator.Options{})
-				if err != nil && !errors.Is(err, operator.ErrNoArtifact) {
+				switch {
+				case refused && op == plan.OpInstall:
+					if !errors.Is(err, operator.ErrReserved) {
+						t.Errorf("%s: %s plan for %s: %v, want ErrReserved", name, op, arch, err)
+					}
+				case err != nil && !errors.Is(err, operator.ErrNoArtifact):
 					t.Errorf("%s: accepted by the API server, but %s plan for %s: %v", name, op, arch, err)
 				}
 			}
@@ -116,13 +125,33 @@ func edgeCases() map[string]func(*v1alpha1.Shim) {
 		"sandboxer empty env value":   sandboxer(v1alpha1.SandboxerSpec{Name: "s", Command: []string{"/"}, Env: []string{"A="}}),
 		"sandboxer program address":   sandboxer(v1alpha1.SandboxerSpec{Name: "s", Command: []string{"$(ADDRESS)"}}),
 		"sandboxer uppercase name":    sandboxer(v1alpha1.SandboxerSpec{Name: "S", Command: []string{"/x"}}),
+		"runc shim with BinaryName": func(s *v1alpha1.Shim) {
+			s.Spec.RuntimeType = "io.containerd.runc.v1"
+			options(`{"BinaryName": "$(BUNDLE_DIR)/crun"}`)(s)
+		},
+		"operator refuses: runc shim without BinaryName": func(s *v1alpha1.Shim) {
+			s.Spec.RuntimeType = "io.containerd.runc.v2"
+			options(`{"SystemdCgroup": true}`)(s)
+		},
+		"operator refuses: runc shim with an empty BinaryName": func(s *v1alpha1.Shim) {
+			s.Spec.RuntimeType = "io.containerd.runc.v2"
+			options(`{"BinaryName": ""}`)(s)
+		},
+		"operator refuses: extra handler of runhcs with BinaryName not a string": func(s *v1alpha1.Shim) {
+			s.Spec.Handlers = []v1alpha1.HandlerSpec{{RuntimeClass: v1alpha1.RuntimeClassSpec{Name: "w", Handler: "w"}, RuntimeType: "io.containerd.runhcs.v1",
+				RuntimeOptions: &runtime.RawExtension{Raw: []byte(`{"BinaryName": 1}`)}}}
+		},
+		"adopted handlers": func(s *v1alpha1.Shim) {
+			s.Spec.RuntimeClass.AdoptHandler = true
+			s.Spec.Handlers = []v1alpha1.HandlerSpec{{RuntimeClass: v1alpha1.RuntimeClassSpec{Name: "w", Handler: "w", AdoptHandler: true}}}
+		},
 	}
 	for _, n := range []int{1, 16, 17} {
 		out[fmt.Sprintf("%d extra handlers", n)] = func(s *v1alpha1.Shim) {
 			for i := range n {
 				h := v1alpha1.HandlerSpec{RuntimeClass: v1alpha1.RuntimeClassSpec{Name: fmt.Sprintf("rc-%d", i), Handler: fmt.Sprintf("h-%d", i)}}
 				if i%2 == 1 {
-					h.RuntimeType, h.RuntimePath, h.IOType = "io.containerd.runc.v2", "$(BUNDLE_DIR)/x", "fifo"
+					h.RuntimeType, h.RuntimePath, h.IOType = "io.containerd.other.v2", "$(BUNDLE_DIR)/x", "fifo"
 				}
 				s.Spec.Handlers = append(s.Spec.Handlers, h)
 			}

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -57,6 +58,8 @@ type observed struct {
 	shim  *v1alpha1.Shim
 	hash  string
 	views []nodeView
+	// refusal says why the spec is rolled out to no node (nil: it is).
+	refusal *refusal
 }
 
 // Reconcile drives one Shim towards its spec (or, when deleted, towards no
@@ -94,11 +97,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observed, error) {
 	var nodes corev1.NodeList
 	if err := r.client.List(ctx, &nodes); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list nodes: %w", err)
 	}
 	var jobs batchv1.JobList
-	if err := r.client.List(ctx, &jobs, client.InNamespace(r.opts.Namespace), client.MatchingLabels{labelShim: shim.Name}); err != nil {
-		return nil, err
+	if err := r.client.List(ctx, &jobs, client.InNamespace(r.opts.Namespace), client.MatchingLabels{labelShim: labelValue(shim.Name)}); err != nil {
+		return nil, fmt.Errorf("list Jobs of Shim %s: %w", shim.Name, err)
 	}
 	latest := map[string]*batchv1.Job{}
 	for i := range jobs.Items {
@@ -106,12 +109,12 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 		if !metav1.IsControlledBy(j, shim) {
 			continue // a Job of an earlier Shim of the same name
 		}
-		n := j.Labels[labelNode]
+		n := jobNode(j)
 		if newer(j, latest[n]) {
 			latest[n] = j
 		}
 	}
-	obs := &observed{shim: shim, hash: specHash(shim)}
+	obs := &observed{shim: shim, hash: specHash(shim), refusal: refusalOf(shim, r.opts)}
 	current := map[types.UID]bool{}
 	for i := range nodes.Items {
 		v := viewNode(shim, &nodes.Items[i])
@@ -146,28 +149,33 @@ func (r *Reconciler) planner(obs *observed) rollout.Planner {
 	return rollout.Planner{Strategy: s, ShimUID: string(obs.shim.UID), SpecHash: obs.hash}
 }
 
-// install rolls the current spec out to matching nodes and removes it from
-// nodes that stopped matching.
+// install rolls the current spec out to the targeted nodes (matching and
+// eligible) and removes it from nodes that stopped being targeted. A
+// refused spec starts no install; removals go on.
 func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, error) {
 	p := r.planner(obs)
-	var matching, stale []rollout.Node
+	var targeted, stale []rollout.Node
 	byName := map[string]*nodeView{}
 	for i := range obs.views {
 		v := &obs.views[i]
 		byName[v.node.Name] = v
 		switch {
-		case v.matching:
-			if v.needsInstall(obs.hash) {
+		case v.targeted():
+			if obs.refusal == nil && v.needsInstall(obs.hash) {
 				r.preparePlan(obs, v)
 			}
-			matching = append(matching, v.plannerNode(obs.hash, false))
+			targeted = append(targeted, v.plannerNode(obs.hash, false))
 		case v.touched():
 			stale = append(stale, v.plannerNode(obs.hash, true))
 		}
 	}
-	rollin, err := p.Install(matching)
+	rollin, err := p.Install(targeted)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if obs.refusal != nil {
+		rollin.Start = nil
+		r.event(obs.shim, nil, corev1.EventTypeWarning, obs.refusal.reason, "Install", "%s", obs.refusal.message)
 	}
 	removal, err := p.Remove(stale)
 	if err != nil {
@@ -188,15 +196,15 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 	if err := g.Wait(); err != nil {
 		return ctrl.Result{}, err
 	}
-	rcReady, err := r.ensureRuntimeClasses(ctx, obs)
+	rcs, err := r.ensureRuntimeClasses(ctx, obs)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.updateStatus(ctx, obs, rollin, removal, rcReady); err != nil {
+	if err := r.updateStatus(ctx, obs, rollin, removal, rcs); err != nil {
 		return ctrl.Result{}, err
 	}
 	if rollin.Done && removal.Done {
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, nil // a foreign RuntimeClass's change requeues through the watch
 	}
 	return ctrl.Result{RequeueAfter: r.opts.ResyncPeriod}, nil
 }
@@ -228,7 +236,7 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if !removal.Done {
-		if err := r.updateStatus(ctx, obs, rollout.Plan{}, removal, false); err != nil {
+		if err := r.updateStatus(ctx, obs, rollout.Plan{}, removal, classes{}); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{RequeueAfter: r.opts.ResyncPeriod}, nil
@@ -249,12 +257,13 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed) (ctrl.Resu
 }
 
 // preparePlan builds the node's install plan ahead of the rollout: a node
-// the Shim cannot be planned for (no artifact for its platform) fails
-// without a Job, and halts the rollout as a failed Job would.
+// the Shim cannot be planned for fails without a Job, and halts the
+// rollout as a failed Job would. (A node without an artifact for its
+// platform is skipped before, not failed.)
 func (r *Reconciler) preparePlan(obs *observed, v *nodeView) {
 	v.plan, v.planErr = buildPlan(obs.shim, v.node, plan.OpInstall, r.opts, obs.hash)
 	if v.planErr != nil {
-		r.event(obs.shim, corev1.EventTypeWarning, "InstallFailed", "Install", "%s", failureNote(v.node.Name, string(planReason(v.planErr)), v.planErr.Error()))
+		r.event(obs.shim, v.node, corev1.EventTypeWarning, "InstallFailed", "Install", "%s", failureNote(v.node.Name, string(planReason(v.planErr)), v.planErr.Error()))
 	}
 }
 
@@ -312,7 +321,7 @@ func (r *Reconciler) startJob(ctx context.Context, obs *observed, v *nodeView, o
 	if err != nil {
 		return fmt.Errorf("create Job %s for node %s: %w", job.Name, v.node.Name, err)
 	}
-	r.event(obs.shim, corev1.EventTypeNormal, reason, action(op), "%s node %s (Job %s)", reason, v.node.Name, job.Name)
+	r.event(obs.shim, v.node, corev1.EventTypeNormal, reason, action(op), "%s node %s (Job %s)", reason, v.node.Name, job.Name)
 	return nil
 }
 
@@ -324,9 +333,14 @@ func action(op string) string {
 	return "Install"
 }
 
-func (r *Reconciler) event(shim *v1alpha1.Shim, eventType, reason, action, note string, args ...any) {
+// event records an Event regarding the Shim, related to the node or
+// RuntimeClass it is about (nil: the Shim alone). The related object keeps
+// the events of different nodes apart: the events API folds events of the
+// same regarding, related, reason and action into one series, whose note
+// is the first one's.
+func (r *Reconciler) event(shim *v1alpha1.Shim, related runtime.Object, eventType, reason, action, note string, args ...any) {
 	if r.recorder != nil {
-		r.recorder.Eventf(shim, nil, eventType, reason, action, note, args...)
+		r.recorder.Eventf(shim, related, eventType, reason, action, note, args...)
 	}
 }
 

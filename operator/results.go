@@ -76,7 +76,7 @@ func (r *Reconciler) recordFinishedJobs(ctx context.Context, obs *observed) erro
 // unrecorded: the node's labels do not yet say what its succeeded Job did.
 func (v *nodeView) unrecorded() bool {
 	if v.job.op == opInstall {
-		return !(v.label == nodelabel.Installed && v.specHash == v.job.specHash || v.label == labelUninstalling)
+		return v.label != labelUninstalling && (v.label != nodelabel.Installed || v.specHash != v.job.specHash)
 	}
 	return v.label != ""
 }
@@ -95,7 +95,7 @@ func (r *Reconciler) recordJob(ctx context.Context, obs *observed, v *nodeView) 
 		}
 		if j.failed() && err == nil {
 			reason, msg := j.failure()
-			r.event(obs.shim, corev1.EventTypeWarning, action(j.op)+"Failed", action(j.op), "%s", failureNote(v.node.Name, reason, msg))
+			r.event(obs.shim, v.node, corev1.EventTypeWarning, action(j.op)+"Failed", action(j.op), "%s", failureNote(v.node.Name, reason, msg))
 		}
 	}
 	if j.failed() {
@@ -111,13 +111,13 @@ func (r *Reconciler) recordJob(ctx context.Context, obs *observed, v *nodeView) 
 		if j.result != nil && j.result.Digest != "" {
 			digest = ", " + j.result.Digest
 		}
-		r.event(obs.shim, corev1.EventTypeNormal, "Installed", "Install", "shim installed on node %s (spec %s%s)", v.node.Name, j.specHash, digest)
+		r.event(obs.shim, v.node, corev1.EventTypeNormal, "Installed", "Install", "shim installed on node %s (spec %s%s)", v.node.Name, j.specHash, digest)
 	case opUninstall:
 		if err := nodelabel.Unmark(ctx, r.client, v.node.Name, obs.shim.Name); err != nil {
 			return err
 		}
 		v.label, v.specHash = "", ""
-		r.event(obs.shim, corev1.EventTypeNormal, "Uninstalled", "Uninstall", "shim removed from node %s", v.node.Name)
+		r.event(obs.shim, v.node, corev1.EventTypeNormal, "Uninstalled", "Uninstall", "shim removed from node %s", v.node.Name)
 	}
 	return nil
 }

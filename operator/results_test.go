@@ -156,49 +156,70 @@ func TestMultiHandlerRuntimeClasses(t *testing.T) {
 	}
 }
 
-// failedResult is what an installer reports when the node's containerd
-// config does not parse.
-func failedResult(node string) *plan.NodeResult {
+// failedResult is what an installer reports when it refuses or fails.
+func failedResult(node string, outcome plan.Outcome, reason plan.Reason, message string) *plan.NodeResult {
 	return &plan.NodeResult{
 		APIVersion: plan.APIVersion, Kind: plan.KindNodeResult, Shim: plan.ShimRef{Name: "spin"}, Node: node, Operation: plan.OpInstall,
-		Outcome: plan.RolledBack, Reason: plan.ReasonConfigInvalid, Message: "/etc/containerd/config.toml:12: expected '.' or '=', but got '\\n' instead",
+		Outcome: outcome, Reason: reason, Message: message,
 	}
 }
 
 // TestFailedJobResultInStatus: the installer's result, read from a failed
 // pod's termination message, is the node's reason and message in
-// status.failingNodes, Degraded and a Warning Event.
+// status.failingNodes, Degraded and a Warning Event, whatever the reason:
+// the node-side refusals (Conflict, Reserved, ConcurrentEdit) pass through
+// as they are.
 func TestFailedJobResultInStatus(t *testing.T) {
 	env := startCluster(t)
 	ctx := context.Background()
-	createNodes(t, env.Client, 3, nil, "n")
+	createNodes(t, env.Client, 5, nil, "n")
+	failures := map[string]*plan.NodeResult{
+		"n-0000": failedResult("n-0000", plan.Failed, plan.ReasonConflict,
+			"/etc/containerd/config.toml: handler spin exists and shimkit did not write it (set adoptHandler to take it over)"),
+		"n-0001": failedResult("n-0001", plan.RolledBack, plan.ReasonConfigInvalid, "/etc/containerd/config.toml:12: expected '.' or '=', but got '\\n' instead"),
+		"n-0002": failedResult("n-0002", plan.Failed, plan.ReasonReserved, "handler spin: runtime type io.containerd.runc.v2 is the node's default runtime"),
+		"n-0003": failedResult("n-0003", plan.RollbackFailed, plan.ReasonConcurrentEdit,
+			"/etc/containerd/config.toml: changed by another writer since shimkit wrote it; left as it is"),
+	}
 	startPodKubelet(t, env, 50*time.Millisecond, func(_ context.Context, j *batchv1.Job) podRun {
-		node := j.Labels["shim.containerd.x-k8s.io/node"]
-		if node == "n-0001" {
-			return resultRun(t, 3, failedResult(node))
+		node := j.Spec.Template.Spec.NodeName
+		if r := failures[node]; r != nil {
+			return resultRun(t, 3, r)
 		}
 		return resultRun(t, 0, &plan.NodeResult{APIVersion: plan.APIVersion, Kind: plan.KindNodeResult, Outcome: plan.Succeeded, Digest: "sha256:" + strings.Repeat("a", 64)})
 	})
 	startOperator(t, env)
-	if err := env.Client.Create(ctx, newShim("spin", "spin", "3", nil)); err != nil {
+	if err := env.Client.Create(ctx, newShim("spin", "spin", "5", nil)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "n-0001 failing", func() (bool, string) {
+	waitFor(t, 30*time.Second, "four nodes failing", func() (bool, string) {
 		s := getShim(t, env.Client, "spin")
-		return len(s.Status.FailingNodes) == 1, fmt.Sprintf("%+v", s.Status)
+		return len(s.Status.FailingNodes) == len(failures), fmt.Sprintf("%+v", s.Status)
 	})
 	s := getShim(t, env.Client, "spin")
-	f := s.Status.FailingNodes[0]
-	if f.Node != "n-0001" || f.Reason != string(plan.ReasonConfigInvalid) || f.Message != failedResult("").Message {
-		t.Errorf("failingNodes %+v", s.Status.FailingNodes)
+	degraded := condition(s, v1alpha1.ConditionDegraded)
+	if degraded.Status != metav1.ConditionTrue || degraded.Reason != v1alpha1.ReasonNodeFailed {
+		t.Errorf("Degraded %+v", degraded)
 	}
-	if c := condition(s, v1alpha1.ConditionDegraded); c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "n-0001 (ConfigInvalid)") {
-		t.Errorf("Degraded %+v", c)
+	for _, f := range s.Status.FailingNodes {
+		want := failures[f.Node]
+		if want == nil || f.Reason != string(want.Reason) || f.Message != want.Message {
+			t.Errorf("failingNodes: %+v, want %+v", f, want)
+			continue
+		}
+		if part := f.Node + " (" + string(want.Reason) + ")"; !strings.Contains(degraded.Message, part) {
+			t.Errorf("Degraded does not name %s: %s", part, degraded.Message)
+		}
 	}
-	waitFor(t, 10*time.Second, "the Warning Event", func() (bool, string) {
+	waitFor(t, 10*time.Second, "a Warning Event per failed node", func() (bool, string) {
 		notes := eventNotes(t, env.Client, "spin", corev1.EventTypeWarning)
-		want := "node n-0001: ConfigInvalid: /etc/containerd/config.toml:12: expected"
-		return slices.ContainsFunc(notes, func(n string) bool { return strings.HasPrefix(n, want) }), fmt.Sprint(notes)
+		for node, r := range failures {
+			want := "node " + node + ": " + string(r.Reason) + ": " + r.Message
+			if !slices.Contains(notes, want) {
+				return false, fmt.Sprintf("no %q in %v", want, notes)
+			}
+		}
+		return true, ""
 	})
 	waitFor(t, 10*time.Second, "an Installed event naming the digest", func() (bool, string) {
 		notes := eventNotes(t, env.Client, "spin", corev1.EventTypeNormal)

@@ -27,14 +27,17 @@ import (
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete,namespace=shimkit-system
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list,namespace=shimkit-system
-// +kubebuilder:rbac:groups=node.k8s.io,resources=runtimeclasses,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=node.k8s.io,resources=runtimeclasses,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager adds the reconciler to a manager: it watches Shims, the
-// Jobs they own, the RuntimeClasses they own, and Nodes (a node that
-// joins, leaves or changes labels requeues every Shim). The installer pods'
-// results are read from the API server directly (list, once per finished
-// Job), so the manager caches no pods.
+// Jobs they own, RuntimeClasses (one of the names a Shim's spec gives
+// requeues that Shim, whoever owns it: a foreign one that goes lets the
+// Shim publish its own), and Nodes (a node that joins, leaves, changes
+// labels or its operating system, architecture or container runtime
+// requeues every Shim). The installer pods' results are read from the API
+// server directly (list, once per finished Job), so the manager caches no
+// pods.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.reader = mgr.GetAPIReader()
 	if err := r.metrics.Register(crmetrics.Registry); err != nil {
@@ -51,13 +54,48 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return reqs
 	})
+	shimsNaming := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, rc client.Object) []reconcile.Request {
+		var shims v1alpha1.ShimList
+		if err := mgr.GetClient().List(ctx, &shims); err != nil {
+			return nil
+		}
+		var reqs []reconcile.Request
+		for i := range shims.Items {
+			for _, spec := range runtimeClassSpecs(&shims.Items[i]) {
+				if spec.Name == rc.GetName() {
+					reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&shims.Items[i])})
+					break
+				}
+			}
+		}
+		return reqs
+	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("shim").
 		For(&v1alpha1.Shim{}).
 		Owns(&batchv1.Job{}).
-		Owns(&nodev1.RuntimeClass{}).
-		Watches(&corev1.Node{}, allShims, builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, nodeLifecycle()))).
+		Watches(&nodev1.RuntimeClass{}, shimsNaming).
+		Watches(&corev1.Node{}, allShims, builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, nodeLifecycle(), nodeInfoChanged()))).
 		Complete(r)
+}
+
+// nodeInfoChanged passes a node whose reported operating system,
+// architecture or container runtime changed: its eligibility may have.
+func nodeInfoChanged() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			a, aok := e.ObjectOld.(*corev1.Node)
+			b, bok := e.ObjectNew.(*corev1.Node)
+			if !aok || !bok {
+				return false
+			}
+			x, y := a.Status.NodeInfo, b.Status.NodeInfo
+			return x.OperatingSystem != y.OperatingSystem || x.Architecture != y.Architecture || x.ContainerRuntimeVersion != y.ContainerRuntimeVersion
+		},
+	}
 }
 
 // nodeLifecycle passes node creation and deletion (label changes pass

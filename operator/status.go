@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -17,13 +18,66 @@ import (
 	"github.com/shimkit/shimkit/rollout"
 )
 
+// rollup is what a reconcile found, from which the status is written.
+type rollup struct {
+	obs              *observed
+	st               v1alpha1.ShimStatus // the counts
+	install, removal rollout.Plan
+	classes          classes
+}
+
+func (u rollup) deleting() bool { return !u.obs.shim.DeletionTimestamp.IsZero() }
+func (u rollup) halted() bool   { return u.install.Halted || u.removal.Halted }
+func (u rollup) done() bool     { return u.install.Done && u.removal.Done && !u.deleting() }
+func (u rollup) ready() bool    { return u.done() && u.classes.published && u.refused() == nil }
+
+// refused is the spec's refusal, unless the Shim is being deleted (its
+// nodes are uninstalled whatever the spec).
+func (u rollup) refused() *refusal {
+	if u.deleting() {
+		return nil
+	}
+	return u.obs.refusal
+}
+
 // updateStatus writes counts and conditions with server-side apply (field
 // owner shimkit), skipping the request when nothing changed.
-func (r *Reconciler) updateStatus(ctx context.Context, obs *observed, plan, removal rollout.Plan, rcReady bool) error {
+func (r *Reconciler) updateStatus(ctx context.Context, obs *observed, install, removal rollout.Plan, rcs classes) error {
 	shim := obs.shim
-	st := v1alpha1.ShimStatus{ObservedGeneration: shim.Generation, SpecHash: obs.hash}
+	u := rollup{obs: obs, st: counts(obs), install: install, removal: removal, classes: rcs}
+	st := u.st
+	failing := failedNodes(obs, install, removal)
+	st.FailedNodes = int32(len(failing))
+	st.FailingNodes = failing[:min(len(failing), 10)]
+	// A copy: SetStatusCondition changes conditions in place, and the
+	// Shim's own must stay as read, to compare with.
+	conditions := slices.Clone(shim.Status.Conditions)
+	for _, c := range []metav1.Condition{readyCondition(u), progressingCondition(u), degradedCondition(u, st.FailingNodes)} {
+		c.ObservedGeneration = shim.Generation
+		meta.SetStatusCondition(&conditions, c)
+	}
+	st.Conditions = conditions
+	r.metrics.observe(shim, st, u.ready())
+
+	if equalStatus(shim.Status, st) {
+		return nil
+	}
+	obj, err := statusApply(shim, st)
+	if err != nil {
+		return err
+	}
+	if err := r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("status of Shim %s: %w", shim.Name, err)
+	}
+	shim.Status = st
+	return nil
+}
+
+// counts are the node counts of the status.
+func counts(obs *observed) v1alpha1.ShimStatus {
+	st := v1alpha1.ShimStatus{ObservedGeneration: obs.shim.Generation, SpecHash: obs.hash}
 	for _, v := range obs.views {
-		if v.matching {
+		if v.targeted() {
 			st.Nodes++
 			if v.label == nodelabel.Installed && v.specHash == obs.hash {
 				st.UpdatedNodes++
@@ -33,70 +87,70 @@ func (r *Reconciler) updateStatus(ctx context.Context, obs *observed, plan, remo
 			st.InProgressNodes++
 		}
 	}
-	failing := failedNodes(obs, plan, removal)
-	st.FailedNodes = int32(len(failing))
-	if len(failing) > 10 {
-		failing = failing[:10]
-	}
-	st.FailingNodes = failing
+	st.SkippedNodes, st.Skipped = skippedNodes(obs.views)
+	return st
+}
 
-	deleting := !shim.DeletionTimestamp.IsZero()
-	cond := func(t string, ok bool, reason, msg string) metav1.Condition {
-		s := metav1.ConditionFalse
-		if ok {
-			s = metav1.ConditionTrue
-		}
-		return metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: shim.Generation}
+func condition(t string, ok bool, reason, msg string) metav1.Condition {
+	s := metav1.ConditionFalse
+	if ok {
+		s = metav1.ConditionTrue
 	}
-	halted := plan.Halted || removal.Halted
-	done := plan.Done && removal.Done && !deleting
-	var ready, progressing, degraded metav1.Condition
+	return metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg}
+}
+
+// readyCondition: every targeted node has the current spec and every
+// RuntimeClass is published; else why not.
+func readyCondition(u rollup) metav1.Condition {
+	const t = v1alpha1.ConditionReady
+	skipped := skippedNote(u.obs.views)
 	switch {
-	case deleting:
-		ready = cond(v1alpha1.ConditionReady, false, "Deleting", fmt.Sprintf("removing the shim from %d nodes", removal.Remaining))
-	case done && rcReady:
-		ready = cond(v1alpha1.ConditionReady, true, "RolledOut", fmt.Sprintf("%d of %d nodes have the current spec; %s published", st.UpdatedNodes, st.Nodes, runtimeClassNames(shim)))
-	case done:
-		ready = cond(v1alpha1.ConditionReady, false, "NoNodes", "no node matches the selector; no RuntimeClass is published")
-	default:
-		ready = cond(v1alpha1.ConditionReady, false, "RollingOut", fmt.Sprintf("%d of %d nodes have the current spec", st.UpdatedNodes, st.Nodes))
+	case u.deleting():
+		return condition(t, false, v1alpha1.ReasonDeleting, fmt.Sprintf("removing the shim from %d nodes", u.removal.Remaining))
+	case u.refused() != nil:
+		return condition(t, false, u.refused().reason, u.refused().message)
+	case u.ready():
+		return condition(t, true, v1alpha1.ReasonRolledOut, fmt.Sprintf("%d of %d nodes have the current spec; %s published%s", u.st.UpdatedNodes, u.st.Nodes, runtimeClassNames(u.obs.shim), skipped))
+	case u.done() && len(u.classes.conflicts) > 0:
+		return condition(t, false, v1alpha1.ReasonRuntimeClassConflict, strings.Join(u.classes.conflicts, "; "))
+	case u.done():
+		return condition(t, false, v1alpha1.ReasonNoNodes, "no node that can run the shim matches the selector; no RuntimeClass is published"+skipped)
 	}
+	return condition(t, false, v1alpha1.ReasonRollingOut, fmt.Sprintf("%d of %d nodes have the current spec%s", u.st.UpdatedNodes, u.st.Nodes, skipped))
+}
+
+// progressingCondition: nodes are changing, or why none starts.
+func progressingCondition(u rollup) metav1.Condition {
+	const t = v1alpha1.ConditionProgressing
 	switch {
-	case halted:
-		progressing = cond(v1alpha1.ConditionProgressing, false, "Halted", "a node failed; no new node starts until the failure is resolved or the spec changes")
-	case !done:
-		progressing = cond(v1alpha1.ConditionProgressing, true, "NodesChanging", fmt.Sprintf("%d nodes changing (maxUpdate %d), %d to go", plan.InFlight+removal.InFlight, max(plan.Budget, removal.Budget), plan.Remaining+removal.Remaining))
-	default:
-		progressing = cond(v1alpha1.ConditionProgressing, false, "Idle", "every node is done")
+	case u.refused() != nil:
+		return condition(t, false, v1alpha1.ReasonHalted, "no node starts: the spec is refused ("+u.refused().reason+")")
+	case u.halted():
+		return condition(t, false, v1alpha1.ReasonHalted, "a node failed; no new node starts until the failure is resolved or the spec changes")
+	case !u.done():
+		return condition(t, true, v1alpha1.ReasonNodesChanging, fmt.Sprintf("%d nodes changing (maxUpdate %d), %d to go",
+			u.install.InFlight+u.removal.InFlight, max(u.install.Budget, u.removal.Budget), u.install.Remaining+u.removal.Remaining))
 	}
-	if halted {
-		var names []string
+	return condition(t, false, v1alpha1.ReasonIdle, "every node is done")
+}
+
+// degradedCondition: the first of a refused spec, failed nodes and
+// RuntimeClasses of someone else; each names what it refused.
+func degradedCondition(u rollup, failing []v1alpha1.NodeFailure) metav1.Condition {
+	const t = v1alpha1.ConditionDegraded
+	switch {
+	case u.refused() != nil:
+		return condition(t, true, u.refused().reason, u.refused().message)
+	case u.halted():
+		names := make([]string, 0, len(failing))
 		for _, f := range failing {
 			names = append(names, f.Node+" ("+f.Reason+")")
 		}
-		degraded = cond(v1alpha1.ConditionDegraded, true, "NodeFailed", "failed on "+strings.Join(names, ", "))
-	} else {
-		degraded = cond(v1alpha1.ConditionDegraded, false, "NoFailures", "no node failed")
+		return condition(t, true, v1alpha1.ReasonNodeFailed, "failed on "+strings.Join(names, ", "))
+	case len(u.classes.conflicts) > 0 && !u.deleting():
+		return condition(t, true, v1alpha1.ReasonRuntimeClassConflict, strings.Join(u.classes.conflicts, "; "))
 	}
-	conditions := shim.Status.Conditions
-	for _, c := range []metav1.Condition{ready, progressing, degraded} {
-		meta.SetStatusCondition(&conditions, c)
-	}
-	st.Conditions = conditions
-	r.metrics.observe(shim, st, done && rcReady)
-
-	if equalStatus(shim.Status, st) {
-		return nil
-	}
-	u, err := statusApply(shim, st)
-	if err != nil {
-		return err
-	}
-	if err := r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
-		return fmt.Errorf("status of Shim %s: %w", shim.Name, err)
-	}
-	shim.Status = st
-	return nil
+	return condition(t, false, v1alpha1.ReasonNoFailures, "no node failed")
 }
 
 const fieldOwner = "shimkit"

@@ -50,5 +50,6 @@ func ExampleShim() {
 	//   failedNodes: 0
 	//   inProgressNodes: 0
 	//   nodes: 0
+	//   skippedNodes: 0
 	//   updatedNodes: 0
 }

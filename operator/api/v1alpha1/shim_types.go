@@ -16,6 +16,7 @@ import (
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.status.nodes`
 // +kubebuilder:printcolumn:name="Up-to-date",type=integer,JSONPath=`.status.updatedNodes`
+// +kubebuilder:printcolumn:name="Skipped",type=integer,JSONPath=`.status.skippedNodes`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Shim struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -36,6 +37,7 @@ type ShimList struct {
 
 // ShimSpec is the desired state of a Shim.
 //
+// +kubebuilder:validation:XValidation:rule="!has(self.runtimeType) || !(self.runtimeType in ['io.containerd.runc.v1', 'io.containerd.runc.v2', 'io.containerd.runhcs.v1']) || (has(self.runtimeOptions) && !has(self.runtimePath))",message="runtimeType: io.containerd.runc.v1, io.containerd.runc.v2 and io.containerd.runhcs.v1 are containerd's own shims; a Shim may name one only to run its bundle's OCI runtime through containerd's shim: set runtimeOptions.BinaryName, and no runtimePath",fieldPath=".runtimeType",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!has(self.handlers) || self.handlers.all(h, h.runtimeClass.handler != self.runtimeClass.handler && h.runtimeClass.name != self.runtimeClass.name)",message="handlers: a runtimeClass.handler or runtimeClass.name repeats spec.runtimeClass"
 type ShimSpec struct {
 	// nodeSelector selects the nodes that get the shim. When empty, every
@@ -55,13 +57,19 @@ type ShimSpec struct {
 
 	// runtimeType is the containerd runtime_type, which names the shim
 	// binary (io.containerd.spin.v2 → containerd-shim-spin-v2); default
-	// io.containerd.<runtimeClass.handler>.v2.
+	// io.containerd.<runtimeClass.handler>.v2. The types of containerd's
+	// own shims (io.containerd.runc.v1, io.containerd.runc.v2,
+	// io.containerd.runhcs.v1) are reserved: a Shim names one only to run
+	// its bundle's OCI runtime with containerd's shim, through
+	// runtimeOptions.BinaryName and without a runtimePath.
 	// +optional
 	// +kubebuilder:validation:Pattern=`^io\.containerd\.[a-z0-9][a-z0-9_-]*\.v[0-9]+$`
 	RuntimeType string `json:"runtimeType,omitempty"`
 
 	// runtimeOptions is the handler's options table in containerd's
 	// config, as a JSON object (for example {"SystemdCgroup": true}).
+	// BinaryName names the OCI runtime containerd's runc shim runs
+	// (for example $(BUNDLE_DIR)/crun).
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object
@@ -182,6 +190,8 @@ type BundleFile struct {
 }
 
 // HandlerSpec is a further runtime handler of a Shim.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.runtimeType) || !(self.runtimeType in ['io.containerd.runc.v1', 'io.containerd.runc.v2', 'io.containerd.runhcs.v1']) || (has(self.runtimeOptions) && !has(self.runtimePath))",message="runtimeType: io.containerd.runc.v1, io.containerd.runc.v2 and io.containerd.runhcs.v1 are containerd's own shims; a Shim may name one only to run its bundle's OCI runtime through containerd's shim: set runtimeOptions.BinaryName, and no runtimePath",fieldPath=".runtimeType",reason=FieldValueForbidden
 type HandlerSpec struct {
 	// runtimeClass is the RuntimeClass published for this handler.
 	RuntimeClass RuntimeClassSpec `json:"runtimeClass"`
@@ -325,7 +335,11 @@ type OCIFetch struct {
 type SecretReference struct {
 	// +kubebuilder:validation:MinLength=1
 	Name string `json:"name"`
-	// namespace defaults to the operator's namespace.
+	// namespace must be the operator's namespace (the default), where
+	// the installer Jobs run: a Job mounts the Secret from its own
+	// namespace, so the operator needs no access to Secrets anywhere. A
+	// Shim that names another namespace is refused (Degraded,
+	// PullSecretNamespace) and installs nothing.
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
 }
@@ -338,10 +352,19 @@ type RuntimeClassSpec struct {
 	Name string `json:"name"`
 	// handler is the containerd runtime handler name: an RFC 1123 DNS
 	// label. The primary handler (spec.runtimeClass) cannot change once
-	// set.
+	// set. runc, containerd's own handler, is reserved.
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self != 'runc'",message="runc is containerd's own handler: a Shim can neither register nor adopt it",reason=FieldValueForbidden
 	Handler string `json:"handler"`
+	// adoptHandler lets the Shim take over a handler of this name that a
+	// node's containerd config already defines and shimkit did not write
+	// (an admin's, or another tool's). Without it such a node refuses the
+	// install (reason Conflict) and changes nothing. An adopted handler's
+	// original is kept on the node and put back byte for byte when the
+	// Shim is uninstalled, instead of being deleted.
+	// +optional
+	AdoptHandler bool `json:"adoptHandler,omitempty"`
 	// tolerations are added to pods of this RuntimeClass, so that they can
 	// run on tainted nodes that have the shim.
 	// +optional
@@ -411,9 +434,22 @@ type ShimStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
-	// nodes is how many nodes match the selector.
+	// nodes is how many nodes match the selector and can run the shim
+	// (skipped nodes are not counted).
 	// +optional
 	Nodes int32 `json:"nodes"`
+	// skippedNodes is how many nodes match the selector but cannot run
+	// the shim: not Linux, another container runtime than containerd, or
+	// no artifact for their platform. They are left alone.
+	// +optional
+	SkippedNodes int32 `json:"skippedNodes"`
+	// skipped groups the skipped nodes by reason (NotLinux,
+	// NotContainerd, NoArtifact).
+	// +optional
+	// +listType=map
+	// +listMapKey=reason
+	// +kubebuilder:validation:MaxItems=8
+	Skipped []SkippedNodes `json:"skipped,omitempty"`
 	// updatedNodes have the current spec installed.
 	// +optional
 	UpdatedNodes int32 `json:"updatedNodes"`
@@ -432,16 +468,21 @@ type ShimStatus struct {
 	SpecHash string `json:"specHash,omitempty"`
 }
 
+// SkippedNodes are the nodes skipped for one reason.
+type SkippedNodes struct {
+	// reason is NotLinux, NotContainerd or NoArtifact.
+	Reason string `json:"reason"`
+	// count is how many nodes are skipped for this reason.
+	Count int32 `json:"count"`
+	// nodes names some of them (at most 10, in name order).
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	Nodes []string `json:"nodes,omitempty"`
+}
+
 // NodeFailure says why a node failed.
 type NodeFailure struct {
 	Node    string `json:"node"`
 	Reason  string `json:"reason"`
 	Message string `json:"message,omitempty"`
 }
-
-// Condition types of a Shim.
-const (
-	ConditionReady       = "Ready"
-	ConditionProgressing = "Progressing"
-	ConditionDegraded    = "Degraded"
-)

@@ -175,6 +175,38 @@ func TestAdmission(t *testing.T) {
 		{"sandboxer env not NAME=value", func(s *v1alpha1.Shim) {
 			s.Spec.Sandboxers = []v1alpha1.SandboxerSpec{{Name: "vmm", Command: []string{"/bin/vmm"}, Env: []string{"1X=2"}}}
 		}, "spec.sandboxers[0].env[0]"},
+		{"primary handler runc", func(s *v1alpha1.Shim) { s.Spec.RuntimeClass.Handler = "runc" }, "spec.runtimeClass.handler: Forbidden: runc is containerd's own handler"},
+		{"primary handler runc, adopted", func(s *v1alpha1.Shim) {
+			s.Spec.RuntimeClass.Handler, s.Spec.RuntimeClass.AdoptHandler = "runc", true
+		}, "spec.runtimeClass.handler: Forbidden: runc is containerd's own handler: a Shim can neither register nor adopt it"},
+		{"extra handler runc", func(s *v1alpha1.Shim) {
+			s.Spec.Handlers = []v1alpha1.HandlerSpec{handler("mine", "runc")}
+		}, "spec.handlers[0].runtimeClass.handler: Forbidden: runc is containerd's own handler"},
+	}
+	for _, rt := range v1alpha1.ReservedRuntimeTypes() {
+		const msg = "are containerd's own shims; a Shim may name one only to run its bundle's OCI runtime through containerd's shim: set runtimeOptions.BinaryName, and no runtimePath"
+		bad = append(bad, []struct {
+			name   string
+			mutate func(*v1alpha1.Shim)
+			want   string
+		}{
+			{"runtimeType " + rt + " without options", func(s *v1alpha1.Shim) { s.Spec.RuntimeType = rt }, "spec.runtimeType: Forbidden: runtimeType: io.containerd.runc.v1, io.containerd.runc.v2 and io.containerd.runhcs.v1 " + msg},
+			{"runtimeType " + rt + " with a runtimePath", func(s *v1alpha1.Shim) {
+				s.Spec.RuntimeType, s.Spec.RuntimePath = rt, "$(BUNDLE_DIR)/containerd-shim-runc-v2"
+				s.Spec.RuntimeOptions = &runtime.RawExtension{Raw: []byte(`{"BinaryName":"$(BUNDLE_DIR)/crun"}`)}
+			}, "spec.runtimeType: Forbidden"},
+			{"extra handler runtimeType " + rt + " without options", func(s *v1alpha1.Shim) {
+				h := handler("b", "b")
+				h.RuntimeType = rt
+				s.Spec.Handlers = []v1alpha1.HandlerSpec{h}
+			}, "spec.handlers[0].runtimeType: Forbidden: runtimeType: io.containerd.runc.v1"},
+			{"extra handler runtimeType " + rt + " with a runtimePath", func(s *v1alpha1.Shim) {
+				h := handler("b", "b")
+				h.RuntimeType, h.RuntimePath = rt, "/usr/local/bin/containerd-shim-runc-v2"
+				h.RuntimeOptions = &runtime.RawExtension{Raw: []byte(`{"BinaryName":"$(BUNDLE_DIR)/crun"}`)}
+				s.Spec.Handlers = []v1alpha1.HandlerSpec{h}
+			}, "spec.handlers[0].runtimeType: Forbidden"},
+		}...)
 	}
 	for i, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
@@ -220,6 +252,23 @@ func TestAdmission(t *testing.T) {
 				s.Spec.RuntimeOptions = &runtime.RawExtension{Raw: []byte(`{"SystemdCgroup":true,"Nested":{"n":1}}`)}
 				s.Spec.NodeSelector = map[string]string{"wasm": "true"}
 			},
+			// containerd's runc shim running the bundle's OCI runtime.
+			func(s *v1alpha1.Shim) {
+				s.Spec.RuntimeType = "io.containerd.runc.v2"
+				s.Spec.RuntimeOptions = &runtime.RawExtension{Raw: []byte(`{"BinaryName":"$(BUNDLE_DIR)/crun","SystemdCgroup":true}`)}
+				h := handler("crun-b", "crun-b")
+				h.RuntimeType, h.RuntimeOptions = "io.containerd.runc.v2", s.Spec.RuntimeOptions
+				s.Spec.Handlers = []v1alpha1.HandlerSpec{h}
+			},
+			// Adoption of an existing handler, per handler.
+			func(s *v1alpha1.Shim) {
+				s.Spec.RuntimeClass.AdoptHandler = true
+				h := handler("kata-qemu", "kata-qemu")
+				h.RuntimeClass.AdoptHandler = true
+				s.Spec.Handlers = []v1alpha1.HandlerSpec{h}
+			},
+			// A handler named like runc is not runc.
+			func(s *v1alpha1.Shim) { s.Spec.RuntimeClass.Handler = "runc-systemd" },
 		} {
 			s := validShim(fmt.Sprintf("good-%d", i))
 			mutate(s)

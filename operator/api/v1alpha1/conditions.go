@@ -1,0 +1,96 @@
+package v1alpha1
+
+import "slices"
+
+// Condition types of a Shim.
+const (
+	ConditionReady       = "Ready"
+	ConditionProgressing = "Progressing"
+	ConditionDegraded    = "Degraded"
+)
+
+// Reasons of the Ready condition.
+const (
+	// ReasonRolledOut: every eligible node has the current spec and every
+	// RuntimeClass is published.
+	ReasonRolledOut = "RolledOut"
+	// ReasonRollingOut: nodes are still to be installed or upgraded.
+	ReasonRollingOut = "RollingOut"
+	// ReasonNoNodes: no eligible node matches the selector, so no
+	// RuntimeClass is published.
+	ReasonNoNodes = "NoNodes"
+	// ReasonDeleting: the Shim is being removed from its nodes.
+	ReasonDeleting = "Deleting"
+)
+
+// Reasons of the Progressing condition.
+const (
+	ReasonNodesChanging = "NodesChanging"
+	// ReasonHalted: a node failed, or the spec is refused; no new node
+	// starts until that is resolved.
+	ReasonHalted = "Halted"
+	ReasonIdle   = "Idle"
+)
+
+// Reasons of the Degraded condition (Ready is False with the same reason
+// when it keeps the Shim from being ready). Each one is a refusal: the
+// operator changed nothing that the reason names.
+const (
+	ReasonNoFailures = "NoFailures"
+	// ReasonNodeFailed: a node's installer failed; status.failingNodes
+	// has each node's own reason (the installer's: Conflict, Reserved,
+	// ConcurrentEdit, ConfigInvalid, ...).
+	ReasonNodeFailed = "NodeFailed"
+	// ReasonRuntimeClassConflict: a RuntimeClass the spec names exists
+	// and belongs to someone else (no controller reference to this Shim).
+	// It is left exactly as it is, and never deleted with the Shim.
+	ReasonRuntimeClassConflict = "RuntimeClassConflict"
+	// ReasonPullSecretNamespace: spec.fetchStrategy.oci.pullSecretRef
+	// names a namespace other than the operator's, where the installer
+	// Jobs run and from where alone they can mount a Secret. No node is
+	// installed.
+	ReasonPullSecretNamespace = "PullSecretNamespace"
+	// ReasonReservedRuntimeType: a handler names a runtime type of
+	// containerd's own shims without runtimeOptions.BinaryName (see
+	// ReservedRuntimeTypes). No node is installed.
+	ReasonReservedRuntimeType = "ReservedRuntimeType"
+	// ReasonInvalidSpec: the spec passed the API server's validation but
+	// cannot be turned into a node plan (the message names the field). No
+	// node is installed.
+	ReasonInvalidSpec = "InvalidSpec"
+)
+
+// Reasons a node that matches the selector is skipped: it cannot run the
+// shim, so it is neither installed nor counted in status.nodes
+// (status.skippedNodes and status.skipped say how many and why).
+const (
+	// SkipNotLinux: the node is not Linux (its kubernetes.io/os label, or
+	// else status.nodeInfo.operatingSystem).
+	SkipNotLinux = "NotLinux"
+	// SkipNotContainerd: the node's container runtime
+	// (status.nodeInfo.containerRuntimeVersion) is not containerd.
+	SkipNotContainerd = "NotContainerd"
+	// SkipNoArtifact: the Shim has no artifact for the node's platform
+	// (only per-platform artifacts, none of them the node's).
+	SkipNoArtifact = "NoArtifact"
+)
+
+// ReservedHandler is containerd's own runtime handler, which no Shim can
+// register or adopt.
+const ReservedHandler = "runc"
+
+// ReservedRuntimeTypes are the runtime types of containerd's own shims. A
+// Shim may name one only to run its bundle's OCI runtime through
+// containerd's shim (runtimeOptions.BinaryName, the NVIDIA and crun
+// pattern) and without a runtimePath: the bundle then never provides, and
+// shimkit never links, a binary containerd would start for every runc pod.
+func ReservedRuntimeTypes() []string {
+	return []string{"io.containerd.runc.v1", "io.containerd.runc.v2", "io.containerd.runhcs.v1"}
+}
+
+// IsReservedRuntimeType reports whether t is one of ReservedRuntimeTypes.
+func IsReservedRuntimeType(t string) bool { return slices.Contains(ReservedRuntimeTypes(), t) }
+
+// BinaryNameOption is the runtimeOptions key through which containerd's
+// runc shim runs another OCI runtime.
+const BinaryNameOption = "BinaryName"

@@ -1,0 +1,108 @@
+package operator_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shimkit/shimkit/nodelabel"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+)
+
+// TestNodeEligibility: of the nodes the selector matches, only Linux nodes
+// running containerd, of a platform the Shim has an artifact for, are
+// installed; the others are skipped, not failed, and the status says how
+// many and why. A node whose runtime becomes containerd is installed.
+func TestNodeEligibility(t *testing.T) {
+	env := startCluster(t)
+	ctx := context.Background()
+	windows := corev1.NodeSystemInfo{OperatingSystem: "windows", Architecture: "amd64", ContainerRuntimeVersion: "containerd://1.7.20"}
+	crio := linuxNode("amd64")
+	crio.ContainerRuntimeVersion = "cri-o://1.31.0"
+	docker := linuxNode("amd64")
+	docker.ContainerRuntimeVersion = "docker://27.3.1"
+	for _, n := range []struct {
+		name   string
+		labels map[string]string
+		info   corev1.NodeSystemInfo
+	}{
+		{"linux", map[string]string{corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64"}, linuxNode("amd64")},
+		{"k3s", map[string]string{corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64"}, corev1.NodeSystemInfo{OperatingSystem: "linux", Architecture: "amd64", ContainerRuntimeVersion: "containerd://1.7.22-k3s1"}},
+		{"not-reported", map[string]string{corev1.LabelArchStable: "amd64"}, corev1.NodeSystemInfo{}}, // no OS or runtime reported yet: nothing rules it out
+		{"win-label", map[string]string{corev1.LabelOSStable: "windows", corev1.LabelArchStable: "amd64"}, windows},
+		{"win-info", nil, windows},
+		{"crio", map[string]string{corev1.LabelArchStable: "amd64"}, crio},
+		{"docker", nil, docker},
+		{"riscv", map[string]string{corev1.LabelOSStable: "linux", corev1.LabelArchStable: "riscv64"}, linuxNode("riscv64")},
+	} {
+		createNode(t, env.Client, n.name, n.labels, n.info)
+	}
+	startKubelet(t, env, 50*time.Millisecond, nil)
+	startOperator(t, env)
+	shim := newShim("eligible", "eligible", "100%", nil)
+	shim.Spec.FetchStrategy.AnonHTTP = &v1alpha1.AnonHTTPFetch{Platforms: []v1alpha1.PlatformArtifact{
+		{Platform: "linux/amd64", Location: "https://artifacts.invalid/eligible-amd64.tgz"},
+		{Platform: "linux/arm64", Location: "https://artifacts.invalid/eligible-arm64.tgz"},
+	}}
+	if err := env.Client.Create(ctx, shim); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "Ready", ready(env.Client, "eligible"))
+
+	s := getShim(t, env.Client, "eligible")
+	if s.Status.Nodes != 3 || s.Status.UpdatedNodes != 3 || s.Status.FailedNodes != 0 || s.Status.SkippedNodes != 5 {
+		t.Errorf("counts: nodes %d, updated %d, failed %d, skipped %d; want 3, 3, 0, 5", s.Status.Nodes, s.Status.UpdatedNodes, s.Status.FailedNodes, s.Status.SkippedNodes)
+	}
+	want := []v1alpha1.SkippedNodes{
+		{Reason: v1alpha1.SkipNoArtifact, Count: 1, Nodes: []string{"riscv"}},
+		{Reason: v1alpha1.SkipNotContainerd, Count: 2, Nodes: []string{"crio", "docker"}},
+		{Reason: v1alpha1.SkipNotLinux, Count: 2, Nodes: []string{"win-info", "win-label"}},
+	}
+	if fmt.Sprint(s.Status.Skipped) != fmt.Sprint(want) {
+		t.Errorf("skipped %+v, want %+v", s.Status.Skipped, want)
+	}
+	c := condition(s, v1alpha1.ConditionReady)
+	for _, part := range []string{"3 of 3 nodes", "5 nodes skipped", "NoArtifact 1 (riscv: linux/riscv64)", "crio: cri-o://1.31.0", "win-info: windows"} {
+		if !strings.Contains(c.Message, part) {
+			t.Errorf("Ready message lacks %q: %s", part, c.Message)
+		}
+	}
+	installed := nodesWith(t, env.Client, "eligible")
+	for _, n := range []string{"linux", "k3s", "not-reported"} {
+		if _, ok := installed[n]; !ok {
+			t.Errorf("eligible node %s not installed", n)
+		}
+	}
+	if len(installed) != 3 {
+		t.Errorf("installed on %v", installed)
+	}
+	for _, j := range jobsOf(t, env.Client, "eligible") {
+		if n := j.Spec.Template.Spec.NodeName; !slices.Contains([]string{"linux", "k3s", "not-reported"}, n) {
+			t.Errorf("a Job for the skipped node %s", n)
+		}
+	}
+
+	// CRI-O is replaced by containerd: the node is installed.
+	node := &corev1.Node{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "crio"}, node); err != nil {
+		t.Fatal(err)
+	}
+	node.Status.NodeInfo.ContainerRuntimeVersion = "containerd://2.2.9"
+	if err := env.Client.Status().Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the former CRI-O node installed", func() (bool, string) {
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: "crio"}, node); err != nil {
+			return false, err.Error()
+		}
+		ok, _ := nodelabel.State(node, "eligible")
+		s := getShim(t, env.Client, "eligible")
+		return ok && s.Status.SkippedNodes == 4 && s.Status.UpdatedNodes == 4, fmt.Sprintf("%+v", s.Status)
+	})
+}
