@@ -40,7 +40,7 @@ func definesKey(e expr, key []string) bool {
 
 // foreignHandler is the error for a handler the file defines outside a
 // shimkit block of its own, located at its first definition.
-func foreignHandler(path string, exprs []expr, blocks []block, key []string, name string) error {
+func foreignHandler(path string, exprs []expr, blocks []block, key []string, name string) *FileError {
 	fe := &FileError{Path: path, Key: dottedKey(key),
 		Err: fmt.Errorf("%w: handler %s is defined here and was not written by shimkit; shimkit does not take it over unless adoption is asked for explicitly (AdoptHandler, Install.Adopt)", ErrConflict, name)}
 	for _, e := range exprs {

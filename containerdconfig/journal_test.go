@@ -86,7 +86,7 @@ func TestJournalOfOneOperation(t *testing.T) {
 			if err := os.WriteFile(cfg, tt.other(written), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			want := []byte(tt.other([]byte(plainV2)))
+			want := tt.other([]byte(plainV2))
 			switch tt.undo {
 			case "restore":
 				if restored, err := containerdconfig.Restore(cfg); err != nil || !restored {

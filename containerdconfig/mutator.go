@@ -245,7 +245,7 @@ func (t Target) handlerElsewhere(p plan, data []byte, name string) error {
 		if _, ours := blockByID(blocks, handlerID(name)); ours {
 			continue
 		}
-		fe := foreignHandler(np, exprs, blocks, append(cfg.runtimesPath(), name), name).(*FileError)
+		fe := foreignHandler(np, exprs, blocks, append(cfg.runtimesPath(), name), name)
 		fe.Err = fmt.Errorf("%w: handler %s is defined here and was not written by shimkit; the drop-in %s would be merged with it and take it over; shimkit adopts a handler only in the file it edits (with Mode ModeFile, the root config)",
 			ErrConflict, name, path.Base(p.nodePath))
 		return fe

@@ -226,7 +226,7 @@ func serveSocket(t *testing.T, p string) func() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return func() { l.Close() }
+	return func() { _ = l.Close() }
 }
 
 // TestAdoptedHandlerIsPutBack: a plan that adopts the admin's handler takes

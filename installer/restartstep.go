@@ -20,7 +20,7 @@ func (*restartContainerd) name() string { return "restarted" }
 
 func (s *restartContainerd) do(ctx context.Context, r *run) error {
 	i := r.i
-	if !(r.configChanged() || r.recovered) || !i.restarts(r.target) {
+	if !r.configChanged() && !r.recovered || !i.restarts(r.target) {
 		return nil
 	}
 	start := time.Now()

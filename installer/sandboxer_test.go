@@ -51,7 +51,7 @@ func TestSandboxerUnitsWithFakes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	if _, err := inst.Install(ctx, p); err != nil {
 		t.Fatal(err)
 	}
