@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -37,7 +35,7 @@ func runtimeClassSpecs(shim *v1alpha1.Shim) []classSpec {
 	for i, rc := range classes {
 		s := classSpec{Spec: runtimeclass.Spec{
 			Name:         rc.Name,
-			Handler:      rc.Handler,
+			Handler:      rc.HandlerName(),
 			NodeSelector: map[string]string{nodelabel.Key(shim.Name): nodelabel.Installed},
 			Labels:       map[string]string{labelManagedBy: managedBy, labelShim: labelValue(shim.Name)},
 			Owner:        metav1.NewControllerRef(shim, v1alpha1.GroupVersion.WithKind("Shim")),
@@ -60,7 +58,7 @@ func runtimeClassSpecs(shim *v1alpha1.Shim) []classSpec {
 // controller reference names the Shim's UID (a Shim recreated under the
 // same name does not own its predecessor's).
 func ownedBy(rc *nodev1.RuntimeClass, shim *v1alpha1.Shim) bool {
-	return metav1.IsControlledBy(rc, shim)
+	return runtimeclass.Owned(rc, shim.UID)
 }
 
 // classes is what ensureRuntimeClasses found: whether every RuntimeClass
@@ -97,89 +95,42 @@ func (r *Reconciler) ensureRuntimeClasses(ctx context.Context, obs *observed) (c
 	return out, nil
 }
 
-// ensureRuntimeClass creates the RuntimeClass when it is absent (and a node
-// has the shim), or updates it when it is the Shim's and out of date. It
-// reports whether it is published, or why it belongs to someone else.
-// Every write is conditional: Create fails if someone created it meanwhile,
-// Update and Delete carry what was read (resourceVersion, UID), so shimkit
-// never writes a RuntimeClass it has not just seen to be its own.
+// ensureRuntimeClass publishes the RuntimeClass with runtimeclass.Ensure:
+// created when it is absent (once a node has the shim), updated or
+// replaced when it is the Shim's and out of date, and never written when
+// it belongs to someone else. It reports whether it is published, or why it
+// belongs to someone else. A RuntimeClass that changed between the read and
+// the write (runtimeclass.Retry) is not published yet: the watch on
+// RuntimeClasses brings the next reconcile, which reads whose it is.
 func (r *Reconciler) ensureRuntimeClass(ctx context.Context, shim *v1alpha1.Shim, spec classSpec, anyInstalled bool) (bool, string, error) {
-	existing := &nodev1.RuntimeClass{}
-	err := r.client.Get(ctx, client.ObjectKey{Name: spec.Name}, existing)
+	ensure := runtimeclass.Ensure
+	if !anyInstalled {
+		ensure = runtimeclass.UpdateExisting // not yet created: no node has the shim
+	}
+	res, err := ensure(ctx, r.client, spec.Spec)
+	var conflict *runtimeclass.ConflictError
 	switch {
-	case apierrors.IsNotFound(err):
-		if !anyInstalled {
-			return false, "", nil // not yet: no node has the shim
-		}
-		return r.createRuntimeClass(ctx, shim, spec)
-	case err != nil:
-		return false, "", fmt.Errorf("get RuntimeClass %s: %w", spec.Name, err)
-	case !ownedBy(existing, shim):
-		msg := conflictMessage(existing, spec)
-		r.event(shim, existing, corev1.EventTypeWarning, v1alpha1.ReasonRuntimeClassConflict, "Apply", "%s", msg)
+	case errors.As(err, &conflict):
+		msg := conflictMessage(conflict, spec)
+		r.event(shim, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: conflict.Name}}, corev1.EventTypeWarning, v1alpha1.ReasonRuntimeClassConflict, "Apply", "%s", msg)
 		return false, msg, nil
-	case existing.Handler != spec.Handler:
-		// A RuntimeClass's handler cannot change: replace it.
-		if err := r.deleteOwnedRuntimeClass(ctx, existing); err != nil {
-			return false, "", err
-		}
-		return r.createRuntimeClass(ctx, shim, spec)
-	case upToDate(existing, spec):
+	case err != nil:
+		return false, "", err
+	}
+	switch res {
+	case runtimeclass.Created, runtimeclass.Updated, runtimeclass.Replaced:
+		r.event(shim, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: spec.Name}}, corev1.EventTypeNormal, "RuntimeClassApplied", "Apply", "RuntimeClass %s for handler %s", spec.Name, spec.Handler)
+		return true, "", nil
+	case runtimeclass.Unchanged:
 		return true, "", nil
 	}
-	desired := existing.DeepCopy()
-	mergeRuntimeClass(desired, spec)
-	if err := r.client.Update(ctx, desired, client.FieldOwner(runtimeclass.FieldOwner)); err != nil {
-		return false, "", fmt.Errorf("update RuntimeClass %s: %w", spec.Name, err)
-	}
-	r.event(shim, desired, corev1.EventTypeNormal, "RuntimeClassApplied", "Apply", "RuntimeClass %s for handler %s", spec.Name, spec.Handler)
-	return true, "", nil
+	return false, "", nil // Absent, Retry
 }
 
 // conflictMessage names the RuntimeClass, the field and who owns it.
-func conflictMessage(rc *nodev1.RuntimeClass, spec classSpec) string {
-	owner := "it has no controller"
-	if ref := metav1.GetControllerOf(rc); ref != nil {
-		owner = fmt.Sprintf("its controller is %s %s", ref.Kind, ref.Name)
-	}
+func conflictMessage(c *runtimeclass.ConflictError, spec classSpec) string {
 	return fmt.Sprintf("RuntimeClass %s (%s) exists and does not belong to this Shim (%s): it is left as it is; rename %s or remove that RuntimeClass",
-		spec.Name, spec.field, owner, spec.field)
-}
-
-func (r *Reconciler) createRuntimeClass(ctx context.Context, shim *v1alpha1.Shim, spec classSpec) (bool, string, error) {
-	rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: spec.Name}, Handler: spec.Handler}
-	mergeRuntimeClass(rc, spec)
-	err := r.client.Create(ctx, rc, client.FieldOwner(runtimeclass.FieldOwner))
-	if apierrors.IsAlreadyExists(err) {
-		return false, "", nil // someone was faster: the next reconcile reads whose it is
-	}
-	if err != nil {
-		return false, "", fmt.Errorf("create RuntimeClass %s: %w", spec.Name, err)
-	}
-	r.event(shim, rc, corev1.EventTypeNormal, "RuntimeClassApplied", "Apply", "RuntimeClass %s for handler %s", spec.Name, spec.Handler)
-	return true, "", nil
-}
-
-// mergeRuntimeClass sets what the Shim owns of rc: scheduling, its labels
-// and its controller reference. Labels and annotations others added stay.
-func mergeRuntimeClass(rc *nodev1.RuntimeClass, spec classSpec) {
-	if rc.Labels == nil {
-		rc.Labels = map[string]string{}
-	}
-	maps.Copy(rc.Labels, spec.Labels)
-	rc.OwnerReferences = slices.DeleteFunc(rc.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == spec.Owner.UID })
-	rc.OwnerReferences = append(rc.OwnerReferences, *spec.Owner)
-	rc.Scheduling = &nodev1.Scheduling{NodeSelector: spec.NodeSelector, Tolerations: spec.Tolerations}
-}
-
-// upToDate: the RuntimeClass has the spec's handler, scheduling and labels.
-func upToDate(rc *nodev1.RuntimeClass, spec classSpec) bool {
-	for k, v := range spec.Labels {
-		if rc.Labels[k] != v {
-			return false
-		}
-	}
-	return runtimeclass.UpToDate(rc, spec.Spec)
+		c.Name, spec.field, c.Holder(), spec.field)
 }
 
 // ownedRuntimeClasses lists the RuntimeClasses the Shim controls.
@@ -192,7 +143,9 @@ func (r *Reconciler) ownedRuntimeClasses(ctx context.Context, shim *v1alpha1.Shi
 }
 
 // deleteStaleRuntimeClasses deletes the RuntimeClasses of handlers the
-// spec dropped (or renamed), so that no new pod asks for them.
+// spec dropped (or renamed), so that no new pod asks for them. Each is
+// deleted only if it is still the Shim's as read (runtimeclass.DeleteOwned):
+// never one recreated by someone else since.
 func (r *Reconciler) deleteStaleRuntimeClasses(ctx context.Context, shim *v1alpha1.Shim, specs []classSpec) error {
 	owned, err := r.ownedRuntimeClasses(ctx, shim)
 	if err != nil {
@@ -203,7 +156,7 @@ func (r *Reconciler) deleteStaleRuntimeClasses(ctx context.Context, shim *v1alph
 		if slices.ContainsFunc(specs, func(s classSpec) bool { return s.Name == rc.Name }) {
 			continue
 		}
-		if err := r.deleteOwnedRuntimeClass(ctx, rc); err != nil {
+		if err := runtimeclass.DeleteOwned(ctx, r.client, rc.Name, shim.UID); err != nil {
 			return err
 		}
 		r.event(shim, rc, corev1.EventTypeNormal, "RuntimeClassDeleted", "Delete", "RuntimeClass %s: no longer in the spec", rc.Name)
@@ -220,17 +173,7 @@ func (r *Reconciler) deleteRuntimeClasses(ctx context.Context, obs *observed) er
 	}
 	var errs []error
 	for i := range owned {
-		errs = append(errs, r.deleteOwnedRuntimeClass(ctx, &owned[i]))
+		errs = append(errs, runtimeclass.DeleteOwned(ctx, r.client, owned[i].Name, obs.shim.UID))
 	}
 	return errors.Join(errs...)
-}
-
-// deleteOwnedRuntimeClass deletes exactly the RuntimeClass that was read
-// (its UID a precondition): never one recreated by someone else since.
-func (r *Reconciler) deleteOwnedRuntimeClass(ctx context.Context, rc *nodev1.RuntimeClass) error {
-	err := r.client.Delete(ctx, rc, client.Preconditions{UID: &rc.UID})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("delete RuntimeClass %s: %w", rc.Name, err)
-	}
-	return nil
 }
