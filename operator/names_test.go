@@ -15,7 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/nodelabel"
+	"github.com/shimkit/shimkit/operator"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
@@ -107,4 +109,31 @@ func allJobs(t testing.TB, c client.Client) []batchv1.Job {
 		t.Fatal(err)
 	}
 	return jobs.Items
+}
+
+// TestDefaultedHandler: a Shim written as in the proposal, without
+// runtimeClass.handler, rolls out with the RuntimeClass name as its
+// handler: in the node plan and in the published RuntimeClass.
+func TestDefaultedHandler(t *testing.T) {
+	env := startCluster(t)
+	ctx := context.Background()
+	createNode(t, env.Client, "node-1", map[string]string{corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64"}, linuxNode("amd64"))
+	startKubelet(t, env, 50*time.Millisecond, nil)
+	startOperator(t, env)
+	s := newShim("spin-v2", "spin-v2", "1", nil)
+	s.Spec.RuntimeClass = v1alpha1.RuntimeClassSpec{Name: "spin-v2"}
+	if err := env.Client.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "Ready", ready(env.Client, "spin-v2"))
+	rc := &nodev1.RuntimeClass{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "spin-v2"}, rc); err != nil || rc.Handler != "spin-v2" {
+		t.Errorf("RuntimeClass %+v: %v", rc, err)
+	}
+	for _, j := range allJobs(t, env.Client) {
+		p, err := plan.Decode([]byte(j.Spec.Template.Annotations[operator.PlanAnnotation]))
+		if err != nil || len(p.Handlers) != 1 || p.Handlers[0].Name != "spin-v2" || p.Handlers[0].RuntimeType != "io.containerd.spin-v2.v2" {
+			t.Errorf("Job %s plan handlers %+v: %v", j.Name, p.Handlers, err)
+		}
+	}
 }

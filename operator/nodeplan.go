@@ -164,7 +164,7 @@ func handlersOf(shim *v1alpha1.Shim) ([]plan.Handler, error) {
 			return nil, fmt.Errorf("%s: %w", field, err)
 		}
 		out = append(out, plan.Handler{
-			Name: h.RuntimeClass.Handler, RuntimeType: handlerRuntimeType(h), RuntimePath: h.RuntimePath, Options: opts,
+			Name: h.RuntimeClass.HandlerName(), RuntimeType: handlerRuntimeType(h), RuntimePath: h.RuntimePath, Options: opts,
 			PodAnnotations: h.PodAnnotations, ContainerAnnotations: h.ContainerAnnotations,
 			PrivilegedWithoutHostDevices: h.PrivilegedWithoutHostDevices, Snapshotter: h.Snapshotter, Sandboxer: h.Sandboxer, IOType: h.IOType,
 			Adopt: h.RuntimeClass.AdoptHandler,
@@ -177,7 +177,7 @@ func handlerRuntimeType(h v1alpha1.HandlerSpec) string {
 	if h.RuntimeType != "" {
 		return h.RuntimeType
 	}
-	return "io.containerd." + h.RuntimeClass.Handler + ".v2"
+	return "io.containerd." + h.RuntimeClass.HandlerName() + ".v2"
 }
 
 // binaryName is the shim binary containerd looks for a runtime type:

@@ -58,6 +58,7 @@ func TestBuildPlanGolden(t *testing.T) {
 		{"oci-pull-secret", "oci", "amd64", plan.OpInstall},
 		{"runc-binaryname", "runc-binaryname", "amd64", plan.OpInstall},
 		{"adopt", "adopt", "amd64", plan.OpInstall},
+		{"proposal", "proposal", "amd64", plan.OpInstall},
 		{"uninstall", "gvisor", "amd64", plan.OpUninstall},
 	} {
 		t.Run(tt.golden, func(t *testing.T) {

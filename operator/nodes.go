@@ -44,7 +44,7 @@ func specHash(shim *v1alpha1.Shim) string {
 	s := shim.Spec
 	handlers := make([]v1alpha1.HandlerSpec, len(s.Handlers))
 	for i, h := range s.Handlers {
-		h.RuntimeClass = v1alpha1.RuntimeClassSpec{Handler: h.RuntimeClass.Handler, AdoptHandler: h.RuntimeClass.AdoptHandler}
+		h.RuntimeClass = v1alpha1.RuntimeClassSpec{Handler: h.RuntimeClass.HandlerName(), AdoptHandler: h.RuntimeClass.AdoptHandler}
 		handlers[i] = h
 	}
 	data, _ := json.Marshal(struct {
@@ -64,7 +64,7 @@ func specHash(shim *v1alpha1.Shim) string {
 		Sandboxers           []v1alpha1.SandboxerSpec `json:",omitempty"`
 		Adopt                bool                     `json:",omitempty"`
 	}{
-		s.FetchStrategy, s.RuntimeClass.Handler, runtimeType(shim), rawOptions(shim), s.RuntimePath, s.PodAnnotations, s.PrivilegedWithoutHostDevices,
+		s.FetchStrategy, s.RuntimeClass.HandlerName(), runtimeType(shim), rawOptions(shim), s.RuntimePath, s.PodAnnotations, s.PrivilegedWithoutHostDevices,
 		s.ContainerAnnotations, s.Snapshotter, s.Sandboxer, s.IOType, s.Files, handlers, s.Sandboxers, s.RuntimeClass.AdoptHandler,
 	})
 	sum := sha256.Sum256(data)
@@ -75,7 +75,7 @@ func runtimeType(shim *v1alpha1.Shim) string {
 	if shim.Spec.RuntimeType != "" {
 		return shim.Spec.RuntimeType
 	}
-	return "io.containerd." + shim.Spec.RuntimeClass.Handler + ".v2"
+	return "io.containerd." + shim.Spec.RuntimeClass.HandlerName() + ".v2"
 }
 
 func rawOptions(shim *v1alpha1.Shim) []byte {

@@ -38,7 +38,7 @@ type ShimList struct {
 // ShimSpec is the desired state of a Shim.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.runtimeType) || !(self.runtimeType in ['io.containerd.runc.v1', 'io.containerd.runc.v2', 'io.containerd.runhcs.v1']) || (has(self.runtimeOptions) && !has(self.runtimePath))",message="runtimeType: io.containerd.runc.v1, io.containerd.runc.v2 and io.containerd.runhcs.v1 are containerd's own shims; a Shim may name one only to run its bundle's OCI runtime through containerd's shim: set runtimeOptions.BinaryName, and no runtimePath",fieldPath=".runtimeType",reason=FieldValueForbidden
-// +kubebuilder:validation:XValidation:rule="!has(self.handlers) || self.handlers.all(h, h.runtimeClass.handler != self.runtimeClass.handler && h.runtimeClass.name != self.runtimeClass.name)",message="handlers: a runtimeClass.handler or runtimeClass.name repeats spec.runtimeClass"
+// +kubebuilder:validation:XValidation:rule="!has(self.handlers) || self.handlers.all(h, (has(h.runtimeClass.handler) ? h.runtimeClass.handler : h.runtimeClass.name) != (has(self.runtimeClass.handler) ? self.runtimeClass.handler : self.runtimeClass.name) && h.runtimeClass.name != self.runtimeClass.name)",message="handlers: a runtimeClass.handler or runtimeClass.name repeats spec.runtimeClass"
 type ShimSpec struct {
 	// nodeSelector selects the nodes that get the shim. When empty, every
 	// node except those labelled node-role.kubernetes.io/control-plane;
@@ -52,7 +52,7 @@ type ShimSpec struct {
 
 	// runtimeClass is the RuntimeClass published for the shim's primary
 	// handler. Its handler cannot change once set.
-	// +kubebuilder:validation:XValidation:rule="self.handler == oldSelf.handler",message="runtimeClass.handler is immutable"
+	// +kubebuilder:validation:XValidation:rule="(has(self.handler) ? self.handler : self.name) == (has(oldSelf.handler) ? oldSelf.handler : oldSelf.name)",message="runtimeClass.handler is immutable (when it is not set it is runtimeClass.name, which then cannot change either)"
 	RuntimeClass RuntimeClassSpec `json:"runtimeClass"`
 
 	// runtimeType is the containerd runtime_type, which names the shim
@@ -137,7 +137,7 @@ type ShimSpec struct {
 	// RuntimeClass. The handler of spec.runtimeClass is always the first.
 	// +optional
 	// +kubebuilder:validation:MaxItems=16
-	// +kubebuilder:validation:XValidation:rule="self.all(h, self.exists_one(g, g.runtimeClass.handler == h.runtimeClass.handler))",message="handlers: each runtimeClass.handler at most once"
+	// +kubebuilder:validation:XValidation:rule="self.all(h, self.exists_one(g, (has(g.runtimeClass.handler) ? g.runtimeClass.handler : g.runtimeClass.name) == (has(h.runtimeClass.handler) ? h.runtimeClass.handler : h.runtimeClass.name)))",message="handlers: each runtimeClass.handler at most once"
 	// +kubebuilder:validation:XValidation:rule="self.all(h, self.exists_one(g, g.runtimeClass.name == h.runtimeClass.name))",message="handlers: each runtimeClass.name at most once"
 	Handlers []HandlerSpec `json:"handlers,omitempty"`
 
@@ -345,18 +345,23 @@ type SecretReference struct {
 }
 
 // RuntimeClassSpec is the RuntimeClass published for the shim.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.handler) || (size(self.name) <= 63 && self.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && self.name != 'runc')",messageExpression="'runtimeClass.handler is not set, and runtimeClass.name ' + self.name + ' cannot stand for it (a handler is an RFC 1123 label of at most 63 characters, without dots, and not runc): set runtimeClass.handler'",reason=FieldValueRequired
 type RuntimeClassSpec struct {
 	// name of the RuntimeClass.
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Name string `json:"name"`
 	// handler is the containerd runtime handler name: an RFC 1123 DNS
-	// label. The primary handler (spec.runtimeClass) cannot change once
-	// set. runc, containerd's own handler, is reserved.
+	// label. Default: name, when name is a valid handler name (as the
+	// Shim lifecycle proposal expects); otherwise it must be set. The
+	// primary handler (spec.runtimeClass) cannot change once set. runc,
+	// containerd's own handler, is reserved.
+	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +kubebuilder:validation:XValidation:rule="self != 'runc'",message="runc is containerd's own handler: a Shim can neither register nor adopt it",reason=FieldValueForbidden
-	Handler string `json:"handler"`
+	Handler string `json:"handler,omitempty"`
 	// adoptHandler lets the Shim take over a handler of this name that a
 	// node's containerd config already defines and shimkit did not write
 	// (an admin's, or another tool's). Without it such a node refuses the
@@ -485,4 +490,15 @@ type NodeFailure struct {
 	Node    string `json:"node"`
 	Reason  string `json:"reason"`
 	Message string `json:"message,omitempty"`
+}
+
+// HandlerName is the runtime handler: handler, or the RuntimeClass name
+// when handler is not set (the API server admits that only when the name
+// is a valid handler name). Everything that needs the handler reads it
+// here.
+func (r RuntimeClassSpec) HandlerName() string {
+	if r.Handler != "" {
+		return r.Handler
+	}
+	return r.Name
 }

@@ -179,6 +179,19 @@ func TestAdmission(t *testing.T) {
 		{"primary handler runc, adopted", func(s *v1alpha1.Shim) {
 			s.Spec.RuntimeClass.Handler, s.Spec.RuntimeClass.AdoptHandler = "runc", true
 		}, "spec.runtimeClass.handler: Forbidden: runc is containerd's own handler: a Shim can neither register nor adopt it"},
+		{"no handler, RuntimeClass name with a dot", func(s *v1alpha1.Shim) {
+			s.Spec.RuntimeClass = v1alpha1.RuntimeClassSpec{Name: "wasmtime.spin"}
+		}, "runtimeClass.handler is not set, and runtimeClass.name wasmtime.spin cannot stand for it"},
+		{"no handler, RuntimeClass name runc", func(s *v1alpha1.Shim) {
+			s.Spec.RuntimeClass = v1alpha1.RuntimeClassSpec{Name: "runc"}
+		}, "runtimeClass.name runc cannot stand for it"},
+		{"no handler on an extra handler, name too long for one", func(s *v1alpha1.Shim) {
+			s.Spec.Handlers = []v1alpha1.HandlerSpec{{RuntimeClass: v1alpha1.RuntimeClassSpec{Name: strings.Repeat("k", 64)}}}
+		}, "spec.handlers[0].runtimeClass: Required value: runtimeClass.handler is not set"},
+		{"extra handler defaults to the primary's handler", func(s *v1alpha1.Shim) {
+			s.Spec.RuntimeClass = v1alpha1.RuntimeClassSpec{Name: "spin"}
+			s.Spec.Handlers = []v1alpha1.HandlerSpec{handler("spin-2", "spin")}
+		}, "handlers: a runtimeClass.handler or runtimeClass.name repeats spec.runtimeClass"},
 		{"extra handler runc", func(s *v1alpha1.Shim) {
 			s.Spec.Handlers = []v1alpha1.HandlerSpec{handler("mine", "runc")}
 		}, "spec.handlers[0].runtimeClass.handler: Forbidden: runc is containerd's own handler"},
@@ -269,6 +282,11 @@ func TestAdmission(t *testing.T) {
 			},
 			// A handler named like runc is not runc.
 			func(s *v1alpha1.Shim) { s.Spec.RuntimeClass.Handler = "runc-systemd" },
+			// No handler: the RuntimeClass name stands for it, as in the proposal.
+			func(s *v1alpha1.Shim) {
+				s.Spec.RuntimeClass = v1alpha1.RuntimeClassSpec{Name: "wasmtime-spin-v2"}
+				s.Spec.Handlers = []v1alpha1.HandlerSpec{{RuntimeClass: v1alpha1.RuntimeClassSpec{Name: "wasmtime-spin-v3"}}}
+			},
 		} {
 			s := validShim(fmt.Sprintf("good-%d", i))
 			mutate(s)
@@ -298,6 +316,21 @@ func TestAdmission(t *testing.T) {
 		s.Spec.FetchStrategy.AnonHTTP.Location = "https://example.invalid/spin-v2.tar.gz"
 		if err := env.Client.Update(ctx, s); err != nil {
 			t.Errorf("other fields must stay mutable: %v", err)
+		}
+	})
+	t.Run("a defaulted handler is immutable too", func(t *testing.T) {
+		s := validShim("immutable-default")
+		s.Spec.RuntimeClass = v1alpha1.RuntimeClassSpec{Name: "spin"}
+		if err := env.Client.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		s.Spec.RuntimeClass.Name = "spin-renamed" // would change the handler it stands for
+		if err := env.Client.Update(ctx, s); err == nil || !strings.Contains(err.Error(), "runtimeClass.handler is immutable") {
+			t.Errorf("rename of a RuntimeClass that is the handler: %v", err)
+		}
+		s.Spec.RuntimeClass = v1alpha1.RuntimeClassSpec{Name: "spin-renamed", Handler: "spin"} // the same handler, now explicit
+		if err := env.Client.Update(ctx, s); err != nil {
+			t.Errorf("naming the same handler explicitly: %v", err)
 		}
 	})
 }
