@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/shimkit/shimkit/containerdconfig"
 )
 
@@ -85,16 +83,7 @@ func TestInstallAdopt(t *testing.T) {
 				t.Errorf("install after adopt: changed=%v err=%v, want a no-op", again != nil && again.Changed(), err)
 			}
 
-			change, err = containerdconfig.NewUninstall(target, "spin").Apply(ctx)
-			if err != nil || !change.Changed() {
-				t.Fatalf("uninstall: %v", err)
-			}
-			if err := change.Commit(); err != nil {
-				t.Fatal(err)
-			}
-			if after := snapshot(t, root); !slices.Equal(before, after) {
-				t.Errorf("node not as before:\n%s", cmp.Diff(before, after))
-			}
+			assertUninstallRestores(ctx, t, target, root, before)
 		})
 	}
 }

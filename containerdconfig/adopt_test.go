@@ -69,13 +69,7 @@ func TestAdoptRoundTrip(t *testing.T) {
 				}
 			}
 
-			back, changed, err := containerdconfig.RemoveHandler(in, adopted, "spin")
-			if err != nil || !changed {
-				t.Fatalf("remove: changed=%v err=%v", changed, err)
-			}
-			if !bytes.Equal(back, orig) {
-				t.Errorf("adopt then remove is not byte-identical:\n%s", cmp.Diff(string(orig), string(back)))
-			}
+			assertRemoveGivesBack(t, in, adopted, orig)
 
 			// An update of the adopted handler keeps the original text.
 			newer := spin

@@ -2,10 +2,12 @@ package containerdconfig_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -110,13 +112,7 @@ func TestAddRemoveGolden(t *testing.T) {
 				t.Errorf("adopt after add: changed=%v err=%v; want a no-op", changed, err)
 			}
 
-			back, changed, err := containerdconfig.RemoveHandler(in, out, "spin")
-			if err != nil || !changed {
-				t.Fatalf("remove: changed=%v err=%v", changed, err)
-			}
-			if !bytes.Equal(back, orig) {
-				t.Errorf("add then remove is not byte-identical:\n%s", cmp.Diff(string(orig), string(back)))
-			}
+			assertRemoveGivesBack(t, in, out, orig)
 		})
 	}
 }
@@ -191,5 +187,34 @@ func TestParseReports(t *testing.T) {
 					c.Version, c.CRIPluginID(), c.Imports, c.Handlers, c.DefaultRuntime)
 			}
 		})
+	}
+}
+
+// assertRemoveGivesBack removes the handler spin from data (file in) and
+// checks that the original bytes come back.
+func assertRemoveGivesBack(t *testing.T, in string, data, orig []byte) {
+	t.Helper()
+	back, changed, err := containerdconfig.RemoveHandler(in, data, "spin")
+	if err != nil || !changed {
+		t.Fatalf("remove: changed=%v err=%v", changed, err)
+	}
+	if !bytes.Equal(back, orig) {
+		t.Errorf("remove does not give the original back byte for byte:\n%s", cmp.Diff(string(orig), string(back)))
+	}
+}
+
+// assertUninstallRestores uninstalls the handler spin from target, commits,
+// and checks that the files under root are as before.
+func assertUninstallRestores(ctx context.Context, t *testing.T, target containerdconfig.Target, root string, before []string) {
+	t.Helper()
+	change, err := containerdconfig.NewUninstall(target, "spin").Apply(ctx)
+	if err != nil || !change.Changed() {
+		t.Fatalf("uninstall: err=%v", err)
+	}
+	if err := change.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if after := snapshot(t, root); !slices.Equal(before, after) {
+		t.Errorf("node not as before:\n%s", cmp.Diff(before, after))
 	}
 }

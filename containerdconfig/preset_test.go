@@ -126,16 +126,7 @@ func TestPresets(t *testing.T) {
 				t.Errorf("second install: changed=%v err=%v, want a no-op", again != nil && again.Changed(), err)
 			}
 
-			change, err = containerdconfig.NewUninstall(target, "spin").Apply(ctx)
-			if err != nil || !change.Changed() {
-				t.Fatalf("uninstall: err=%v", err)
-			}
-			if err := change.Commit(); err != nil {
-				t.Fatal(err)
-			}
-			if after := snapshot(t, root); !slices.Equal(before, after) {
-				t.Errorf("node not as before:\nbefore %q\nafter  %q", before, after)
-			}
+			assertUninstallRestores(ctx, t, target, root, before)
 		})
 	}
 }

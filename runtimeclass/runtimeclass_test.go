@@ -180,12 +180,7 @@ func (h *harness) testEnsure(t *testing.T) {
 		prepare: ensured,
 		spec:    func(s *runtimeclass.Spec) { s.NodeSelector = map[string]string{"pool": "wasm"} },
 		between: interceptor.Funcs{Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			fresh := &nodev1.RuntimeClass{}
-			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
-				return err
-			}
-			fresh.Labels["team"] = "wasm"
-			if err := c.Update(ctx, fresh); err != nil {
+			if err := labelTeam(ctx, c, obj); err != nil {
 				return err
 			}
 			return c.Update(ctx, obj, opts...)
@@ -302,12 +297,7 @@ func (h *harness) testDeleteOwned(t *testing.T) {
 		name:    "own, edited between read and delete: retry, kept",
 		prepare: ensured,
 		between: interceptor.Funcs{Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			fresh := &nodev1.RuntimeClass{}
-			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
-				return err
-			}
-			fresh.Labels["team"] = "wasm"
-			if err := c.Update(ctx, fresh); err != nil {
+			if err := labelTeam(ctx, c, obj); err != nil {
 				return err
 			}
 			return c.Delete(ctx, obj, opts...)
@@ -445,4 +435,15 @@ func managedBy(rc *nodev1.RuntimeClass, manager string) bool {
 		}
 	}
 	return false
+}
+
+// labelTeam is another writer: it labels the RuntimeClass obj names
+// between shimkit's read and its write.
+func labelTeam(ctx context.Context, c client.WithWatch, obj client.Object) error {
+	fresh := &nodev1.RuntimeClass{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+		return err
+	}
+	fresh.Labels["team"] = "wasm"
+	return c.Update(ctx, fresh)
 }
