@@ -57,6 +57,28 @@ type NodePlan struct {
 	Sandboxers []Sandboxer `json:"sandboxers,omitempty"`
 	// Restart says how to restart containerd and how long to wait for it.
 	Restart Restart `json:"restart,omitzero"`
+	// Migrate, on an install, takes the node over from another installer
+	// that registered one of the plan's handlers: what that installer left
+	// (its handler table, binary and bookkeeping) is replaced by the
+	// Shim's, with one containerd restart. Only a handler that installer
+	// recognisably wrote is taken over; anything else is a Conflict.
+	Migrate *Migration `json:"migrate,omitempty"`
+}
+
+// Installers a node can be migrated from.
+const (
+	// FromRuntimeClassManager is spinframework's runtime-class-manager (and
+	// its KWasm era): a binary in /opt/rcm/bin (/opt/kwasm/bin), a lock
+	// file next to it, and a handler table appended to containerd's config
+	// whose runtime_type is that binary's absolute path.
+	FromRuntimeClassManager = "runtime-class-manager"
+)
+
+// Migration names the installer a node is taken over from and the handler
+// it registered.
+type Migration struct {
+	From    string `json:"from"`
+	Handler string `json:"handler"`
 }
 
 // ShimRef names the Shim a plan belongs to.

@@ -89,6 +89,14 @@ func (p *NodePlan) validate() error {
 		}
 		names[h.Name] = true
 	}
+	if m := p.Migrate; m != nil {
+		if m.From != FromRuntimeClassManager {
+			return fmt.Errorf("migrate.from %q: want %s", m.From, FromRuntimeClassManager)
+		}
+		if !names[m.Handler] {
+			return fmt.Errorf("migrate.handler %q: not one of the plan's handlers", m.Handler)
+		}
+	}
 	switch p.Restart.ConfigMode {
 	case "", "auto", "file", "drop-in":
 	default:
