@@ -58,6 +58,9 @@ type plan struct {
 type subject struct {
 	dropIn string                   // base name of the drop-in
 	seed   func(version int) []byte // content of a new drop-in
+	// file, when set, is the one file to edit (it must exist), whatever the
+	// preset says: a file another installer wrote to.
+	file string
 }
 
 func handlerSubject(name string) subject {
@@ -97,6 +100,9 @@ func (t Target) plan(handler string) (plan, error) { return t.planFor(handlerSub
 
 // planFor decides which file the edit for s goes to.
 func (t Target) planFor(s subject) (plan, error) {
+	if s.file != "" {
+		return t.fixedFile(s.file)
+	}
 	p := t.Preset
 	switch p.Name {
 	case PresetK3s, PresetRKE2:
@@ -231,4 +237,20 @@ func (t Target) HasHandler(handler string) (bool, error) {
 		return false, err
 	}
 	return cfg.HasHandler(handler), nil
+}
+
+// fixedFile plans an edit of one given file, read with the schema version
+// of the root config when it does not say its own.
+func (t Target) fixedFile(nodePath string) (plan, error) {
+	version := 0
+	if data, ok, err := readOptional(t.local(t.Preset.Config)); err != nil {
+		return plan{}, err
+	} else if ok {
+		cfg, err := Parse(t.Preset.Config, data)
+		if err != nil {
+			return plan{}, err
+		}
+		version = cfg.Version
+	}
+	return plan{nodePath: nodePath, local: t.local(nodePath), opts: addOptions{version: version, hasRunc: true}}, nil
 }

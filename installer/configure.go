@@ -34,6 +34,22 @@ func (configure) do(ctx context.Context, r *run) error {
 		return nil
 	}
 	var errs []error
+	evictions, err := r.evictions()
+	if err != nil {
+		return err
+	}
+	for _, ev := range evictions {
+		fs, err := ev.FilesToEdit()
+		if err != nil {
+			return err
+		}
+		muts = append(muts, ev)
+		for _, f := range fs {
+			if !slices.Contains(files, f) {
+				files = append(files, f)
+			}
+		}
+	}
 	for k, h := range r.handlers() {
 		f, err := t.File(h.Name)
 		errs = append(errs, add(&containerdconfig.Install{Target: t, Handler: h, Adopt: r.plan.Handlers[k].Adopt}, f, err))

@@ -122,6 +122,13 @@ func (commitInstall) do(ctx context.Context, r *run) error {
 	if err := pruneVersions(i.local(r.rec.BundleDir), r.rec.Version); err != nil {
 		i.log().Warn("removing old bundle versions", "dir", r.rec.BundleDir, "err", err)
 	}
+	if m := r.plan.Migrate; m != nil {
+		// The node runs the Shim's handler now: what the other installer
+		// left goes.
+		if err := i.removeRCMLeftovers(m.Handler); err != nil {
+			i.log().Warn("removing what runtime-class-manager left", "handler", m.Handler, "err", err)
+		}
+	}
 	if r.configChanged() || r.rec.InstalledAt.IsZero() || r.stagedVer != "" {
 		r.rec.InstalledAt = time.Now().UTC()
 	}

@@ -126,7 +126,7 @@ func (r *run) checkOtherShims() error {
 func (r *run) checkHandlersFree() error {
 	var errs []error
 	for k, h := range r.hs {
-		if slices.Contains(r.prev.handlers(), h.Name) || r.plan.Handlers[k].Adopt {
+		if slices.Contains(r.prev.handlers(), h.Name) || r.plan.Handlers[k].Adopt || r.migrates(h.Name) {
 			continue
 		}
 		file, has, err := r.definedAnywhere(h.Name)
@@ -158,6 +158,12 @@ func (r *run) definedAnywhere(handler string) (file string, has bool, err error)
 		return "", false, err
 	}
 	return t.Preset.Config, cfg.HasHandler(handler), nil
+}
+
+// migrates reports whether the plan takes handler over from another
+// installer (see evictions).
+func (r *run) migrates(handler string) bool {
+	return r.plan.Migrate != nil && r.plan.Migrate.Handler == handler
 }
 
 // unitPaths are the node paths of the plan's sandboxer units.
