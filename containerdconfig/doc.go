@@ -47,6 +47,11 @@
 //     that removing the handler puts that text back byte for byte. Forms
 //     that cannot be put back exactly (inline tables, dotted keys, tables in
 //     separate places of the file) are refused with ErrConflict.
+//   - A migration the caller asked for may remove another installer's
+//     handler (EvictHandler, Evict): only when the caller's Match
+//     recognises the table as that installer's (runtime-class-manager's
+//     runtime_type is its binary's path), with that installer's marker
+//     comment above it; anything else is ErrConflict.
 //   - A Change is undone by compare and swap. Change.Rollback (and Restore
 //     after a crash) puts a file's original bytes back only while the file
 //     holds exactly what shimkit wrote; a file the Change created is then

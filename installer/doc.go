@@ -69,6 +69,12 @@
 //     not adopt it, or when a unit file of that name is not shimkit's or was
 //     edited since; an uninstall refuses to remove an edited unit. An
 //     adopted handler is put back byte for byte on uninstall.
+//   - Migration (plan.Migrate, from runtime-class-manager): the other
+//     installer's handler table is evicted and the Shim's registered in the
+//     same operation, with one containerd restart; after commit its binary
+//     (only if its lock file's sha256 still matches) and lock entry go, and
+//     its directories when empty. A failure rolls back to its node as it
+//     was; a handler of that name it did not write is a Conflict.
 //   - Reserved names (ErrReserved, reason Reserved): the handler runc, the
 //     node's default runtime, and the runtime types of containerd's own shims
 //     (io.containerd.runc.v1/v2, io.containerd.runhcs.v1) unless the handler
