@@ -1,4 +1,4 @@
-# shimkit — see README.md. `make test` is what CI runs.
+# shimkit — see README.md. `make test` is what CI runs; `make help` lists the targets.
 SHELL := /bin/bash
 GO ?= go
 # Real-parts tests need root; the whole suite stays well under 30 minutes.
@@ -6,45 +6,67 @@ TEST_TIMEOUT ?= 25m
 FUZZTIME ?= 30s
 TOOLBIN ?= $(CURDIR)/bin
 
-.PHONY: all test e2e demo test-unit lint bins fuzz bench tools generate verify-generate verify-manifests images
+# Developer tools, built from hack/tools/go.mod into bin/ (rebuilt when it changes).
+GOTESTSUM := $(TOOLBIN)/gotestsum
+CONTROLLER_GEN := $(TOOLBIN)/controller-gen
+KUSTOMIZE := $(TOOLBIN)/kustomize
+HELM := $(TOOLBIN)/helm
 
+CHART := charts/shimkit
+
+# The images `make image` builds and `make deploy`/`make run` use.
+IMAGE_TAG ?= latest
+IMG ?= shimkit-operator:$(IMAGE_TAG)
+INSTALLER_IMG ?= shimkit-installer:$(IMAGE_TAG)
+
+# The cluster of the current kubeconfig (KUBECONFIG=...), reached with this kubectl.
+KUBECTL ?= kubectl
+
+.PHONY: all help tools test e2e demo test-unit lint bins fuzz bench generate verify-generate verify-manifests \
+	image images docker-build chart verify-chart helm-lint install uninstall deploy undeploy run
+
+## all: lint and test.
 all: lint test
 
-## bins: build and cache the external test binaries (kube-apiserver, etcd, kubelet,
-## kube-controller-manager, kube-scheduler, kubectl, containerd 1.7/2.2/2.3) and the node
-## sandbox's Debian root filesystem.
+## help: list the targets, each with its one-line description.
+help:
+	@awk '/^## [a-z0-9-]+: / { t = $$2; sub(/:$$/, "", t); d = $$0; sub(/^## [a-z0-9-]+: /, "", d); printf "  %-17s %s\n", t, d }' $(MAKEFILE_LIST)
+
+## bins: build and cache the external test binaries and the node sandbox's root filesystem.
+# (kube-apiserver, etcd, kubelet, kube-controller-manager, kube-scheduler, kubectl,
+# containerd 1.7/2.2/2.3, gVisor; a Debian root filesystem with systemd.)
 bins:
 	hack/bins.sh cluster
 	hack/node-rootfs.sh
 
-GOTESTSUM := $(TOOLBIN)/gotestsum
+## tools: build the developer tools into bin/ (helm, kustomize, controller-gen, gotestsum).
+tools: $(HELM) $(KUSTOMIZE) $(CONTROLLER_GEN) $(GOTESTSUM)
 
 $(GOTESTSUM): hack/tools/go.mod
 	$(GO) -C hack/tools build -o $(GOTESTSUM) gotest.tools/gotestsum
 
-## test: everything CI runs: unit, envtest, real-containerd tests and the fuzz seed corpora.
-test: bins $(GOTESTSUM)
+## test: everything CI runs: the chart checks, unit, envtest, real containerd, the e2e cluster, fuzz seeds.
+# The chart checks come first: they fail in seconds.
+test: verify-chart helm-lint bins $(GOTESTSUM)
 	$(GOTESTSUM) --format testname -- -count=1 -timeout $(TEST_TIMEOUT) ./...
 
-## demo: a local single-node cluster, the operator, a sample Shim rolled out and a pod on it;
-## keeps the cluster until Ctrl-C (UNATTENDED=1 tears it down at the end).
+## demo: a local single-node cluster, the operator, a sample Shim rolled out and a pod on it.
+# Keeps the cluster until Ctrl-C (UNATTENDED=1 tears it down at the end).
 demo: bins
 	set -o pipefail; SHIMKIT_DEMO_UNATTENDED=$(UNATTENDED) $(GO) test -tags demo -run '^TestDemo$$' -count=1 -timeout 0 -v ./e2e/ 2>&1 | grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS$$' -e '^ok '
 
-## e2e: the end-to-end test on a real single-node cluster (also part of make test).
-e2e: bins $(GOTESTSUM)
+## e2e: the end-to-end tests on a real single-node cluster, the Helm chart's included (part of make test).
+e2e: bins $(GOTESTSUM) $(HELM) $(KUSTOMIZE)
 	$(GOTESTSUM) --format testname -- -count=1 -timeout 20m ./e2e/...
 
 ## test-unit: tests that need no external binary.
 test-unit: $(GOTESTSUM)
 	$(GOTESTSUM) --format testname -- -short -count=1 ./...
 
-CONTROLLER_GEN := $(TOOLBIN)/controller-gen
-
 $(CONTROLLER_GEN): hack/tools/go.mod
 	$(GO) -C hack/tools build -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
 
-## generate: deepcopy functions and the CRD from the API types (controller-gen).
+## generate: deepcopy functions, the CRD and the RBAC role from the API types and markers (controller-gen).
 generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object paths=./operator/api/...
 	$(CONTROLLER_GEN) crd paths=./operator/api/... output:crd:artifacts:config=operator/config/crd/bases
@@ -53,8 +75,6 @@ generate: $(CONTROLLER_GEN)
 ## verify-generate: fail when the generated files are not up to date.
 verify-generate: generate
 	@git diff --exit-code -- operator/api operator/config/crd operator/config/rbac/role.yaml || { echo "run make generate and commit"; exit 1; }
-
-KUSTOMIZE := $(TOOLBIN)/kustomize
 
 $(KUSTOMIZE): hack/tools/go.mod
 	$(GO) -C hack/tools build -o $(KUSTOMIZE) sigs.k8s.io/kustomize/kustomize/v5
@@ -71,8 +91,9 @@ lint: verify-manifests
 	$(GO) -C hack/tools build -o $(TOOLBIN)/golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 	$(TOOLBIN)/golangci-lint run ./...
 
-## fuzz: run every fuzz target for FUZZTIME each (minimization is capped: an uncapped
-## minimization of a slow target stalls the fuzzer for a minute with no executions).
+## fuzz: run every fuzz target for FUZZTIME each.
+# Minimization is capped: an uncapped minimization of a slow target stalls the
+# fuzzer for a minute with no executions.
 fuzz:
 	@for pkg in $$($(GO) list ./...); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
@@ -80,16 +101,66 @@ fuzz:
 	  done; \
 	done
 
-IMAGE_TAG ?= latest
-
-## images: the operator and installer images as tarballs in bin/, without a Docker engine
-## (load them with `ctr -n k8s.io images import`, `docker load` or `kind load image-archive`).
-images:
+## image: the operator (IMG=) and installer (INSTALLER_IMG=) images as tarballs in bin/, no Docker engine needed.
+# Load them with `ctr -n k8s.io images import`, `docker load` or `kind load image-archive`.
+image:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(TOOLBIN)/shimkit-installer ./cmd/shimkit-installer
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(TOOLBIN)/shimkit-operator ./cmd/shimkit-operator
-	$(GO) run ./hack/imagebuild -binary $(TOOLBIN)/shimkit-installer -name shimkit-installer -ref shimkit-installer:$(IMAGE_TAG) -out $(TOOLBIN)/shimkit-installer.tar
-	$(GO) run ./hack/imagebuild -binary $(TOOLBIN)/shimkit-operator -name shimkit-operator -user 65532 -ref shimkit-operator:$(IMAGE_TAG) -out $(TOOLBIN)/shimkit-operator.tar
+	$(GO) run ./hack/imagebuild -binary $(TOOLBIN)/shimkit-installer -name shimkit-installer -ref $(INSTALLER_IMG) -out $(TOOLBIN)/shimkit-installer.tar
+	$(GO) run ./hack/imagebuild -binary $(TOOLBIN)/shimkit-operator -name shimkit-operator -user 65532 -ref $(IMG) -out $(TOOLBIN)/shimkit-operator.tar
+
+## images: the same as image; IMAGE_TAG= (default latest, what the manifests and the chart expect) tags both.
+images: image
+
+## docker-build: the same as image (no Docker engine needed either).
+docker-build: image
 
 ## bench: the benchmarks behind BENCHMARKS.md.
 bench: bins
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# About 5½ minutes on 2 cores with an empty Go build cache.
+$(HELM): hack/tools/go.mod
+	$(GO) -C hack/tools build -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$$($(GO) -C hack/tools list -m -f '{{.Version}}' helm.sh/helm/v4)" -o $(HELM) helm.sh/helm/v4/cmd/helm
+
+## chart: write the chart's generated parts (CRDs, RBAC rules, security contexts, probes, sample) from operator/config.
+chart: $(KUSTOMIZE)
+	$(GO) run ./hack/chartgen -kustomize $(KUSTOMIZE) -chart $(CHART)
+
+## verify-chart: fail when the chart drifted from operator/config or leaves a flag of shimkit-operator unset.
+verify-chart: $(KUSTOMIZE) $(HELM)
+	$(GO) run ./hack/chartgen -verify -kustomize $(KUSTOMIZE) -helm $(HELM) -chart $(CHART)
+
+## helm-lint: helm lint and helm template of the chart, with its defaults and with every value set.
+helm-lint: $(HELM)
+	$(HELM) lint --strict $(CHART)
+	$(HELM) lint --strict $(CHART) -f $(CHART)/ci/all-values.yaml
+	$(HELM) template shimkit $(CHART) --namespace shimkit-system --include-crds >/dev/null
+	$(HELM) template shimkit $(CHART) --namespace shimkit-system --include-crds -f $(CHART)/ci/all-values.yaml >/dev/null
+
+## install: install the CRDs into the cluster of the current kubeconfig.
+install: $(KUSTOMIZE)
+	$(KUSTOMIZE) build operator/config/crd | $(KUBECTL) apply --server-side -f -
+	$(KUBECTL) wait --for=condition=Established crd/shims.containerd.x-k8s.io --timeout=60s
+
+## uninstall: delete the CRDs from that cluster; refused while Shims exist (delete them while the operator runs).
+uninstall: $(KUSTOMIZE)
+	@if shims=$$($(KUBECTL) get shims.containerd.x-k8s.io -o name 2>/dev/null) && [ -n "$$shims" ]; then \
+	  echo "uninstall: Shims remain:" $$shims; echo "delete them while the operator runs (it cleans their nodes), then make uninstall"; exit 1; fi
+	$(KUSTOMIZE) build operator/config/crd | $(KUBECTL) delete --ignore-not-found -f -
+
+## deploy: deploy the operator (operator/config/default, CRDs included) with IMG= and INSTALLER_IMG= to that cluster.
+deploy: $(KUSTOMIZE)
+	KUSTOMIZE=$(KUSTOMIZE) KUBECTL=$(KUBECTL) IMG=$(IMG) INSTALLER_IMG=$(INSTALLER_IMG) hack/deploy.sh apply
+
+## undeploy: remove the operator and its namespace from that cluster; the CRDs and Shims stay (make uninstall).
+undeploy: $(KUSTOMIZE)
+	KUSTOMIZE=$(KUSTOMIZE) KUBECTL=$(KUBECTL) IMG=$(IMG) INSTALLER_IMG=$(INSTALLER_IMG) hack/deploy.sh delete
+
+RUN_ARGS ?=
+
+## run: run the operator here against the current kubeconfig's cluster (make install first; RUN_ARGS= adds flags).
+# Its installer Jobs go to POD_NAMESPACE (default shimkit-system), which must exist for a rollout.
+run:
+	$(GO) run ./cmd/shimkit-operator --installer-image=$(INSTALLER_IMG) \
+	  --metrics-bind-address=127.0.0.1:8080 --health-probe-bind-address=127.0.0.1:8081 $(RUN_ARGS)

@@ -1,0 +1,465 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shimkit/shimkit/internal/testutil"
+	"github.com/shimkit/shimkit/nodelabel"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+)
+
+const (
+	crdName = "shims.containerd.x-k8s.io"
+	// helmNamespace is the release namespace: not the manifests'
+	// shimkit-system, so that a name the chart does not template shows.
+	helmNamespace = "shimkit"
+	leaseName     = "shimkit-operator.containerd.x-k8s.io"
+)
+
+// TestHelmChart installs the operator with charts/shimkit on the real
+// cluster, rolls out the chart's sample Shim, upgrades the release with a
+// changed operator flag, and uninstalls it; then drives the make targets
+// install, run, deploy, undeploy and uninstall against the same cluster.
+func TestHelmChart(t *testing.T) {
+	helm := toolBinary(t, "HELM", "helm")
+	toolBinary(t, "", "kustomize") // the make targets' (not built inside the test)
+	build := testutil.ContainerdMatrix(t)[2]
+	c := testutil.StartCluster(t, build, v1alpha1.AddToScheme)
+	dumpOnFailure(t, c)
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := exec.Command(c.Kubectl, "--kubeconfig", c.Kubeconfig, "-n", helmNamespace, "get", "all,lease,sa,role,rolebinding", "-o", "wide").CombinedOutput()
+			t.Logf("namespace %s:\n%s", helmNamespace, out)
+		}
+	})
+	loadImages(t, c)
+
+	t.Run("chart", func(t *testing.T) { testChart(t, c, helm, build) })
+	t.Run("make", func(t *testing.T) { testMakeTargets(t, c) })
+}
+
+func testChart(t *testing.T, c *testutil.Cluster, helmBin string, build testutil.ContainerdBuild) {
+	ctx := context.Background()
+	// envtest installed the CRD from operator/config: it goes, for the
+	// chart's crds/ to install it.
+	kubectl(t, c, "delete", "crd", crdName, "--wait")
+
+	srv := testutil.StartFileServer(t)
+	art := testutil.NewShimArchive(t, "helm", build.Binary("containerd-shim-runc-v2"), nil)
+	url := srv.Add("/helm.tar.gz", art.Data)
+	opRepo, opTag, _ := strings.Cut(operatorImage, ":")
+	instRepo, instTag, _ := strings.Cut(installerImage, ":")
+	host, port, _ := strings.Cut(strings.TrimPrefix(c.Config.Host, "https://"), ":")
+	// Without kube-proxy, pods reach the API server only over the host's
+	// network: the operator runs there, its probes on a port of its own.
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	writeFile(t, values, fmt.Sprintf(`image: {repository: %s, tag: %s, pullPolicy: Never}
+installer:
+  image: {repository: %s, tag: %s}
+hostNetwork: true
+strategy: {type: Recreate}
+terminationGracePeriodSeconds: 1
+metrics: {enabled: false}
+healthProbe: {port: 18082}
+extraEnv:
+  - {name: KUBERNETES_SERVICE_HOST, value: %q}
+  - {name: KUBERNETES_SERVICE_PORT, value: %q}
+sampleShim:
+  enabled: true
+  name: helm
+  spec:
+    nodeSelector: {}
+    fetchStrategy: {type: anonHttp, anonHttp: {location: %q, sha256: %q}}
+    runtimeClass: {name: helm, handler: helm}
+`, opRepo, opTag, instRepo, instTag, host, port, url, art.SHA256))
+	helm := func(args ...string) string { return runHelm(t, c, helmBin, args...) }
+	chart := filepath.Join(testutil.RepoRoot(), "charts", "shimkit")
+
+	start := time.Now()
+	helm("install", "shimkit", chart, "-n", helmNamespace, "--create-namespace", "-f", values, "--wait", "--timeout", "2m")
+	kubectl(t, c, "wait", "--for=condition=Established", "crd/"+crdName, "--timeout=30s")
+	kubectl(t, c, "wait", "--for=condition=Ready", "shim/helm", "--timeout=120s")
+	t.Logf("helm install to a Ready Shim: %s", time.Since(start).Round(time.Second))
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: "helm"}, &nodev1.RuntimeClass{}); err != nil {
+		t.Fatalf("RuntimeClass helm: %v", err)
+	}
+	shim := &v1alpha1.Shim{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: "helm"}, shim); err != nil {
+		t.Fatal(err)
+	}
+	ready := meta.FindStatusCondition(shim.Status.Conditions, v1alpha1.ConditionReady)
+	hash := shim.Status.SpecHash
+	jobs := jobNames(t, c, helmNamespace)
+	oldPod := operatorPod(t, c, helmNamespace)
+	oldLeader := leaseHolder(t, c, helmNamespace)
+
+	// Upgrade: CRDs first, as the chart's NOTES and the README say (helm
+	// upgrade never touches crds/), then a changed operator flag.
+	kubectl(t, c, "apply", "--server-side", "-f", filepath.Join(chart, "crds"))
+	start = time.Now()
+	helm("upgrade", "shimkit", chart, "-n", helmNamespace, "-f", values, "--set", "installer.jobTTL=30m", "--wait", "--timeout", "2m")
+	waitFor(t, 60*time.Second, "the old operator pod to go", func() bool {
+		return apierrors.IsNotFound(c.Client.Get(ctx, client.ObjectKeyFromObject(oldPod), &corev1.Pod{}))
+	})
+	newPod := operatorPod(t, c, helmNamespace)
+	if newPod.UID == oldPod.UID {
+		t.Fatal("the operator pod did not restart")
+	}
+	if args := strings.Join(newPod.Spec.Containers[0].Args, " "); !strings.Contains(args, "--job-ttl=30m") {
+		t.Errorf("the upgraded operator runs with %s, want --job-ttl=30m", args)
+	}
+	// The new operator leads and its controllers run; it finds the Shim
+	// done: nothing is reinstalled and Ready never flipped.
+	waitFor(t, 60*time.Second, "the new operator to lead", func() bool {
+		h := leaseHolder(t, c, helmNamespace)
+		return h != "" && h != oldLeader
+	})
+	waitFor(t, 30*time.Second, "the new operator's controllers to start", func() bool {
+		return strings.Contains(podLog(c, newPod), "Starting workers")
+	})
+	time.Sleep(3 * time.Second)
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: "helm"}, shim); err != nil {
+		t.Fatal(err)
+	}
+	now := meta.FindStatusCondition(shim.Status.Conditions, v1alpha1.ConditionReady)
+	if now == nil || now.Status != metav1.ConditionTrue || !now.LastTransitionTime.Equal(&ready.LastTransitionTime) || shim.Status.SpecHash != hash {
+		t.Errorf("the Shim did not stay Ready across the upgrade: before %+v (%s), after %+v (%s)", ready, hash, now, shim.Status.SpecHash)
+	}
+	if got := jobNames(t, c, helmNamespace); got != jobs {
+		t.Errorf("the upgrade ran installer Jobs: before %q, after %q", jobs, got)
+	}
+	node := &corev1.Node{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: c.NodeName}, node); err != nil {
+		t.Fatal(err)
+	}
+	if ok, h := nodelabel.State(node, "helm"); !ok || h != hash {
+		t.Errorf("node label of helm after the upgrade: %v %s, want %s", ok, h, hash)
+	}
+	t.Logf("helm upgrade to the new operator leading: %s", time.Since(start).Round(time.Second))
+
+	// Shims are deleted while the operator runs; helm leaves them (keep).
+	start = time.Now()
+	if err := c.Client.Delete(ctx, shim); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 120*time.Second, "the Shim gone", func() bool {
+		return apierrors.IsNotFound(c.Client.Get(ctx, client.ObjectKey{Name: "helm"}, &v1alpha1.Shim{}))
+	})
+	helm("uninstall", "shimkit", "-n", helmNamespace, "--wait", "--timeout", "2m")
+	t.Logf("Shim deletion and helm uninstall: %s", time.Since(start).Round(time.Second))
+
+	if out := helm("list", "-n", helmNamespace, "-q"); strings.TrimSpace(out) != "" {
+		t.Errorf("helm still lists %q", out)
+	}
+	// The CRD stays (crds/: helm uninstall never deletes it) ...
+	if !crdPresent(c) {
+		t.Error("the CRD went with helm uninstall")
+	}
+	// ... and nothing of the operator does: the cluster-wide objects go, and
+	// the namespace keeps only what Kubernetes puts in every namespace and
+	// the leader-election Lease (the operator's, not Helm's).
+	for _, o := range []client.Object{
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "shimkit-operator"}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "shimkit-operator"}},
+		&nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "helm"}},
+	} {
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(o), o); !apierrors.IsNotFound(err) {
+			t.Errorf("%T %s left: %v", o, o.GetName(), err)
+		}
+	}
+	waitFor(t, 60*time.Second, "the operator's pods to go", func() bool {
+		pods := &corev1.PodList{}
+		_ = c.Client.List(ctx, pods, client.InNamespace(helmNamespace))
+		return len(pods.Items) == 0
+	})
+	out := kubectl(t, c, "-n", helmNamespace, "get",
+		"deployments,replicasets,pods,jobs,serviceaccounts,roles,rolebindings,configmaps,secrets,services,leases", "-o", "name")
+	var left []string
+	for _, name := range strings.Fields(out) {
+		switch name {
+		case "serviceaccount/default", "configmap/kube-root-ca.crt", "lease.coordination.k8s.io/" + leaseName:
+		default:
+			left = append(left, name)
+		}
+	}
+	if len(left) > 0 {
+		t.Errorf("helm uninstall left in namespace %s: %v", helmNamespace, left)
+	}
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: c.NodeName}, node); err != nil {
+		t.Fatal(err)
+	}
+	for k := range node.Labels {
+		if strings.HasPrefix(k, nodelabel.Prefix) {
+			t.Errorf("node label %s left", k)
+		}
+	}
+	kubectl(t, c, "delete", "namespace", helmNamespace, "--wait=false")
+}
+
+// testMakeTargets runs the familiar make targets against the cluster, the
+// CRD already installed (by the chart).
+func testMakeTargets(t *testing.T, c *testutil.Cluster) {
+	ctx := context.Background()
+	mk := func(args ...string) (string, error) {
+		cmd := exec.Command("make", append([]string{"--no-print-directory", "KUBECTL=" + c.Kubectl}, args...)...)
+		cmd.Dir = testutil.RepoRoot()
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	must := func(args ...string) {
+		t.Helper()
+		start := time.Now()
+		if out, err := mk(args...); err != nil {
+			t.Fatalf("make %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		t.Logf("make %s: %s", strings.Join(args, " "), time.Since(start).Round(100*time.Millisecond))
+	}
+	tracked := gitStatus(t)
+
+	must("uninstall")
+	if crdPresent(c) {
+		t.Fatal("make uninstall left the CRD")
+	}
+	must("install")
+	if !crdPresent(c) {
+		t.Fatal("make install: no CRD")
+	}
+
+	// make run: the operator here, against the cluster, until its
+	// controllers run.
+	run := exec.Command("make", "--no-print-directory", "run", "RUN_ARGS=--metrics-bind-address=0 --health-probe-bind-address=127.0.0.1:0")
+	run.Dir = testutil.RepoRoot()
+	run.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
+	run.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var runOut syncBuffer
+	run.Stdout, run.Stderr = &runOut, &runOut
+	start := time.Now()
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			_ = syscall.Kill(-run.Process.Pid, syscall.SIGTERM)
+			_ = run.Wait()
+		}
+	}
+	t.Cleanup(stop)
+	waitFor(t, 150*time.Second, "make run's operator to start its controllers", func() bool {
+		return strings.Contains(runOut.String(), "Starting workers")
+	})
+	stop()
+	t.Logf("make run to running controllers: %s", time.Since(start).Round(100*time.Millisecond))
+
+	img, instImg := operatorImage, installerImage
+	must("deploy", "IMG="+img, "INSTALLER_IMG="+instImg)
+	d := &appsv1.Deployment{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: "shimkit-system", Name: "shimkit-operator"}, d); err != nil {
+		t.Fatalf("make deploy: %v", err)
+	}
+	ctr := d.Spec.Template.Spec.Containers[0]
+	if ctr.Image != img {
+		t.Errorf("make deploy: image %s, want %s", ctr.Image, img)
+	}
+	if env := envValue(ctr, "SHIMKIT_INSTALLER_IMAGE"); env != instImg {
+		t.Errorf("make deploy: SHIMKIT_INSTALLER_IMAGE=%s, want %s", env, instImg)
+	}
+	// The pods cannot reach the API server in this cluster without the host
+	// network (no kube-proxy), so the Deployment is checked, not its rollout.
+	deployed := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shimkit-system"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "shimkit-system", Name: "shimkit-operator"}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "shimkit-operator"}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "shimkit-operator"}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "shimkit-system", Name: "shimkit-operator"}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "shimkit-system", Name: "shimkit-operator-leader-election"}},
+	}
+	for _, o := range deployed {
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+			t.Errorf("make deploy: %T %s: %v", o, o.GetName(), err)
+		}
+	}
+
+	must("undeploy")
+	for _, o := range append(deployed, d) {
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(o), o); !apierrors.IsNotFound(err) {
+			t.Errorf("make undeploy left %T %s: %v", o, o.GetName(), err)
+		}
+	}
+	if !crdPresent(c) {
+		t.Error("make undeploy deleted the CRD")
+	}
+
+	// make uninstall refuses while a Shim exists.
+	s := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "left"}, Spec: v1alpha1.ShimSpec{
+		FetchStrategy: v1alpha1.FetchStrategy{Type: v1alpha1.FetchAnonHTTP, AnonHTTP: &v1alpha1.AnonHTTPFetch{Location: "http://127.0.0.1:1/x.tar.gz", SHA256: strings.Repeat("0", 64)}},
+		RuntimeClass:  v1alpha1.RuntimeClassSpec{Name: "left", Handler: "left"},
+	}}
+	if err := c.Client.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := mk("uninstall"); err == nil || !strings.Contains(out, "Shims remain") {
+		t.Errorf("make uninstall with a Shim left: %v\n%s", err, out)
+	}
+	if !crdPresent(c) {
+		t.Fatal("make uninstall deleted the CRD with a Shim left")
+	}
+	if err := c.Client.Delete(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the Shim gone", func() bool {
+		return apierrors.IsNotFound(c.Client.Get(ctx, client.ObjectKeyFromObject(s), &v1alpha1.Shim{}))
+	})
+	must("uninstall")
+	if crdPresent(c) {
+		t.Error("make uninstall left the CRD")
+	}
+	if now := gitStatus(t); now != tracked {
+		t.Errorf("the make targets changed the work tree:\n%s\nwas\n%s", now, tracked)
+	}
+}
+
+// crdPresent tells whether the Shim CRD exists (read as metadata only).
+func crdPresent(c *testutil.Cluster) bool {
+	crd := &metav1.PartialObjectMetadata{}
+	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+	return c.Client.Get(context.Background(), client.ObjectKey{Name: crdName}, crd) == nil
+}
+
+// toolBinary returns the tool from $env (when env is set) or bin/name:
+// make test builds both before the tests.
+func toolBinary(t *testing.T, env, name string) string {
+	t.Helper()
+	var p string
+	if env != "" {
+		p = os.Getenv(env)
+	}
+	if p == "" {
+		p = filepath.Join(testutil.RepoRoot(), "bin", name)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s: %v (build it with `make tools`)", name, err)
+	}
+	return p
+}
+
+// runHelm runs helm against the cluster, with its configuration and caches
+// in a temporary directory.
+func runHelm(t *testing.T, c *testutil.Cluster, helm string, args ...string) string {
+	t.Helper()
+	home := t.TempDir()
+	cmd := exec.Command(helm, append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
+	cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+home, "HELM_CACHE_HOME="+home, "HELM_DATA_HOME="+home)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func operatorPod(t *testing.T, c *testutil.Cluster, ns string) *corev1.Pod {
+	t.Helper()
+	var pod *corev1.Pod
+	waitFor(t, 60*time.Second, "one running operator pod", func() bool {
+		pods := &corev1.PodList{}
+		if err := c.Client.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/name": "shimkit-operator"}); err != nil || len(pods.Items) != 1 {
+			return false
+		}
+		pod = &pods.Items[0]
+		return pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil
+	})
+	return pod
+}
+
+func leaseHolder(t *testing.T, c *testutil.Cluster, ns string) string {
+	t.Helper()
+	l := &coordinationv1.Lease{}
+	if err := c.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: leaseName}, l); err != nil || l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+func jobNames(t *testing.T, c *testutil.Cluster, ns string) string {
+	t.Helper()
+	return strings.Join(strings.Fields(kubectl(t, c, "-n", ns, "get", "jobs", "-o", "name")), " ")
+}
+
+// podLog reads a pod's container logs on the node.
+func podLog(c *testutil.Cluster, p *corev1.Pod) string {
+	logs, _ := filepath.Glob(c.Node.Local(fmt.Sprintf("/var/log/pods/%s_%s_%s/*/*.log", p.Namespace, p.Name, p.UID)))
+	var b strings.Builder
+	for _, l := range logs {
+		data, _ := os.ReadFile(l)
+		b.Write(data)
+	}
+	return b.String()
+}
+
+func envValue(c corev1.Container, name string) string {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e.Value
+		}
+	}
+	return ""
+}
+
+func gitStatus(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command("git", "status", "--porcelain", "--", "operator/config", "charts")
+	cmd.Dir = testutil.RepoRoot()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git status: %v", err)
+	}
+	return string(out)
+}
+
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer that a process writes while the test reads.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
