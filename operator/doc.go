@@ -80,6 +80,33 @@
 // comes back byte for byte on uninstall. Adoption is part of the spec
 // hash, so setting it after a Conflict starts a new round.
 //
+// # Migration from runtime-class-manager
+//
+// A Shim with spec.migrateFrom.runtimeClassManager replaces a Shim of
+// spinframework's runtime-class-manager (runtime.spinkube.dev, or
+// runtime.kwasm.sh of its KWasm era) of the same handler; shimkit-operator
+// migrate writes such Shims (package operator/migrate). Each reconcile
+// first takes over, in place, the spec's RuntimeClasses that the old Shim
+// controls (its group, kind Shim, its name, and its UID when it can be
+// read) and that have the Shim's handler (runtimeclass.Takeover): the owner
+// reference to the old Shim is replaced by this Shim's, so that deleting
+// the old Shim no longer deletes the RuntimeClass its pods use. From then
+// on the RuntimeClass is the Shim's, and schedules new pods onto the nodes
+// shimkit installed; running pods are not touched. A RuntimeClass the old
+// Shim controls with another handler, or an earlier Shim of its name
+// does, stays a RuntimeClassConflict that says so.
+//
+// A node that carries the old Shim's node label (the bare key <its name>,
+// with a value runtime-class-manager writes: RCMLabelValues) and no label
+// of this Shim's gets an install plan with plan.Migration: the installer
+// replaces runtime-class-manager's handler table, binary and lock file
+// entry by the Shim's with one containerd restart, and refuses (Conflict)
+// a handler of that name runtime-class-manager did not recognisably write.
+// Once a node has the Shim, the old label is removed from it (a merge
+// patch of that key alone): runtime-class-manager would no longer count
+// the node as its own, nor uninstall it. A node the old Shim provisioned
+// that this Shim does not select is left as it is.
+//
 // # The node plan and the node's result
 //
 // BuildPlan turns a Shim into the plan.NodePlan of one node, applying

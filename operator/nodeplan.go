@@ -52,16 +52,20 @@ const (
 //     /run/shimkit/<name>.sock, $(ADDRESS) in the command replaced by it;
 //   - a handler's adopt flag is its runtimeClass.adoptHandler;
 //   - the artifact of the node's platform, its sha256 as the digest, the
-//     pull secret at the path the Job mounts it.
+//     pull secret at the path the Job mounts it;
+//   - with spec.migrateFrom, Migrate (from runtime-class-manager, for the
+//     primary handler) on a node that carries runtime-class-manager's
+//     label for that Shim (RCMLabelValues) and no label of this Shim's.
 //
 // An uninstall plan carries only the Shim's identity, the operation and
 // the restart settings: the node's state says what to remove. The plan is
 // validated; an error names the node and the field. An install plan is
 // refused, whatever the node, for a runtime type of containerd's own shims
 // without runtimeOptions.BinaryName or with a runtimePath (ErrReserved),
-// and for a pull secret outside o.Namespace (ErrPullSecretNamespace; not
-// checked when o.Namespace is empty); for a node of a platform the Shim
-// has no artifact for (ErrNoArtifact).
+// for a pull secret outside o.Namespace (ErrPullSecretNamespace; not
+// checked when o.Namespace is empty), and for a spec.migrateFrom whose
+// Shim is not the primary handler; for a node of a platform the Shim has
+// no artifact for (ErrNoArtifact).
 func BuildPlan(shim *v1alpha1.Shim, node *corev1.Node, op plan.Operation, o Options) (*plan.NodePlan, error) {
 	return buildPlan(shim, node, op, o, specHash(shim))
 }
@@ -104,6 +108,7 @@ func fillInstall(p *plan.NodePlan, shim *v1alpha1.Shim, node *corev1.Node, hash 
 		}
 	}
 	p.Sandboxers = sandboxersOf(shim)
+	p.Migrate = migrationFor(shim, node)
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
@@ -49,20 +51,26 @@ func TestBuildPlanGolden(t *testing.T) {
 	for _, tt := range []struct {
 		golden, shim, arch string
 		op                 plan.Operation
+		labels             map[string]string // more node labels
 	}{
-		{"plain", "plain", "amd64", plan.OpInstall},
-		{"gvisor", "gvisor", "amd64", plan.OpInstall},
-		{"kata", "kata", "amd64", plan.OpInstall},
-		{"sandboxer", "sandboxer", "amd64", plan.OpInstall},
-		{"platforms-arm64", "platforms", "arm64", plan.OpInstall},
-		{"oci-pull-secret", "oci", "amd64", plan.OpInstall},
-		{"runc-binaryname", "runc-binaryname", "amd64", plan.OpInstall},
-		{"adopt", "adopt", "amd64", plan.OpInstall},
-		{"proposal", "proposal", "amd64", plan.OpInstall},
-		{"uninstall", "gvisor", "amd64", plan.OpUninstall},
+		{"plain", "plain", "amd64", plan.OpInstall, nil},
+		{"gvisor", "gvisor", "amd64", plan.OpInstall, nil},
+		{"kata", "kata", "amd64", plan.OpInstall, nil},
+		{"sandboxer", "sandboxer", "amd64", plan.OpInstall, nil},
+		{"platforms-arm64", "platforms", "arm64", plan.OpInstall, nil},
+		{"oci-pull-secret", "oci", "amd64", plan.OpInstall, nil},
+		{"runc-binaryname", "runc-binaryname", "amd64", plan.OpInstall, nil},
+		{"adopt", "adopt", "amd64", plan.OpInstall, nil},
+		{"proposal", "proposal", "amd64", plan.OpInstall, nil},
+		{"uninstall", "gvisor", "amd64", plan.OpUninstall, nil},
+		// A node runtime-class-manager provisioned.
+		{"migrate", "migrate", "arm64", plan.OpInstall, map[string]string{"spin-v2": "provisioned", "spin": "true"}},
+		{"migrate-file", "migrate-file", "amd64", plan.OpInstall, map[string]string{"wasmtime": "provisioned", "wasm": "true"}},
 	} {
 		t.Run(tt.golden, func(t *testing.T) {
-			p, err := operator.BuildPlan(readShim(t, tt.shim), nodeOf("node-1", tt.arch), tt.op, opts)
+			node := nodeOf("node-1", tt.arch)
+			maps.Copy(node.Labels, tt.labels)
+			p, err := operator.BuildPlan(readShim(t, tt.shim), node, tt.op, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -171,6 +179,9 @@ func TestSpecHashStable(t *testing.T) {
 		for field, mutate := range map[string]func(*v1alpha1.Shim){
 			"snapshotter":               func(s *v1alpha1.Shim) { s.Spec.Snapshotter = "overlayfs" },
 			"runtimeClass.adoptHandler": func(s *v1alpha1.Shim) { s.Spec.RuntimeClass.AdoptHandler = true },
+			"migrateFrom": func(s *v1alpha1.Shim) {
+				s.Spec.MigrateFrom = &v1alpha1.MigrateFrom{RuntimeClassManager: v1alpha1.RuntimeClassManagerShim{Shim: s.Spec.RuntimeClass.HandlerName()}}
+			},
 			"handlers[].runtimeClass.adoptHandler": func(s *v1alpha1.Shim) {
 				s.Spec.Handlers = append(s.Spec.Handlers, v1alpha1.HandlerSpec{RuntimeClass: v1alpha1.RuntimeClassSpec{Name: "x", Handler: "x", AdoptHandler: true}})
 			},
@@ -181,6 +192,55 @@ func TestSpecHashStable(t *testing.T) {
 				t.Errorf("%s: %s does not change the spec hash", file, field)
 			}
 		}
+	}
+}
+
+// TestBuildPlanMigrate: with spec.migrateFrom, an install plan migrates
+// the handler on a node that carries runtime-class-manager's label for
+// that Shim (any of its values) and none of shimkit's; on no other node,
+// and never in an uninstall plan. A migrateFrom that is not the handler is
+// refused.
+func TestBuildPlanMigrate(t *testing.T) {
+	shim := readShim(t, "migrate")
+	for _, tt := range []struct {
+		labels  map[string]string
+		migrate bool
+	}{
+		{map[string]string{"spin-v2": "provisioned"}, true},
+		{map[string]string{"spin-v2": "pending"}, true},
+		{map[string]string{"spin-v2": "failed"}, true},
+		{map[string]string{"spin-v2": "uninstall"}, true},
+		{nil, false},
+		{map[string]string{"spin-v2": "true"}, false},                                                       // not a value of runtime-class-manager's
+		{map[string]string{"spin": "provisioned"}, false},                                                   // another Shim's
+		{map[string]string{"wasmtime": "provisioned"}, false},                                               // another Shim's
+		{map[string]string{"spin-v2": "provisioned", nodelabel.Key("spin-v2"): nodelabel.Installed}, false}, // shimkit's already
+		{map[string]string{"spin-v2": "provisioned", nodelabel.Key("spin-v2"): "uninstalling"}, false},
+	} {
+		node := nodeOf("n", "amd64")
+		maps.Copy(node.Labels, tt.labels)
+		p, err := operator.BuildPlan(shim, node, plan.OpInstall, operator.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := (*plan.Migration)(nil)
+		if tt.migrate {
+			want = &plan.Migration{From: plan.FromRuntimeClassManager, Handler: "spin-v2"}
+		}
+		if !reflect.DeepEqual(p.Migrate, want) {
+			t.Errorf("node labels %v: Migrate %+v, want %+v", tt.labels, p.Migrate, want)
+		}
+		if u, err := operator.BuildPlan(shim, node, plan.OpUninstall, operator.Options{}); err != nil || u.Migrate != nil {
+			t.Errorf("uninstall plan: %+v %v", u, err)
+		}
+	}
+	if p, _ := operator.BuildPlan(readShim(t, "platforms"), nodeOf("n", "amd64"), plan.OpInstall, operator.Options{}); p.Migrate != nil {
+		t.Errorf("without migrateFrom: %+v", p.Migrate)
+	}
+	bad := shim.DeepCopy()
+	bad.Spec.MigrateFrom.RuntimeClassManager.Shim = "spin"
+	if _, err := operator.BuildPlan(bad, nodeOf("n", "amd64"), plan.OpInstall, operator.Options{}); err == nil || !strings.Contains(err.Error(), "spec.migrateFrom.runtimeClassManager.shim") {
+		t.Errorf("migrateFrom of another handler: %v", err)
 	}
 }
 

@@ -38,8 +38,8 @@ func matches(shim *v1alpha1.Shim, node *corev1.Node) bool {
 // the RuntimeClasses' names and tolerations are not part of it. Fields
 // added with bundles (and adoption) are left out when empty, so that a
 // Shim of before keeps its hash (and an operator upgrade reinstalls no
-// node). Adoption is part of it: asking for it after a node refused the
-// install (Conflict) starts a new round.
+// node). Adoption and migration are part of it: asking for either after a
+// node refused the install (Conflict) starts a new round.
 func specHash(shim *v1alpha1.Shim) string {
 	s := shim.Spec
 	handlers := make([]v1alpha1.HandlerSpec, len(s.Handlers))
@@ -63,12 +63,23 @@ func specHash(shim *v1alpha1.Shim) string {
 		Handlers             []v1alpha1.HandlerSpec   `json:",omitempty"`
 		Sandboxers           []v1alpha1.SandboxerSpec `json:",omitempty"`
 		Adopt                bool                     `json:",omitempty"`
+		Migrate              string                   `json:",omitempty"`
 	}{
 		s.FetchStrategy, s.RuntimeClass.HandlerName(), runtimeType(shim), rawOptions(shim), s.RuntimePath, s.PodAnnotations, s.PrivilegedWithoutHostDevices,
 		s.ContainerAnnotations, s.Snapshotter, s.Sandboxer, s.IOType, s.Files, handlers, s.Sandboxers, s.RuntimeClass.AdoptHandler,
+		migrateFrom(s.MigrateFrom),
 	})
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])[:16]
+}
+
+// migrateFrom identifies the migration in the spec hash: the group and
+// name of the runtime-class-manager Shim ("" without one).
+func migrateFrom(m *v1alpha1.MigrateFrom) string {
+	if m == nil {
+		return ""
+	}
+	return "runtime-class-manager:" + m.RuntimeClassManager.Group() + "/" + m.RuntimeClassManager.Shim
 }
 
 func runtimeType(shim *v1alpha1.Shim) string {

@@ -60,6 +60,9 @@ type observed struct {
 	views []nodeView
 	// refusal says why the spec is rolled out to no node (nil: it is).
 	refusal *refusal
+	// takeover holds, by name, why a RuntimeClass of the runtime-class-
+	// manager Shim that spec.migrateFrom names was not taken over.
+	takeover map[string]string
 }
 
 // Reconcile drives one Shim towards its spec (or, when deleted, towards no
@@ -153,6 +156,16 @@ func (r *Reconciler) planner(obs *observed) rollout.Planner {
 // eligible) and removes it from nodes that stopped being targeted. A
 // refused spec starts no install; removals go on.
 func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, error) {
+	// A migration takes the predecessor's RuntimeClasses over first, so
+	// that deleting it can no longer delete them, and releases the nodes
+	// already installed.
+	var err error
+	if obs.takeover, err = r.takeOverRuntimeClasses(ctx, obs); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.releaseRCMLabels(ctx, obs); err != nil {
+		return ctrl.Result{}, err
+	}
 	p := r.planner(obs)
 	var targeted, stale []rollout.Node
 	byName := map[string]*nodeView{}

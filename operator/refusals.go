@@ -48,6 +48,9 @@ func validateSpec(shim *v1alpha1.Shim, o Options) error {
 	if err := checkPullSecret(shim, o.Namespace); err != nil {
 		return err
 	}
+	if err := checkMigrateFrom(shim); err != nil {
+		return err
+	}
 	return checkReservedTypes(shim)
 }
 

@@ -87,6 +87,9 @@ func (r *Reconciler) ensureRuntimeClasses(ctx context.Context, obs *observed) (c
 		if err != nil {
 			return classes{}, err
 		}
+		if msg := obs.takeover[spec.Name]; conflict != "" && msg != "" {
+			conflict = msg // the migration's predecessor's: say why it was not taken over
+		}
 		out.published = out.published && ok
 		if conflict != "" {
 			out.conflicts = append(out.conflicts, conflict)

@@ -32,6 +32,13 @@
 // UID), so the package never writes a RuntimeClass it has not just seen to
 // be the owner's. Writes record the field manager FieldOwner ("shimkit").
 //
-// Nothing here adopts a foreign RuntimeClass: to hand one over, its writer
-// deletes it (or makes Spec.Owner its controller) and Ensure runs again.
+// Nothing here adopts a foreign RuntimeClass on its own. To hand one
+// over, its writer deletes it (or makes Spec.Owner its controller) and
+// Ensure runs again; or the new owner names the one controller it
+// replaces, a Predecessor (API group, kind, name and, when known, UID),
+// and Takeover replaces that owner reference by Spec.Owner's with one
+// Update conditional on what it read, only when the handler is already
+// Spec.Handler: a migration keeps the RuntimeClass its running pods use,
+// and deleting the predecessor no longer deletes it. A RuntimeClass of any
+// other controller, or of none, stays a conflict.
 package runtimeclass

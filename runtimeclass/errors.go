@@ -25,6 +25,10 @@ type ConflictError struct {
 	Controller string
 	// ControllerUID is the controller's UID, or empty.
 	ControllerUID types.UID
+	// Handler is set by Takeover when the controller is the predecessor
+	// but the RuntimeClass's handler (Handler) is not the spec's
+	// (WantHandler): it cannot change, and its pods run on it.
+	Handler, WantHandler string
 }
 
 // newConflict describes the controller of rc.
@@ -46,6 +50,9 @@ func (e *ConflictError) Holder() string {
 }
 
 func (e *ConflictError) Error() string {
+	if e.WantHandler != "" {
+		return fmt.Sprintf("RuntimeClass %s (%s) has handler %s, not %s: it is not taken over, and left as it is", e.Name, e.Holder(), e.Handler, e.WantHandler)
+	}
 	return fmt.Sprintf("RuntimeClass %s belongs to someone else (%s): it is left as it is", e.Name, e.Holder())
 }
 

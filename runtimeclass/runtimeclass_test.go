@@ -61,6 +61,7 @@ func TestOwnership(t *testing.T) {
 	h := &harness{env: env, base: base}
 	t.Run("Ensure", h.testEnsure)
 	t.Run("DeleteOwned", h.testDeleteOwned)
+	t.Run("Takeover", h.testTakeover)
 }
 
 type harness struct {

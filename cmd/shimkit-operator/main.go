@@ -1,7 +1,21 @@
 // Command shimkit-operator is the reference Shim operator; see package
-// operator/manager.
+// operator/manager. Its subcommand migrate (shimkit-operator migrate
+// [--apply]) maps runtime-class-manager's Shims to shimkit Shims; see
+// package operator/migrate.
 package main
 
-import "github.com/shimkit/shimkit/operator/manager"
+import (
+	"os"
 
-func main() { manager.Main() }
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/shimkit/shimkit/operator/manager"
+	"github.com/shimkit/shimkit/operator/migrate"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "migrate" {
+		os.Exit(migrate.Run(ctrl.SetupSignalHandler(), os.Args[2:], os.Getenv, os.Stdout, os.Stderr))
+	}
+	manager.Main()
+}

@@ -32,6 +32,10 @@ import (
 func Run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("shimkit-operator", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: shimkit-operator [flags]\n       shimkit-operator migrate [--apply] [NAME ...]   (runtime-class-manager's Shims to shimkit's: shimkit-operator migrate --help)\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
 	env := func(k, def string) string {
 		if v := getenv(k); v != "" {
 			return v

@@ -49,6 +49,13 @@
   - list
   - update
   - watch
+- apiGroups:
+  - runtime.kwasm.sh
+  - runtime.spinkube.dev
+  resources:
+  - shims
+  verbs:
+  - get
 {{- end }}
 
 {{- define "shimkit.generated.roleRules" -}}

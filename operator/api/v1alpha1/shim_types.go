@@ -38,6 +38,7 @@ type ShimList struct {
 // ShimSpec is the desired state of a Shim.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.runtimeType) || !(self.runtimeType in ['io.containerd.runc.v1', 'io.containerd.runc.v2', 'io.containerd.runhcs.v1']) || (has(self.runtimeOptions) && !has(self.runtimePath))",message="runtimeType: io.containerd.runc.v1, io.containerd.runc.v2 and io.containerd.runhcs.v1 are containerd's own shims; a Shim may name one only to run its bundle's OCI runtime through containerd's shim: set runtimeOptions.BinaryName, and no runtimePath",fieldPath=".runtimeType",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!has(self.migrateFrom) || self.migrateFrom.runtimeClassManager.shim == (has(self.runtimeClass.handler) ? self.runtimeClass.handler : self.runtimeClass.name)",messageExpression="'runtime-class-manager registered the containerd handler under the name of its Shim, ' + self.migrateFrom.runtimeClassManager.shim + ', and pods of its RuntimeClass ask for that handler: set runtimeClass.handler to ' + self.migrateFrom.runtimeClassManager.shim",fieldPath=".migrateFrom.runtimeClassManager.shim",reason=FieldValueInvalid
 // +kubebuilder:validation:XValidation:rule="!has(self.handlers) || self.handlers.all(h, (has(h.runtimeClass.handler) ? h.runtimeClass.handler : h.runtimeClass.name) != (has(self.runtimeClass.handler) ? self.runtimeClass.handler : self.runtimeClass.name) && h.runtimeClass.name != self.runtimeClass.name)",message="handlers: a runtimeClass.handler or runtimeClass.name repeats spec.runtimeClass"
 type ShimSpec struct {
 	// nodeSelector selects the nodes that get the shim. When empty, every
@@ -154,6 +155,70 @@ type ShimSpec struct {
 	// +optional
 	// +kubebuilder:default={type: rolling, rolling: {maxUpdate: 1}}
 	RolloutStrategy *RolloutStrategy `json:"rolloutStrategy,omitempty"`
+
+	// migrateFrom says the Shim replaces one that another installer rolled
+	// out: the nodes that installer provisioned are taken over, each with
+	// one containerd restart and without uninstalling first, and so is its
+	// RuntimeClass, which the pods of that handler keep using. It is part
+	// of the spec hash: setting it after nodes refused the install
+	// (Conflict) starts a new round.
+	// +optional
+	MigrateFrom *MigrateFrom `json:"migrateFrom,omitempty"`
+}
+
+// MigrateFrom names what a Shim takes over.
+type MigrateFrom struct {
+	// runtimeClassManager is a Shim of spinframework's
+	// runtime-class-manager (or of its KWasm era) of this Shim's handler:
+	// runtime-class-manager registered the containerd handler under its
+	// Shim's name. The operator takes over the RuntimeClasses of this spec
+	// that Shim controls (its apiGroup, kind Shim, its name, and its UID
+	// when the operator can read it) and whose handler is this Shim's,
+	// before anything else: their owner reference to that Shim becomes
+	// this Shim's, so deleting that Shim no longer deletes them. It
+	// installs with migration the nodes that carry runtime-class-manager's
+	// node label for it (the bare key <shim>, with one of its values
+	// provisioned, pending, failed, uninstall) and that shimkit has not
+	// installed: runtime-class-manager's handler table, binary and lock
+	// file entry are replaced by this Shim's, and a handler of that name
+	// runtime-class-manager did not recognisably write is refused
+	// (Conflict). Once a node has this Shim, that label is removed from
+	// it. Stop runtime-class-manager's operator first.
+	RuntimeClassManager RuntimeClassManagerShim `json:"runtimeClassManager"`
+}
+
+// RuntimeClassManagerShim is a Shim of runtime-class-manager that a shimkit
+// Shim replaces (see MigrateFrom.RuntimeClassManager). Its name must be
+// the shimkit Shim's handler.
+type RuntimeClassManagerShim struct {
+	// shim is the runtime-class-manager Shim's name (its containerd
+	// handler).
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Shim string `json:"shim"`
+	// apiGroup is the Shim's API group: runtime.spinkube.dev
+	// (runtime-class-manager since March 2025, the default) or
+	// runtime.kwasm.sh (before).
+	// +optional
+	// +kubebuilder:default=runtime.spinkube.dev
+	// +kubebuilder:validation:Enum=runtime.spinkube.dev;runtime.kwasm.sh
+	APIGroup string `json:"apiGroup,omitempty"`
+}
+
+// API groups of runtime-class-manager's Shim, version v1alpha1, kind Shim.
+const (
+	// RCMGroup is runtime-class-manager's group since March 2025.
+	RCMGroup = "runtime.spinkube.dev"
+	// RCMGroupKWasm is its group before, under the KWasm name.
+	RCMGroupKWasm = "runtime.kwasm.sh"
+)
+
+// Group is the Shim's API group: apiGroup, or RCMGroup when not set.
+func (r RuntimeClassManagerShim) Group() string {
+	if r.APIGroup != "" {
+		return r.APIGroup
+	}
+	return RCMGroup
 }
 
 // BundleFile is one file of a Shim's bundle.

@@ -69,6 +69,10 @@ func bundleShims(t *testing.T) []*v1alpha1.Shim {
 	return out
 }
 
+func migrateFrom(shim, group string) *v1alpha1.MigrateFrom {
+	return &v1alpha1.MigrateFrom{RuntimeClassManager: v1alpha1.RuntimeClassManagerShim{Shim: shim, APIGroup: group}}
+}
+
 func intOrString(s string) *intstr.IntOrString {
 	v := intstr.Parse(s)
 	return &v
@@ -195,6 +199,24 @@ func TestAdmission(t *testing.T) {
 		{"extra handler runc", func(s *v1alpha1.Shim) {
 			s.Spec.Handlers = []v1alpha1.HandlerSpec{handler("mine", "runc")}
 		}, "spec.handlers[0].runtimeClass.handler: Forbidden: runc is containerd's own handler"},
+		{"migrateFrom a Shim that is not the handler", func(s *v1alpha1.Shim) {
+			s.Spec.MigrateFrom = migrateFrom("spin-v2", "")
+		}, "spec.migrateFrom.runtimeClassManager.shim: Invalid value: runtime-class-manager registered the containerd handler under the name of its Shim, spin-v2, and pods of its RuntimeClass ask for that handler: set runtimeClass.handler to spin-v2"},
+		{"migrateFrom a Shim that is not the defaulted handler", func(s *v1alpha1.Shim) {
+			s.Spec.RuntimeClass = v1alpha1.RuntimeClassSpec{Name: "wasmtime-spin-v2"}
+			s.Spec.MigrateFrom = migrateFrom("spin-v2", "")
+		}, "set runtimeClass.handler to spin-v2"},
+		{"migrateFrom an unknown group", func(s *v1alpha1.Shim) {
+			s.Spec.MigrateFrom = migrateFrom("spin", "runtime.example.com")
+		}, "spec.migrateFrom.runtimeClassManager.apiGroup"},
+		{"migrateFrom a Shim name that is no handler", func(s *v1alpha1.Shim) {
+			s.Spec.RuntimeClass.Handler = ""
+			s.Spec.RuntimeClass.Name = "spin.v2"
+			s.Spec.MigrateFrom = migrateFrom("spin.v2", "")
+		}, "spec.migrateFrom.runtimeClassManager.shim"},
+		{"migrateFrom without a Shim", func(s *v1alpha1.Shim) {
+			s.Spec.MigrateFrom = &v1alpha1.MigrateFrom{}
+		}, "spec.migrateFrom.runtimeClassManager.shim"},
 	}
 	for _, rt := range v1alpha1.ReservedRuntimeTypes() {
 		const msg = "are containerd's own shims; a Shim may name one only to run its bundle's OCI runtime through containerd's shim: set runtimeOptions.BinaryName, and no runtimePath"
@@ -287,12 +309,30 @@ func TestAdmission(t *testing.T) {
 				s.Spec.RuntimeClass = v1alpha1.RuntimeClassSpec{Name: "wasmtime-spin-v2"}
 				s.Spec.Handlers = []v1alpha1.HandlerSpec{{RuntimeClass: v1alpha1.RuntimeClassSpec{Name: "wasmtime-spin-v3"}}}
 			},
+			// Migrations from runtime-class-manager, of both eras, and of a
+			// defaulted handler.
+			func(s *v1alpha1.Shim) { s.Spec.MigrateFrom = migrateFrom("spin", v1alpha1.RCMGroup) },
+			func(s *v1alpha1.Shim) { s.Spec.MigrateFrom = migrateFrom("spin", v1alpha1.RCMGroupKWasm) },
+			func(s *v1alpha1.Shim) {
+				s.Spec.RuntimeClass = v1alpha1.RuntimeClassSpec{Name: "spin-v2"}
+				s.Spec.MigrateFrom = migrateFrom("spin-v2", "")
+			},
 		} {
 			s := validShim(fmt.Sprintf("good-%d", i))
 			mutate(s)
 			if err := env.Client.Create(ctx, s); err != nil {
 				t.Errorf("good spec %d rejected: %v", i, err)
 			}
+		}
+	})
+	t.Run("migrateFrom's group defaults to runtime.spinkube.dev", func(t *testing.T) {
+		s := validShim("migrate-default")
+		s.Spec.MigrateFrom = migrateFrom("spin", "")
+		if err := env.Client.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		if g := s.Spec.MigrateFrom.RuntimeClassManager.APIGroup; g != v1alpha1.RCMGroup {
+			t.Errorf("apiGroup %q", g)
 		}
 	})
 	t.Run("bundle specs", func(t *testing.T) {

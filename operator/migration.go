@@ -1,0 +1,207 @@
+package operator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/nodelabel"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/runtimeclass"
+)
+
+// Reading runtime-class-manager's Shim, for its UID, when a RuntimeClass
+// it controls is taken over.
+//
+// +kubebuilder:rbac:groups=runtime.spinkube.dev;runtime.kwasm.sh,resources=shims,verbs=get
+
+// RCMKind and RCMVersion are the kind and version of runtime-class-manager's
+// Shim, in either of its groups (v1alpha1.RCMGroup, v1alpha1.RCMGroupKWasm).
+const (
+	RCMKind    = "Shim"
+	RCMVersion = "v1alpha1"
+)
+
+// RCMLabelValues are the values runtime-class-manager gives its node label
+// (the bare key <its Shim's name>): provisioned once its install Job
+// succeeded, pending while it runs, failed when it failed, uninstall while
+// its uninstall Job runs. Each of them says its installer may have been on
+// the node; any other value is not its.
+func RCMLabelValues() []string { return []string{"provisioned", "pending", "failed", "uninstall"} }
+
+// hasRCMLabel reports whether the node carries runtime-class-manager's
+// label for its Shim name.
+func hasRCMLabel(node *corev1.Node, rcmShim string) bool {
+	v, ok := node.Labels[rcmShim]
+	if !ok {
+		return false
+	}
+	for _, want := range RCMLabelValues() {
+		if v == want {
+			return true
+		}
+	}
+	return false
+}
+
+// migrationFor is the Migrate of the node's install plan: set when the
+// Shim replaces a runtime-class-manager Shim, the node carries that one's
+// label and shimkit has not installed the node (no label of the Shim's).
+func migrationFor(shim *v1alpha1.Shim, node *corev1.Node) *plan.Migration {
+	m := shim.Spec.MigrateFrom
+	if m == nil {
+		return nil
+	}
+	if _, ours := node.Labels[nodelabel.Key(shim.Name)]; ours || !hasRCMLabel(node, m.RuntimeClassManager.Shim) {
+		return nil
+	}
+	return &plan.Migration{From: plan.FromRuntimeClassManager, Handler: shim.Spec.RuntimeClass.HandlerName()}
+}
+
+// checkMigrateFrom refuses a migration whose runtime-class-manager Shim is
+// not the primary handler (the API server's CEL says the same; an
+// embedder's BuildPlan has no API server).
+func checkMigrateFrom(shim *v1alpha1.Shim) error {
+	m := shim.Spec.MigrateFrom
+	if m == nil {
+		return nil
+	}
+	rcm, h := m.RuntimeClassManager.Shim, shim.Spec.RuntimeClass.HandlerName()
+	if rcm != h {
+		return fmt.Errorf("spec.migrateFrom.runtimeClassManager.shim: %q is not the handler %q: runtime-class-manager registered the handler under the name of its Shim; set spec.runtimeClass.handler to %q", rcm, h, rcm)
+	}
+	return nil
+}
+
+// rcmPredecessor is the runtime-class-manager Shim a RuntimeClass is taken
+// over from, without its UID.
+func rcmPredecessor(m *v1alpha1.MigrateFrom) runtimeclass.Predecessor {
+	return runtimeclass.Predecessor{Group: m.RuntimeClassManager.Group(), Kind: RCMKind, Name: m.RuntimeClassManager.Shim}
+}
+
+// rcmShimUID reads the runtime-class-manager Shim's UID: empty when it is
+// gone, its CRD is gone, or the operator may not read it (RBAC of an older
+// deployment).
+func (r *Reconciler) rcmShimUID(ctx context.Context, p runtimeclass.Predecessor) (types.UID, error) {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(p.Group + "/" + RCMVersion)
+	u.SetKind(RCMKind)
+	err := r.reader.Get(ctx, client.ObjectKey{Name: p.Name}, u)
+	switch {
+	case err == nil:
+		return u.GetUID(), nil
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err) || apierrors.IsForbidden(err):
+		return "", nil
+	}
+	return "", fmt.Errorf("read %s: %w", p, err)
+}
+
+// takeOverRuntimeClasses takes over, before anything else is done for the
+// Shim, those of its RuntimeClasses that the runtime-class-manager Shim it
+// replaces controls (runtimeclass.Takeover): from then on deleting that
+// Shim does not delete them. It returns the message of each that is that
+// Shim's but cannot be taken over (another handler), by name; any other
+// RuntimeClass is left to ensureRuntimeClasses.
+func (r *Reconciler) takeOverRuntimeClasses(ctx context.Context, obs *observed) (map[string]string, error) {
+	m := obs.shim.Spec.MigrateFrom
+	if m == nil {
+		return nil, nil
+	}
+	anyUID := rcmPredecessor(m)
+	from := anyUID
+	uidRead := false
+	conflicts := map[string]string{}
+	for _, spec := range runtimeClassSpecs(obs.shim) {
+		rc := &nodev1.RuntimeClass{}
+		if err := r.client.Get(ctx, client.ObjectKey{Name: spec.Name}, rc); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("get RuntimeClass %s: %w", spec.Name, err)
+		}
+		if !anyUID.Controls(rc) {
+			continue // ours already, or someone else's: Ensure says which
+		}
+		if !uidRead {
+			uid, err := r.rcmShimUID(ctx, from)
+			if err != nil {
+				return nil, err
+			}
+			from.UID, uidRead = uid, true
+		}
+		res, err := runtimeclass.Takeover(ctx, r.client, spec.Spec, from)
+		var conflict *runtimeclass.ConflictError
+		switch {
+		case errors.As(err, &conflict):
+			msg := fmt.Sprintf("RuntimeClass %s (%s) is not taken over from %s, which spec.migrateFrom names: %s, not that Shim of UID %s; it is left as it is",
+				spec.Name, spec.field, from, conflict.Holder(), from.UID)
+			if conflict.WantHandler != "" {
+				msg = fmt.Sprintf("RuntimeClass %s (%s) is not taken over from %s, which spec.migrateFrom names: its handler is %s, not %s (a RuntimeClass's handler cannot change, and its pods run on it); it is left as it is",
+					spec.Name, spec.field, from, conflict.Handler, conflict.WantHandler)
+			}
+			conflicts[spec.Name] = msg
+		case err != nil:
+			return nil, err
+		case res == runtimeclass.Retry:
+			conflicts[spec.Name] = fmt.Sprintf("RuntimeClass %s (%s) is being taken over from %s: it changed meanwhile, retrying", spec.Name, spec.field, from)
+		case res == runtimeclass.TakenOver:
+			log.FromContext(ctx).Info("RuntimeClass taken over", "runtimeClass", spec.Name, "from", from.String())
+			r.event(obs.shim, rc, corev1.EventTypeNormal, "RuntimeClassTakenOver", "Migrate",
+				"RuntimeClass %s (handler %s) taken over from %s: deleting that Shim no longer deletes it", spec.Name, spec.Handler, from)
+		}
+	}
+	return conflicts, nil
+}
+
+// releaseRCMLabels removes runtime-class-manager's label from the nodes
+// this Shim is installed on (a merge patch that deletes only that key):
+// runtime-class-manager no longer counts them as its own, and would not
+// uninstall them when its Shim is deleted. A node keeps the label while
+// shimkit has not installed it.
+func (r *Reconciler) releaseRCMLabels(ctx context.Context, obs *observed) error {
+	m := obs.shim.Spec.MigrateFrom
+	if m == nil {
+		return nil
+	}
+	key := m.RuntimeClassManager.Shim
+	g := r.group(ctx)
+	for i := range obs.views {
+		v := &obs.views[i]
+		if v.label != nodelabel.Installed || !hasRCMLabel(v.node, key) {
+			continue
+		}
+		g.Go(func() error {
+			if err := unlabelNode(ctx, r.client, v.node.Name, key); err != nil {
+				return err
+			}
+			r.event(obs.shim, v.node, corev1.EventTypeNormal, "Migrated", "Migrate", "node %s: runtime-class-manager's label %s=%s removed", v.node.Name, key, v.node.Labels[key])
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// unlabelNode removes the label key from the node, nothing else.
+func unlabelNode(ctx context.Context, c client.Client, node, key string) error {
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{key: nil}}})
+	if err != nil {
+		return err
+	}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}
+	if err := c.Patch(ctx, n, client.RawPatch(types.MergePatchType, body)); err != nil {
+		return fmt.Errorf("patch node %s (remove label %s): %w", node, key, err)
+	}
+	return nil
+}
