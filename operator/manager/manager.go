@@ -73,15 +73,9 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 }
 
 func run(ctx context.Context, opts operator.Options, kubeconfig string, leaderElect bool, metricsAddr, probeAddr string, qps float32, burst int) error {
-	var cfg *rest.Config
-	var err error
-	if kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
-	} else {
-		cfg, err = ctrl.GetConfig()
-	}
+	cfg, err := RESTConfig(kubeconfig)
 	if err != nil {
-		return fmt.Errorf("kubeconfig: %w", err)
+		return err
 	}
 	cfg.QPS, cfg.Burst = qps, burst
 	scheme := runtime.NewScheme()
@@ -124,3 +118,19 @@ func run(ctx context.Context, opts operator.Options, kubeconfig string, leaderEl
 
 // Main is the whole of main: signals end the operator gracefully.
 func Main() { os.Exit(Run(ctrl.SetupSignalHandler(), os.Args[1:], os.Getenv, os.Stderr)) }
+
+// RESTConfig loads the kubeconfig file, or when it is empty the in-cluster
+// config, $KUBECONFIG or ~/.kube/config.
+func RESTConfig(kubeconfig string) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	if kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	} else {
+		cfg, err = ctrl.GetConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	return cfg, nil
+}
