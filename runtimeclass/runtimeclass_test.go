@@ -237,14 +237,7 @@ func (h *harness) testEnsure(t *testing.T) {
 				do = runtimeclass.UpdateExisting
 			}
 			got, err := do(ctx, c, s)
-			switch {
-			case tc.wantErr != nil && !tc.wantErr(err):
-				t.Fatalf("error %v", err)
-			case tc.wantErr == nil && err != nil:
-				t.Fatal(err)
-			case tc.wantErr == nil && got != tc.want:
-				t.Errorf("result %s, want %s", got, tc.want)
-			}
+			checkResult(t, got, err, tc.want, tc.wantErr)
 			after := h.get(t, name)
 			switch {
 			case tc.check != nil:
@@ -447,4 +440,18 @@ func labelTeam(ctx context.Context, c client.WithWatch, obj client.Object) error
 	}
 	fresh.Labels["team"] = "wasm"
 	return c.Update(ctx, fresh)
+}
+
+// checkResult checks what Ensure, UpdateExisting or Takeover returned:
+// the error wantErr accepts, or no error and the result want.
+func checkResult(t *testing.T, got runtimeclass.Result, err error, want runtimeclass.Result, wantErr func(error) bool) {
+	t.Helper()
+	switch {
+	case wantErr != nil && !wantErr(err):
+		t.Fatalf("error %v", err)
+	case wantErr == nil && err != nil:
+		t.Fatal(err)
+	case wantErr == nil && got != want:
+		t.Errorf("result %s, want %s", got, want)
+	}
 }

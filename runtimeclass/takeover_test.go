@@ -191,14 +191,7 @@ func (h *harness) testTakeover(t *testing.T) {
 			}
 			before := h.get(t, name)
 			got, err := runtimeclass.Takeover(context.Background(), interceptor.NewClient(h.base, tc.between), spec(name), from)
-			switch {
-			case tc.wantErr != nil && !tc.wantErr(err):
-				t.Fatalf("error %v", err)
-			case tc.wantErr == nil && err != nil:
-				t.Fatal(err)
-			case tc.wantErr == nil && got != tc.want:
-				t.Errorf("result %s, want %s", got, tc.want)
-			}
+			checkResult(t, got, err, tc.want, tc.wantErr)
 			after := h.get(t, name)
 			tc.check(t, before, after)
 			if got == runtimeclass.TakenOver {
