@@ -108,15 +108,9 @@ func (t Target) planFor(s subject) (plan, error) {
 	case PresetK3s, PresetRKE2:
 		return t.planRancher(s)
 	case PresetK0s:
-		version := 2
-		if data, ok, err := readOptional(t.local(p.Config)); err != nil {
+		version, err := t.rootVersion(2)
+		if err != nil {
 			return plan{}, err
-		} else if ok {
-			cfg, err := Parse(p.Config, data)
-			if err != nil {
-				return plan{}, err
-			}
-			version = cfg.Version
 		}
 		return t.dropIn(path.Join(p.dropInDir, s.dropIn), path.Join(p.dropInDir, "*.toml"), s, version), nil
 	}
@@ -242,15 +236,29 @@ func (t Target) HasHandler(handler string) (bool, error) {
 // fixedFile plans an edit of one given file, read with the schema version
 // of the root config when it does not say its own.
 func (t Target) fixedFile(nodePath string) (plan, error) {
-	version := 0
-	if data, ok, err := readOptional(t.local(t.Preset.Config)); err != nil {
+	version, err := t.rootVersion(0)
+	if err != nil {
 		return plan{}, err
-	} else if ok {
-		cfg, err := Parse(t.Preset.Config, data)
-		if err != nil {
-			return plan{}, err
-		}
-		version = cfg.Version
 	}
 	return plan{nodePath: nodePath, local: t.local(nodePath), opts: addOptions{version: version, hasRunc: true}}, nil
+}
+
+// RootConfig reads and parses the preset's root config (the rendered one
+// on k3s and RKE2); ok is false when the file does not exist.
+func (t Target) RootConfig() (cfg *Config, ok bool, err error) {
+	data, ok, err := readOptional(t.local(t.Preset.Config))
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	cfg, err = Parse(t.Preset.Config, data)
+	return cfg, err == nil, err
+}
+
+// rootVersion is the root config's schema version, def when it is absent.
+func (t Target) rootVersion(def int) (int, error) {
+	cfg, ok, err := t.RootConfig()
+	if err != nil || !ok {
+		return def, err
+	}
+	return cfg.Version, nil
 }

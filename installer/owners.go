@@ -42,10 +42,14 @@ type preflight struct{}
 func (preflight) name() string { return "checked" }
 
 func (preflight) do(ctx context.Context, r *run) error {
-	if err := r.checkReserved(); err != nil {
+	root, _, err := r.target.RootConfig() // nil when the node has none yet
+	if err != nil {
 		return err
 	}
-	if err := errors.Join(r.checkOtherShims(), r.checkHandlersFree(), r.checkUnitsOurs(r.unitPaths())); err != nil {
+	if err := r.checkReserved(root); err != nil {
+		return err
+	}
+	if err := errors.Join(r.checkOtherShims(), r.checkHandlersFree(root), r.checkUnitsOurs(r.unitPaths())); err != nil {
 		return err
 	}
 	return r.planLinks(ctx)
@@ -54,11 +58,12 @@ func (preflight) do(ctx context.Context, r *run) error {
 func (preflight) undo(context.Context, *run) error { return nil }
 
 // checkReserved refuses containerd's own handler and runtime types and the
-// node's default runtime.
-func (r *run) checkReserved() error {
-	def, file, err := defaultRuntime(r.target)
-	if err != nil {
-		return err
+// node's default runtime (default_runtime_name of root, the root config;
+// runc when there is none).
+func (r *run) checkReserved(root *containerdconfig.Config) error {
+	def, file := "runc", r.target.Preset.Config
+	if root != nil {
+		def = root.DefaultRuntime
 	}
 	for _, h := range r.hs {
 		switch {
@@ -72,24 +77,6 @@ func (r *run) checkReserved() error {
 		}
 	}
 	return nil
-}
-
-// defaultRuntime reads default_runtime_name from the node's config (the
-// rendered one on k3s and RKE2): "runc" when the file is absent.
-func defaultRuntime(t containerdconfig.Target) (name, file string, err error) {
-	file = t.Preset.Config
-	data, err := os.ReadFile(t.LocalPath(file))
-	if errors.Is(err, os.ErrNotExist) {
-		return "runc", file, nil
-	}
-	if err != nil {
-		return "", file, err
-	}
-	cfg, err := containerdconfig.Parse(file, data)
-	if err != nil {
-		return "", file, err
-	}
-	return cfg.DefaultRuntime, file, nil
 }
 
 // checkOtherShims refuses a handler, proxy plugin or unit another Shim's
@@ -122,14 +109,14 @@ func (r *run) checkOtherShims() error {
 
 // checkHandlersFree refuses a handler this Shim does not have yet that the
 // node's config already defines (in the file shimkit edits or in the root
-// config), unless the plan adopts it.
-func (r *run) checkHandlersFree() error {
+// config, root, when there is one), unless the plan adopts it.
+func (r *run) checkHandlersFree(root *containerdconfig.Config) error {
 	var errs []error
 	for k, h := range r.hs {
 		if slices.Contains(r.prev.handlers(), h.Name) || r.plan.Handlers[k].Adopt || r.migrates(h.Name) {
 			continue
 		}
-		file, has, err := r.definedAnywhere(h.Name)
+		file, has, err := r.definedAnywhere(h.Name, root)
 		switch {
 		case err != nil:
 			errs = append(errs, err)
@@ -140,24 +127,13 @@ func (r *run) checkHandlersFree() error {
 	return errors.Join(errs...)
 }
 
-func (r *run) definedAnywhere(handler string) (file string, has bool, err error) {
+func (r *run) definedAnywhere(handler string, root *containerdconfig.Config) (file string, has bool, err error) {
 	t := r.target
 	if has, err := t.HasHandler(handler); err != nil || has {
 		f, _ := t.File(handler)
 		return f, has, err
 	}
-	data, err := os.ReadFile(t.LocalPath(t.Preset.Config))
-	if errors.Is(err, os.ErrNotExist) {
-		return "", false, nil
-	}
-	if err != nil {
-		return "", false, err
-	}
-	cfg, err := containerdconfig.Parse(t.Preset.Config, data)
-	if err != nil {
-		return "", false, err
-	}
-	return t.Preset.Config, cfg.HasHandler(handler), nil
+	return t.Preset.Config, root != nil && root.HasHandler(handler), nil
 }
 
 // migrates reports whether the plan takes handler over from another
