@@ -110,13 +110,44 @@ type Artifact struct {
 	// Digest pins the artifact ("sha256:<hex>"): for http and file the
 	// download, for oci the manifest. Empty: not pinned.
 	Digest string `json:"digest,omitempty"`
-	// PlainHTTP talks plain HTTP to the registry.
+	// PlainHTTP talks plain HTTP to the registry: allowed for loopback and
+	// cluster-local registries, and for others only with Insecure.
 	PlainHTTP bool `json:"plainHTTP,omitempty"`
+	// Insecure allows PlainHTTP to any registry.
+	Insecure bool `json:"insecure,omitempty"`
+	// Verification, when set, says who must have signed the artifact. The
+	// installer verifies the pinned Digest's signature before it
+	// downloads or writes anything, and refuses the plan otherwise
+	// (ReasonSignatureMissing, ReasonSignatureInvalid). It needs Digest.
+	Verification *Verification `json:"verification,omitempty"`
+	// SignatureURL is where an http artifact's signature is: a sigstore
+	// bundle or a detached signature (base64 or raw). Required for an
+	// http artifact with Verification.
+	SignatureURL string `json:"signatureURL,omitempty"`
 	// PullSecretPath is the path, in the installer's filesystem, of a
 	// .dockerconfigjson with the registry's credentials.
 	PullSecretPath string `json:"pullSecretPath,omitempty"`
 	// Platform the artifact was chosen for, os/arch.
 	Platform string `json:"platform,omitempty"`
+}
+
+// Verification says who must have signed an artifact: a signature by one
+// of PublicKeys, or (Keyless) a certificate of the given identity that
+// chains to TrustedRoot. At least one of the two.
+type Verification struct {
+	// PublicKeys are PEM public keys.
+	PublicKeys []string `json:"publicKeys,omitempty"`
+	Keyless    *Keyless `json:"keyless,omitempty"`
+}
+
+// Keyless names a signer's certificate identity.
+type Keyless struct {
+	Issuer string `json:"issuer"`
+	// Subject or SubjectRegExp (one of them) matches the identity.
+	Subject       string `json:"subject,omitempty"`
+	SubjectRegExp string `json:"subjectRegExp,omitempty"`
+	// TrustedRoot is a sigstore trusted_root.json document.
+	TrustedRoot json.RawMessage `json:"trustedRoot"`
 }
 
 // File is one file of the bundle.

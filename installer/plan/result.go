@@ -62,6 +62,16 @@ const (
 	ReasonNodeError Reason = "NodeError"
 	// ReasonInterrupted: the operation was cancelled (SIGTERM, deadline).
 	ReasonInterrupted Reason = "Interrupted"
+	// ReasonSignatureMissing: the plan asks for verification and the
+	// pinned artifact has no signature. Nothing was downloaded or written.
+	ReasonSignatureMissing Reason = "SignatureMissing"
+	// ReasonSignatureInvalid: the artifact's signatures do not verify with
+	// the plan's keys or identity. Nothing was downloaded or written.
+	ReasonSignatureInvalid Reason = "SignatureInvalid"
+	// ReasonInsecureTransport: the artifact would travel over plain HTTP
+	// (a redirect from https to http, plain HTTP to a registry that is
+	// neither loopback nor cluster-local without Artifact.Insecure).
+	ReasonInsecureTransport Reason = "InsecureTransport"
 )
 
 // NodeResult is what the installer reports about one operation.

@@ -131,6 +131,35 @@ func (a *Artifact) validate() error {
 	default:
 		return fmt.Errorf("artifact.type %q: want http, oci or file", a.Type)
 	}
+	return a.Verification.validate(a)
+}
+
+func (v *Verification) validate(a *Artifact) error {
+	if v == nil {
+		return nil
+	}
+	if a.Digest == "" {
+		return errors.New("artifact.verification: needs artifact.digest (a signature is verified for a pinned digest)")
+	}
+	if len(v.PublicKeys) == 0 && v.Keyless == nil {
+		return errors.New("artifact.verification: set publicKeys, keyless, or both")
+	}
+	for i, k := range v.PublicKeys {
+		if !strings.Contains(k, "-----BEGIN PUBLIC KEY-----") {
+			return fmt.Errorf("artifact.verification.publicKeys[%d]: want a PEM public key", i)
+		}
+	}
+	if k := v.Keyless; k != nil {
+		if k.Issuer == "" || (k.Subject == "") == (k.SubjectRegExp == "") {
+			return errors.New("artifact.verification.keyless: set issuer and exactly one of subject and subjectRegExp")
+		}
+		if len(k.TrustedRoot) == 0 {
+			return errors.New("artifact.verification.keyless.trustedRoot: required")
+		}
+	}
+	if a.Type == SourceHTTP && a.SignatureURL == "" {
+		return errors.New("artifact.signatureURL: required to verify an http artifact")
+	}
 	return nil
 }
 

@@ -58,6 +58,21 @@ const (
 	// cannot be turned into a node plan (the message names the field). No
 	// node is installed.
 	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonResolveFailed: the artifact could not be resolved to a digest
+	// (the registry or URL failed, refused the credentials, or has no
+	// such artifact). No node starts an install until it is.
+	ReasonResolveFailed = "ResolveFailed"
+	// ReasonSignatureMissing: spec.verification is set and the resolved
+	// digest has no signature. No node is installed.
+	ReasonSignatureMissing = "SignatureMissing"
+	// ReasonSignatureInvalid: signatures were found, and none verifies
+	// with spec.verification's keys or identity. No node is installed.
+	ReasonSignatureInvalid = "SignatureInvalid"
+	// ReasonInsecureTransport: the artifact would travel over plain HTTP
+	// from a registry that is neither loopback nor cluster-local (without
+	// oci.insecure), or a download was redirected from https to http. No
+	// node is installed.
+	ReasonInsecureTransport = "InsecureTransport"
 )
 
 // Reasons a node that matches the selector is skipped: it cannot run the

@@ -17,6 +17,8 @@ import (
 // +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.status.nodes`
 // +kubebuilder:printcolumn:name="Up-to-date",type=integer,JSONPath=`.status.updatedNodes`
 // +kubebuilder:printcolumn:name="Skipped",type=integer,JSONPath=`.status.skippedNodes`,priority=1
+// +kubebuilder:printcolumn:name="Artifact",type=string,JSONPath=`.status.artifact.digest`,priority=1
+// +kubebuilder:printcolumn:name="Verified",type=string,JSONPath=`.status.artifact.verifiedBy`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Shim struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -40,6 +42,7 @@ type ShimList struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.runtimeType) || !(self.runtimeType in ['io.containerd.runc.v1', 'io.containerd.runc.v2', 'io.containerd.runhcs.v1']) || (has(self.runtimeOptions) && !has(self.runtimePath))",message="runtimeType: io.containerd.runc.v1, io.containerd.runc.v2 and io.containerd.runhcs.v1 are containerd's own shims; a Shim may name one only to run its bundle's OCI runtime through containerd's shim: set runtimeOptions.BinaryName, and no runtimePath",fieldPath=".runtimeType",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!has(self.migrateFrom) || self.migrateFrom.runtimeClassManager.shim == (has(self.runtimeClass.handler) ? self.runtimeClass.handler : self.runtimeClass.name)",messageExpression="'runtime-class-manager registered the containerd handler under the name of its Shim, ' + self.migrateFrom.runtimeClassManager.shim + ', and pods of its RuntimeClass ask for that handler: set runtimeClass.handler to ' + self.migrateFrom.runtimeClassManager.shim",fieldPath=".migrateFrom.runtimeClassManager.shim",reason=FieldValueInvalid
 // +kubebuilder:validation:XValidation:rule="!has(self.handlers) || self.handlers.all(h, (has(h.runtimeClass.handler) ? h.runtimeClass.handler : h.runtimeClass.name) != (has(self.runtimeClass.handler) ? self.runtimeClass.handler : self.runtimeClass.name) && h.runtimeClass.name != self.runtimeClass.name)",message="handlers: a runtimeClass.handler or runtimeClass.name repeats spec.runtimeClass"
+// +kubebuilder:validation:XValidation:rule="!has(self.verification) || self.fetchStrategy.type != 'anonHttp' || !has(self.fetchStrategy.anonHttp) || ((!has(self.fetchStrategy.anonHttp.location) || has(self.fetchStrategy.anonHttp.signature)) && (!has(self.fetchStrategy.anonHttp.platforms) || self.fetchStrategy.anonHttp.platforms.all(p, has(p.signature))))",message="verification of an anonHttp artifact needs its signature URL: set fetchStrategy.anonHttp.signature (and platforms[].signature for each platform)",fieldPath=".verification",reason=FieldValueRequired
 type ShimSpec struct {
 	// nodeSelector selects the nodes that get the shim. When empty, every
 	// node except those labelled node-role.kubernetes.io/control-plane;
@@ -50,6 +53,14 @@ type ShimSpec struct {
 
 	// fetchStrategy says where the shim comes from.
 	FetchStrategy FetchStrategy `json:"fetchStrategy"`
+
+	// verification, when set, says who must have signed the artifact:
+	// nothing unverified is installed. The operator verifies the pinned
+	// digest's signature when it resolves the artifact, and every node's
+	// installer verifies it again before it downloads or writes anything.
+	// Off by default.
+	// +optional
+	Verification *Verification `json:"verification,omitempty"`
 
 	// runtimeClass is the RuntimeClass published for the shim's primary
 	// handler. Its handler cannot change once set.
@@ -343,6 +354,15 @@ type FetchStrategy struct {
 	AnonHTTP *AnonHTTPFetch `json:"anonHttp,omitempty"`
 	// +optional
 	OCI *OCIFetch `json:"oci,omitempty"`
+	// resolveInterval, when set, makes the operator resolve the artifact
+	// again that often (an OCI tag to its digest, an HTTP artifact
+	// without sha256 to the digest of what the URL serves). A new digest
+	// rolls out as an upgrade under maxUpdate. Without it the artifact is
+	// resolved once per spec change, and again only when the Shim's
+	// annotation shim.containerd.x-k8s.io/resolve changes. At least 1m.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="fetchStrategy.resolveInterval: at least 1m"
+	ResolveInterval *metav1.Duration `json:"resolveInterval,omitempty"`
 }
 
 // AnonHTTPFetch downloads the shim anonymously over HTTP(S).
@@ -357,9 +377,19 @@ type AnonHTTPFetch struct {
 	Location string `json:"location,omitempty"`
 	// sha256 is the hex digest of the artifact; recommended: a download
 	// that does not match is rejected before anything is installed.
+	// Without it the operator downloads the artifact once, computes its
+	// digest and pins every node to it.
 	// +optional
 	// +kubebuilder:validation:Pattern=`^[a-f0-9]{64}$`
 	SHA256 string `json:"sha256,omitempty"`
+	// signature is the URL of location's signature: a sigstore bundle
+	// (cosign sign-blob --bundle) or a detached signature (cosign
+	// sign-blob --output-signature, base64). Required with
+	// spec.verification.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
+	// +kubebuilder:validation:MaxLength=2048
+	Signature string `json:"signature,omitempty"`
 	// platforms gives per-platform artifacts, used instead of location on
 	// nodes of that platform.
 	// +optional
@@ -377,6 +407,12 @@ type PlatformArtifact struct {
 	// +optional
 	// +kubebuilder:validation:Pattern=`^[a-f0-9]{64}$`
 	SHA256 string `json:"sha256,omitempty"`
+	// signature is the URL of this artifact's signature (see
+	// anonHttp.signature).
+	// +optional
+	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
+	// +kubebuilder:validation:MaxLength=2048
+	Signature string `json:"signature,omitempty"`
 }
 
 // OCIFetch pulls the shim from an OCI registry.
@@ -391,10 +427,83 @@ type OCIFetch struct {
 	// registry's credentials.
 	// +optional
 	PullSecretRef *SecretReference `json:"pullSecretRef,omitempty"`
-	// plainHTTP talks plain HTTP to the registry (local registries only).
+	// plainHTTP talks plain HTTP to the registry. It is allowed only for
+	// loopback and cluster-local registries (localhost, 127.0.0.0/8, ::1,
+	// names ending in .svc or .svc.cluster.local) unless insecure is set.
 	// +optional
 	PlainHTTP bool `json:"plainHTTP,omitempty"`
+	// insecure allows plainHTTP to any registry. Anyone on the path can
+	// then change what the nodes install (unless spec.verification is
+	// set); the operator records a Warning Event on every resolve.
+	// +optional
+	Insecure bool `json:"insecure,omitempty"`
 }
+
+// Verification says who must have signed the artifact: one of the public
+// keys, or (keyless) a certificate of the given identity issued by the
+// trusted root's certificate authority. At least one of publicKeys and
+// keyless must be set; a signature that satisfies either is accepted.
+//
+// OCI artifacts: a sigstore bundle attached to the resolved digest as a
+// referrer (cosign sign with the new bundle format, the default of cosign
+// 3), or a cosign signature under the tag sha256-<hex>.sig. HTTP artifacts:
+// the bundle or detached signature at anonHttp.signature.
+//
+// +kubebuilder:validation:XValidation:rule="(has(self.publicKeys) && size(self.publicKeys) > 0) || has(self.keyless)",message="verification: set publicKeys, keyless, or both"
+type Verification struct {
+	// publicKeys are PEM-encoded public keys (ECDSA, RSA or Ed25519), as
+	// cosign.pub.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=8192
+	// +kubebuilder:validation:items:Pattern=`^\s*-----BEGIN PUBLIC KEY-----`
+	PublicKeys []string `json:"publicKeys,omitempty"`
+	// keyless accepts a signature with a short-lived certificate of the
+	// given identity.
+	// +optional
+	Keyless *KeylessVerification `json:"keyless,omitempty"`
+}
+
+// KeylessVerification names the signer's certificate identity and the
+// trust root it chains to.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.subject) != has(self.subjectRegExp)",message="verification.keyless: set exactly one of subject and subjectRegExp"
+type KeylessVerification struct {
+	// issuer is the OIDC issuer of the signer's certificate, such as
+	// https://token.actions.githubusercontent.com.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Issuer string `json:"issuer"`
+	// subject is the certificate's identity (an email or a URI, such as a
+	// workflow).
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Subject string `json:"subject,omitempty"`
+	// subjectRegExp matches the identity instead (RE2, anchored by you).
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	SubjectRegExp string `json:"subjectRegExp,omitempty"`
+	// trustedRootRef names a ConfigMap, in the operator's namespace, whose
+	// key holds a sigstore trusted_root.json: the certificate authorities,
+	// transparency logs and timestamp authorities to trust. Air-gapped
+	// clusters supply their own; for the public-good instance use its
+	// trusted_root.json.
+	TrustedRootRef ConfigMapKeyReference `json:"trustedRootRef"`
+}
+
+// ConfigMapKeyReference names a key of a ConfigMap in the operator's
+// namespace.
+type ConfigMapKeyReference struct {
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// key defaults to trusted_root.json.
+	// +optional
+	Key string `json:"key,omitempty"`
+}
+
+// DefaultTrustedRootKey is the ConfigMap key a trustedRootRef reads by
+// default.
+const DefaultTrustedRootKey = "trusted_root.json"
 
 // SecretReference names a Secret.
 type SecretReference struct {
@@ -533,10 +642,60 @@ type ShimStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=10
 	FailingNodes []NodeFailure `json:"failingNodes,omitempty"`
-	// specHash identifies the spec the rollout converges to.
+	// specHash identifies the spec and the pinned artifact the rollout
+	// converges to.
 	// +optional
 	SpecHash string `json:"specHash,omitempty"`
+	// artifact is the artifact pinned for the rollout: every node installs
+	// exactly this digest, until the spec changes or the artifact is
+	// resolved again.
+	// +optional
+	Artifact *ResolvedArtifact `json:"artifact,omitempty"`
 }
+
+// ResolvedArtifact is the result of resolving the spec's artifact once.
+type ResolvedArtifact struct {
+	// source is the OCI reference or the URL that was resolved.
+	Source string `json:"source"`
+	// digest pins it ("sha256:<hex>"): for OCI the digest the reference
+	// resolved to (an image index, or a manifest), for HTTP the download.
+	// +optional
+	Digest string `json:"digest,omitempty"`
+	// platforms pins per-platform HTTP artifacts.
+	// +optional
+	// +listType=map
+	// +listMapKey=platform
+	// +kubebuilder:validation:MaxItems=2
+	Platforms []PlatformDigest `json:"platforms,omitempty"`
+	// verifiedBy says what verified the signature ("key sha256:<hex of
+	// the public key>", or the keyless issuer and subject); empty when
+	// spec.verification is not set.
+	// +optional
+	VerifiedBy string `json:"verifiedBy,omitempty"`
+	// resolvedAt is when the operator resolved it.
+	ResolvedAt metav1.Time `json:"resolvedAt"`
+	// specHash is the hash of the spec it was resolved for (without the
+	// artifact): a spec change resolves again.
+	SpecHash string `json:"specHash"`
+	// resolveRequest is the value of the resolve annotation it answered.
+	// +optional
+	ResolveRequest string `json:"resolveRequest,omitempty"`
+	// lastError says why the last attempt to resolve again failed (the
+	// pinned digest stays); empty after a success.
+	// +optional
+	LastError string `json:"lastError,omitempty"`
+}
+
+// PlatformDigest pins the artifact of one platform.
+type PlatformDigest struct {
+	Platform string `json:"platform"`
+	Digest   string `json:"digest"`
+}
+
+// ResolveAnnotation, set or changed on a Shim, makes the operator resolve
+// its artifact again (kubectl annotate shim NAME
+// shim.containerd.x-k8s.io/resolve="$(date +%s)" --overwrite).
+const ResolveAnnotation = "shim.containerd.x-k8s.io/resolve"
 
 // SkippedNodes are the nodes skipped for one reason.
 type SkippedNodes struct {
