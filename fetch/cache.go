@@ -74,19 +74,9 @@ func (c *Cache) ingest(ctx context.Context, r io.Reader, want digest.Digest, siz
 		os.Remove(tmp.Name())
 	}()
 	h := sha256.New()
-	pr := &progressReader{r: r, total: size, fn: progress, ctx: ctx}
-	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(pr, limit+1))
+	n, err := copyLimited(ctx, io.MultiWriter(tmp, h), r, size, limit, progress)
 	if err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return blob{}, fmt.Errorf("%w after %d bytes: %w", ErrTruncated, n, err)
-		}
 		return blob{}, err
-	}
-	if n > limit {
-		return blob{}, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
-	}
-	if size >= 0 && n != size {
-		return blob{}, fmt.Errorf("%w: got %d of %d bytes", ErrTruncated, n, size)
 	}
 	got := digestOf(h)
 	if want != "" && got != want {
@@ -137,6 +127,27 @@ func tempCache(c *Cache) (*Cache, func(), error) {
 	}
 	tc.temp = true
 	return tc, func() { os.RemoveAll(dir) }, nil
+}
+
+// copyLimited copies r to w, reporting progress and stopping when ctx is
+// done. More than limit bytes fail with ErrTooLarge; fewer than size (when
+// size >= 0) or a body cut short fail with ErrTruncated.
+func copyLimited(ctx context.Context, w io.Writer, r io.Reader, size, limit int64, progress func(done, total int64)) (int64, error) {
+	pr := &progressReader{r: r, total: size, fn: progress, ctx: ctx}
+	n, err := io.Copy(w, io.LimitReader(pr, limit+1))
+	if err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return n, fmt.Errorf("%w after %d bytes: %w", ErrTruncated, n, err)
+		}
+		return n, err
+	}
+	if n > limit {
+		return n, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
+	}
+	if size >= 0 && n != size {
+		return n, fmt.Errorf("%w: got %d of %d bytes", ErrTruncated, n, size)
+	}
+	return n, nil
 }
 
 // progressReader reports bytes read and stops when ctx is done.

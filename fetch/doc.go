@@ -31,8 +31,24 @@
 //     pins the artifact. From an image index the manifest of the requested
 //     platform is chosen (linux/amd64 or linux/arm64, with the aliases
 //     x86_64 and aarch64); layers are chosen by media type. Credentials
-//     come from a Kubernetes .dockerconfigjson; PlainHTTP opts into plain
-//     HTTP for local registries.
+//     come from a Kubernetes .dockerconfigjson.
+//   - Transport policy, for every client the package uses (HTTPFetcher's
+//     downloads, and the registry client of NewRepository, including blob
+//     redirects to storage), also when the caller supplies the client (a
+//     copy gets the policy; the caller's CheckRedirect still runs after
+//     it): a redirect from https to http fails with ErrInsecure, more than
+//     10 redirects with ErrTooManyRedirects, naming the hops; neither is
+//     retried. Plain HTTP to a registry (PlainHTTP) is allowed only when it
+//     is a LocalRegistry (loopback, or a cluster Service name); to any
+//     other it fails with ErrInsecure before a request is made, unless
+//     Insecure opts in.
+//   - Resolve once, fetch everywhere: ResolveOCI turns a tag into the
+//     digest of its index or manifest, and HTTPFetcher.Digest gives an
+//     HTTP artifact's sha256 (streamed, nothing stored; an artifact with a
+//     SHA256 already is pinned and needs no request). A controller resolves
+//     once and hands every node the pinned reference or digest, so that all
+//     nodes install the same artifact even when the tag or the file behind
+//     the URL moves. HTTPFetcher.Get fetches the signature next to it.
 //
 // The package needs no cluster and no containerd; the node-side installer
 // and image-building tools use it alike.

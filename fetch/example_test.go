@@ -37,6 +37,41 @@ func ExampleHTTPFetcher() {
 	// [containerd-shim-demo-v2]
 }
 
+// A controller pins an HTTP artifact before any node fetches it: one
+// download through sha256, nothing stored. Every node then fetches with
+// that digest and refuses anything else, even if the file at the URL
+// changes in between.
+func ExampleHTTPFetcher_Digest() {
+	shim := []byte("\x7fELF...a shim binary...")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(shim) }))
+	defer srv.Close()
+
+	f := fetch.NewHTTPFetcher(srv.URL+"/containerd-shim-demo-v2", "", fetch.Options{})
+	d, size, err := f.Digest(context.Background(), fetch.HostPlatform())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(d, size)
+
+	node := fetch.NewHTTPFetcher(srv.URL+"/containerd-shim-demo-v2", d.Encoded(), fetch.Options{})
+	_ = node // node.Fetch(ctx, fetch.HostPlatform(), "/opt/shimkit/staging/demo")
+	// Output: sha256:bb3af5a31266d5d633209c55f00f8405e4a9d4855af8a9b2dd010b9407ed5549 23
+}
+
+// Plain HTTP is for registries on the node or in the cluster.
+func ExampleLocalRegistry() {
+	for _, host := range []string{"localhost:5000", "[::1]:5000", "registry.kube-system.svc:5000", "10.0.0.5:5000", "registry.example.com"} {
+		fmt.Println(host, fetch.LocalRegistry(host))
+	}
+	// Output:
+	// localhost:5000 true
+	// [::1]:5000 true
+	// registry.kube-system.svc:5000 true
+	// 10.0.0.5:5000 false
+	// registry.example.com false
+}
+
 // A shim artifact in an OCI registry, for the node's platform, with the
 // credentials of a Kubernetes pull secret.
 func ExampleOCIFetcher() {

@@ -51,6 +51,12 @@ var (
 	ErrLimit          = errors.New("archive exceeds extraction limits")
 	ErrNoShim         = errors.New("artifact holds no shim binary")
 	ErrExists         = errors.New("destination already holds the file")
+	// ErrInsecure: a redirect from https to http, or plain HTTP to a
+	// registry that is neither loopback nor cluster-local (LocalRegistry)
+	// without Insecure.
+	ErrInsecure = errors.New("insecure transport")
+	// ErrTooManyRedirects: a request was redirected more than 10 times.
+	ErrTooManyRedirects = errors.New("too many redirects")
 )
 
 // Platform is an OS and architecture, such as linux/amd64.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -12,7 +13,6 @@ import (
 	"time"
 
 	"github.com/opencontainers/go-digest"
-	"golang.org/x/net/http/httpproxy"
 )
 
 // HTTPArtifact is one downloadable artifact, for one platform or (with a
@@ -31,12 +31,19 @@ type HTTPArtifact struct {
 // API's anonHttp fetch strategy. The body is hashed while it streams into
 // the cache and verified before anything is extracted or made executable.
 // Only 5xx answers and timeouts are retried, with exponential backoff; a
-// 404 or a digest mismatch fails at once. Proxy variables (HTTPS_PROXY,
-// NO_PROXY, ...) and the context deadline are honoured.
+// 404 or a digest mismatch fails at once. A redirect from https to http
+// fails with ErrInsecure, more than 10 redirects with ErrTooManyRedirects;
+// neither is retried. Proxy variables (HTTPS_PROXY, NO_PROXY, ...) and the
+// context deadline are honoured.
+//
+// Digest pins the artifact without storing it, and Get fetches a small
+// document (a signature) the same way.
 type HTTPFetcher struct {
 	Artifacts []HTTPArtifact
 	// Client defaults to one that honours the proxy environment and gives
-	// up on a server that sends no headers for 30 seconds.
+	// up on a server that sends no headers for 30 seconds. A client given
+	// here is copied, never changed: the copy gets the redirect policy,
+	// chained to the client's own CheckRedirect.
 	Client *http.Client
 	// Attempts is how many times to try in all; default 4.
 	Attempts int
@@ -49,16 +56,6 @@ type HTTPFetcher struct {
 // NewHTTPFetcher returns a fetcher for one platform-independent URL.
 func NewHTTPFetcher(rawURL, sha256 string, o Options) *HTTPFetcher {
 	return &HTTPFetcher{Artifacts: []HTTPArtifact{{URL: rawURL, SHA256: sha256}}, Options: o}
-}
-
-// defaultHTTPClient reads the proxy variables when it is made (not once
-// per process, as http.ProxyFromEnvironment does).
-func defaultHTTPClient() *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	proxy := httpproxy.FromEnvironment().ProxyFunc()
-	t.Proxy = func(r *http.Request) (*url.URL, error) { return proxy(r.URL) }
-	t.ResponseHeaderTimeout = 30 * time.Second
-	return &http.Client{Transport: t}
 }
 
 // pick returns the artifact for p: an exact platform match first, then a
@@ -84,9 +81,9 @@ func (f *HTTPFetcher) Fetch(ctx context.Context, p Platform, dest string) (*Resu
 	if err != nil {
 		return nil, err
 	}
-	u, err := url.Parse(a.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, fmt.Errorf("fetch %q: not an http(s) URL", a.URL)
+	u, err := parseHTTPURL(a.URL)
+	if err != nil {
+		return nil, fmt.Errorf("fetch %q: %w", a.URL, err)
 	}
 	return fetchSingle(ctx, f.Options, single{
 		source: a.URL, sha256: a.SHA256, bareName: path.Base(u.Path),
@@ -94,12 +91,27 @@ func (f *HTTPFetcher) Fetch(ctx context.Context, p Platform, dest string) (*Resu
 	}, dest)
 }
 
-// download tries the URL until it gets an answer worth keeping.
+// download streams the artifact into the cache, verified against want.
 func (f *HTTPFetcher) download(ctx context.Context, cache *Cache, rawURL string, want digest.Digest) (blob, error) {
-	client := f.Client
-	if client == nil {
-		client = defaultHTTPClient()
+	limit := f.Limits.withDefaults().MaxDownload
+	var b blob
+	err := f.get(ctx, rawURL, limit, func(body io.Reader, size int64) (err error) {
+		b, err = cache.ingest(ctx, body, want, size, limit, f.Progress)
+		return err
+	})
+	return b, err
+}
+
+// get requests rawURL until it gets an answer worth keeping and hands the
+// body of that 200 answer (and its announced size, -1 when unknown) to
+// read. Only 5xx answers and timeouts are retried, with exponential
+// backoff; a body announced larger than limit fails at once.
+func (f *HTTPFetcher) get(ctx context.Context, rawURL string, limit int64, read func(body io.Reader, size int64) error) error {
+	if _, err := parseHTTPURL(rawURL); err != nil {
+		return err
 	}
+	client, release := httpClient(f.Client)
+	defer release()
 	attempts, backoff := f.Attempts, f.Backoff
 	if attempts <= 0 {
 		attempts = 4
@@ -107,26 +119,34 @@ func (f *HTTPFetcher) download(ctx context.Context, cache *Cache, rawURL string,
 	if backoff <= 0 {
 		backoff = 500 * time.Millisecond
 	}
-	limit := f.Limits.withDefaults().MaxDownload
 	var last error
 	for i := range attempts {
 		if i > 0 {
 			select {
 			case <-ctx.Done():
-				return blob{}, fmt.Errorf("%w (last attempt: %w)", ctx.Err(), last)
+				return fmt.Errorf("%w (last attempt: %w)", ctx.Err(), last)
 			case <-time.After(backoff << (i - 1)):
 			}
 		}
-		b, err := f.attempt(ctx, client, cache, rawURL, want, limit)
+		err := attempt(ctx, client, rawURL, limit, read)
 		if err == nil {
-			return b, nil
+			return nil
 		}
 		if !retryable(ctx, err) {
-			return blob{}, err
+			return err
 		}
 		last = fmt.Errorf("attempt %d of %d: %w", i+1, attempts, err)
 	}
-	return blob{}, last
+	return last
+}
+
+// parseHTTPURL accepts only an absolute http(s) URL.
+func parseHTTPURL(rawURL string) (*url.URL, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, errors.New("not an http(s) URL")
+	}
+	return u, nil
 }
 
 // errServer marks a 5xx answer, which is worth retrying.
@@ -134,34 +154,36 @@ type errServer struct{ status string }
 
 func (e errServer) Error() string { return "server error: " + e.status }
 
-func (f *HTTPFetcher) attempt(ctx context.Context, client *http.Client, cache *Cache, rawURL string, want digest.Digest, limit int64) (blob, error) {
+// attempt makes one request.
+func attempt(ctx context.Context, client *http.Client, rawURL string, limit int64, read func(body io.Reader, size int64) error) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
-		return blob{}, err
+		return err
 	}
-	req.Header.Set("User-Agent", "shimkit-fetch")
+	req.Header.Set("User-Agent", userAgent)
 	resp, err := client.Do(req)
 	if err != nil {
-		return blob{}, err
+		return redactURLError(err)
 	}
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone:
-		return blob{}, fmt.Errorf("%w: %s", ErrNotFound, resp.Status)
+		return fmt.Errorf("%w: %s", ErrNotFound, resp.Status)
 	case resp.StatusCode >= 500:
-		return blob{}, errServer{resp.Status}
+		return errServer{resp.Status}
 	case resp.StatusCode != http.StatusOK:
-		return blob{}, fmt.Errorf("unexpected answer %s", resp.Status)
+		return fmt.Errorf("unexpected answer %s", resp.Status)
 	}
 	if resp.ContentLength > limit {
-		return blob{}, fmt.Errorf("%w: %d bytes announced, limit %d", ErrTooLarge, resp.ContentLength, limit)
+		return fmt.Errorf("%w: %d bytes announced, limit %d", ErrTooLarge, resp.ContentLength, limit)
 	}
-	return cache.ingest(ctx, resp.Body, want, resp.ContentLength, limit, f.Progress)
+	return read(resp.Body, resp.ContentLength)
 }
 
-// retryable: 5xx answers and timeouts, unless the caller's context is over.
+// retryable: 5xx answers and timeouts, unless the caller's context is over
+// or the transport policy refused a redirect.
 func retryable(ctx context.Context, err error) bool {
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || errors.Is(err, ErrInsecure) || errors.Is(err, ErrTooManyRedirects) {
 		return false
 	}
 	var se errServer

@@ -3,7 +3,6 @@ package fetch
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -11,13 +10,6 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/content"
-	"oras.land/oras-go/v2/errdef"
-	"oras.land/oras-go/v2/registry"
-	"oras.land/oras-go/v2/registry/remote"
-	"oras.land/oras-go/v2/registry/remote/auth"
-	"oras.land/oras-go/v2/registry/remote/credentials"
-	"oras.land/oras-go/v2/registry/remote/errcode"
-	"oras.land/oras-go/v2/registry/remote/retry"
 )
 
 // Layer media types that can hold a shim.
@@ -40,67 +32,48 @@ func DefaultLayerMediaTypes() []string {
 // artifact). From an image index it picks the manifest of the node's
 // platform; from the manifest it takes the layers whose media type is
 // listed. Every manifest and layer is verified against its digest: layers
-// by hashing them into the cache, manifests with content.FetchAll.
+// by hashing them into the cache, manifests with content.FetchAll. The
+// registry client is NewRepository's: plain HTTP only to a LocalRegistry
+// (or with Insecure), no redirect from https to http, at most 10
+// redirects.
 type OCIFetcher struct {
 	// Reference is registry/repository:tag or registry/repository@sha256:...
 	Reference string
-	// PlainHTTP talks HTTP instead of HTTPS, for local registries.
+	// PlainHTTP talks HTTP instead of HTTPS: allowed to a LocalRegistry,
+	// and to others only with Insecure (ErrInsecure otherwise).
 	PlainHTTP bool
+	// Insecure allows PlainHTTP to any registry.
+	Insecure bool
 	// DockerConfigJSON is the .dockerconfigjson of a Kubernetes pull secret;
 	// empty pulls anonymously.
 	DockerConfigJSON []byte
+	// Client is the base HTTP client (see RegistryOptions.Client); nil
+	// uses one that honours the proxy environment.
+	Client *http.Client
 	// MediaTypes are the layer media types to take; default
 	// DefaultLayerMediaTypes().
 	MediaTypes []string
 	Options
 }
 
+// registryOptions are the fetcher's registry settings.
+func (f *OCIFetcher) registryOptions() RegistryOptions {
+	return RegistryOptions{PlainHTTP: f.PlainHTTP, Insecure: f.Insecure, DockerConfigJSON: f.DockerConfigJSON, Client: f.Client}
+}
+
 // Fetch resolves the reference, picks the platform, and extracts the
 // matching layers into dest.
 func (f *OCIFetcher) Fetch(ctx context.Context, p Platform, dest string) (*Result, error) {
-	ref, err := registry.ParseReference(f.Reference)
+	repo, ref, release, err := newRepository(f.Reference, f.registryOptions())
 	if err != nil {
-		return nil, fmt.Errorf("fetch %q: %w", f.Reference, err)
+		return nil, fmt.Errorf("fetch %w", err)
 	}
-	repo, err := remote.NewRepository(ref.Registry + "/" + ref.Repository)
-	if err != nil {
-		return nil, fmt.Errorf("fetch %q: %w", f.Reference, err)
-	}
-	repo.PlainHTTP = f.PlainHTTP
-	client := &auth.Client{Client: retry.DefaultClient, Cache: auth.NewCache(), Header: http.Header{"User-Agent": {"shimkit-fetch"}}}
-	if len(f.DockerConfigJSON) > 0 {
-		store, err := credentials.NewMemoryStoreFromDockerConfig(f.DockerConfigJSON)
-		if err != nil {
-			return nil, fmt.Errorf("fetch %s: pull secret: %w", f.Reference, err)
-		}
-		client.Credential = credentials.Credential(store)
-	}
-	repo.Client = client
+	defer release()
 	res, err := fetchOCI(ctx, repo, ref.ReferenceOrDefault(), p, dest, f.Options, f.MediaTypes)
 	if err != nil {
 		return nil, fmt.Errorf("fetch %s: %w", f.Reference, registryError(err))
 	}
 	return res, nil
-}
-
-// registryError maps a registry's 401/403/404 to the package's sentinels.
-func registryError(err error) error {
-	if errors.Is(err, auth.ErrBasicCredentialNotFound) {
-		return fmt.Errorf("%w (no credentials for it): %w", ErrUnauthorized, err)
-	}
-	if errors.Is(err, errdef.ErrNotFound) {
-		return fmt.Errorf("%w: %w", ErrNotFound, err)
-	}
-	var resp *errcode.ErrorResponse
-	if errors.As(err, &resp) {
-		switch resp.StatusCode {
-		case http.StatusUnauthorized, http.StatusForbidden:
-			return fmt.Errorf("%w: %w", ErrUnauthorized, err)
-		case http.StatusNotFound:
-			return fmt.Errorf("%w: %w", ErrNotFound, err)
-		}
-	}
-	return err
 }
 
 // fetchOCI works on any OCI target: a remote repository or a local OCI
