@@ -48,12 +48,12 @@ func (i *Installer) Install(ctx context.Context, p *plan.NodePlan) (*Result, err
 	}
 	// The config is edited first: a config that cannot be edited safely
 	// fails the install before anything on the node changed.
-	steps := []step{preflight{}, stageBundle{}, configure{}, &placeBundle{}, &linkShims{}, &startSandboxers{}, restart, commitInstall{}}
+	steps := []step{preflight{}, verifyArtifact{}, stageBundle{}, configure{}, &placeBundle{}, &linkShims{}, &startSandboxers{}, restart, commitInstall{}}
 	if err := i.execute(ctx, r, steps); err != nil {
 		return nil, fmt.Errorf("install %s: %w", name, err)
 	}
 	res.Changed, res.Restarted, res.RestartDuration = r.configChanged(), r.restarted, r.restartDur
-	res.Digest, res.Files = r.rec.Digest, r.rec.Files
+	res.Digest, res.Files, res.VerifiedBy = r.rec.Digest, r.rec.Files, r.rec.VerifiedBy
 	res.Duration = time.Since(start)
 	i.step("done", "shim", name, "changed", res.Changed, "restarted", res.Restarted)
 	return res, nil

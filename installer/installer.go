@@ -70,6 +70,9 @@ type Installer struct {
 	// Fetcher, when set, replaces the fetcher built from the plan's
 	// artifact (tests, image builders with their own source).
 	Fetcher fetch.Fetcher
+	// Verifier checks the artifact's signature when the plan asks for
+	// it; default SignatureVerifier.
+	Verifier ArtifactVerifier
 	// Platform defaults to the node's.
 	Platform fetch.Platform
 	// Offline installs into a root filesystem without restarting or
@@ -89,6 +92,8 @@ type Result struct {
 	Restarted bool
 	Upgrade   bool // the Shim was installed before with another spec
 	Digest    string
+	// VerifiedBy names what verified the artifact's signature.
+	VerifiedBy string
 	// Files are the node paths of the bundle's files.
 	Files []string
 	// Duration is the whole operation; RestartDuration the restart and the

@@ -7,6 +7,7 @@ import (
 	"github.com/shimkit/shimkit/containerdconfig"
 	"github.com/shimkit/shimkit/fetch"
 	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/signature"
 )
 
 // Report turns what an operation returned into the plan's typed result:
@@ -14,7 +15,7 @@ import (
 func Report(p *plan.NodePlan, res *Result, err error) *plan.NodeResult {
 	out := plan.NewResult(p)
 	if res != nil {
-		out.Digest, out.Files = res.Digest, res.Files
+		out.Digest, out.Files, out.VerifiedBy = res.Digest, res.Files, res.VerifiedBy
 		out.Changed, out.Restarted = res.Changed, res.Restarted
 		out.RestartDuration, out.Duration = plan.Duration(res.RestartDuration), plan.Duration(res.Duration)
 	}
@@ -47,6 +48,11 @@ var reasons = []struct {
 	{ErrReserved, plan.ReasonReserved},
 	{containerdconfig.ErrInvalidHandler, plan.ReasonInvalidPlan},
 	{fetch.ErrDigestMismatch, plan.ReasonDigestMismatch},
+	{signature.ErrMissing, plan.ReasonSignatureMissing},
+	{signature.ErrInvalid, plan.ReasonSignatureInvalid},
+	{signature.ErrPolicy, plan.ReasonInvalidPlan},
+	{fetch.ErrInsecure, plan.ReasonInsecureTransport},
+	{fetch.ErrTooManyRedirects, plan.ReasonInsecureTransport},
 	{fetch.ErrUnauthorized, plan.ReasonUnauthorized},
 	{fetch.ErrUnsafeArchive, plan.ReasonArtifactInvalid},
 	{fetch.ErrLimit, plan.ReasonArtifactInvalid},

@@ -43,7 +43,7 @@ func (i *Installer) fetcher(a *plan.Artifact) (fetch.Fetcher, error) {
 			r.Reference = a.Digest
 			ref = r.String()
 		}
-		o := &fetch.OCIFetcher{Reference: ref, PlainHTTP: a.PlainHTTP, Options: opts}
+		o := &fetch.OCIFetcher{Reference: ref, PlainHTTP: a.PlainHTTP, Insecure: a.Insecure, Options: opts}
 		if a.PullSecretPath != "" {
 			data, err := os.ReadFile(a.PullSecretPath)
 			if err != nil {

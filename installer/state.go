@@ -32,6 +32,9 @@ type ShimState struct {
 	UID      string `json:"uid,omitempty"`
 	SpecHash string `json:"specHash"` // of the plan that installed it
 	Digest   string `json:"digest"`   // of the fetched artifact
+	// VerifiedBy names what verified the artifact's signature ("": the
+	// plan asked for no verification).
+	VerifiedBy string `json:"verifiedBy,omitempty"`
 	// Handlers and ProxyPlugins are registered in containerd's config.
 	Handlers     []string `json:"handlers,omitempty"`
 	ProxyPlugins []string `json:"proxyPlugins,omitempty"`

@@ -133,7 +133,7 @@ type Artifact struct {
 
 // Verification says who must have signed an artifact: a signature by one
 // of PublicKeys, or (Keyless) a certificate of the given identity that
-// chains to TrustedRoot. At least one of the two.
+// chains to the trusted root at TrustedRootPath. At least one of the two.
 type Verification struct {
 	// PublicKeys are PEM public keys.
 	PublicKeys []string `json:"publicKeys,omitempty"`
@@ -146,8 +146,10 @@ type Keyless struct {
 	// Subject or SubjectRegExp (one of them) matches the identity.
 	Subject       string `json:"subject,omitempty"`
 	SubjectRegExp string `json:"subjectRegExp,omitempty"`
-	// TrustedRoot is a sigstore trusted_root.json document.
-	TrustedRoot json.RawMessage `json:"trustedRoot"`
+	// TrustedRootPath is the path, in the installer's filesystem, of a
+	// sigstore trusted_root.json (the operator mounts the ConfigMap that
+	// spec.verification.keyless.trustedRootRef names there).
+	TrustedRootPath string `json:"trustedRootPath"`
 }
 
 // File is one file of the bundle.

@@ -88,6 +88,8 @@ type NodeResult struct {
 	Message string `json:"message,omitempty"`
 	// Digest is the artifact installed ("sha256:<hex>").
 	Digest string `json:"digest,omitempty"`
+	// VerifiedBy names what verified the artifact's signature.
+	VerifiedBy string `json:"verifiedBy,omitempty"`
 	// Files are the node paths of the files placed.
 	Files []string `json:"files,omitempty"`
 	// Changed: containerd's config changed; Restarted: containerd was

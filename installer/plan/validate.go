@@ -153,9 +153,12 @@ func (v *Verification) validate(a *Artifact) error {
 		if k.Issuer == "" || (k.Subject == "") == (k.SubjectRegExp == "") {
 			return errors.New("artifact.verification.keyless: set issuer and exactly one of subject and subjectRegExp")
 		}
-		if len(k.TrustedRoot) == 0 {
-			return errors.New("artifact.verification.keyless.trustedRoot: required")
+		if !path.IsAbs(k.TrustedRootPath) {
+			return fmt.Errorf("artifact.verification.keyless.trustedRootPath %q: want an absolute path", k.TrustedRootPath)
 		}
+	}
+	if a.Type == SourceFile {
+		return errors.New("artifact.verification: file artifacts carry no signature (verify them where they are built)")
 	}
 	if a.Type == SourceHTTP && a.SignatureURL == "" {
 		return errors.New("artifact.signatureURL: required to verify an http artifact")

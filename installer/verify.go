@@ -1,0 +1,144 @@
+package installer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/opencontainers/go-digest"
+	"oras.land/oras-go/v2/registry"
+
+	"github.com/shimkit/shimkit/fetch"
+	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/signature"
+)
+
+// ArtifactVerifier checks that a plan's pinned artifact is signed as the
+// plan's Verification asks, and says by whom. It reads signatures only:
+// nothing of the artifact is downloaded.
+type ArtifactVerifier interface {
+	VerifyArtifact(ctx context.Context, a *plan.Artifact) (signer string, err error)
+}
+
+var (
+	_ ArtifactVerifier = (*SignatureVerifier)(nil)
+	_ ArtifactVerifier = VerifierFunc(nil)
+)
+
+// VerifierFunc is an ArtifactVerifier of a function: the in-memory
+// verifier of unit tests.
+type VerifierFunc func(ctx context.Context, a *plan.Artifact) (string, error)
+
+// VerifyArtifact calls f.
+func (f VerifierFunc) VerifyArtifact(ctx context.Context, a *plan.Artifact) (string, error) {
+	return f(ctx, a)
+}
+
+// SignatureVerifier is the installer's ArtifactVerifier, with package
+// signature: an OCI artifact's signatures are found next to its pinned
+// digest in its repository (sigstore bundle referrers, cosign's tag
+// scheme); an http artifact's signature is read from SignatureURL. The
+// pull secret and trusted root are read at the plan's paths.
+type SignatureVerifier struct{}
+
+// VerifyArtifact verifies a's pinned digest.
+func (SignatureVerifier) VerifyArtifact(ctx context.Context, a *plan.Artifact) (string, error) {
+	v, err := signature.NewVerifier(policyOf(a.Verification))
+	if err != nil {
+		return "", fmt.Errorf("%w: artifact.verification: %w", plan.ErrInvalid, err)
+	}
+	d, err := digest.Parse(a.Digest)
+	if err != nil {
+		return "", fmt.Errorf("%w: artifact.digest %q: %w", plan.ErrInvalid, a.Digest, err)
+	}
+	var signer *signature.Signer
+	switch a.Type {
+	case plan.SourceOCI:
+		signer, err = verifyOCI(ctx, v, a, d)
+	case plan.SourceHTTP:
+		f := fetch.NewHTTPFetcher(a.URL, "", fetch.Options{})
+		var sig []byte
+		if sig, err = f.Get(ctx, a.SignatureURL, 1<<20); err != nil {
+			if errors.Is(err, fetch.ErrNotFound) {
+				return "", fmt.Errorf("signature %s: %w: %w", a.SignatureURL, signature.ErrMissing, err)
+			}
+			return "", fmt.Errorf("signature %s: %w", a.SignatureURL, err)
+		}
+		signer, err = v.VerifyBlob(ctx, d, sig)
+	default:
+		return "", fmt.Errorf("%w: artifact.verification: %s artifacts carry no signature", plan.ErrInvalid, a.Type)
+	}
+	if err != nil {
+		return "", fmt.Errorf("artifact %s: %w", d, err)
+	}
+	return signer.String(), nil
+}
+
+func verifyOCI(ctx context.Context, v *signature.Verifier, a *plan.Artifact, d digest.Digest) (*signature.Signer, error) {
+	ref, err := registry.ParseReference(a.Reference)
+	if err != nil {
+		return nil, fmt.Errorf("%w: artifact.reference %q: %w", plan.ErrInvalid, a.Reference, err)
+	}
+	ref.Reference = d.String()
+	o := fetch.RegistryOptions{PlainHTTP: a.PlainHTTP, Insecure: a.Insecure}
+	if a.PullSecretPath != "" {
+		if o.DockerConfigJSON, err = os.ReadFile(a.PullSecretPath); err != nil {
+			return nil, fmt.Errorf("pull secret: %w", err)
+		}
+	}
+	repo, _, err := fetch.NewRepository(ref.String(), o)
+	if err != nil {
+		return nil, err
+	}
+	desc, err := repo.Resolve(ctx, d.String())
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s: %w", ref, err)
+	}
+	return v.VerifyOCI(ctx, repo, desc)
+}
+
+// policyOf reads the plan's verification, with the trusted root from its
+// file.
+func policyOf(pv *plan.Verification) signature.Policy {
+	var p signature.Policy
+	for _, k := range pv.PublicKeys {
+		p.PublicKeys = append(p.PublicKeys, []byte(k))
+	}
+	if k := pv.Keyless; k != nil {
+		root, _ := os.ReadFile(k.TrustedRootPath) // empty: NewVerifier names the field
+		p.Keyless = &signature.Keyless{Issuer: k.Issuer, Subject: k.Subject, SubjectRegExp: k.SubjectRegExp, TrustedRoot: root}
+	}
+	return p
+}
+
+// verifyArtifact checks the artifact's signature before anything is
+// downloaded or written, when the plan asks for it. A bundle already in
+// place for the same spec was verified when it was installed.
+type verifyArtifact struct{}
+
+func (verifyArtifact) name() string { return "verified" }
+
+func (verifyArtifact) do(ctx context.Context, r *run) error {
+	a := r.plan.Artifact
+	if a.Verification == nil {
+		return nil
+	}
+	if r.had && r.prev.SpecHash == r.plan.SpecHash && r.prev.Version != "" && r.i.intact(r.prev) && r.prev.Digest == a.Digest {
+		r.rec.VerifiedBy = r.prev.VerifiedBy
+		return nil
+	}
+	v := r.i.Verifier
+	if v == nil {
+		v = SignatureVerifier{}
+	}
+	by, err := v.VerifyArtifact(ctx, a)
+	if err != nil {
+		return err
+	}
+	r.rec.VerifiedBy = by
+	r.i.step("verified", "digest", a.Digest, "signer", by)
+	return nil
+}
+
+func (verifyArtifact) undo(context.Context, *run) error { return nil }
