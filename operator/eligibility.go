@@ -39,7 +39,7 @@ func eligibility(shim *v1alpha1.Shim, node *corev1.Node) *skip {
 	if rt := node.Status.NodeInfo.ContainerRuntimeVersion; rt != "" && !strings.HasPrefix(rt, containerdRuntimePrefix) {
 		return &skip{reason: v1alpha1.SkipNotContainerd, detail: rt}
 	}
-	if _, err := artifactFor(shim, node); errors.Is(err, ErrNoArtifact) {
+	if _, err := artifactFor(shim, node, nil); errors.Is(err, ErrNoArtifact) {
 		return &skip{reason: v1alpha1.SkipNoArtifact, detail: platformOf(node)}
 	}
 	return nil

@@ -52,6 +52,12 @@ func startOperator(t testing.TB, env *testutil.Env) (stop func()) {
 // limited to the Jobs' namespace as in shimkit-operator.
 func startOperatorAs(t testing.TB, env *testutil.Env, cfg *rest.Config) (stop func()) {
 	t.Helper()
+	return startOperatorWith(t, env, cfg, nil)
+}
+
+// startOperatorWith runs the operator with options changed by mutate.
+func startOperatorWith(t testing.TB, env *testutil.Env, cfg *rest.Config, mutate func(*operator.Options)) (stop func()) {
+	t.Helper()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -64,9 +70,11 @@ func startOperatorAs(t testing.TB, env *testutil.Env, cfg *rest.Config) (stop fu
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := operator.New(mgr.GetClient(), mgr.GetEventRecorder("shimkit"), operator.Options{
-		InstallerImage: "shimkit-installer:test", Namespace: jobNamespace, ResyncPeriod: 2 * time.Second,
-	})
+	opts := operator.Options{InstallerImage: "shimkit-installer:test", Namespace: jobNamespace, ResyncPeriod: 2 * time.Second}
+	if mutate != nil {
+		mutate(&opts)
+	}
+	r, err := operator.New(mgr.GetClient(), mgr.GetEventRecorder("shimkit"), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

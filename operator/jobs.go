@@ -1,6 +1,8 @@
 package operator
 
 import (
+	"fmt"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
@@ -23,6 +25,9 @@ const (
 	labelNode      = "shim.containerd.x-k8s.io/node"
 	labelOp        = "shim.containerd.x-k8s.io/op"
 	labelSpecHash  = "shim.containerd.x-k8s.io/spec-hash"
+	// annotationDigest on an install Job is the artifact digest its plan
+	// pins: the node is up to date only when its installer reports it.
+	annotationDigest = "shim.containerd.x-k8s.io/digest"
 )
 
 // jobView is what the reconciler reads from a Job.
@@ -30,6 +35,7 @@ type jobView struct {
 	job      *batchv1.Job
 	op       string
 	specHash string
+	digest   string // the pinned digest (annotationDigest)
 	// result is the installer's NodeResult, once read from a finished
 	// Job's pod (resultRead: read, even when none was found).
 	result     *plan.NodeResult
@@ -37,7 +43,7 @@ type jobView struct {
 }
 
 func viewJob(j *batchv1.Job) *jobView {
-	return &jobView{job: j, op: j.Labels[labelOp], specHash: j.Labels[labelSpecHash]}
+	return &jobView{job: j, op: j.Labels[labelOp], specHash: j.Labels[labelSpecHash], digest: j.Annotations[annotationDigest]}
 }
 
 func (v *jobView) condition(t batchv1.JobConditionType) *batchv1.JobCondition {
@@ -49,8 +55,22 @@ func (v *jobView) condition(t batchv1.JobConditionType) *batchv1.JobCondition {
 	return nil
 }
 
-func (v *jobView) succeeded() bool { return v.condition(batchv1.JobComplete) != nil }
-func (v *jobView) failed() bool    { return v.condition(batchv1.JobFailed) != nil }
+// succeeded: the Job completed, and its installer installed the pinned
+// digest (when it reported one).
+func (v *jobView) succeeded() bool {
+	return v.condition(batchv1.JobComplete) != nil && !v.wrongDigest()
+}
+
+// failed: the Job failed, or completed with another digest than the
+// pinned one.
+func (v *jobView) failed() bool { return v.condition(batchv1.JobFailed) != nil || v.wrongDigest() }
+
+// wrongDigest: the installer reports having installed another artifact
+// than the plan pinned.
+func (v *jobView) wrongDigest() bool {
+	r := v.result
+	return v.op == opInstall && v.digest != "" && r != nil && r.Outcome == plan.Succeeded && r.Digest != v.digest
+}
 func (v *jobView) running() bool {
 	return !v.succeeded() && !v.failed() && v.job.DeletionTimestamp == nil
 }
@@ -58,6 +78,9 @@ func (v *jobView) running() bool {
 // failure explains a failed Job: the installer's reason and message, or
 // the Job's condition when the installer left no result.
 func (v *jobView) failure() (reason, message string) {
+	if v.wrongDigest() {
+		return string(plan.ReasonDigestMismatch), fmt.Sprintf("installed %s, the rollout pins %s", v.result.Digest, v.digest)
+	}
 	if r := v.result; r != nil && r.Outcome != plan.Succeeded {
 		if r.Reason == "" {
 			return string(r.Outcome), r.Message

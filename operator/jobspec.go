@@ -40,9 +40,14 @@ func (r *Reconciler) buildJob(shim *v1alpha1.Shim, node *corev1.Node, p *plan.No
 		labelManagedBy: managedBy, labelShim: labelValue(shim.Name), labelNode: labelValue(node.Name), labelOp: op, labelSpecHash: hash,
 	}
 	volumes, mounts := jobVolumes(p, o.HostRoot, pullSecretName(shim))
+	volumes, mounts = trustedRootVolume(shim, volumes, mounts)
+	var annotations map[string]string
+	if p.Artifact != nil && p.Artifact.Digest != "" {
+		annotations = map[string]string{annotationDigest: p.Artifact.Digest}
+	}
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: jobName(shim.Name, node.Name, op, hash), Namespace: o.Namespace, Labels: lbls,
+			Name: jobName(shim.Name, node.Name, op, hash), Namespace: o.Namespace, Labels: lbls, Annotations: annotations,
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(shim, v1alpha1.GroupVersion.WithKind("Shim"))},
 		},
 		Spec: batchv1.JobSpec{
@@ -112,6 +117,21 @@ func jobVolumes(p *plan.NodePlan, hostRoot, pullSecret string) ([]corev1.Volume,
 		mounts = append(mounts, corev1.VolumeMount{Name: "pull-secret", MountPath: pullSecretDir, ReadOnly: true})
 	}
 	return volumes, mounts
+}
+
+// trustedRootVolume mounts the trusted root of keyless verification
+// where the plan says it is.
+func trustedRootVolume(shim *v1alpha1.Shim, volumes []corev1.Volume, mounts []corev1.VolumeMount) ([]corev1.Volume, []corev1.VolumeMount) {
+	v := shim.Spec.Verification
+	if v == nil || v.Keyless == nil {
+		return volumes, mounts
+	}
+	ref := v.Keyless.TrustedRootRef
+	volumes = append(volumes, corev1.Volume{Name: "trusted-root", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name},
+		Items:                []corev1.KeyToPath{{Key: trustedRootKey(ref), Path: path.Base(trustedRootPath)}},
+	}}})
+	return volumes, append(mounts, corev1.VolumeMount{Name: "trusted-root", MountPath: trustedRootDir, ReadOnly: true})
 }
 
 // hostDir is a directory of the node that the installer sees at the same

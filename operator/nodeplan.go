@@ -22,8 +22,10 @@ var ErrNoArtifact = errors.New("no artifact for the node's platform")
 
 // Where the installer pod finds what the Job mounts.
 const (
-	pullSecretDir  = "/etc/shimkit/pull-secret"
-	pullSecretPath = pullSecretDir + "/config.json"
+	pullSecretDir   = "/etc/shimkit/pull-secret"
+	pullSecretPath  = pullSecretDir + "/config.json"
+	trustedRootDir  = "/etc/shimkit/trusted-root"
+	trustedRootPath = trustedRootDir + "/" + v1alpha1.DefaultTrustedRootKey
 )
 
 // Defaults of sandboxer daemons.
@@ -67,11 +69,20 @@ const (
 // Shim is not the primary handler; for a node of a platform the Shim has
 // no artifact for (ErrNoArtifact).
 func BuildPlan(shim *v1alpha1.Shim, node *corev1.Node, op plan.Operation, o Options) (*plan.NodePlan, error) {
-	return buildPlan(shim, node, op, o, specHash(shim))
+	h := specHash(shim)
+	art := pinOf(shim, h)
+	return buildPlan(shim, node, op, o, target{hash: targetHash(shim, h, art), art: art})
 }
 
-// buildPlan is BuildPlan with the Shim's spec hash computed once.
-func buildPlan(shim *v1alpha1.Shim, node *corev1.Node, op plan.Operation, o Options, hash string) (*plan.NodePlan, error) {
+// target is what a rollout installs: its hash (targetHash) and the
+// artifact pinned for it (nil: what the spec names).
+type target struct {
+	hash string
+	art  *v1alpha1.ResolvedArtifact
+}
+
+// buildPlan is BuildPlan with the target computed once.
+func buildPlan(shim *v1alpha1.Shim, node *corev1.Node, op plan.Operation, o Options, t target) (*plan.NodePlan, error) {
 	p := plan.New(plan.ShimRef{Name: shim.Name, UID: string(shim.UID)}, op)
 	p.Node = node.Name
 	p.Restart = plan.Restart{Preset: o.Preset, ConfigMode: o.ConfigMode, Timeout: plan.Duration(o.RestartTimeout)}
@@ -79,7 +90,7 @@ func buildPlan(shim *v1alpha1.Shim, node *corev1.Node, op plan.Operation, o Opti
 		if err := validateSpec(shim, o); err != nil {
 			return nil, fmt.Errorf("plan of Shim %s for node %s: %w", shim.Name, node.Name, err)
 		}
-		if err := fillInstall(p, shim, node, hash); err != nil {
+		if err := fillInstall(p, shim, node, t); err != nil {
 			return nil, fmt.Errorf("plan of Shim %s for node %s: %w", shim.Name, node.Name, err)
 		}
 	}
@@ -89,10 +100,10 @@ func buildPlan(shim *v1alpha1.Shim, node *corev1.Node, op plan.Operation, o Opti
 	return p, nil
 }
 
-func fillInstall(p *plan.NodePlan, shim *v1alpha1.Shim, node *corev1.Node, hash string) error {
+func fillInstall(p *plan.NodePlan, shim *v1alpha1.Shim, node *corev1.Node, t target) error {
 	var err error
-	p.SpecHash = hash
-	if p.Artifact, err = artifactFor(shim, node); err != nil {
+	p.SpecHash = t.hash
+	if p.Artifact, err = artifactFor(shim, node, t.art); err != nil {
 		return err
 	}
 	if p.Handlers, err = handlersOf(shim); err != nil {
@@ -112,35 +123,75 @@ func fillInstall(p *plan.NodePlan, shim *v1alpha1.Shim, node *corev1.Node, hash 
 	return nil
 }
 
-// artifactFor picks the Shim's artifact for the node's platform.
-func artifactFor(shim *v1alpha1.Shim, node *corev1.Node) (*plan.Artifact, error) {
+// artifactFor picks the Shim's artifact for the node's platform, pinned
+// to art's digest (nil: the spec's own, if any).
+func artifactFor(shim *v1alpha1.Shim, node *corev1.Node, art *v1alpha1.ResolvedArtifact) (*plan.Artifact, error) {
 	fs := shim.Spec.FetchStrategy
 	platform := platformOf(node)
 	a := &plan.Artifact{Platform: platform}
 	switch {
 	case fs.Type == v1alpha1.FetchAnonHTTP && fs.AnonHTTP != nil:
-		loc, sum := fs.AnonHTTP.Location, fs.AnonHTTP.SHA256
+		loc, sum, sig := fs.AnonHTTP.Location, fs.AnonHTTP.SHA256, fs.AnonHTTP.Signature
+		pinned := ""
+		if art != nil {
+			pinned = art.Digest
+		}
 		for _, pa := range fs.AnonHTTP.Platforms {
 			if pa.Platform == platform {
-				loc, sum = pa.Location, pa.SHA256
+				loc, sum, sig, pinned = pa.Location, pa.SHA256, pa.Signature, platformDigest(art, platform)
 			}
 		}
 		if loc == "" {
 			return nil, fmt.Errorf("spec.fetchStrategy.anonHttp: %w (%s)", ErrNoArtifact, platform)
 		}
-		a.Type, a.URL = plan.SourceHTTP, loc
+		a.Type, a.URL, a.Digest = plan.SourceHTTP, loc, pinned
 		if sum != "" {
 			a.Digest = "sha256:" + sum
 		}
+		if shim.Spec.Verification != nil {
+			a.SignatureURL = sig
+		}
 	case fs.Type == v1alpha1.FetchOCI && fs.OCI != nil:
-		a.Type, a.Reference, a.PlainHTTP = plan.SourceOCI, fs.OCI.Reference, fs.OCI.PlainHTTP
+		a.Type, a.Reference, a.PlainHTTP, a.Insecure = plan.SourceOCI, fs.OCI.Reference, fs.OCI.PlainHTTP, fs.OCI.Insecure
+		if _, sum, ok := cutDigest(fs.OCI.Reference); ok {
+			a.Digest = "sha256:" + sum
+		} else if art != nil {
+			a.Digest = art.Digest
+		}
 		if fs.OCI.PullSecretRef != nil {
 			a.PullSecretPath = pullSecretPath
 		}
 	default:
 		return nil, fmt.Errorf("spec.fetchStrategy: type %q without its settings", fs.Type)
 	}
+	a.Verification = verificationOf(shim.Spec.Verification)
 	return a, nil
+}
+
+// platformDigest is the digest art pins for a platform's artifact.
+func platformDigest(art *v1alpha1.ResolvedArtifact, platform string) string {
+	if art == nil {
+		return ""
+	}
+	for _, p := range art.Platforms {
+		if p.Platform == platform {
+			return p.Digest
+		}
+	}
+	return ""
+}
+
+// verificationOf is the plan's copy of spec.verification; the trusted
+// root is read where the Job mounts its ConfigMap.
+func verificationOf(v *v1alpha1.Verification) *plan.Verification {
+	if v == nil {
+		return nil
+	}
+	out := &plan.Verification{PublicKeys: v.PublicKeys}
+	if k := v.Keyless; k != nil {
+		out.Keyless = &plan.Keyless{Issuer: k.Issuer, Subject: k.Subject, SubjectRegExp: k.SubjectRegExp, TrustedRootPath: trustedRootPath}
+	}
+	return out
 }
 
 // handlerSpecs lists the primary handler (spec.runtimeClass with the

@@ -34,7 +34,7 @@ func matches(shim *v1alpha1.Shim, node *corev1.Node) bool {
 }
 
 // specHash identifies what is installed on a node: everything of the spec
-// that reaches the installer. The rollout strategy, the node selector and
+// that reaches the installer (targetHash adds the resolved artifact). The rollout strategy, the node selector and
 // the RuntimeClasses' names and tolerations are not part of it. Fields
 // added with bundles (and adoption) are left out when empty, so that a
 // Shim of before keeps its hash (and an operator upgrade reinstalls no
@@ -42,6 +42,9 @@ func matches(shim *v1alpha1.Shim, node *corev1.Node) bool {
 // node refused the install (Conflict) starts a new round.
 func specHash(shim *v1alpha1.Shim) string {
 	s := shim.Spec
+	// How often the artifact is resolved again is not what a node
+	// installs; the resolved artifact enters through targetHash.
+	s.FetchStrategy.ResolveInterval = nil
 	handlers := make([]v1alpha1.HandlerSpec, len(s.Handlers))
 	for i, h := range s.Handlers {
 		h.RuntimeClass = v1alpha1.RuntimeClassSpec{Handler: h.RuntimeClass.HandlerName(), AdoptHandler: h.RuntimeClass.AdoptHandler}

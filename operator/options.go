@@ -45,6 +45,9 @@ type Options struct {
 	// systemd but no D-Bus daemon need it, for systemd's private socket,
 	// which answers only processes of its own PID namespace.
 	HostPID bool
+	// Resolver pins each Shim's artifact to a digest, verifying its
+	// signature when the spec asks; default an ArtifactResolver.
+	Resolver Resolver
 }
 
 func (o Options) withDefaults() Options {
@@ -65,6 +68,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ResyncPeriod == 0 {
 		o.ResyncPeriod = 30 * time.Second
+	}
+	if o.Resolver == nil {
+		o.Resolver = &ArtifactResolver{}
 	}
 	if o.ImagePullPolicy == "" {
 		o.ImagePullPolicy = "IfNotPresent"

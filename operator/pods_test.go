@@ -111,6 +111,12 @@ var annotationRef = regexp.MustCompile(`^metadata\.annotations\['([^']+)'\]$`)
 // (the plan, from the pod's annotation through the downward API), the
 // node's / at hostRoot, and the termination message file.
 func realInstaller(t testing.TB, hostRoot string) func(context.Context, *batchv1.Job) podRun {
+	return realInstallerOn(t, func(*batchv1.Job) string { return hostRoot })
+}
+
+// realInstallerOn is realInstaller with each node's / where rootOf says
+// and extra arguments (such as --offline, for nodes without containerd).
+func realInstallerOn(t testing.TB, rootOf func(*batchv1.Job) string, extra ...string) func(context.Context, *batchv1.Job) podRun {
 	bin := buildInstaller(t)
 	return func(ctx context.Context, j *batchv1.Job) podRun {
 		pod := j.Spec.Template
@@ -130,14 +136,14 @@ func realInstaller(t testing.TB, hostRoot string) func(context.Context, *batchv1
 			case a == c.TerminationMessagePath:
 				args[i] = message
 			case i > 0 && c.Args[i-1] == "--host-root":
-				args[i] = hostRoot
+				args[i] = rootOf(j)
 			case strings.HasPrefix(a, "/"):
 				args[i] = filepath.Join(dir, a) // a mounted file
 			default:
 				args[i] = a
 			}
 		}
-		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd := exec.CommandContext(ctx, bin, append(args, extra...)...)
 		out, err := cmd.CombinedOutput()
 		code := int32(0)
 		if exit := (*exec.ExitError)(nil); errors.As(err, &exit) {

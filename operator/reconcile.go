@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 	batchv1 "k8s.io/api/batch/v1"
@@ -38,6 +39,7 @@ type Reconciler struct {
 	opts     Options
 	metrics  *metrics
 	results  results
+	pins     pins
 }
 
 // New returns a Reconciler. recorder may be nil (no events).
@@ -55,9 +57,15 @@ func New(c client.Client, recorder events.EventRecorder, opts Options) (*Reconci
 
 // observed is everything a reconcile reads, once.
 type observed struct {
-	shim  *v1alpha1.Shim
-	hash  string
-	views []nodeView
+	shim *v1alpha1.Shim
+	// hash is the rollout's target: the spec's hash and the artifact
+	// pinned for it (targetHash); specHash the spec's alone.
+	hash     string
+	specHash string
+	// art is the artifact pinned for the rollout (nil: none, the spec is
+	// refused); shown is what the status shows of it.
+	art, shown *v1alpha1.ResolvedArtifact
+	views      []nodeView
 	// refusal says why the spec is rolled out to no node (nil: it is).
 	refusal *refusal
 	// takeover holds, by name, why a RuntimeClass of the runtime-class-
@@ -73,6 +81,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.metrics.forget(req.Name)
 			r.results.keep(req.Name, nil)
+			r.pins.forget(req.Name)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -117,7 +126,14 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 			latest[n] = j
 		}
 	}
-	obs := &observed{shim: shim, hash: specHash(shim), refusal: refusalOf(shim, r.opts)}
+	obs := &observed{shim: shim, specHash: specHash(shim), refusal: refusalOf(shim, r.opts)}
+	obs.shown = shim.Status.Artifact
+	if obs.refusal == nil && shim.DeletionTimestamp.IsZero() {
+		obs.art, obs.shown, obs.refusal = r.pin(ctx, shim, obs.specHash)
+	} else {
+		obs.art = pinOf(shim, obs.specHash)
+	}
+	obs.hash = targetHash(shim, obs.specHash, obs.art)
 	current := map[types.UID]bool{}
 	for i := range nodes.Items {
 		v := viewNode(shim, &nodes.Items[i])
@@ -217,7 +233,9 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 		return ctrl.Result{}, err
 	}
 	if rollin.Done && removal.Done {
-		return ctrl.Result{}, nil // a foreign RuntimeClass's change requeues through the watch
+		// A foreign RuntimeClass's change requeues through the watch; the
+		// resolve interval, through time.
+		return ctrl.Result{RequeueAfter: nextResolve(obs.shim, obs.art, time.Now())}, nil
 	}
 	return ctrl.Result{RequeueAfter: r.opts.ResyncPeriod}, nil
 }
@@ -274,7 +292,7 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed) (ctrl.Resu
 // rollout as a failed Job would. (A node without an artifact for its
 // platform is skipped before, not failed.)
 func (r *Reconciler) preparePlan(obs *observed, v *nodeView) {
-	v.plan, v.planErr = buildPlan(obs.shim, v.node, plan.OpInstall, r.opts, obs.hash)
+	v.plan, v.planErr = buildPlan(obs.shim, v.node, plan.OpInstall, r.opts, obs.target())
 	if v.planErr != nil {
 		r.event(obs.shim, v.node, corev1.EventTypeWarning, "InstallFailed", "Install", "%s", failureNote(v.node.Name, string(planReason(v.planErr)), v.planErr.Error()))
 	}
@@ -310,7 +328,7 @@ func (r *Reconciler) startJob(ctx context.Context, obs *observed, v *nodeView, o
 	p := v.plan
 	if p == nil || p.Operation != plan.Operation(op) {
 		var err error
-		if p, err = buildPlan(obs.shim, v.node, plan.Operation(op), r.opts, obs.hash); err != nil {
+		if p, err = buildPlan(obs.shim, v.node, plan.Operation(op), r.opts, obs.target()); err != nil {
 			return err
 		}
 	}
@@ -382,3 +400,6 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// target is what the rollout installs: the hash and the pinned artifact.
+func (o *observed) target() target { return target{hash: o.hash, art: o.art} }

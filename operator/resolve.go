@@ -1,0 +1,207 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/shimkit/shimkit/fetch"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/signature"
+)
+
+// Resolver pins a Shim's artifact once per spec: the digest every node of
+// the rollout installs, its signature verified when the spec asks for it.
+type Resolver interface {
+	Resolve(ctx context.Context, in ResolveInput) (*Resolved, error)
+}
+
+// ResolveInput is what a Resolver needs of a Shim.
+type ResolveInput struct {
+	Fetch        v1alpha1.FetchStrategy
+	Verification *v1alpha1.Verification
+	// TrustedRoot is the trusted_root.json that keyless verification
+	// reads (from the ConfigMap the spec names).
+	TrustedRoot []byte
+	// DockerConfigJSON holds the registry credentials of the Shim's pull
+	// secret.
+	DockerConfigJSON []byte
+}
+
+// Resolved pins an artifact.
+type Resolved struct {
+	// Digest pins an OCI reference or anonHttp.location.
+	Digest string
+	// Platforms pin anonHttp.platforms.
+	Platforms []v1alpha1.PlatformDigest
+	// VerifiedBy names what verified the signature ("" unverified).
+	VerifiedBy string
+}
+
+var (
+	_ Resolver = (*ArtifactResolver)(nil)
+	_ Resolver = StaticResolver(nil)
+)
+
+// ArtifactResolver is the reference operator's Resolver: an OCI reference
+// is resolved with oras-go to the digest of its index or manifest; an
+// HTTP artifact without sha256 is streamed once through sha256 (nothing
+// is stored). With verification, the digest's signature is checked with
+// package signature before the digest is returned.
+type ArtifactResolver struct {
+	// Client is the HTTP client of anonHttp artifacts and signatures;
+	// nil: fetch's default (proxy variables honoured). fetch's transport
+	// policy applies either way.
+	Client *http.Client
+	// Limits bound an HTTP artifact streamed to learn its digest.
+	Limits fetch.Limits
+}
+
+// maxSignature bounds a signature document read from a URL.
+const maxSignature = 1 << 20
+
+// Resolve pins in's artifact.
+func (a *ArtifactResolver) Resolve(ctx context.Context, in ResolveInput) (*Resolved, error) {
+	var v *signature.Verifier
+	if in.Verification != nil {
+		var err error
+		if v, err = signature.NewVerifier(policyOf(in.Verification, in.TrustedRoot)); err != nil {
+			return nil, fmt.Errorf("spec.verification: %w", err)
+		}
+	}
+	switch fs := in.Fetch; {
+	case fs.Type == v1alpha1.FetchOCI && fs.OCI != nil:
+		return a.resolveOCI(ctx, fs.OCI, in.DockerConfigJSON, v)
+	case fs.Type == v1alpha1.FetchAnonHTTP && fs.AnonHTTP != nil:
+		return a.resolveHTTP(ctx, fs.AnonHTTP, v)
+	}
+	return nil, fmt.Errorf("spec.fetchStrategy: type %q without its settings", in.Fetch.Type)
+}
+
+func (a *ArtifactResolver) resolveOCI(ctx context.Context, oci *v1alpha1.OCIFetch, creds []byte, v *signature.Verifier) (*Resolved, error) {
+	repo, ref, err := fetch.NewRepository(oci.Reference, fetch.RegistryOptions{
+		PlainHTTP: oci.PlainHTTP, Insecure: oci.Insecure, DockerConfigJSON: creds, Client: a.Client,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("spec.fetchStrategy.oci.reference %s: %w", oci.Reference, err)
+	}
+	desc, err := fetch.ResolveOCI(ctx, oci.Reference, fetch.RegistryOptions{
+		PlainHTTP: oci.PlainHTTP, Insecure: oci.Insecure, DockerConfigJSON: creds, Client: a.Client,
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := &Resolved{Digest: desc.Digest.String()}
+	if v != nil {
+		signer, err := v.VerifyOCI(ctx, repo, desc)
+		if err != nil {
+			return nil, fmt.Errorf("%s@%s: %w", ref.Registry+"/"+ref.Repository, desc.Digest, err)
+		}
+		out.VerifiedBy = signer.String()
+	}
+	return out, nil
+}
+
+func (a *ArtifactResolver) resolveHTTP(ctx context.Context, h *v1alpha1.AnonHTTPFetch, v *signature.Verifier) (*Resolved, error) {
+	out := &Resolved{}
+	if h.Location != "" {
+		d, by, err := a.resolveURL(ctx, "spec.fetchStrategy.anonHttp", h.Location, h.SHA256, h.Signature, v)
+		if err != nil {
+			return nil, err
+		}
+		out.Digest, out.VerifiedBy = d, by
+	}
+	for i, p := range h.Platforms {
+		d, by, err := a.resolveURL(ctx, fmt.Sprintf("spec.fetchStrategy.anonHttp.platforms[%d]", i), p.Location, p.SHA256, p.Signature, v)
+		if err != nil {
+			return nil, err
+		}
+		out.Platforms = append(out.Platforms, v1alpha1.PlatformDigest{Platform: p.Platform, Digest: d})
+		out.VerifiedBy = by
+	}
+	return out, nil
+}
+
+// resolveURL pins one URL: its sha256 when the spec gives it, else the
+// digest of what it serves; then verifies the signature at sigURL.
+func (a *ArtifactResolver) resolveURL(ctx context.Context, field, url, sum, sigURL string, v *signature.Verifier) (string, string, error) {
+	f := fetch.NewHTTPFetcher(url, sum, fetch.Options{Limits: a.Limits})
+	f.Client = a.Client
+	d, _, err := f.Digest(ctx, fetch.Platform{})
+	if err != nil {
+		return "", "", fmt.Errorf("%s: %w", field, err)
+	}
+	if v == nil {
+		return d.String(), "", nil
+	}
+	sig, err := f.Get(ctx, sigURL, maxSignature)
+	if err != nil {
+		if errors.Is(err, fetch.ErrNotFound) {
+			return "", "", fmt.Errorf("%s.signature %s: %w: %w", field, sigURL, signature.ErrMissing, err)
+		}
+		return "", "", fmt.Errorf("%s.signature: %w", field, err)
+	}
+	signer, err := v.VerifyBlob(ctx, d, sig)
+	if err != nil {
+		return "", "", fmt.Errorf("%s %s (%s): %w", field, url, d, err)
+	}
+	return d.String(), signer.String(), nil
+}
+
+// policyOf turns the API's verification into the signature package's.
+func policyOf(v *v1alpha1.Verification, trustedRoot []byte) signature.Policy {
+	var p signature.Policy
+	for _, k := range v.PublicKeys {
+		p.PublicKeys = append(p.PublicKeys, []byte(k))
+	}
+	if k := v.Keyless; k != nil {
+		p.Keyless = &signature.Keyless{Issuer: k.Issuer, Subject: k.Subject, SubjectRegExp: k.SubjectRegExp, TrustedRoot: trustedRoot}
+	}
+	return p
+}
+
+// StaticResolver is an in-memory Resolver for unit tests and offline
+// embedders: it maps a source (an OCI reference or a URL) to its digest,
+// and fails with fetch.ErrNotFound for any other. A source whose spec
+// already pins it (a digest reference, a sha256) needs no entry.
+type StaticResolver map[string]digest.Digest
+
+// Resolve pins in's artifact from the map.
+func (s StaticResolver) Resolve(_ context.Context, in ResolveInput) (*Resolved, error) {
+	lookup := func(source, sum string) (string, error) {
+		if sum != "" {
+			return "sha256:" + sum, nil
+		}
+		if d, ok := s[source]; ok {
+			return d.String(), nil
+		}
+		return "", fmt.Errorf("%s: %w", source, fetch.ErrNotFound)
+	}
+	out := &Resolved{}
+	var err error
+	switch fs := in.Fetch; {
+	case fs.OCI != nil:
+		_, pinned, _ := cutDigest(fs.OCI.Reference)
+		out.Digest, err = lookup(fs.OCI.Reference, pinned)
+	case fs.AnonHTTP != nil:
+		if fs.AnonHTTP.Location != "" {
+			if out.Digest, err = lookup(fs.AnonHTTP.Location, fs.AnonHTTP.SHA256); err != nil {
+				return nil, err
+			}
+		}
+		for _, p := range fs.AnonHTTP.Platforms {
+			d, err := lookup(p.Location, p.SHA256)
+			if err != nil {
+				return nil, err
+			}
+			out.Platforms = append(out.Platforms, v1alpha1.PlatformDigest{Platform: p.Platform, Digest: d})
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
