@@ -41,6 +41,15 @@ func TestImportBoundaries(t *testing.T) {
 			}
 		}
 	}
+	// Image builders that embed fetch or containerdconfig do not link the
+	// signature stack: verification lives in package signature.
+	for _, pkg := range []string{"fetch", "containerdconfig", "installer/plan"} {
+		for _, d := range deps(pkg, false) {
+			if d == "github.com/shimkit/shimkit/signature" || strings.HasPrefix(d, "github.com/sigstore/") {
+				t.Errorf("%s links the signature stack (%s)", pkg, d)
+			}
+		}
+	}
 	for _, d := range deps("rollout", false) {
 		if strings.HasPrefix(d, "sigs.k8s.io/controller-runtime") || strings.HasPrefix(d, "k8s.io/client-go") {
 			t.Errorf("rollout must be pure, imports %s", d)
