@@ -47,8 +47,8 @@ func TestNodeEligibility(t *testing.T) {
 	startOperator(t, env)
 	shim := newShim("eligible", "eligible", "100%", nil)
 	shim.Spec.FetchStrategy.AnonHTTP = &v1alpha1.AnonHTTPFetch{Platforms: []v1alpha1.PlatformArtifact{
-		{Platform: "linux/amd64", Location: "https://artifacts.invalid/eligible-amd64.tgz"},
-		{Platform: "linux/arm64", Location: "https://artifacts.invalid/eligible-arm64.tgz"},
+		{Platform: "linux/amd64", Location: "https://artifacts.invalid/eligible-amd64.tgz", SHA256: strings.Repeat("a", 64)},
+		{Platform: "linux/arm64", Location: "https://artifacts.invalid/eligible-arm64.tgz", SHA256: strings.Repeat("b", 64)},
 	}}
 	if err := env.Client.Create(ctx, shim); err != nil {
 		t.Fatal(err)

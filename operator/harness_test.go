@@ -95,6 +95,23 @@ func startOperatorWith(t testing.TB, env *testutil.Env, cfg *rest.Config, mutate
 	return stop
 }
 
+// startOperatorResolving runs the operator with an in-memory resolver:
+// for tests of something else than resolution, whose registries do not
+// exist. It creates the pull secrets the Shims name.
+func startOperatorResolving(t testing.TB, env *testutil.Env, pins operator.StaticResolver, pullSecrets ...string) (stop func()) {
+	t.Helper()
+	for _, name := range pullSecrets {
+		s := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: jobNamespace}, Type: corev1.SecretTypeDockerConfigJson,
+			Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{}}`)},
+		}
+		if err := env.Client.Create(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return startOperatorWith(t, env, env.Config, func(o *operator.Options) { o.Resolver = pins })
+}
+
 // kubelet stands in for the nodes: after a delay it marks each Job of the
 // namespace succeeded, or failed when fail says so. It records how many
 // Jobs of each shim ran at once. With pod set (startPodKubelet), each Job

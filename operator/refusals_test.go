@@ -7,10 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opencontainers/go-digest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/shimkit/shimkit/operator"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
@@ -25,7 +27,7 @@ func TestSpecRefusals(t *testing.T) {
 	ctx := context.Background()
 	createNodes(t, env.Client, 2, nil, "n")
 	startKubelet(t, env, 50*time.Millisecond, nil)
-	startOperator(t, env)
+	startOperatorResolving(t, env, operator.StaticResolver{"registry.invalid/shims/spin:v1": digest.Digest("sha256:" + strings.Repeat("8", 64))}, "creds")
 	oci := func(namespace string) func(*v1alpha1.Shim) {
 		return func(s *v1alpha1.Shim) {
 			s.Spec.FetchStrategy = v1alpha1.FetchStrategy{Type: v1alpha1.FetchOCI, OCI: &v1alpha1.OCIFetch{

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opencontainers/go-digest"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -40,7 +41,7 @@ func TestJobCarriesPlan(t *testing.T) {
 	env := startCluster(t)
 	ctx := context.Background()
 	createNodes(t, env.Client, 1, nil, "n")
-	startOperator(t, env)
+	startOperatorResolving(t, env, operator.StaticResolver{"registry.example/shims/kata:3.12.0": digest.Digest("sha256:" + strings.Repeat("9", 64))}, "shim-registry")
 	if err := env.Client.Create(ctx, shimFrom(t, "kata")); err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestMultiHandlerRuntimeClasses(t *testing.T) {
 	ctx := context.Background()
 	createNodes(t, env.Client, 3, nil, "n")
 	startKubelet(t, env, 50*time.Millisecond, nil)
-	startOperator(t, env)
+	startOperatorResolving(t, env, operator.StaticResolver{"registry.example/shims/kata:3.12.0": digest.Digest("sha256:" + strings.Repeat("9", 64))}, "shim-registry")
 	if err := env.Client.Create(ctx, shimFrom(t, "kata")); err != nil {
 		t.Fatal(err)
 	}
