@@ -52,7 +52,10 @@ func (r *Reconciler) updateStatus(ctx context.Context, obs *observed, install, r
 	// A copy: SetStatusCondition changes conditions in place, and the
 	// Shim's own must stay as read, to compare with.
 	conditions := slices.Clone(shim.Status.Conditions)
-	for _, c := range []metav1.Condition{readyCondition(u), progressingCondition(u), degradedCondition(u, st.FailingNodes)} {
+	for _, c := range []metav1.Condition{
+		readyCondition(u), progressingCondition(u), degradedCondition(u, st.FailingNodes),
+		reconcilingCondition(u), stalledCondition(u),
+	} {
 		c.ObservedGeneration = shim.Generation
 		meta.SetStatusCondition(&conditions, c)
 	}
@@ -151,6 +154,63 @@ func degradedCondition(u rollup, failing []v1alpha1.NodeFailure) metav1.Conditio
 		return condition(t, true, v1alpha1.ReasonRuntimeClassConflict, strings.Join(u.classes.conflicts, "; "))
 	}
 	return condition(t, false, v1alpha1.ReasonNoFailures, "no node failed")
+}
+
+// stall says why the operator can make no progress without a change of
+// the spec or the cluster (reason "" when it can, or has nothing left to
+// do): a refused spec, a failed node, a RuntimeClass of someone else, or
+// no node to install. A failed resolution is no stall: it is retried.
+func stall(u rollup) (reason, msg string) {
+	ref := u.refused()
+	switch {
+	case ref != nil && ref.reason != v1alpha1.ReasonResolveFailed:
+		return ref.reason, ref.message
+	case u.halted():
+		return v1alpha1.ReasonNodeFailed, "a node failed (status.failingNodes); no new node starts until the failure is resolved or the spec changes"
+	case ref != nil, u.deleting(), !u.done(), u.ready():
+		return "", ""
+	case len(u.classes.conflicts) > 0:
+		return v1alpha1.ReasonRuntimeClassConflict, strings.Join(u.classes.conflicts, "; ")
+	case u.st.Nodes == 0:
+		return v1alpha1.ReasonNoNodes, "no node that can run the shim matches the selector" + skippedNote(u.obs.views)
+	}
+	return "", "" // a RuntimeClass is still to be published
+}
+
+// reconcilingCondition (kstatus): True while the operator works towards
+// the spec: nodes changing, the Shim's nodes being cleaned up before it
+// goes, the artifact to be resolved again, or a RuntimeClass to be
+// published.
+func reconcilingCondition(u rollup) metav1.Condition {
+	const t = v1alpha1.ConditionReconciling
+	if reason, _ := stall(u); reason != "" {
+		return condition(t, false, v1alpha1.ReasonStalled, "waiting for a change: "+reason+" (see the Stalled condition)")
+	}
+	switch {
+	case u.deleting():
+		return condition(t, true, v1alpha1.ReasonDeleting, fmt.Sprintf("removing the shim from %d nodes", u.removal.Remaining))
+	case u.refused() != nil:
+		return condition(t, true, u.refused().reason, "resolving again: "+u.refused().message)
+	case !u.done():
+		return condition(t, true, v1alpha1.ReasonNodesChanging, fmt.Sprintf("%d of %d nodes have the current spec", u.st.UpdatedNodes, u.st.Nodes))
+	case !u.ready():
+		return condition(t, true, v1alpha1.ReasonRuntimeClassPending, "every node has the current spec; a RuntimeClass is still to be published")
+	}
+	return condition(t, false, v1alpha1.ReasonRolledOut, "the spec is rolled out")
+}
+
+// stalledCondition (kstatus): True when no progress is possible without a
+// change; the reason is the refusal's, NodeFailed, RuntimeClassConflict or
+// NoNodes.
+func stalledCondition(u rollup) metav1.Condition {
+	const t = v1alpha1.ConditionStalled
+	if reason, msg := stall(u); reason != "" {
+		return condition(t, true, reason, msg)
+	}
+	if u.ready() {
+		return condition(t, false, v1alpha1.ReasonRolledOut, "the spec is rolled out")
+	}
+	return condition(t, false, v1alpha1.ReasonReconciling, "the operator is working towards the spec (see the Reconciling condition)")
 }
 
 const fieldOwner = "shimkit"

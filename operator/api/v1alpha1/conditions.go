@@ -7,6 +7,15 @@ const (
 	ConditionReady       = "Ready"
 	ConditionProgressing = "Progressing"
 	ConditionDegraded    = "Degraded"
+	// ConditionReconciling is kstatus's (sigs.k8s.io/cli-utils): True
+	// while the operator works towards the spec. kstatus then computes
+	// InProgress.
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is kstatus's: True when the operator can make no
+	// progress until the spec or the cluster changes. kstatus then
+	// computes Failed. With both False, kstatus computes Current exactly
+	// when Ready is True.
+	ConditionStalled = "Stalled"
 )
 
 // Reasons of the Ready condition.
@@ -73,6 +82,28 @@ const (
 	// oci.insecure), or a download was redirected from https to http. No
 	// node is installed.
 	ReasonInsecureTransport = "InsecureTransport"
+)
+
+// Reasons of the Reconciling condition, besides NodesChanging, Deleting
+// and ResolveFailed (True: resolved again at each resync) and RolledOut
+// (False: nothing left to do).
+const (
+	// ReasonRuntimeClassPending: every node has the current spec and a
+	// RuntimeClass is still to be published (it changed while it was
+	// written; the next reconcile publishes it).
+	ReasonRuntimeClassPending = "RuntimeClassPending"
+	// ReasonStalled: Reconciling is False because the Shim is stalled;
+	// the Stalled condition says why.
+	ReasonStalled = "Stalled"
+)
+
+// Reasons of the Stalled condition. True: a refusal of the spec (any
+// Degraded reason but ResolveFailed, which is retried), NodeFailed,
+// RuntimeClassConflict, or NoNodes. False: RolledOut, or:
+const (
+	// ReasonReconciling: Stalled is False because the operator is
+	// working towards the spec; the Reconciling condition says how.
+	ReasonReconciling = "Reconciling"
 )
 
 // Reasons a node that matches the selector is skipped: it cannot run the

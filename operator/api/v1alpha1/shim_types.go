@@ -17,6 +17,7 @@ import (
 // +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.status.nodes`
 // +kubebuilder:printcolumn:name="Up-to-date",type=integer,JSONPath=`.status.updatedNodes`
 // +kubebuilder:printcolumn:name="Skipped",type=integer,JSONPath=`.status.skippedNodes`,priority=1
+// +kubebuilder:printcolumn:name="Stalled",type=string,JSONPath=`.status.conditions[?(@.type=="Stalled")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Artifact",type=string,JSONPath=`.status.artifact.digest`,priority=1
 // +kubebuilder:printcolumn:name="Verified",type=string,JSONPath=`.status.artifact.verifiedBy`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -608,7 +609,9 @@ type ShimStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// conditions: Ready (every matching node has the current spec and the
 	// RuntimeClass is published), Progressing (nodes are changing),
-	// Degraded (a node failed; the rollout is halted).
+	// Degraded (a node failed; the rollout is halted), and kstatus's
+	// Reconciling (the operator is working towards the spec) and Stalled
+	// (it cannot, without a change: the reason says why).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
