@@ -82,18 +82,19 @@ func SetState(ctx context.Context, c client.Client, node, shim, state string) er
 }
 
 // Unmark removes the shim's label and annotation from the node (nothing
-// happens when they are not there).
+// happens when they are not there), and any failure recorded for it.
 func Unmark(ctx context.Context, c client.Client, node, shim string) error {
 	return patch(ctx, c, node, shim, nil, nil)
 }
 
 // patch sends a JSON merge patch of the label and annotation only; nil
-// removes a key.
+// removes a key. The shim's failure record goes in the same request: a
+// node that reached a state no longer has a failure.
 func patch(ctx context.Context, c client.Client, node, shim string, label, annotation any) error {
 	k := Key(shim)
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"labels":      map[string]any{k: label},
-		"annotations": map[string]any{k: annotation},
+		"annotations": map[string]any{k: annotation, FailureKey(shim): nil},
 	}})
 	if err != nil {
 		return err

@@ -1,0 +1,83 @@
+package nodelabel
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// FailurePrefix is the annotation prefix of failure records.
+const FailurePrefix = "failed." + Prefix
+
+// FailureKey returns the annotation key of the shim's failure record on a
+// node: failed.shim.containerd.x-k8s.io/<shim>.
+func FailureKey(shim string) string { return "failed." + Key(shim) }
+
+// Failure records why the last operation of a shim failed on a node. It
+// lives on the Node, so that it outlives the installer's Job (garbage
+// collected after its TTL) and the operator's restarts: a node that
+// failed stays failed, and its rollout halted, until the spec changes or
+// an admin asks for a retry. Mark and Unmark remove it.
+type Failure struct {
+	// Op is the operation that failed: install or uninstall.
+	Op string `json:"op"`
+	// SpecHash is the spec the operation was for.
+	SpecHash string `json:"specHash,omitempty"`
+	Reason   string `json:"reason"`
+	Message  string `json:"message,omitempty"`
+	// Job names the installer Job that failed.
+	Job  string    `json:"job,omitempty"`
+	Time time.Time `json:"time"`
+}
+
+// maxFailureMessage bounds the message kept on the node.
+const maxFailureMessage = 512
+
+// FailureOf reads the shim's failure record on the node; nil when there is
+// none (or it does not parse, as one written by hand).
+func FailureOf(node *corev1.Node, shim string) *Failure {
+	v, ok := node.Annotations[FailureKey(shim)]
+	if !ok {
+		return nil
+	}
+	var f Failure
+	if err := json.Unmarshal([]byte(v), &f); err != nil || f.Op == "" {
+		return nil
+	}
+	return &f
+}
+
+// MarkFailed records f as the shim's failure on the node.
+func MarkFailed(ctx context.Context, c client.Client, node, shim string, f Failure) error {
+	if len(f.Message) > maxFailureMessage {
+		f.Message = f.Message[:maxFailureMessage] + "…"
+	}
+	data, err := json.Marshal(f)
+	if err != nil {
+		return err
+	}
+	return patchFailure(ctx, c, node, shim, string(data))
+}
+
+// ClearFailure removes the shim's failure record from the node (a retry).
+func ClearFailure(ctx context.Context, c client.Client, node, shim string) error {
+	return patchFailure(ctx, c, node, shim, nil)
+}
+
+func patchFailure(ctx context.Context, c client.Client, node, shim string, value any) error {
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{FailureKey(shim): value}}})
+	if err != nil {
+		return err
+	}
+	n := &corev1.Node{}
+	n.Name = node
+	if err := c.Patch(ctx, n, client.RawPatch(types.MergePatchType, body)); err != nil {
+		return fmt.Errorf("patch node %s (%s): %w", node, FailureKey(shim), err)
+	}
+	return nil
+}
