@@ -13,6 +13,7 @@ import (
 	"github.com/shimkit/shimkit/installer"
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/testutil"
+	"github.com/shimkit/shimkit/internal/testutil/signtest"
 )
 
 // TestVerifyBeforeAnything: a plan handed to the installer directly, with
@@ -25,8 +26,8 @@ func TestVerifyBeforeAnything(t *testing.T) {
 	ctx := context.Background()
 	reg := testutil.StartRegistry(t, "", "")
 	srv := testutil.StartFileServer(t)
-	trusted, other := testutil.NewSigningKey(t), testutil.NewSigningKey(t)
-	keyless := testutil.NewKeylessSigner(t, "https://issuer.test", "builder@shimkit.test")
+	trusted, other := signtest.NewSigningKey(t), signtest.NewSigningKey(t)
+	keyless := signtest.NewKeylessSigner(t, "https://issuer.test", "builder@shimkit.test")
 	rootFile := filepath.Join(t.TempDir(), "trusted_root.json")
 	if err := os.WriteFile(rootFile, keyless.TrustedRootJSON(), 0o644); err != nil {
 		t.Fatal(err)

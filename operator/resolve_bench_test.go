@@ -13,6 +13,7 @@ import (
 
 	"github.com/shimkit/shimkit/fetch"
 	"github.com/shimkit/shimkit/internal/testutil"
+	"github.com/shimkit/shimkit/internal/testutil/signtest"
 	"github.com/shimkit/shimkit/operator"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
@@ -24,7 +25,7 @@ func BenchmarkResolveVerify100MiB(b *testing.B) {
 	body := bytes.Repeat([]byte("shimkit!"), 100<<20/8)
 	sum := sha256.Sum256(body)
 	d := digest.NewDigestFromBytes(digest.SHA256, sum[:])
-	key := testutil.NewSigningKey(b)
+	key := signtest.NewSigningKey(b)
 	bundle := key.SignBlob(b, d)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/shim.tar.gz.sigstore.json" {
@@ -56,7 +57,7 @@ func BenchmarkResolveVerify100MiB(b *testing.B) {
 // size.
 func BenchmarkResolveVerifyOCI(b *testing.B) {
 	reg := testutil.StartRegistry(b, "", "")
-	key := testutil.NewSigningKey(b)
+	key := signtest.NewSigningKey(b)
 	layer := bytes.Repeat([]byte("shimkit!"), 100<<20/8)
 	reg.PushShim(b, "shims/big", "v1", testutil.PlatformArtifact{MediaType: fetch.MediaTypeOctetStream, Title: "containerd-shim-big-v2", Data: layer})
 	key.SignOCI(b, reg.Host+"/shims/big:v1")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/shimkit/shimkit/fetch"
 	"github.com/shimkit/shimkit/internal/testutil"
+	"github.com/shimkit/shimkit/internal/testutil/signtest"
 	"github.com/shimkit/shimkit/operator"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
@@ -26,7 +27,7 @@ func TestVerifiedArtifacts(t *testing.T) {
 	env := startCluster(t)
 	reg := testutil.StartRegistry(t, "", "")
 	srv := testutil.StartFileServer(t)
-	trusted, other := testutil.NewSigningKey(t), testutil.NewSigningKey(t)
+	trusted, other := signtest.NewSigningKey(t), signtest.NewSigningKey(t)
 	archive := testutil.NewShimArchive(t, "pin", "/bin/true", nil)
 	push := func(tag string) string { // each tag its own artifact (and digest)
 		a := testutil.NewShimArchive(t, "pin", "/bin/true", map[string]string{"TAG": tag})

@@ -18,7 +18,7 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/sign"
 
-	"github.com/shimkit/shimkit/internal/testutil"
+	"github.com/shimkit/shimkit/internal/testutil/signtest"
 	"github.com/shimkit/shimkit/signature"
 )
 
@@ -27,17 +27,17 @@ func TestVerifyBlob(t *testing.T) {
 	d := digest.FromBytes(artifact)
 	otherDigest := digest.FromString("another shim")
 
-	key := testutil.NewSigningKey(t)
+	key := signtest.NewSigningKey(t)
 	p384 := newKey(t, func() (crypto.Signer, error) { return ecdsa.GenerateKey(elliptic.P384(), rand.Reader) })
 	rsaKey := newKey(t, func() (crypto.Signer, error) { return rsa.GenerateKey(rand.Reader, 2048) })
 	_, edPriv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	edKey := testutil.NewSigningKeyFrom(t, edPriv)
-	keyless := testutil.NewKeylessSigner(t, testIssuer, testSubject)
+	edKey := signtest.NewSigningKeyFrom(t, edPriv)
+	keyless := signtest.NewKeylessSigner(t, testIssuer, testSubject)
 
-	keyPolicy := func(k *testutil.SigningKey) signature.Policy {
+	keyPolicy := func(k *signtest.SigningKey) signature.Policy {
 		return signature.Policy{PublicKeys: [][]byte{k.PublicKeyPEM()}}
 	}
 	keylessPolicy := signature.Policy{Keyless: &signature.Keyless{Issuer: testIssuer, Subject: testSubject, TrustedRoot: keyless.TrustedRootJSON()}}
@@ -105,7 +105,7 @@ func TestVerifyBlob(t *testing.T) {
 }
 
 func TestVerifyBlobDigest(t *testing.T) {
-	v := mustVerifier(t, signature.Policy{PublicKeys: [][]byte{testutil.NewSigningKey(t).PublicKeyPEM()}})
+	v := mustVerifier(t, signature.Policy{PublicKeys: [][]byte{signtest.NewSigningKey(t).PublicKeyPEM()}})
 	for _, d := range []digest.Digest{"", "sha256:abc", digest.SHA512.FromString("x")} {
 		_, err := v.VerifyBlob(context.Background(), d, []byte("c2ln"))
 		if err == nil || errors.Is(err, signature.ErrInvalid) || errors.Is(err, signature.ErrMissing) {
@@ -114,13 +114,13 @@ func TestVerifyBlobDigest(t *testing.T) {
 	}
 }
 
-func newKey(t *testing.T, gen func() (crypto.Signer, error)) *testutil.SigningKey {
+func newKey(t *testing.T, gen func() (crypto.Signer, error)) *signtest.SigningKey {
 	t.Helper()
 	priv, err := gen()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return testutil.NewSigningKeyFrom(t, priv)
+	return signtest.NewSigningKeyFrom(t, priv)
 }
 
 // attestation returns a public key and a bundle, signed by it, of an SLSA
@@ -159,8 +159,8 @@ func attestation(t *testing.T, d digest.Digest) (pemKey, sig []byte) {
 // signer or ErrMissing or ErrInvalid, and never panics.
 func FuzzVerifyBlob(f *testing.F) {
 	d := digest.FromString("containerd-shim-demo-v1")
-	key := testutil.NewSigningKey(f)
-	keyless := testutil.NewKeylessSigner(f, testIssuer, testSubject)
+	key := signtest.NewSigningKey(f)
+	keyless := signtest.NewKeylessSigner(f, testIssuer, testSubject)
 	v := mustVerifier(f, signature.Policy{PublicKeys: [][]byte{key.PublicKeyPEM()},
 		Keyless: &signature.Keyless{Issuer: testIssuer, Subject: testSubject, TrustedRoot: keyless.TrustedRootJSON()}})
 	f.Add(key.SignBlob(f, d))

@@ -7,7 +7,7 @@ import (
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/shimkit/shimkit/internal/testutil"
+	"github.com/shimkit/shimkit/internal/testutil/signtest"
 	"github.com/shimkit/shimkit/signature"
 )
 
@@ -17,8 +17,8 @@ const (
 )
 
 func TestVerifyOCI(t *testing.T) {
-	key, other := testutil.NewSigningKey(t), testutil.NewSigningKey(t)
-	keyless := testutil.NewKeylessSigner(t, testIssuer, testSubject)
+	key, other := signtest.NewSigningKey(t), signtest.NewSigningKey(t)
+	keyless := signtest.NewKeylessSigner(t, testIssuer, testSubject)
 	keyPolicy := signature.Policy{PublicKeys: [][]byte{key.PublicKeyPEM()}}
 	keylessPolicy := func(subject, regexp, issuer string) signature.Policy {
 		return signature.Policy{Keyless: &signature.Keyless{Issuer: issuer, Subject: subject, SubjectRegExp: regexp,
@@ -109,7 +109,7 @@ func TestVerifyOCI(t *testing.T) {
 	}, {
 		name: "keyless, other trusted root",
 		sign: func(t *testing.T, f *fixture) {
-			testutil.NewKeylessSigner(t, testIssuer, testSubject).SignOCI(t, f.ref(f.single))
+			signtest.NewKeylessSigner(t, testIssuer, testSubject).SignOCI(t, f.ref(f.single))
 		},
 		policy: keylessPolicy(testSubject, "", testIssuer), wantErr: signature.ErrInvalid, wantMsg: "keyless:",
 	}, {
@@ -145,7 +145,7 @@ func TestVerifyOCI(t *testing.T) {
 // TestVerifyOCIUnreadable: a registry that cannot be read is neither a
 // missing nor an invalid signature, so that the caller can retry.
 func TestVerifyOCIUnreadable(t *testing.T) {
-	key := testutil.NewSigningKey(t)
+	key := signtest.NewSigningKey(t)
 	f := newFixture(t)
 	key.SignOCI(t, f.ref(f.single))
 	v := mustVerifier(t, signature.Policy{PublicKeys: [][]byte{key.PublicKeyPEM()}})
@@ -161,7 +161,7 @@ func TestVerifyOCIUnreadable(t *testing.T) {
 // registry (referrers tag schema): listing, two manifests and a blob read
 // over loopback HTTP, and the signature check.
 func BenchmarkVerifyOCI(b *testing.B) {
-	key := testutil.NewSigningKey(b)
+	key := signtest.NewSigningKey(b)
 	f := newFixture(b)
 	key.SignOCI(b, f.ref(f.single))
 	v := mustVerifier(b, signature.Policy{PublicKeys: [][]byte{key.PublicKeyPEM()}})

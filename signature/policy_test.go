@@ -13,13 +13,13 @@ import (
 
 	"github.com/sigstore/sigstore-go/pkg/root"
 
-	"github.com/shimkit/shimkit/internal/testutil"
+	"github.com/shimkit/shimkit/internal/testutil/signtest"
 	"github.com/shimkit/shimkit/signature"
 )
 
 func TestNewVerifierPolicy(t *testing.T) {
-	good := testutil.NewSigningKey(t).PublicKeyPEM()
-	trustedRoot := testutil.NewKeylessSigner(t, testIssuer, testSubject).TrustedRootJSON()
+	good := signtest.NewSigningKey(t).PublicKeyPEM()
+	trustedRoot := signtest.NewKeylessSigner(t, testIssuer, testSubject).TrustedRootJSON()
 	emptyRoot, err := root.NewTrustedRoot(root.TrustedRootMediaType01, nil, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)

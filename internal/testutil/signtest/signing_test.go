@@ -1,8 +1,9 @@
-package testutil
+package signtest
 
 import (
 	"context"
 	"encoding/json"
+	"github.com/shimkit/shimkit/internal/testutil"
 	"testing"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -14,8 +15,8 @@ import (
 // which the in-process registry needs), and the sha256-<hex>.sig tag.
 func TestSignOCIFormats(t *testing.T) {
 	ctx := context.Background()
-	reg := StartRegistry(t, "", "")
-	desc := reg.PushShim(t, "shim", "v1", PlatformArtifact{MediaType: "application/octet-stream", Data: []byte("shim")})
+	reg := testutil.StartRegistry(t, "", "")
+	desc := reg.PushShim(t, "shim", "v1", testutil.PlatformArtifact{MediaType: "application/octet-stream", Data: []byte("shim")})
 	repo := reg.Repository(t, "shim")
 	key := NewSigningKey(t)
 	if got := key.SignOCI(t, reg.Host+"/shim:v1"); got != desc.Digest {
