@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,7 +33,7 @@ func TestEmbeddedReconcilerRuns(t *testing.T) {
 	go func() { done <- run(ctx, env.Config, "shimkit-installer:test", "spinkube-system", "0") }()
 
 	shim := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "spin"}, Spec: v1alpha1.ShimSpec{
-		FetchStrategy: v1alpha1.FetchStrategy{Type: v1alpha1.FetchOCI, OCI: &v1alpha1.OCIFetch{Reference: "registry.invalid/shims/spin:v1"}},
+		FetchStrategy: v1alpha1.FetchStrategy{Type: v1alpha1.FetchOCI, OCI: &v1alpha1.OCIFetch{Reference: "registry.invalid/shims/spin@sha256:" + strings.Repeat("5", 64)}},
 		RuntimeClass:  v1alpha1.RuntimeClassSpec{Name: "wasmtime-spin", Handler: "spin"},
 	}}
 	if err := c.Create(ctx, shim); err != nil {
