@@ -125,6 +125,8 @@ type kubelet struct {
 
 	mu        sync.Mutex
 	maxRun    map[string]int
+	maxNode   map[string]int       // most Jobs (of any Shim) running at once on a node
+	maxTotal  int                  // most Jobs running at once
 	seen      map[string]time.Time // when each Job was first seen (creation timestamps have 1s granularity)
 	finishing map[string]bool
 	finished  atomic.Int64
@@ -156,7 +158,7 @@ func startKubeletWith(t testing.TB, env *testutil.Env, k *kubelet) *kubelet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k.c, k.maxRun, k.seen, k.finishing = c, map[string]int{}, map[string]time.Time{}, map[string]bool{}
+	k.c, k.maxRun, k.seen, k.finishing, k.maxNode = c, map[string]int{}, map[string]time.Time{}, map[string]bool{}, map[string]int{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
 	go func() { _ = jobs.Start(ctx); done <- struct{}{} }()
@@ -174,13 +176,15 @@ func (k *kubelet) run(ctx context.Context, reader client.Reader) {
 	for ctx.Err() == nil {
 		var jobs batchv1.JobList
 		if err := reader.List(ctx, &jobs, client.InNamespace(jobNamespace)); err == nil {
-			running := map[string]int{}
+			running, onNode, total := map[string]int{}, map[string]int{}, 0
 			for i := range jobs.Items {
 				j := &jobs.Items[i]
 				if finished(j) || j.DeletionTimestamp != nil {
 					continue
 				}
 				running[j.Labels["shim.containerd.x-k8s.io/shim"]]++
+				onNode[j.Spec.Template.Spec.NodeName]++
+				total++
 				first, ok := k.seen[string(j.UID)]
 				if !ok {
 					first = time.Now()
@@ -206,6 +210,10 @@ func (k *kubelet) run(ctx context.Context, reader client.Reader) {
 			for s, n := range running {
 				k.maxRun[s] = max(k.maxRun[s], n)
 			}
+			for node, n := range onNode {
+				k.maxNode[node] = max(k.maxNode[node], n)
+			}
+			k.maxTotal = max(k.maxTotal, total)
 			k.mu.Unlock()
 		}
 		select {

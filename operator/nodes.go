@@ -107,7 +107,10 @@ type nodeView struct {
 	skip     *skip
 	label    string // the shim's label value: "", installed, uninstalling
 	specHash string // the annotation: the hash installed
-	job      *jobView
+	// failure is the failure recorded on the node (nodelabel.Failure):
+	// what is left of a failed Job once it is garbage collected.
+	failure *nodelabel.Failure
+	job     *jobView
 	// plan is the node's install plan, built when the node needs one;
 	// planErr says why none could be built.
 	plan    *plan.NodePlan
@@ -137,6 +140,8 @@ func (v nodeView) state(current string, removing bool) rollout.State {
 				return rollout.Failed
 			}
 		}
+	} else if f := v.failure; f != nil && removing == (f.Op == opUninstall) && (f.Op == opUninstall || f.SpecHash == current) {
+		return rollout.Failed // the Job is gone; the node's record stands
 	}
 	if v.installed() {
 		return rollout.Installed
@@ -157,8 +162,11 @@ func (v nodeView) plannerNode(current string, removing bool) rollout.Node {
 	}
 	st := v.state(current, removing)
 	hash := v.specHash
-	if st == rollout.Failed || st == rollout.Installing {
+	switch {
+	case (st == rollout.Failed || st == rollout.Installing) && v.job != nil:
 		hash = v.job.specHash
+	case st == rollout.Failed:
+		hash = v.failure.SpecHash
 	}
 	return rollout.Node{Name: v.node.Name, UID: string(v.node.UID), State: st, SpecHash: hash}
 }
@@ -170,6 +178,7 @@ func viewNode(shim *v1alpha1.Shim, node *corev1.Node) nodeView {
 	}
 	v.label = node.Labels[nodelabel.Key(shim.Name)]
 	v.specHash = node.Annotations[nodelabel.Key(shim.Name)]
+	v.failure = nodelabel.FailureOf(node, shim.Name)
 	return v
 }
 

@@ -45,6 +45,11 @@ type Options struct {
 	// systemd but no D-Bus daemon need it, for systemd's private socket,
 	// which answers only processes of its own PID namespace.
 	HostPID bool
+	// MaxRestartingNodes caps how many nodes run an installer (and so may
+	// restart containerd) at once, across all Shims, on top of each
+	// Shim's maxUpdate; 0: no cap beyond those. Whatever it is, a node
+	// runs at most one installer at a time.
+	MaxRestartingNodes int
 	// Resolver pins each Shim's artifact to a digest, verifying its
 	// signature when the spec asks; default an ArtifactResolver.
 	Resolver Resolver

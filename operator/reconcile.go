@@ -40,6 +40,8 @@ type Reconciler struct {
 	metrics  *metrics
 	results  results
 	pins     pins
+	retries  retries
+	gate     *nodeGate
 }
 
 // New returns a Reconciler. recorder may be nil (no events).
@@ -52,7 +54,7 @@ func New(c client.Client, recorder events.EventRecorder, opts Options) (*Reconci
 	default:
 		return nil, fmt.Errorf("operator: Options.ConfigMode %q: want auto, file or drop-in", opts.ConfigMode)
 	}
-	return &Reconciler{client: c, reader: c, recorder: recorder, opts: opts.withDefaults(), metrics: newMetrics()}, nil
+	return &Reconciler{client: c, reader: c, recorder: recorder, opts: opts.withDefaults(), metrics: newMetrics(), gate: &nodeGate{max: opts.MaxRestartingNodes}}, nil
 }
 
 // observed is everything a reconcile reads, once.
@@ -65,7 +67,9 @@ type observed struct {
 	// art is the artifact pinned for the rollout (nil: none, the spec is
 	// refused); shown is what the status shows of it.
 	art, shown *v1alpha1.ResolvedArtifact
-	views      []nodeView
+	// retried is the retry request acted on (status.retried).
+	retried string
+	views   []nodeView
 	// refusal says why the spec is rolled out to no node (nil: it is).
 	refusal *refusal
 	// takeover holds, by name, why a RuntimeClass of the runtime-class-
@@ -82,12 +86,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.metrics.forget(req.Name)
 			r.results.keep(req.Name, nil)
 			r.pins.forget(req.Name)
+			r.retries.forget(req.Name)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
 	obs, err := r.observe(ctx, shim)
 	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.retry(ctx, obs); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.recordFinishedJobs(ctx, obs); err != nil {
@@ -111,15 +119,17 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	if err := r.client.List(ctx, &nodes); err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
+	// Every Shim's Jobs: the node gate counts them all.
 	var jobs batchv1.JobList
-	if err := r.client.List(ctx, &jobs, client.InNamespace(r.opts.Namespace), client.MatchingLabels{labelShim: labelValue(shim.Name)}); err != nil {
+	if err := r.client.List(ctx, &jobs, client.InNamespace(r.opts.Namespace), client.MatchingLabels{labelManagedBy: managedBy}); err != nil {
 		return nil, fmt.Errorf("list Jobs of Shim %s: %w", shim.Name, err)
 	}
+	r.gate.sync(jobs.Items, time.Now())
 	latest := map[string]*batchv1.Job{}
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
-		if !metav1.IsControlledBy(j, shim) {
-			continue // a Job of an earlier Shim of the same name
+		if j.Labels[labelShim] != labelValue(shim.Name) || !metav1.IsControlledBy(j, shim) || r.retries.deleted(shim, j.UID) {
+			continue // a Job of an earlier Shim of the same name, or deleted by a retry
 		}
 		n := jobNode(j)
 		if newer(j, latest[n]) {
@@ -211,16 +221,26 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 		return ctrl.Result{}, err
 	}
 	g := r.group(ctx)
+	waiting := false
 	for _, name := range rollin.Start {
 		v := byName[name]
 		reason := "Installing"
 		if v.installed() {
 			reason = "Upgrading"
 		}
-		g.Go(func() error { return r.startJob(ctx, obs, v, opInstall, reason) })
+		if !r.admit(obs, v, opInstall) {
+			waiting = true
+			continue
+		}
+		g.Go(func() error { return r.released(obs, v, opInstall, r.startJob(ctx, obs, v, opInstall, reason)) })
 	}
 	for _, name := range removal.Start {
-		g.Go(func() error { return r.startUninstall(ctx, obs, byName[name]) })
+		v := byName[name]
+		if !r.admit(obs, v, opUninstall) {
+			waiting = true
+			continue
+		}
+		g.Go(func() error { return r.released(obs, v, opUninstall, r.startUninstall(ctx, obs, v)) })
 	}
 	if err := g.Wait(); err != nil {
 		return ctrl.Result{}, err
@@ -236,6 +256,10 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 		// A foreign RuntimeClass's change requeues through the watch; the
 		// resolve interval, through time.
 		return ctrl.Result{RequeueAfter: nextResolve(obs.shim, obs.art, time.Now())}, nil
+	}
+	if waiting {
+		// A node another Shim's installer holds frees up within a Job.
+		return ctrl.Result{RequeueAfter: min(r.opts.ResyncPeriod, gateRetry)}, nil
 	}
 	return ctrl.Result{RequeueAfter: r.opts.ResyncPeriod}, nil
 }
@@ -261,7 +285,11 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed) (ctrl.Resu
 	}
 	g := r.group(ctx)
 	for _, name := range removal.Start {
-		g.Go(func() error { return r.startUninstall(ctx, obs, byName[name]) })
+		v := byName[name]
+		if !r.admit(obs, v, opUninstall) {
+			continue
+		}
+		g.Go(func() error { return r.released(obs, v, opUninstall, r.startUninstall(ctx, obs, v)) })
 	}
 	if err := g.Wait(); err != nil {
 		return ctrl.Result{}, err
@@ -388,6 +416,8 @@ func failedNodes(obs *observed, install, removal rollout.Plan) []v1alpha1.NodeFa
 			case v.job != nil:
 				reason, msg := v.job.failure()
 				out = append(out, v1alpha1.NodeFailure{Node: name, Reason: reason, Message: truncate(msg, 512)})
+			case v.failure != nil:
+				out = append(out, v1alpha1.NodeFailure{Node: name, Reason: v.failure.Reason, Message: truncate(v.failure.Message, 512)})
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -99,7 +100,7 @@ func (r *Reconciler) recordJob(ctx context.Context, obs *observed, v *nodeView) 
 		}
 	}
 	if j.failed() {
-		return nil
+		return r.recordFailure(ctx, obs, v)
 	}
 	switch j.op {
 	case opInstall:
@@ -119,6 +120,22 @@ func (r *Reconciler) recordJob(ctx context.Context, obs *observed, v *nodeView) 
 		v.label, v.specHash = "", ""
 		r.event(obs.shim, v.node, corev1.EventTypeNormal, "Uninstalled", "Uninstall", "shim removed from node %s", v.node.Name)
 	}
+	return nil
+}
+
+// recordFailure writes the failed Job's reason on the node, once, so that
+// the failure outlives the Job.
+func (r *Reconciler) recordFailure(ctx context.Context, obs *observed, v *nodeView) error {
+	j := v.job
+	if f := v.failure; f != nil && f.Job == j.job.Name && f.Op == j.op && f.SpecHash == j.specHash {
+		return nil
+	}
+	reason, msg := j.failure()
+	f := nodelabel.Failure{Op: j.op, SpecHash: j.specHash, Reason: reason, Message: msg, Job: j.job.Name, Time: time.Now().UTC().Truncate(time.Second)}
+	if err := nodelabel.MarkFailed(ctx, r.client, v.node.Name, obs.shim.Name, f); err != nil {
+		return err
+	}
+	v.failure = &f
 	return nil
 }
 

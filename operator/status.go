@@ -78,7 +78,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, obs *observed, install, r
 
 // counts are the node counts of the status.
 func counts(obs *observed) v1alpha1.ShimStatus {
-	st := v1alpha1.ShimStatus{ObservedGeneration: obs.shim.Generation, SpecHash: obs.hash, Artifact: obs.shown}
+	st := v1alpha1.ShimStatus{ObservedGeneration: obs.shim.Generation, SpecHash: obs.hash, Artifact: obs.shown, Retried: obs.retried}
 	for _, v := range obs.views {
 		if v.targeted() {
 			st.Nodes++

@@ -59,6 +59,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	fs.StringVar(&opts.Preset, "containerd-preset", "", "the nodes' distribution: containerd, k3s, rke2, microk8s, k0s (default: detected on each node)")
 	fs.StringVar(&opts.ConfigMode, "containerd-config-mode", "", "how handlers are registered: auto, file or drop-in (default auto)")
 	fs.DurationVar(&opts.RestartTimeout, "containerd-restart-timeout", 0, "how long containerd may take to come back after a restart (default: the installer's)")
+	fs.IntVar(&opts.MaxRestartingNodes, "max-restarting-nodes", 0, "how many nodes may run an installer (and restart containerd) at once, across all Shims (0: each Shim's maxUpdate alone bounds it)")
 	fs.BoolVar(&opts.HostPID, "installer-host-pid", false, "run the installer pods in the node's PID namespace (only for nodes with systemd but no D-Bus daemon)")
 	if err := fs.Parse(args); err != nil {
 		return 2

@@ -68,6 +68,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- with .Values.containerd.restartTimeout }}
 - {{ printf "--containerd-restart-timeout=%v" . | quote }}
 {{- end }}
+{{- with .Values.containerd.maxRestartingNodes }}
+- {{ printf "--max-restarting-nodes=%v" . | quote }}
+{{- end }}
 {{- if ne (toString .Values.kubeAPI.qps) "" }}
 - {{ printf "--kube-api-qps=%v" .Values.kubeAPI.qps | quote }}
 {{- end }}

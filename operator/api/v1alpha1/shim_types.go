@@ -649,6 +649,10 @@ type ShimStatus struct {
 	// converges to.
 	// +optional
 	SpecHash string `json:"specHash,omitempty"`
+	// retried is the value of the retry annotation the operator last acted
+	// on.
+	// +optional
+	Retried string `json:"retried,omitempty"`
 	// artifact is the artifact pinned for the rollout: every node installs
 	// exactly this digest, until the spec changes or the artifact is
 	// resolved again.
@@ -694,6 +698,16 @@ type PlatformDigest struct {
 	Platform string `json:"platform"`
 	Digest   string `json:"digest"`
 }
+
+// RetryAnnotation, set or changed on a Shim, retries its failed nodes. A
+// node's failure is recorded on the Node and halts the rollout until the
+// spec changes or an admin asks for a retry. The value names the nodes
+// (comma-separated, or "all"), optionally followed by "@" and anything
+// that makes the request new:
+//
+//	kubectl annotate shim spin shim.containerd.x-k8s.io/retry="all@$(date +%s)" --overwrite
+//	kubectl annotate shim spin shim.containerd.x-k8s.io/retry="node-a,node-b@$(date +%s)" --overwrite
+const RetryAnnotation = "shim.containerd.x-k8s.io/retry"
 
 // ResolveAnnotation, set or changed on a Shim, makes the operator resolve
 // its artifact again (kubectl annotate shim NAME

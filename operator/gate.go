@@ -1,0 +1,117 @@
+package operator
+
+import (
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+)
+
+// gateRetry is how soon a Shim waiting for a node held by another Shim's
+// installer looks again.
+const gateRetry = 5 * time.Second
+
+// gateGrace is how long a hold whose Job the cache has not shown yet is
+// kept: the cache lags behind the Jobs the operator creates.
+const gateGrace = time.Minute
+
+// nodeGate lets at most one installer Job run on a node at any moment,
+// across all Shims, so that two Shims never restart one node's containerd
+// back to back or interleaved; and, with max set, at most max nodes run
+// one at once, whatever each Shim's maxUpdate (their budgets would add up
+// otherwise). It is the operator's own: every installer Job is created
+// through it, and it learns the running ones from the Jobs cache (after a
+// restart too).
+type nodeGate struct {
+	mu   sync.Mutex
+	max  int
+	held map[string]hold // node → the Job running there
+}
+
+type hold struct {
+	shim, job string
+	since     time.Time
+	seen      bool // the cache has shown the Job running
+}
+
+// sync brings the holds up to date with the Jobs of the namespace:
+// running ones hold their node, finished ones release it, and a hold the
+// cache does not show yet is kept for gateGrace.
+func (g *nodeGate) sync(jobs []batchv1.Job, now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.held == nil {
+		g.held = map[string]hold{}
+	}
+	state := map[string]bool{} // Job name → running
+	for i := range jobs {
+		j := &jobs[i]
+		v := viewJob(j)
+		running := v.running()
+		state[j.Name] = running
+		node := jobNode(j)
+		if running && node != "" {
+			if h, ok := g.held[node]; !ok || h.job == j.Name || !h.seen {
+				g.held[node] = hold{shim: j.Labels[labelShim], job: j.Name, since: j.CreationTimestamp.Time, seen: true}
+			}
+		}
+	}
+	for node, h := range g.held {
+		running, known := state[h.job]
+		if known && !running || !known && (h.seen || now.Sub(h.since) > gateGrace) {
+			delete(g.held, node)
+		}
+	}
+}
+
+// acquire reserves node for the shim's Job; false when another Shim's
+// installer runs there, or the cap is reached.
+func (g *nodeGate) acquire(node, shim, job string, now time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.held == nil {
+		g.held = map[string]hold{}
+	}
+	if h, ok := g.held[node]; ok {
+		if h.shim != shim {
+			return false
+		}
+		if h.job == job {
+			return true
+		}
+	} else if g.max > 0 && len(g.held) >= g.max {
+		return false
+	}
+	g.held[node] = hold{shim: shim, job: job, since: now}
+	return true
+}
+
+// release gives the node back (its Job could not be created).
+func (g *nodeGate) release(node, job string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if h, ok := g.held[node]; ok && h.job == job {
+		delete(g.held, node)
+	}
+}
+
+// jobHash is the spec hash a node's Job of op is named by.
+func (o *observed) jobHash(v *nodeView, op string) string {
+	if op == opUninstall {
+		return v.specHash
+	}
+	return o.hash
+}
+
+// admit asks the node gate for the node before its Job is started.
+func (r *Reconciler) admit(obs *observed, v *nodeView, op string) bool {
+	return r.gate.acquire(v.node.Name, labelValue(obs.shim.Name), jobName(obs.shim.Name, v.node.Name, op, obs.jobHash(v, op)), time.Now())
+}
+
+// released gives the node back when its Job could not be started.
+func (r *Reconciler) released(obs *observed, v *nodeView, op string, err error) error {
+	if err != nil {
+		r.gate.release(v.node.Name, jobName(obs.shim.Name, v.node.Name, op, obs.jobHash(v, op)))
+	}
+	return err
+}
