@@ -195,7 +195,7 @@ func loadImages(t *testing.T, c *testutil.Cluster) {
 		{"shimkit-operator", operatorImage, "65532"}, {"shimkit-installer", installerImage, ""},
 	} {
 		bin := filepath.Join(dir, img.cmd)
-		b := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/"+img.cmd)
+		b := exec.Command("go", "build", "-o", bin, "./cmd/"+img.cmd)
 		b.Dir = testutil.RepoRoot()
 		b.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := b.CombinedOutput(); err != nil {

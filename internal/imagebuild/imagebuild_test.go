@@ -17,7 +17,7 @@ func TestInstallerImageRunsInContainerd(t *testing.T) {
 	b := testutil.ContainerdMatrix(t)[2]
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "shimkit-installer")
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/shimkit-installer")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/shimkit-installer")
 	build.Dir = testutil.RepoRoot()
 	build.Env = append(build.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
