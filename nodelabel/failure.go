@@ -3,11 +3,9 @@ package nodelabel
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -70,14 +68,5 @@ func ClearFailure(ctx context.Context, c client.Client, node, shim string) error
 }
 
 func patchFailure(ctx context.Context, c client.Client, node, shim string, value any) error {
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{FailureKey(shim): value}}})
-	if err != nil {
-		return err
-	}
-	n := &corev1.Node{}
-	n.Name = node
-	if err := c.Patch(ctx, n, client.RawPatch(types.MergePatchType, body)); err != nil {
-		return fmt.Errorf("patch node %s (%s): %w", node, FailureKey(shim), err)
-	}
-	return nil
+	return mergePatch(ctx, c, node, map[string]any{"annotations": map[string]any{FailureKey(shim): value}}, FailureKey(shim))
 }

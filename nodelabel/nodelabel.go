@@ -69,16 +69,7 @@ func Mark(ctx context.Context, c client.Client, node, shim, specHash string) err
 // "uninstalling" so that a RuntimeClass selecting "installed" no longer
 // schedules onto the node while the shim is removed.
 func SetState(ctx context.Context, c client.Client, node, shim, state string) error {
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{Key(shim): state}}})
-	if err != nil {
-		return err
-	}
-	n := &corev1.Node{}
-	n.Name = node
-	if err := c.Patch(ctx, n, client.RawPatch(types.MergePatchType, body)); err != nil {
-		return fmt.Errorf("patch node %s (%s=%s): %w", node, Key(shim), state, err)
-	}
-	return nil
+	return mergePatch(ctx, c, node, map[string]any{"labels": map[string]any{Key(shim): state}}, Key(shim)+"="+state)
 }
 
 // Unmark removes the shim's label and annotation from the node (nothing
@@ -92,17 +83,23 @@ func Unmark(ctx context.Context, c client.Client, node, shim string) error {
 // node that reached a state no longer has a failure.
 func patch(ctx context.Context, c client.Client, node, shim string, label, annotation any) error {
 	k := Key(shim)
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
+	return mergePatch(ctx, c, node, map[string]any{
 		"labels":      map[string]any{k: label},
 		"annotations": map[string]any{k: annotation, FailureKey(shim): nil},
-	}})
+	}, k)
+}
+
+// mergePatch sends a JSON merge patch of the node's metadata; what names
+// the change in the error.
+func mergePatch(ctx context.Context, c client.Client, node string, metadata map[string]any, what string) error {
+	body, err := json.Marshal(map[string]any{"metadata": metadata})
 	if err != nil {
 		return err
 	}
 	n := &corev1.Node{}
 	n.Name = node
 	if err := c.Patch(ctx, n, client.RawPatch(types.MergePatchType, body)); err != nil {
-		return fmt.Errorf("patch node %s (%s): %w", node, k, err)
+		return fmt.Errorf("patch node %s (%s): %w", node, what, err)
 	}
 	return nil
 }
