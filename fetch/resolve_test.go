@@ -303,7 +303,7 @@ func TestHTTPGet(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || tt.err != errAny && !errors.Is(err, tt.err) {
+			if err == nil || !errors.Is(tt.err, errAny) && !errors.Is(err, tt.err) {
 				t.Fatalf("err = %v, want %v", err, tt.err)
 			}
 			if !strings.Contains(err.Error(), tt.url) {

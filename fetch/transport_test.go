@@ -149,7 +149,7 @@ func TestRedirectPolicy(t *testing.T) {
 				if got := s.plainReqs.Load() - plainBefore; got != tt.plainReqs {
 					t.Errorf("%d http requests, want %d", got, tt.plainReqs)
 				}
-				if err != nil && tt.want == fetch.ErrInsecure && !strings.Contains(err.Error(), s.tls.URL+"/to-http → "+s.plain.URL+"/artifact") {
+				if err != nil && errors.Is(tt.want, fetch.ErrInsecure) && !strings.Contains(err.Error(), s.tls.URL+"/to-http → "+s.plain.URL+"/artifact") {
 					t.Errorf("error does not name the hops: %v", err)
 				}
 			})

@@ -15,7 +15,6 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/registry"
-	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry/remote"
@@ -162,4 +161,3 @@ func checkResult(t *testing.T, got *signature.Signer, err error, want string, wa
 	}
 }
 
-func blobDigest(s string) digest.Digest { return digest.FromString(s) }
