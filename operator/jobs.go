@@ -2,6 +2,7 @@ package operator
 
 import (
 	"fmt"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -28,6 +29,9 @@ const (
 	// annotationDigest on an install Job is the artifact digest its plan
 	// pins: the node is up to date only when its installer reports it.
 	annotationDigest = "shim.containerd.x-k8s.io/digest"
+	// annotationCreated is when the operator created the Job, in
+	// nanoseconds (newer).
+	annotationCreated = "shim.containerd.x-k8s.io/created"
 )
 
 // jobView is what the reconciler reads from a Job.
@@ -94,9 +98,20 @@ func (v *jobView) failure() (reason, message string) {
 	return c.Reason, c.Message
 }
 
-// newer reports whether a is a later Job than b for the same node.
+// newer reports whether a is a later Job than b for the same node: by the
+// operator's creation time in nanoseconds (annotationCreated; Jobs of a
+// fast rollout are often created within the same second, the resolution
+// of creationTimestamp), then creationTimestamp, then name.
 func newer(a, b *batchv1.Job) bool {
-	return b == nil || a.CreationTimestamp.After(b.CreationTimestamp.Time) ||
+	if b == nil {
+		return true
+	}
+	ta, errA := time.Parse(time.RFC3339Nano, a.Annotations[annotationCreated])
+	tb, errB := time.Parse(time.RFC3339Nano, b.Annotations[annotationCreated])
+	if errA == nil && errB == nil && !ta.Equal(tb) {
+		return ta.After(tb)
+	}
+	return a.CreationTimestamp.After(b.CreationTimestamp.Time) ||
 		a.CreationTimestamp.Equal(&b.CreationTimestamp) && a.Name > b.Name
 }
 

@@ -41,9 +41,9 @@ func (r *Reconciler) buildJob(shim *v1alpha1.Shim, node *corev1.Node, p *plan.No
 	}
 	volumes, mounts := jobVolumes(p, o.HostRoot, pullSecretName(shim))
 	volumes, mounts = trustedRootVolume(shim, volumes, mounts)
-	var annotations map[string]string
+	annotations := map[string]string{annotationCreated: time.Now().UTC().Format(time.RFC3339Nano)}
 	if p.Artifact != nil && p.Artifact.Digest != "" {
-		annotations = map[string]string{annotationDigest: p.Artifact.Digest}
+		annotations[annotationDigest] = p.Artifact.Digest
 	}
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{

@@ -32,7 +32,9 @@ type podRun struct {
 func (k *kubelet) runPod(ctx context.Context, j *batchv1.Job, run podRun) error {
 	tmpl := j.Spec.Template.DeepCopy()
 	pod := &corev1.Pod{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}
-	pod.Name, pod.Namespace = j.Name+"-pod", j.Namespace
+	// A Job recreated under the same name gets a pod of its own name, as
+	// the Job controller's random suffix gives it.
+	pod.Name, pod.Namespace = j.Name+"-"+string(j.UID)[:5], j.Namespace
 	if pod.Labels == nil {
 		pod.Labels = map[string]string{}
 	}
