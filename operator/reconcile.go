@@ -245,6 +245,9 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 	if err := g.Wait(); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.releaseTaints(ctx, obs); err != nil {
+		return ctrl.Result{}, err
+	}
 	rcs, err := r.ensureRuntimeClasses(ctx, obs)
 	if err != nil {
 		return ctrl.Result{}, err
