@@ -9,6 +9,8 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/registry"
+	"oras.land/oras-go/v2/registry/remote"
 )
 
 // defaultGetLimit bounds Get when the caller gives no limit.
@@ -28,15 +30,21 @@ func ResolveOCI(ctx context.Context, reference string, o RegistryOptions) (ocisp
 		return ocispec.Descriptor{}, fmt.Errorf("resolve %w", err)
 	}
 	defer release()
+	return ResolveIn(ctx, repo, ref)
+}
+
+// ResolveIn is ResolveOCI in a repository NewRepository made, for callers
+// that go on using it (to verify the digest's signatures, say).
+func ResolveIn(ctx context.Context, repo *remote.Repository, ref registry.Reference) (ocispec.Descriptor, error) {
 	desc, err := repo.Resolve(ctx, ref.ReferenceOrDefault())
 	if err != nil {
-		return ocispec.Descriptor{}, fmt.Errorf("resolve %s: %w", reference, registryError(err))
+		return ocispec.Descriptor{}, fmt.Errorf("resolve %s: %w", ref, registryError(err))
 	}
 	switch desc.MediaType {
 	case ocispec.MediaTypeImageIndex, ocispec.MediaTypeImageManifest, mediaTypeDockerList, mediaTypeDockerSchema:
 		return desc, nil
 	}
-	return ocispec.Descriptor{}, fmt.Errorf("resolve %s: %s has media type %q, not an image index or manifest", reference, desc.Digest, desc.MediaType)
+	return ocispec.Descriptor{}, fmt.Errorf("resolve %s: %s has media type %q, not an image index or manifest", ref, desc.Digest, desc.MediaType)
 }
 
 // Digest returns the sha256 and size of the platform's artifact, to pin

@@ -87,13 +87,13 @@ func verifyOCI(ctx context.Context, v *signature.Verifier, a *plan.Artifact, d d
 			return nil, fmt.Errorf("pull secret: %w", err)
 		}
 	}
-	repo, _, err := fetch.NewRepository(ref.String(), o)
+	repo, pinned, err := fetch.NewRepository(ref.String(), o)
 	if err != nil {
 		return nil, err
 	}
-	desc, err := repo.Resolve(ctx, d.String())
+	desc, err := fetch.ResolveIn(ctx, repo, pinned)
 	if err != nil {
-		return nil, fmt.Errorf("resolve %s: %w", ref, err)
+		return nil, err
 	}
 	return v.VerifyOCI(ctx, repo, desc)
 }

@@ -3,7 +3,6 @@ package operator_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -162,14 +161,7 @@ func updateShim(t *testing.T, c client.Client, name string, change func(*v1alpha
 // with an admin kubeconfig for env's API server.
 func kubectlFor(t *testing.T, env *testutil.Env) func(args ...string) (string, error) {
 	t.Helper()
-	v, err := testutil.Version("KUBE_VERSION")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(testutil.CacheDir(), "bin", "kube-"+v, "kubectl")
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("kubectl %s: %v (build it with `make bins`)", v, err)
-	}
+	bin := filepath.Join(testutil.BinDir(t, "kube", "KUBE_VERSION", "kubectl"), "kubectl")
 	kubeconfig := testutil.WriteKubeconfig(t, env.Config, filepath.Join(t.TempDir(), "kubeconfig"))
 	return func(args ...string) (string, error) {
 		out, err := exec.Command(bin, append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()

@@ -88,9 +88,8 @@ func (a *ArtifactResolver) resolveOCI(ctx context.Context, oci *v1alpha1.OCIFetc
 	if err != nil {
 		return nil, fmt.Errorf("spec.fetchStrategy.oci.reference %s: %w", oci.Reference, err)
 	}
-	desc, err := fetch.ResolveOCI(ctx, oci.Reference, fetch.RegistryOptions{
-		PlainHTTP: oci.PlainHTTP, Insecure: oci.Insecure, DockerConfigJSON: creds, Client: a.Client,
-	})
+	// One repository (one auth handshake) for the tag and its signatures.
+	desc, err := fetch.ResolveIn(ctx, repo, ref)
 	if err != nil {
 		return nil, err
 	}

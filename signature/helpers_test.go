@@ -160,4 +160,3 @@ func checkResult(t *testing.T, got *signature.Signer, err error, want string, wa
 		t.Fatalf("err = %v, want it to say %q", err, wantMsg)
 	}
 }
-
