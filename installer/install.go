@@ -13,7 +13,8 @@ import (
 // Install carries out an install plan: fetch and verify the artifact, lay
 // the bundle out and switch to it, start sandboxer units, register the
 // handlers and proxy plugins, restart containerd when its config changed
-// and check over CRI that it came back with every handler, then commit.
+// and check over CRI that it came back with every handler, run the plan's
+// canary pod with the new handler, then commit.
 // Running it again with the same plan changes nothing and restarts nothing.
 // When a step fails after the node was touched, every step is undone and
 // containerd restarted again; the error then wraps ErrRolledBack, or
@@ -48,7 +49,7 @@ func (i *Installer) Install(ctx context.Context, p *plan.NodePlan) (*Result, err
 	}
 	// The config is edited first: a config that cannot be edited safely
 	// fails the install before anything on the node changed.
-	steps := []step{preflight{}, verifyArtifact{}, stageBundle{}, configure{}, &placeBundle{}, &linkShims{}, &startSandboxers{}, restart, commitInstall{}}
+	steps := []step{preflight{}, verifyArtifact{}, stageBundle{}, configure{}, &placeBundle{}, &linkShims{}, &startSandboxers{}, restart, runCanary{}, commitInstall{}}
 	if err := i.execute(ctx, r, steps); err != nil {
 		return nil, fmt.Errorf("install %s: %w", name, err)
 	}

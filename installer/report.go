@@ -70,6 +70,7 @@ var reasons = []struct {
 	{containerdconfig.ErrNoDropIn, plan.ReasonConfigInvalid},
 	{containerdconfig.ErrUnknownPreset, plan.ReasonConfigInvalid},
 	{ErrUnitFailed, plan.ReasonUnitFailed},
+	{ErrCanaryFailed, plan.ReasonCanaryFailed},
 	{ErrRestartFailed, plan.ReasonRestartFailed},
 	{ErrUnhealthy, plan.ReasonRestartFailed},
 	{context.Canceled, plan.ReasonInterrupted},

@@ -4,6 +4,10 @@
 //	shimkit-installer install   --plan FILE [--result FILE] [flags]
 //	shimkit-installer uninstall --plan FILE | --shim NAME [--result FILE] [flags]
 //	shimkit-installer status    [flags]
+//	shimkit-installer canary
+//
+// canary is what the operator's default canary pod runs, under the Shim's
+// runtime: it says which kernel it sees (gVisor's own, a VM's) and exits 0.
 //
 // The operator's per-node Job mounts the plan as a file and passes
 // --result /dev/termination-log, so the result reaches the Shim's status
@@ -22,6 +26,7 @@ import (
 	"os"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
 	"github.com/shimkit/shimkit/installer"
@@ -37,7 +42,7 @@ const (
 	ExitRollbackFailed = 4 // failed, and restoring the node failed too
 )
 
-const usage = `usage: shimkit-installer install|uninstall|status [flags]
+const usage = `usage: shimkit-installer install|uninstall|status [flags] | canary
 
 Carries out a node plan (apiVersion ` + plan.APIVersion + `, kind NodePlan) on this
 node: fetches and verifies the artifact, lays out the Shim's bundle, starts its
@@ -54,6 +59,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitUsage
 	}
 	cmd := args[0]
+	if cmd == "canary" {
+		return canary(stdout)
+	}
 	fs := flag.NewFlagSet("shimkit-installer "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
@@ -216,4 +224,16 @@ func (f *flags) installer(stdout io.Writer) (*installer.Installer, error) {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// canary reports the kernel the process sees: under a sandboxed runtime it
+// is the sandbox's.
+func canary(stdout io.Writer) int {
+	release := "unknown"
+	var u unix.Utsname
+	if err := unix.Uname(&u); err == nil {
+		release = unix.ByteSliceToString(u.Release[:])
+	}
+	fmt.Fprintf(stdout, "shimkit canary: ok (kernel %s)\n", release)
+	return ExitOK
 }

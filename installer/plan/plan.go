@@ -63,6 +63,26 @@ type NodePlan struct {
 	// Shim's, with one containerd restart. Only a handler that installer
 	// recognisably wrote is taken over; anything else is a Conflict.
 	Migrate *Migration `json:"migrate,omitempty"`
+	// Canary, on an install, runs a short pod with one of the plan's
+	// handlers once containerd has the change, before the operation
+	// commits: when it does not exit 0 in time, the install is rolled back
+	// (ReasonCanaryFailed). Nil: no canary.
+	Canary *Canary `json:"canary,omitempty"`
+}
+
+// Canary is a pod the installer runs through containerd's CRI, the way
+// kubelet runs a pod of the handler's RuntimeClass: a sandbox with the
+// handler and one container of Image, on the node's network.
+type Canary struct {
+	// Handler is the runtime handler the pod runs with; one of the plan's.
+	Handler string `json:"handler"`
+	// Image is the container's image; pulled when the node lacks it.
+	Image string `json:"image"`
+	// Command replaces the image's entrypoint; Args its arguments.
+	Command []string `json:"command,omitempty"`
+	Args    []string `json:"args,omitempty"`
+	// Timeout bounds the canary, from the pull to the container's exit.
+	Timeout Duration `json:"timeout"`
 }
 
 // Installers a node can be migrated from.

@@ -35,6 +35,7 @@ func gvisorPlan() *plan.NodePlan {
 		Options: map[string]any{"TypeUrl": "io.containerd.runsc.v1.options", "ConfigPath": plan.BundleDirPlaceholder + "/runsc.toml"},
 	}}
 	p.Restart = plan.Restart{Timeout: plan.Duration(60 * time.Second)}
+	p.Canary = &plan.Canary{Handler: "runsc", Image: "registry.example/shimkit-installer:v0.1.0", Args: []string{"canary"}, Timeout: plan.Duration(time.Minute)}
 	return p
 }
 
@@ -132,6 +133,8 @@ func TestDecodeRefuses(t *testing.T) {
 		{"bad digest", edit(`"sha256:abab`, `"md5:abab`), plan.ErrInvalid, "artifact.digest"},
 		{"bad operation", edit(`"operation": "install"`, `"operation": "upgrade"`), plan.ErrInvalid, `operation "upgrade"`},
 		{"bad timeout", edit(`"timeout": "1m0s"`, `"timeout": "soon"`), plan.ErrInvalid, `duration "soon"`},
+		{"canary of another handler", edit(`"handler": "runsc"`, `"handler": "runc"`), plan.ErrInvalid, `canary.handler "runc"`},
+		{"canary without image", edit(`"image": "registry.example/shimkit-installer:v0.1.0"`, `"image": " "`), plan.ErrInvalid, "canary.image"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := plan.Decode(tc.data)

@@ -72,6 +72,9 @@ const (
 	// (a redirect from https to http, plain HTTP to a registry that is
 	// neither loopback nor cluster-local without Artifact.Insecure).
 	ReasonInsecureTransport Reason = "InsecureTransport"
+	// ReasonCanaryFailed: the canary pod did not run to a zero exit with
+	// the new handler in time; the install was rolled back.
+	ReasonCanaryFailed Reason = "CanaryFailed"
 )
 
 // NodeResult is what the installer reports about one operation.

@@ -97,6 +97,17 @@ func (p *NodePlan) validate() error {
 			return fmt.Errorf("migrate.handler %q: not one of the plan's handlers", m.Handler)
 		}
 	}
+	if c := p.Canary; c != nil {
+		if !names[c.Handler] {
+			return fmt.Errorf("canary.handler %q: not one of the plan's handlers", c.Handler)
+		}
+		if strings.TrimSpace(c.Image) == "" {
+			return errors.New("canary.image: required")
+		}
+		if c.Timeout <= 0 {
+			return errors.New("canary.timeout: must be positive")
+		}
+	}
 	switch p.Restart.ConfigMode {
 	case "", "auto", "file", "drop-in":
 	default:
