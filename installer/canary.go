@@ -205,7 +205,13 @@ func (runCanary) do(ctx context.Context, r *run) error {
 	if c == nil || !r.i.restarts(r.target) || !r.restarted && !r.changed {
 		return nil
 	}
-	return r.i.canary(r).RunCanary(ctx, *c)
+	start := time.Now()
+	if err := r.i.canary(r).RunCanary(ctx, *c); err != nil {
+		return err
+	}
+	r.canaryDur = time.Since(start)
+	r.i.step("canary-passed", "handler", c.Handler, "duration", r.canaryDur)
+	return nil
 }
 
 func (runCanary) undo(context.Context, *run) error { return nil }

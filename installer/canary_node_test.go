@@ -39,9 +39,10 @@ func TestCanaryOnNode(t *testing.T) {
 
 			v1 := testutil.NewShimArchive(t, "demo", nc.shim, nil)
 			res, err := inst.Install(ctx, withCanary(httpPlan(srv, "/v1.tar.gz", v1), "0"))
-			if err != nil || !res.Restarted {
+			if err != nil || !res.Restarted || res.CanaryDuration <= 0 {
 				t.Fatalf("install with a passing canary: %+v %v\n%s", res, err, n.Journal("containerd"))
 			}
+			t.Logf("the canary passed in %v", res.CanaryDuration)
 			assertNoCanaryLeft(ctx, t, n, rt)
 			installed, err := os.ReadFile(n.Local("/etc/containerd/config.toml"))
 			if err != nil {

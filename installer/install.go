@@ -53,7 +53,7 @@ func (i *Installer) Install(ctx context.Context, p *plan.NodePlan) (*Result, err
 	if err := i.execute(ctx, r, steps); err != nil {
 		return nil, fmt.Errorf("install %s: %w", name, err)
 	}
-	res.Changed, res.Restarted, res.RestartDuration = r.configChanged(), r.restarted, r.restartDur
+	res.Changed, res.Restarted, res.RestartDuration, res.CanaryDuration = r.configChanged(), r.restarted, r.restartDur, r.canaryDur
 	res.Digest, res.Files, res.VerifiedBy = r.rec.Digest, r.rec.Files, r.rec.VerifiedBy
 	res.Duration = time.Since(start)
 	i.step("done", "shim", name, "changed", res.Changed, "restarted", res.Restarted)

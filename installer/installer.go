@@ -103,6 +103,9 @@ type Result struct {
 	// health check within it.
 	Duration        time.Duration
 	RestartDuration time.Duration
+	// CanaryDuration is how long the plan's canary took to pass; 0 when
+	// none ran.
+	CanaryDuration time.Duration
 }
 
 func (i *Installer) local(nodePath string) string {

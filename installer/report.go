@@ -18,6 +18,7 @@ func Report(p *plan.NodePlan, res *Result, err error) *plan.NodeResult {
 		out.Digest, out.Files, out.VerifiedBy = res.Digest, res.Files, res.VerifiedBy
 		out.Changed, out.Restarted = res.Changed, res.Restarted
 		out.RestartDuration, out.Duration = plan.Duration(res.RestartDuration), plan.Duration(res.Duration)
+		out.CanaryDuration = plan.Duration(res.CanaryDuration)
 	}
 	switch {
 	case err == nil:

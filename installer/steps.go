@@ -47,6 +47,7 @@ type run struct {
 	newLinks   map[string]string          // PATH links to create (preflight)
 	ownLinks   []string                   // PATH links the Shim made before and keeps
 	restartDur time.Duration
+	canaryDur  time.Duration // the canary passed in this time
 }
 
 func (r *run) configChanged() bool {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"path"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -57,7 +58,11 @@ const (
 //     pull secret at the path the Job mounts it;
 //   - with spec.migrateFrom, Migrate (from runtime-class-manager, for the
 //     primary handler) on a node that carries runtime-class-manager's
-//     label for that Shim (RCMLabelValues) and no label of this Shim's.
+//     label for that Shim (RCMLabelValues) and no label of this Shim's;
+//   - the canary (unless spec.canary.enabled is false) with the primary
+//     handler: image o.InstallerImage with args ["canary"] unless
+//     spec.canary.image is set, timeout DefaultCanaryTimeout (none
+//     without an image);
 //
 // An uninstall plan carries only the Shim's identity, the operation and
 // the restart settings: the node's state says what to remove. The plan is
@@ -90,7 +95,7 @@ func buildPlan(shim *v1alpha1.Shim, node *corev1.Node, op plan.Operation, o Opti
 		if err := validateSpec(shim, o); err != nil {
 			return nil, fmt.Errorf("plan of Shim %s for node %s: %w", shim.Name, node.Name, err)
 		}
-		if err := fillInstall(p, shim, node, t); err != nil {
+		if err := fillInstall(p, shim, node, t, o); err != nil {
 			return nil, fmt.Errorf("plan of Shim %s for node %s: %w", shim.Name, node.Name, err)
 		}
 	}
@@ -100,7 +105,7 @@ func buildPlan(shim *v1alpha1.Shim, node *corev1.Node, op plan.Operation, o Opti
 	return p, nil
 }
 
-func fillInstall(p *plan.NodePlan, shim *v1alpha1.Shim, node *corev1.Node, t target) error {
+func fillInstall(p *plan.NodePlan, shim *v1alpha1.Shim, node *corev1.Node, t target, o Options) error {
 	var err error
 	p.SpecHash = t.hash
 	if p.Artifact, err = artifactFor(shim, node, t.art); err != nil {
@@ -120,7 +125,40 @@ func fillInstall(p *plan.NodePlan, shim *v1alpha1.Shim, node *corev1.Node, t tar
 	}
 	p.Sandboxers = sandboxersOf(shim)
 	p.Migrate = migrationFor(shim, node)
+	p.Canary = canaryOf(shim, p.Handlers, o)
 	return nil
+}
+
+// DefaultCanaryTimeout bounds a canary whose spec names no timeout.
+const DefaultCanaryTimeout = time.Minute
+
+// canaryOf is the plan's canary: the spec's, defaulted, with the primary
+// handler (nil when disabled, when the Shim has no handler, or when no
+// image is known: BuildPlan called without an installer image for a spec
+// that names none).
+func canaryOf(shim *v1alpha1.Shim, handlers []plan.Handler, o Options) *plan.Canary {
+	if !shim.Spec.CanaryEnabled() || len(handlers) == 0 {
+		return nil
+	}
+	c := &plan.Canary{Handler: handlers[0].Name, Image: o.InstallerImage, Args: []string{"canary"}, Timeout: plan.Duration(DefaultCanaryTimeout)}
+	if sc := shim.Spec.Canary; sc != nil {
+		if sc.Image != "" {
+			c.Image, c.Args = sc.Image, nil
+		}
+		if len(sc.Command) > 0 {
+			c.Command = sc.Command
+		}
+		if len(sc.Args) > 0 {
+			c.Args = sc.Args
+		}
+		if sc.Timeout != nil {
+			c.Timeout = plan.Duration(sc.Timeout.Duration)
+		}
+	}
+	if c.Image == "" {
+		return nil
+	}
+	return c
 }
 
 // artifactFor picks the Shim's artifact for the node's platform, pinned

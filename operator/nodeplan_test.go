@@ -47,7 +47,7 @@ func nodeOf(name, arch string) *corev1.Node {
 // them), valid, and survive plan.Decode unchanged, options' types
 // included.
 func TestBuildPlanGolden(t *testing.T) {
-	opts := operator.Options{RestartTimeout: 90 * time.Second}
+	opts := operator.Options{RestartTimeout: 90 * time.Second, InstallerImage: "registry.example/shimkit-installer:v0.1.0"}
 	for _, tt := range []struct {
 		golden, shim, arch string
 		op                 plan.Operation
@@ -107,6 +107,44 @@ func TestBuildPlanGolden(t *testing.T) {
 // (ErrNoArtifact), containerd's runc shim without BinaryName or with a
 // runtimePath (ErrReserved), a pull secret outside the operator's
 // namespace (ErrPullSecretNamespace). Uninstalling needs none of these.
+// TestCanaryDefaults: the canary runs the primary handler with the
+// installer's image by default; the spec replaces the image (and then the
+// installer's arguments), the command, the arguments and the timeout, or
+// turns it off.
+func TestCanaryDefaults(t *testing.T) {
+	installerImage := "registry.example/shimkit-installer:v0.1.0"
+	off := false
+	for _, tt := range []struct {
+		name   string
+		canary *v1alpha1.Canary
+		image  string
+		want   *plan.Canary
+	}{
+		{"default", nil, installerImage, &plan.Canary{Handler: "runsc", Image: installerImage, Args: []string{"canary"}, Timeout: plan.Duration(operator.DefaultCanaryTimeout)}},
+		{"disabled", &v1alpha1.Canary{Enabled: &off}, installerImage, nil},
+		{"own image", &v1alpha1.Canary{Image: "busybox:1"}, installerImage, &plan.Canary{Handler: "runsc", Image: "busybox:1", Timeout: plan.Duration(operator.DefaultCanaryTimeout)}},
+		{"own command", &v1alpha1.Canary{Image: "busybox:1", Command: []string{"/bin/true"}, Args: []string{"-x"}, Timeout: &metav1.Duration{Duration: 5 * time.Second}},
+			installerImage, &plan.Canary{Handler: "runsc", Image: "busybox:1", Command: []string{"/bin/true"}, Args: []string{"-x"}, Timeout: plan.Duration(5 * time.Second)}},
+		{"no image known", nil, "", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			shim := readShim(t, "gvisor")
+			shim.Spec.Canary = tt.canary
+			p, err := operator.BuildPlan(shim, nodeOf("n1", "amd64"), plan.OpInstall, operator.Options{InstallerImage: tt.image})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(p.Canary, tt.want) {
+				t.Errorf("canary %+v, want %+v", p.Canary, tt.want)
+			}
+			plain, err := operator.BuildPlan(readShim(t, "gvisor"), nodeOf("n1", "amd64"), plan.OpInstall, operator.Options{})
+			if err != nil || p.SpecHash != plain.SpecHash {
+				t.Errorf("the canary changed the spec hash (%v)", err)
+			}
+		})
+	}
+}
+
 func TestBuildPlanErrors(t *testing.T) {
 	opts := operator.Options{Namespace: "shimkit-system"}
 	for _, tt := range []struct {

@@ -100,6 +100,9 @@ type NodeResult struct {
 	Changed         bool     `json:"changed,omitempty"`
 	Restarted       bool     `json:"restarted,omitempty"`
 	RestartDuration Duration `json:"restartDuration,omitzero"`
+	// CanaryDuration is how long the plan's canary pod took to pass (absent
+	// when none ran).
+	CanaryDuration Duration `json:"canaryDuration,omitzero"`
 	Duration        Duration `json:"duration,omitzero"`
 }
 

@@ -176,6 +176,16 @@ type ShimSpec struct {
 	// (Conflict) starts a new round.
 	// +optional
 	MigrateFrom *MigrateFrom `json:"migrateFrom,omitempty"`
+
+	// canary is the pod each node's installer runs with the primary
+	// handler once containerd has the change, before the node is
+	// labelled: a node whose canary does not exit 0 in time is rolled
+	// back, and the rollout halts (CanaryFailed). On by default, with the
+	// installer's own image (which needs no registry access beyond the
+	// installer's). Not part of the spec hash: changing it reinstalls no
+	// node.
+	// +optional
+	Canary *Canary `json:"canary,omitempty"`
 }
 
 // MigrateFrom names what a Shim takes over.
@@ -579,6 +589,42 @@ const (
 	// RolloutRecreate changes every node at once.
 	RolloutRecreate RolloutType = "recreate"
 )
+
+// Canary is the pod that proves a node can run the Shim before it is
+// labelled. The installer runs it through the node's CRI with the
+// primary handler, as kubelet runs a pod of the RuntimeClass (the node is
+// not labelled yet, so the RuntimeClass's scheduling would keep a real
+// pod off it), on the node's network, and removes it afterwards.
+type Canary struct {
+	// enabled runs the canary; default true.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+	// image of the canary's container; default the installer's image,
+	// run as "shimkit-installer canary" (it prints the kernel it sees and
+	// exits 0). Pulled by containerd when the node lacks it.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	Image string `json:"image,omitempty"`
+	// command replaces the image's entrypoint.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	Command []string `json:"command,omitempty"`
+	// args are the container's arguments; default ["canary"] with the
+	// installer's image, none with another image.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	Args []string `json:"args,omitempty"`
+	// timeout bounds the canary, from the image pull to the container's
+	// exit; default 60s, from 1s to 10m.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('10m')",message="canary.timeout: from 1s to 10m"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+}
+
+// CanaryEnabled reports whether the Shim's nodes run the canary.
+func (s *ShimSpec) CanaryEnabled() bool {
+	return s.Canary == nil || s.Canary.Enabled == nil || *s.Canary.Enabled
+}
 
 // RolloutStrategy says how many nodes change at once.
 //
