@@ -103,7 +103,7 @@ type NodeResult struct {
 	// CanaryDuration is how long the plan's canary pod took to pass (absent
 	// when none ran).
 	CanaryDuration Duration `json:"canaryDuration,omitzero"`
-	Duration        Duration `json:"duration,omitzero"`
+	Duration       Duration `json:"duration,omitzero"`
 }
 
 // NewResult returns a result for the plan, not yet with an outcome.
