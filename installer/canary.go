@@ -2,18 +2,9 @@ package installer
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
-	"path"
-	"strings"
 	"time"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/shimkit/shimkit/installer/plan"
 )
@@ -24,10 +15,7 @@ type CanaryRunner interface {
 	RunCanary(ctx context.Context, c plan.Canary) error
 }
 
-var (
-	_ CanaryRunner = (*CRICanary)(nil)
-	_ CanaryRunner = CanaryFunc(nil)
-)
+var _ CanaryRunner = CanaryFunc(nil)
 
 // CanaryFunc adapts a function to CanaryRunner, for tests.
 type CanaryFunc func(ctx context.Context, c plan.Canary) error
@@ -38,159 +26,6 @@ func (f CanaryFunc) RunCanary(ctx context.Context, c plan.Canary) error { return
 // ErrCanaryFailed: the canary pod did not start with the handler, or its
 // container did not exit 0 within the canary's timeout.
 var ErrCanaryFailed = errors.New("canary pod failed")
-
-// Canary pods' identity on the node: their CRI namespace, and where
-// their logs go (a node path).
-const (
-	CanaryNamespace = "shimkit-canary"
-	canaryLogRoot   = "/var/log/shimkit-canary"
-	canaryLogTail   = 1024
-)
-
-// CRICanary runs the canary as kubelet runs a pod of the handler's
-// RuntimeClass: CRI RunPodSandbox with the handler, on the node's network
-// (no CNI involved), then one container; the sandbox and its logs are
-// removed afterwards, whatever happened.
-type CRICanary struct {
-	// Socket is containerd's socket on this machine.
-	Socket string
-	// HostRoot is the node's / on this machine (its logs are read there).
-	HostRoot string
-}
-
-// RunCanary runs c and wraps ErrCanaryFailed when it fails; the message
-// has the container's exit code and the tail of its log.
-func (k *CRICanary) RunCanary(ctx context.Context, c plan.Canary) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(c.Timeout))
-	defer cancel()
-	conn, err := grpc.NewClient("unix://"+k.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrCanaryFailed, k.Socket, err)
-	}
-	defer conn.Close()
-	if err := ensureImage(ctx, runtimeapi.NewImageServiceClient(conn), c.Image); err != nil {
-		return fmt.Errorf("%w: image %s: %w", ErrCanaryFailed, c.Image, err)
-	}
-	p := &canaryPod{rt: runtimeapi.NewRuntimeServiceClient(conn), c: c, root: orDefault(k.HostRoot, "/")}
-	defer p.remove(ctx)
-	if err := p.run(ctx); err != nil {
-		return fmt.Errorf("%w: handler %s, image %s: %w", ErrCanaryFailed, c.Handler, c.Image, err)
-	}
-	return nil
-}
-
-// ensureImage pulls the image when the node does not have it.
-func ensureImage(ctx context.Context, is runtimeapi.ImageServiceClient, image string) error {
-	spec := &runtimeapi.ImageSpec{Image: image}
-	st, err := is.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: spec})
-	if err != nil {
-		return fmt.Errorf("CRI ImageStatus: %w", err)
-	}
-	if st.GetImage() != nil {
-		return nil
-	}
-	if _, err := is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: spec}); err != nil {
-		return fmt.Errorf("CRI PullImage: %w", err)
-	}
-	return nil
-}
-
-// canaryPod is one canary run: its sandbox, container and log directory.
-type canaryPod struct {
-	rt        runtimeapi.RuntimeServiceClient
-	c         plan.Canary
-	root      string
-	logDir    string // node path
-	sandboxID string
-	cfg       *runtimeapi.PodSandboxConfig
-}
-
-func (p *canaryPod) run(ctx context.Context) error {
-	uid := make([]byte, 8)
-	_, _ = rand.Read(uid)
-	id := hex.EncodeToString(uid)
-	p.logDir = path.Join(canaryLogRoot, id)
-	if err := os.MkdirAll(p.local(p.logDir), 0o755); err != nil {
-		return err
-	}
-	p.cfg = &runtimeapi.PodSandboxConfig{
-		Metadata:     &runtimeapi.PodSandboxMetadata{Name: "canary-" + p.c.Handler, Uid: id, Namespace: CanaryNamespace},
-		LogDirectory: p.logDir,
-		Labels:       map[string]string{"shimkit.dev/canary": p.c.Handler},
-		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
-			NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE},
-		}},
-	}
-	sb, err := p.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: p.cfg, RuntimeHandler: p.c.Handler})
-	if err != nil {
-		return fmt.Errorf("CRI RunPodSandbox: %w", err)
-	}
-	p.sandboxID = sb.GetPodSandboxId()
-	ct, err := p.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
-		PodSandboxId: p.sandboxID, SandboxConfig: p.cfg,
-		Config: &runtimeapi.ContainerConfig{
-			Metadata: &runtimeapi.ContainerMetadata{Name: "canary"},
-			Image:    &runtimeapi.ImageSpec{Image: p.c.Image},
-			Command:  p.c.Command, Args: p.c.Args, LogPath: "canary.log",
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("CRI CreateContainer: %w", err)
-	}
-	if _, err := p.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: ct.GetContainerId()}); err != nil {
-		return fmt.Errorf("CRI StartContainer: %w%s", err, p.logTail())
-	}
-	return p.wait(ctx, ct.GetContainerId())
-}
-
-// wait polls the container until it exits.
-func (p *canaryPod) wait(ctx context.Context, id string) error {
-	for {
-		st, err := p.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
-		if err != nil {
-			return fmt.Errorf("CRI ContainerStatus: %w%s", err, p.logTail())
-		}
-		if s := st.GetStatus(); s.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
-			if s.GetExitCode() == 0 {
-				return nil
-			}
-			return fmt.Errorf("the container exited %d (%s %s)%s", s.GetExitCode(), s.GetReason(), s.GetMessage(), p.logTail())
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the container did not exit in time: %w%s", ctx.Err(), p.logTail())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-// logTail is the end of the container's log, for the failure message.
-func (p *canaryPod) logTail() string {
-	data, err := os.ReadFile(p.local(path.Join(p.logDir, "canary.log")))
-	if err != nil || len(data) == 0 {
-		return ""
-	}
-	if len(data) > canaryLogTail {
-		data = data[len(data)-canaryLogTail:]
-	}
-	return "; log: " + strings.TrimSpace(string(data))
-}
-
-// remove stops and removes the sandbox (and its container) and the logs,
-// with its own deadline: the canary's may be what ran out.
-func (p *canaryPod) remove(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	if p.sandboxID != "" {
-		_, _ = p.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: p.sandboxID})
-		_, _ = p.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: p.sandboxID})
-	}
-	if p.logDir != "" {
-		_ = os.RemoveAll(p.local(p.logDir))
-	}
-}
-
-func (p *canaryPod) local(nodePath string) string { return path.Join(p.root, nodePath) }
 
 // runCanary is the install step after the restart: when the node's
 // containerd has the change (a restart, or a new bundle behind an
@@ -205,8 +40,11 @@ func (runCanary) do(ctx context.Context, r *run) error {
 	if c == nil || !r.i.restarts(r.target) || !r.restarted && !r.changed {
 		return nil
 	}
+	if r.i.Canary == nil {
+		return fmt.Errorf("%w: %w", ErrCanaryFailed, ErrNoCanaryRunner)
+	}
 	start := time.Now()
-	if err := r.i.canary(r).RunCanary(ctx, *c); err != nil {
+	if err := r.i.Canary.RunCanary(ctx, *c); err != nil {
 		return err
 	}
 	r.canaryDur = time.Since(start)
@@ -216,9 +54,6 @@ func (runCanary) do(ctx context.Context, r *run) error {
 
 func (runCanary) undo(context.Context, *run) error { return nil }
 
-func (i *Installer) canary(r *run) CanaryRunner {
-	if i.Canary != nil {
-		return i.Canary
-	}
-	return &CRICanary{Socket: r.target.LocalPath(r.target.Preset.Socket), HostRoot: i.root()}
-}
+// ErrNoCanaryRunner: the plan asks for a canary and the Installer has no
+// CanaryRunner to run it.
+var ErrNoCanaryRunner = errors.New("the plan has a canary and the installer no canary runner (Installer.Canary)")

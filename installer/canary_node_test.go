@@ -19,7 +19,7 @@ import (
 
 // withCanary adds a canary of the test pause image: "pause exit <code>".
 func withCanary(p *plan.NodePlan, code string) *plan.NodePlan {
-	p.Canary = &plan.Canary{Handler: p.Handlers[0].Name, Image: testutil.PauseImageRef, Args: []string{"exit", code}, Timeout: plan.Duration(30 * time.Second)}
+	p.Canary = &plan.Canary{Handler: p.Handlers[0].Name, RuntimeClass: "canary", Namespace: "default", Image: testutil.PauseImageRef, Args: []string{"exit", code}, Timeout: plan.Duration(30 * time.Second)}
 	return p
 }
 
@@ -33,7 +33,7 @@ func TestCanaryOnNode(t *testing.T) {
 		t.Run(nc.name, func(t *testing.T) {
 			ctx := context.Background()
 			n, orig := bootNode(t, nc)
-			inst := &installer.Installer{HostRoot: n.Root}
+			inst := &installer.Installer{HostRoot: n.Root, Canary: &criCanary{Socket: n.Socket(), HostRoot: n.Root}}
 			srv := testutil.StartFileServer(t)
 			rt := runtimeClient(t, n.Socket())
 
@@ -117,7 +117,7 @@ func assertNoCanaryLeft(ctx context.Context, t *testing.T, n *testutil.Node, rt 
 		t.Fatal(err)
 	}
 	for _, sb := range list.Items {
-		if sb.GetMetadata().GetNamespace() == installer.CanaryNamespace {
+		if sb.GetMetadata().GetNamespace() == canaryNamespace {
 			t.Errorf("canary sandbox left: %s %s", sb.Id, sb.State)
 		}
 	}

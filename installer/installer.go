@@ -67,8 +67,9 @@ type Installer struct {
 	Health HealthChecker
 	// Units defaults to systemd over D-Bus.
 	Units UnitManager
-	// Canary runs the plan's canary pod; default CRI on the preset's
-	// socket.
+	// Canary runs the plan's canary pod (shimkit-installer uses a
+	// canarypod.Runner, which has kubelet run it). A plan with a canary
+	// fails with ErrCanaryFailed without one, unless Offline.
 	Canary CanaryRunner
 	// Fetcher, when set, replaces the fetcher built from the plan's
 	// artifact (tests, image builders with their own source).

@@ -52,8 +52,19 @@ come back. --result writes the typed NodeResult (outcome, reason, message,
 digest, files) to a file, such as /dev/termination-log.
 `
 
-// Run runs the command and returns its exit code.
+// CanaryFactory returns the runner of a plan's canary on the named node.
+// shimkit-installer passes one that has kubelet run the canary as a Pod
+// (package canarypod); this package links no Kubernetes client.
+type CanaryFactory func(node string) (installer.CanaryRunner, error)
+
+// Run runs the command and returns its exit code. A plan with a canary
+// fails (CanaryFailed) unless --offline: use RunWith.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return RunWith(ctx, args, stdout, stderr, nil)
+}
+
+// RunWith is Run with the runner of plans' canaries.
+func RunWith(ctx context.Context, args []string, stdout, stderr io.Writer, canaries CanaryFactory) int {
 	if len(args) == 0 || len(args[0]) > 0 && args[0][0] == '-' {
 		fmt.Fprint(stderr, usage)
 		return ExitUsage
@@ -76,7 +87,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	switch cmd {
 	case "install", "uninstall":
-		return f.runPlan(ctx, inst, plan.Operation(cmd), stdout, stderr)
+		return f.runPlan(ctx, inst, plan.Operation(cmd), canaries, stdout, stderr)
 	case "status":
 		st, err := inst.Status(ctx)
 		if err != nil {
@@ -93,12 +104,23 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // runPlan reads the plan, carries it out and reports.
-func (f *flags) runPlan(ctx context.Context, inst *installer.Installer, op plan.Operation, stdout, stderr io.Writer) int {
+func (f *flags) runPlan(ctx context.Context, inst *installer.Installer, op plan.Operation, canaries CanaryFactory, stdout, stderr io.Writer) int {
 	p, err := f.readPlan(op)
 	if err != nil {
 		fmt.Fprintln(stderr, "shimkit-installer:", err)
 		f.writeResult(stderr, installer.Report(p, nil, err))
 		return ExitUsage
+	}
+	if p.Canary != nil && canaries != nil {
+		r, err := canaries(p.Node)
+		if err != nil {
+			// Not a usage error: the install runs, and its canary fails
+			// with this reason, rolling it back.
+			r = installer.CanaryFunc(func(context.Context, plan.Canary) error {
+				return fmt.Errorf("%w: no API access to run the canary pod: %w", installer.ErrCanaryFailed, err)
+			})
+		}
+		inst.Canary = r
 	}
 	var res *installer.Result
 	if op == plan.OpInstall {

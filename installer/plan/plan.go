@@ -70,12 +70,16 @@ type NodePlan struct {
 	Canary *Canary `json:"canary,omitempty"`
 }
 
-// Canary is a pod the installer runs through containerd's CRI, the way
-// kubelet runs a pod of the handler's RuntimeClass: a sandbox with the
-// handler and one container of Image, on the node's network.
+// Canary is a pod the installer has kubelet run on its node, with a
+// RuntimeClass of the handler, before the install commits.
 type Canary struct {
 	// Handler is the runtime handler the pod runs with; one of the plan's.
 	Handler string `json:"handler"`
+	// RuntimeClass names a RuntimeClass of Handler without scheduling
+	// constraints (the node is not labelled for the Shim yet).
+	RuntimeClass string `json:"runtimeClass"`
+	// Namespace is where the pod is created.
+	Namespace string `json:"namespace"`
 	// Image is the container's image; pulled when the node lacks it.
 	Image string `json:"image"`
 	// Command replaces the image's entrypoint; Args its arguments.

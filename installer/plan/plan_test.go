@@ -35,7 +35,7 @@ func gvisorPlan() *plan.NodePlan {
 		Options: map[string]any{"TypeUrl": "io.containerd.runsc.v1.options", "ConfigPath": plan.BundleDirPlaceholder + "/runsc.toml"},
 	}}
 	p.Restart = plan.Restart{Timeout: plan.Duration(60 * time.Second)}
-	p.Canary = &plan.Canary{Handler: "runsc", Image: "registry.example/shimkit-installer:v0.1.0", Args: []string{"canary"}, Timeout: plan.Duration(time.Minute)}
+	p.Canary = &plan.Canary{Handler: "runsc", RuntimeClass: "shimkit-canary-gvisor", Namespace: "shimkit-system", Image: "registry.example/shimkit-installer:v0.1.0", Args: []string{"canary"}, Timeout: plan.Duration(time.Minute)}
 	return p
 }
 

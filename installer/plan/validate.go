@@ -104,6 +104,12 @@ func (p *NodePlan) validate() error {
 		if strings.TrimSpace(c.Image) == "" {
 			return errors.New("canary.image: required")
 		}
+		if len(c.RuntimeClass) > 253 || !dnsSubdomRE.MatchString(c.RuntimeClass) {
+			return fmt.Errorf("canary.runtimeClass %q: not a DNS subdomain", c.RuntimeClass)
+		}
+		if len(c.Namespace) > 63 || !dnsLabelRE.MatchString(c.Namespace) {
+			return fmt.Errorf("canary.namespace %q: not a DNS label", c.Namespace)
+		}
 		if c.Timeout <= 0 {
 			return errors.New("canary.timeout: must be positive")
 		}

@@ -1,0 +1,75 @@
+package canarypod_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/shimkit/shimkit/installer"
+	"github.com/shimkit/shimkit/installer/canarypod"
+	"github.com/shimkit/shimkit/installer/plan"
+)
+
+func canary(timeout time.Duration) plan.Canary {
+	return plan.Canary{Handler: "runsc", RuntimeClass: "shimkit-canary-gvisor", Namespace: "shimkit-system",
+		Image: "shimkit-installer:v1", Args: []string{"canary"}, Timeout: plan.Duration(timeout)}
+}
+
+// TestRunCanary: the pod is pinned to the node with the plan's
+// RuntimeClass, image and arguments, no token and the canary's deadline;
+// it passes only when it Succeeded, says why otherwise, and is deleted in
+// every case.
+func TestRunCanary(t *testing.T) {
+	exited := func(code int32, reason string) corev1.PodStatus {
+		return corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{{Name: "canary",
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason, Message: "panic: boom"}}}}}
+	}
+	for _, tc := range []struct {
+		name    string
+		status  corev1.PodStatus
+		timeout time.Duration
+		want    string // "" for success
+	}{
+		{"succeeded", corev1.PodStatus{Phase: corev1.PodSucceeded}, 5 * time.Second, ""},
+		{"container failed", exited(2, "Error"), 5 * time.Second, "container exited 2 (Error) panic: boom"},
+		{"deadline", corev1.PodStatus{Phase: corev1.PodFailed, Reason: "DeadlineExceeded", Message: "Pod was active on the node longer than the specified deadline"}, 5 * time.Second, "DeadlineExceeded"},
+		{"never starts", corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{Name: "canary",
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}}}, 300 * time.Millisecond, "did not succeed in time (container waiting: ContainerCreating)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pods := &canarypod.MemoryPods{Kubelet: func(p *corev1.Pod) { p.Status = tc.status }}
+			r := &canarypod.Runner{Pods: pods, Node: "node-1", Poll: 10 * time.Millisecond}
+			err := r.RunCanary(context.Background(), canary(tc.timeout))
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("RunCanary: %v", err)
+			case tc.want != "" && (!errors.Is(err, installer.ErrCanaryFailed) || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("RunCanary: %v, want ErrCanaryFailed saying %q", err, tc.want)
+			}
+			if len(pods.Created) != 1 {
+				t.Fatalf("%d pods created", len(pods.Created))
+			}
+			p := pods.Created[0]
+			s := p.Spec
+			if p.Namespace != "shimkit-system" || s.NodeName != "node-1" || *s.RuntimeClassName != "shimkit-canary-gvisor" || s.RestartPolicy != corev1.RestartPolicyNever ||
+				*s.AutomountServiceAccountToken || *s.ActiveDeadlineSeconds != max(int64(tc.timeout.Seconds()), 1) ||
+				s.Containers[0].Image != "shimkit-installer:v1" || strings.Join(s.Containers[0].Args, " ") != "canary" {
+				t.Errorf("pod %s/%s spec %+v", p.Namespace, p.Name, s)
+			}
+			if pods.Len() != 0 {
+				t.Errorf("%d pods left", pods.Len())
+			}
+		})
+	}
+}
+
+func TestRunCanaryNeedsNode(t *testing.T) {
+	r := canarypod.New(&canarypod.MemoryPods{}, "")
+	if err := r.RunCanary(context.Background(), canary(time.Second)); !errors.Is(err, installer.ErrCanaryFailed) {
+		t.Errorf("got %v", err)
+	}
+}
