@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shimkit/shimkit/fetch"
+	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/imagebuild"
 	"github.com/shimkit/shimkit/internal/testutil"
 	"github.com/shimkit/shimkit/nodelabel"
@@ -94,6 +95,16 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("the pod's shim is %s, want the installed %s", exe, want)
 		}
 	}
+
+	// The canary ran by default (the installer's image, "shimkit-installer
+	// canary", with the Shim's handler) before the node was labelled.
+	if r := installerResult(t, c, "e2e"); r.CanaryDuration <= 0 {
+		t.Errorf("the install of e2e ran no canary: %+v", r)
+	} else {
+		t.Logf("the canary of e2e passed in %v", time.Duration(r.CanaryDuration))
+	}
+	crashCanary(t, c, srv)
+	installerTokenOnlyCanaries(t, c)
 
 	// Upgrade the HTTP shim: a new artifact rolls out.
 	s := &v1alpha1.Shim{}
@@ -314,4 +325,130 @@ func relTo(t *testing.T, dir, target string) string {
 		t.Fatal(err)
 	}
 	return rel
+}
+
+// installerResult is the NodeResult of the latest install Job of a Shim,
+// from its pod's termination message.
+func installerResult(t *testing.T, c *testutil.Cluster, shim string) *plan.NodeResult {
+	t.Helper()
+	pods := &corev1.PodList{}
+	if err := c.Client.List(context.Background(), pods, client.InNamespace("shimkit-system"),
+		client.MatchingLabels{"shim.containerd.x-k8s.io/shim": shim, "shim.containerd.x-k8s.io/op": "install"}); err != nil {
+		t.Fatal(err)
+	}
+	var latest *corev1.Pod
+	for k := range pods.Items {
+		p := &pods.Items[k]
+		if latest == nil || latest.CreationTimestamp.Before(&p.CreationTimestamp) {
+			latest = p
+		}
+	}
+	if latest == nil || len(latest.Status.ContainerStatuses) == 0 || latest.Status.ContainerStatuses[0].State.Terminated == nil {
+		t.Fatalf("no finished installer pod of %s: %+v", shim, latest)
+	}
+	r, err := plan.DecodeResult([]byte(latest.Status.ContainerStatuses[0].State.Terminated.Message))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// crashCanary: a shim that exits as soon as containerd starts it is
+// registered, fails its canary (a Pod kubelet runs with the canary's
+// RuntimeClass), and is rolled back; the rollout halts with CanaryFailed,
+// the node is not labelled and its config is as it was, and no canary pod
+// is left. Deleting the Shim then needs nothing on the node.
+func crashCanary(t *testing.T, c *testutil.Cluster, srv *testutil.FileServer) {
+	t.Helper()
+	ctx := context.Background()
+	before, err := os.ReadFile(c.Node.Local("/etc/containerd/config.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(t.TempDir(), "containerd-shim-crashy-v2")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho crashing >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a := testutil.NewShimArchive(t, "crashy", script, nil)
+	s := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "crashy"}, Spec: v1alpha1.ShimSpec{
+		FetchStrategy: v1alpha1.FetchStrategy{Type: v1alpha1.FetchAnonHTTP, AnonHTTP: &v1alpha1.AnonHTTPFetch{Location: srv.Add("/crashy.tar.gz", a.Data), SHA256: a.SHA256}},
+		RuntimeClass:  v1alpha1.RuntimeClassSpec{Name: "crashy", Handler: "crashy"},
+		// kubelet retries a sandbox that fails to start: the canary ends
+		// with its timeout.
+		Canary: &v1alpha1.Canary{Timeout: &metav1.Duration{Duration: 15 * time.Second}},
+	}}
+	if err := c.Client.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, c, "wait", "--for=condition=Stalled", "shim/crashy", "--timeout=120s")
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: "crashy"}, s); err != nil {
+		t.Fatal(err)
+	}
+	if f := s.Status.FailingNodes; len(f) != 1 || f[0].Node != c.NodeName || f[0].Reason != string(plan.ReasonCanaryFailed) {
+		t.Errorf("failing nodes %+v, want %s with CanaryFailed", f, c.NodeName)
+	} else {
+		t.Logf("canary failure: %s", f[0].Message)
+	}
+	node := &corev1.Node{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: c.NodeName}, node); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := nodelabel.State(node, "crashy"); ok {
+		t.Error("the node is labelled for a shim whose canary failed")
+	}
+	if got, _ := os.ReadFile(c.Node.Local("/etc/containerd/config.toml")); !bytes.Equal(got, before) {
+		t.Errorf("the node's config after the canary's rollback:\n%s", got)
+	}
+	if _, err := os.Stat(c.Node.Local("/opt/shimkit/crashy")); !os.IsNotExist(err) {
+		t.Errorf("the crashing shim's bundle is left: %v", err)
+	}
+	pods := &corev1.PodList{}
+	if err := c.Client.List(ctx, pods, client.InNamespace("shimkit-system"), client.HasLabels{"shimkit.dev/canary"}); err != nil || len(pods.Items) > 0 {
+		t.Errorf("canary pods left: %d %v", len(pods.Items), err)
+	}
+	if err := c.Client.Delete(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 120*time.Second, "shim crashy gone", func() bool {
+		return apierrors.IsNotFound(c.Client.Get(ctx, client.ObjectKey{Name: "crashy"}, &v1alpha1.Shim{}))
+	})
+}
+
+// installerTokenOnlyCanaries: the installers' ServiceAccount may create
+// canary pods, and the admission policy refuses anything else it asks for
+// (here a pod that mounts the node's root).
+func installerTokenOnlyCanaries(t *testing.T, c *testutil.Cluster) {
+	t.Helper()
+	pod := func(extra string) string {
+		return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {generateName: probe-, namespace: shimkit-system, labels: {shimkit.dev/canary: e2e}}
+spec:
+  nodeName: %s
+  runtimeClassName: shimkit-canary-e2e
+  automountServiceAccountToken: false
+  restartPolicy: Never
+  containers: [{name: canary, image: %s, args: [canary]}]
+%s`, c.NodeName, installerImage, extra)
+	}
+	as := "--as=system:serviceaccount:shimkit-system:shimkit-installer"
+	create := func(manifest string) (string, error) {
+		f := filepath.Join(t.TempDir(), "pod.yaml")
+		writeFile(t, f, manifest)
+		out, err := exec.Command(c.Kubectl, "--kubeconfig", c.Kubeconfig, as, "create", "-f", f, "-o", "name").CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	name, err := create(pod(""))
+	if err != nil {
+		t.Fatalf("the installer may create a canary pod: %v %s", err, name)
+	}
+	kubectl(t, c, "-n", "shimkit-system", "delete", name, "--wait=false")
+	out, err := create(pod("  volumes: [{name: root, hostPath: {path: /}}]\n"))
+	if err == nil || !strings.Contains(out, "mounts no volumes") {
+		t.Errorf("a hostPath pod by the installer's token: %v %s", err, out)
+	}
+	out, err = create(strings.Replace(pod(""), "shimkit-canary-e2e", "e2e", 1))
+	if err == nil || !strings.Contains(out, "canary RuntimeClass") {
+		t.Errorf("a pod of another RuntimeClass by the installer's token: %v %s", err, out)
+	}
 }

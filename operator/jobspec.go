@@ -77,7 +77,10 @@ func (r *Reconciler) buildJob(shim *v1alpha1.Shim, node *corev1.Node, p *plan.No
 					// Serve tainted nodes too: the shim is for every matching node.
 					Tolerations:                   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 					PriorityClassName:             "system-node-critical",
-					AutomountServiceAccountToken:  ptr.To(false),
+					// The token lets the installer create its canary pod, and
+					// nothing else (see Options.InstallerServiceAccount).
+					ServiceAccountName:            o.InstallerServiceAccount,
+					AutomountServiceAccountToken:  ptr.To(p.Canary != nil),
 					TerminationGracePeriodSeconds: ptr.To(gracePeriodSeconds(p.Restart)),
 					Volumes:                       volumes,
 					Containers: []corev1.Container{{
@@ -86,6 +89,7 @@ func (r *Reconciler) buildJob(shim *v1alpha1.Shim, node *corev1.Node, p *plan.No
 						ImagePullPolicy: corev1.PullPolicy(o.ImagePullPolicy),
 						Args:            []string{op, "--plan", planFile, "--host-root", o.HostRoot, "--log-format", "json", "--result", resultPath},
 						VolumeMounts:    mounts,
+						Env:             o.InstallerEnv,
 						// It edits host files, connects to containerd's and
 						// systemd's sockets and sees the node's mounts: the only
 						// privileged container (see the README's Security).

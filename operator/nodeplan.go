@@ -61,8 +61,9 @@ const (
 //     label for that Shim (RCMLabelValues) and no label of this Shim's;
 //   - the canary (unless spec.canary.enabled is false) with the primary
 //     handler: image o.InstallerImage with args ["canary"] unless
-//     spec.canary.image is set, timeout DefaultCanaryTimeout (none
-//     without an image);
+//     spec.canary.image is set, timeout DefaultCanaryTimeout, the
+//     RuntimeClass CanaryRuntimeClass, created in o.Namespace (none
+//     without an image or a namespace);
 //
 // An uninstall plan carries only the Shim's identity, the operation and
 // the restart settings: the node's state says what to remove. The plan is
@@ -140,7 +141,13 @@ func canaryOf(shim *v1alpha1.Shim, handlers []plan.Handler, o Options) *plan.Can
 	if !shim.Spec.CanaryEnabled() || len(handlers) == 0 {
 		return nil
 	}
-	c := &plan.Canary{Handler: handlers[0].Name, Image: o.InstallerImage, Args: []string{"canary"}, Timeout: plan.Duration(DefaultCanaryTimeout)}
+	if o.Namespace == "" {
+		return nil
+	}
+	c := &plan.Canary{
+		Handler: handlers[0].Name, RuntimeClass: CanaryRuntimeClass(shim.Name), Namespace: o.Namespace,
+		Image: o.InstallerImage, Args: []string{"canary"}, Timeout: plan.Duration(DefaultCanaryTimeout),
+	}
 	if sc := shim.Spec.Canary; sc != nil {
 		if sc.Image != "" {
 			c.Image, c.Args = sc.Image, nil

@@ -47,7 +47,7 @@ func nodeOf(name, arch string) *corev1.Node {
 // them), valid, and survive plan.Decode unchanged, options' types
 // included.
 func TestBuildPlanGolden(t *testing.T) {
-	opts := operator.Options{RestartTimeout: 90 * time.Second, InstallerImage: "registry.example/shimkit-installer:v0.1.0"}
+	opts := operator.Options{RestartTimeout: 90 * time.Second, InstallerImage: "registry.example/shimkit-installer:v0.1.0", Namespace: "shimkit-system"}
 	for _, tt := range []struct {
 		golden, shim, arch string
 		op                 plan.Operation
@@ -120,17 +120,17 @@ func TestCanaryDefaults(t *testing.T) {
 		image  string
 		want   *plan.Canary
 	}{
-		{"default", nil, installerImage, &plan.Canary{Handler: "runsc", Image: installerImage, Args: []string{"canary"}, Timeout: plan.Duration(operator.DefaultCanaryTimeout)}},
+		{"default", nil, installerImage, &plan.Canary{Handler: "runsc", RuntimeClass: "shimkit-canary-gvisor", Namespace: "shimkit-system", Image: installerImage, Args: []string{"canary"}, Timeout: plan.Duration(operator.DefaultCanaryTimeout)}},
 		{"disabled", &v1alpha1.Canary{Enabled: &off}, installerImage, nil},
-		{"own image", &v1alpha1.Canary{Image: "busybox:1"}, installerImage, &plan.Canary{Handler: "runsc", Image: "busybox:1", Timeout: plan.Duration(operator.DefaultCanaryTimeout)}},
+		{"own image", &v1alpha1.Canary{Image: "busybox:1"}, installerImage, &plan.Canary{Handler: "runsc", RuntimeClass: "shimkit-canary-gvisor", Namespace: "shimkit-system", Image: "busybox:1", Timeout: plan.Duration(operator.DefaultCanaryTimeout)}},
 		{"own command", &v1alpha1.Canary{Image: "busybox:1", Command: []string{"/bin/true"}, Args: []string{"-x"}, Timeout: &metav1.Duration{Duration: 5 * time.Second}},
-			installerImage, &plan.Canary{Handler: "runsc", Image: "busybox:1", Command: []string{"/bin/true"}, Args: []string{"-x"}, Timeout: plan.Duration(5 * time.Second)}},
+			installerImage, &plan.Canary{Handler: "runsc", RuntimeClass: "shimkit-canary-gvisor", Namespace: "shimkit-system", Image: "busybox:1", Command: []string{"/bin/true"}, Args: []string{"-x"}, Timeout: plan.Duration(5 * time.Second)}},
 		{"no image known", nil, "", nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			shim := readShim(t, "gvisor")
 			shim.Spec.Canary = tt.canary
-			p, err := operator.BuildPlan(shim, nodeOf("n1", "amd64"), plan.OpInstall, operator.Options{InstallerImage: tt.image})
+			p, err := operator.BuildPlan(shim, nodeOf("n1", "amd64"), plan.OpInstall, operator.Options{InstallerImage: tt.image, Namespace: "shimkit-system"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,14 @@
 package operator
 
-import "time"
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// DefaultInstallerServiceAccount is the installer pods' ServiceAccount
+// unless Options.InstallerServiceAccount names another.
+const DefaultInstallerServiceAccount = "shimkit-installer"
 
 // Options configure the reconciler.
 type Options struct {
@@ -50,6 +58,15 @@ type Options struct {
 	// Shim's maxUpdate; 0: no cap beyond those. Whatever it is, a node
 	// runs at most one installer at a time.
 	MaxRestartingNodes int
+	// InstallerServiceAccount is the installer pods' ServiceAccount, in
+	// Namespace: it may create, read and delete the canary pods there (and
+	// an admission policy narrows which); default shimkit-installer. Its
+	// token is mounted only into the pods of plans with a canary.
+	InstallerServiceAccount string
+	// InstallerEnv is added to the installer container's environment
+	// (the operator's manager passes its own KUBERNETES_SERVICE_HOST and
+	// _PORT, so that installers reach the API server as it does).
+	InstallerEnv []corev1.EnvVar
 	// Resolver pins each Shim's artifact to a digest, verifying its
 	// signature when the spec asks; default an ArtifactResolver.
 	Resolver Resolver
@@ -76,6 +93,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Resolver == nil {
 		o.Resolver = &ArtifactResolver{}
+	}
+	if o.InstallerServiceAccount == "" {
+		o.InstallerServiceAccount = DefaultInstallerServiceAccount
 	}
 	if o.ImagePullPolicy == "" {
 		o.ImagePullPolicy = "IfNotPresent"

@@ -54,6 +54,46 @@ func runtimeClassSpecs(shim *v1alpha1.Shim) []classSpec {
 	return out
 }
 
+// CanaryRuntimeClass names the RuntimeClass of a Shim's canary pods: its
+// primary handler without scheduling constraints, as the canary runs on a
+// node before it is labelled ("shimkit-canary-<shim>", shortened with a
+// hash when too long).
+func CanaryRuntimeClass(shim string) string {
+	name := "shimkit-canary-" + shim
+	if len(name) <= maxName {
+		return name
+	}
+	return shorten(name, maxName-hashLen-1) + "-" + nameHash(shim)
+}
+
+// maxName is the longest name of a cluster-scoped object.
+const maxName = 253
+
+// canaryClassSpec is the canary's RuntimeClass, when the Shim has a
+// canary.
+func canaryClassSpec(shim *v1alpha1.Shim) (classSpec, bool) {
+	if !shim.Spec.CanaryEnabled() {
+		return classSpec{}, false
+	}
+	return classSpec{Spec: runtimeclass.Spec{
+		Name:    CanaryRuntimeClass(shim.Name),
+		Handler: shim.Spec.RuntimeClass.HandlerName(),
+		Labels:  map[string]string{labelManagedBy: managedBy, labelShim: labelValue(shim.Name)},
+		Owner:   metav1.NewControllerRef(shim, v1alpha1.GroupVersion.WithKind("Shim")),
+	}, field: "spec.canary"}, true
+}
+
+// ensureCanaryClass publishes the canary's RuntimeClass before an
+// installer needs it; it returns why it belongs to someone else, if so.
+func (r *Reconciler) ensureCanaryClass(ctx context.Context, shim *v1alpha1.Shim) (string, error) {
+	spec, ok := canaryClassSpec(shim)
+	if !ok {
+		return "", nil
+	}
+	_, conflict, err := r.ensureRuntimeClass(ctx, shim, spec, true)
+	return conflict, err
+}
+
 // ownedBy reports whether the RuntimeClass belongs to the Shim: its
 // controller reference names the Shim's UID (a Shim recreated under the
 // same name does not own its predecessor's).
@@ -78,12 +118,16 @@ func (r *Reconciler) ensureRuntimeClasses(ctx context.Context, obs *observed) (c
 		anyInstalled = anyInstalled || v.label == nodelabel.Installed
 	}
 	specs := runtimeClassSpecs(obs.shim)
+	canary, withCanary := canaryClassSpec(obs.shim)
+	if withCanary {
+		specs = append(specs, canary)
+	}
 	if err := r.deleteStaleRuntimeClasses(ctx, obs.shim, specs); err != nil {
 		return classes{}, err
 	}
 	out := classes{published: true}
 	for _, spec := range specs {
-		ok, conflict, err := r.ensureRuntimeClass(ctx, obs.shim, spec, anyInstalled)
+		ok, conflict, err := r.ensureRuntimeClass(ctx, obs.shim, spec, anyInstalled || spec.field == canary.field)
 		if err != nil {
 			return classes{}, err
 		}
@@ -132,6 +176,9 @@ func (r *Reconciler) ensureRuntimeClass(ctx context.Context, shim *v1alpha1.Shim
 
 // conflictMessage names the RuntimeClass, the field and who owns it.
 func conflictMessage(c *runtimeclass.ConflictError, spec classSpec) string {
+	if spec.field == "spec.canary" {
+		return fmt.Sprintf("RuntimeClass %s (the canary's) exists and does not belong to this Shim (%s): no node is installed until it is removed (or spec.canary.enabled is false)", c.Name, c.Holder())
+	}
 	return fmt.Sprintf("RuntimeClass %s (%s) exists and does not belong to this Shim (%s): it is left as it is; rename %s or remove that RuntimeClass",
 		c.Name, spec.field, c.Holder(), spec.field)
 }

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	corev1 "k8s.io/api/core/v1"
 	"log/slog"
 	"os"
 	"time"
@@ -63,6 +64,14 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	fs.BoolVar(&opts.HostPID, "installer-host-pid", false, "run the installer pods in the node's PID namespace (only for nodes with systemd but no D-Bus daemon)")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	// The installers' canary pods are created through the API server at
+	// the address this process uses (kube-proxy-free clusters point
+	// operators at the API server's own address).
+	for _, k := range []string{"KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"} {
+		if v := getenv(k); v != "" {
+			opts.InstallerEnv = append(opts.InstallerEnv, corev1.EnvVar{Name: k, Value: v})
+		}
 	}
 	log := logr.FromSlogHandler(slog.NewJSONHandler(stderr, nil))
 	ctrl.SetLogger(log)
