@@ -75,8 +75,8 @@ func (r *Reconciler) buildJob(shim *v1alpha1.Shim, node *corev1.Node, p *plan.No
 					HostNetwork: true,
 					DNSPolicy:   corev1.DNSClusterFirstWithHostNet,
 					// Serve tainted nodes too: the shim is for every matching node.
-					Tolerations:                   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-					PriorityClassName:             "system-node-critical",
+					Tolerations:       []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+					PriorityClassName: "system-node-critical",
 					// The token lets the installer create its canary pod, and
 					// nothing else (see Options.InstallerServiceAccount).
 					ServiceAccountName:            o.InstallerServiceAccount,
