@@ -15,7 +15,8 @@
 // stageBundle (fetch, verify and lay the bundle out in staging),
 // configure (handlers and proxy plugins), placeBundle (switch the Shim's
 // "current" link), linkShims (PATH links for containerd 1.6),
-// startSandboxers (units), restartContainerd (restart and CRI check) and
+// startSandboxers (units), restartContainerd (restart and CRI check),
+// runCanary (the plan's canary pod, through Installer.Canary) and
 // commitInstall; uninstall is uninstallCheck, unconfigure, restartContainerd,
 // removeFiles.
 // When a step fails, it and every step before it are undone in reverse and
@@ -49,7 +50,11 @@
 //     stopped and removed only after containerd runs without their proxy
 //     plugins.
 //   - Health is checked over CRI (CRIHealth): RuntimeReady, and every
-//     handler registered (or gone) within the plan's timeout.
+//     handler registered (or gone) within the plan's timeout. Then, when
+//     the plan has a canary and the node changed, a pod must run with the
+//     handler to a zero exit (Installer.Canary; package canarypod has
+//     kubelet run it) before the install commits; otherwise everything is
+//     rolled back (ErrCanaryFailed, reason CanaryFailed).
 //   - Failure rolls back: the config byte for byte, the bundle link, links
 //     and units; containerd restarted and checked again. The error wraps
 //     ErrRolledBack, or ErrRollbackFailed. Report turns any outcome into a

@@ -19,10 +19,13 @@
 // skipped, not failed: status.skippedNodes and status.skipped count and
 // name them by reason (NotLinux, NotContainerd, NoArtifact), and the
 // Ready message sums them up. A node installed at an older hash is
-// an upgrade. When a node's Job succeeds, the node gets the shim's label
-// (package nodelabel) and counts as updated; when one fails, the Shim is
-// Degraded and no new node starts until the failure is resolved (delete
-// the failed Job to retry) or the spec changes. The RuntimeClasses are
+// an upgrade. A node's installer runs the Shim's canary pod (spec.canary,
+// on by default, with the RuntimeClass CanaryRuntimeClass, which is
+// published before the first Job) before it commits. When a node's Job
+// succeeds, the node gets the shim's label (package nodelabel) and counts
+// as updated; when one fails (a failed canary included), the Shim is
+// Degraded and no new node starts until the failure is resolved (the retry
+// annotation) or the spec changes. The RuntimeClasses are
 // applied once the first node has the shim, scheduling only onto labelled
 // nodes. Requeues continue until every node is done; then Ready is True.
 //
