@@ -118,7 +118,8 @@ func vmHWM(pid int) int64 {
 	return 0
 }
 
-// scrapeRequests sums the operator's rest_client_requests_total.
+// scrapeRequests sums the operator's rest_client_requests_total, and logs
+// them by method.
 func scrapeRequests(b *testing.B, addr string) int64 {
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
@@ -126,6 +127,7 @@ func scrapeRequests(b *testing.B, addr string) int64 {
 	}
 	defer resp.Body.Close()
 	var total float64
+	byMethod := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		line := sc.Text()
@@ -133,7 +135,12 @@ func scrapeRequests(b *testing.B, addr string) int64 {
 			f := strings.Fields(line)
 			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
 			total += v
+			if _, m, ok := strings.Cut(line, `method="`); ok {
+				m, _, _ = strings.Cut(m, `"`)
+				byMethod[m] += v
+			}
 		}
 	}
+	b.Logf("API requests by method: %v", byMethod)
 	return int64(total)
 }
