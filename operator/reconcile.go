@@ -75,6 +75,9 @@ type observed struct {
 	// takeover holds, by name, why a RuntimeClass of the runtime-class-
 	// manager Shim that spec.migrateFrom names was not taken over.
 	takeover map[string]string
+	// events are the per-node Normal events of this reconcile, emitted
+	// once per reason at its end.
+	events nodeEvents
 }
 
 // Reconcile drives one Shim towards its spec (or, when deleted, towards no
@@ -95,6 +98,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	defer r.flushEvents(shim, &obs.events)
 	if err := r.retry(ctx, obs); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -396,7 +400,7 @@ func (r *Reconciler) startJob(ctx context.Context, obs *observed, v *nodeView, o
 	if err != nil {
 		return fmt.Errorf("create Job %s for node %s: %w", job.Name, v.node.Name, err)
 	}
-	r.event(obs.shim, v.node, corev1.EventTypeNormal, reason, action(op), "%s node %s (Job %s)", reason, v.node.Name, job.Name)
+	obs.events.add(reason, action(op), fmt.Sprintf("node %s (Job %s)", v.node.Name, job.Name))
 	return nil
 }
 

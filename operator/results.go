@@ -112,13 +112,13 @@ func (r *Reconciler) recordJob(ctx context.Context, obs *observed, v *nodeView) 
 		if j.result != nil && j.result.Digest != "" {
 			digest = ", " + j.result.Digest
 		}
-		r.event(obs.shim, v.node, corev1.EventTypeNormal, "Installed", "Install", "shim installed on node %s (spec %s%s)", v.node.Name, j.specHash, digest)
+		obs.events.add("Installed", "Install", fmt.Sprintf("node %s (spec %s%s)", v.node.Name, j.specHash, digest))
 	case opUninstall:
 		if err := nodelabel.Unmark(ctx, r.client, v.node.Name, obs.shim.Name); err != nil {
 			return err
 		}
 		v.label, v.specHash = "", ""
-		r.event(obs.shim, v.node, corev1.EventTypeNormal, "Uninstalled", "Uninstall", "shim removed from node %s", v.node.Name)
+		obs.events.add("Uninstalled", "Uninstall", "node "+v.node.Name)
 	}
 	return nil
 }
