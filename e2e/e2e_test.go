@@ -105,6 +105,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 	crashCanary(t, c, srv)
 	installerTokenOnlyCanaries(t, c)
+	driftRepaired(t, c, origConfig)
 
 	// Upgrade the HTTP shim: a new artifact rolls out.
 	s := &v1alpha1.Shim{}
@@ -450,5 +451,47 @@ spec:
 	out, err = create(strings.Replace(pod(""), "shimkit-canary-e2e", "e2e", 1))
 	if err == nil || !strings.Contains(out, "canary RuntimeClass") {
 		t.Errorf("a pod of another RuntimeClass by the installer's token: %v %s", err, out)
+	}
+}
+
+// driftRepaired: config management puts containerd's config back as it
+// was before shimkit and restarts containerd; the kubelet stops reporting
+// the Shims' handlers, the operator counts the node as drifted, installs
+// the Shims there again, and the handlers are back.
+func driftRepaired(t *testing.T, c *testutil.Cluster, origConfig []byte) {
+	t.Helper()
+	ctx := context.Background()
+	writeFile(t, c.Node.Local("/etc/containerd/config.toml"), string(origConfig))
+	dropIns, _ := filepath.Glob(c.Node.Local("/etc/containerd/conf.d/*shimkit*"))
+	for _, f := range dropIns {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := c.Node.Exec(ctx, "systemctl", "restart", "containerd"); err != nil {
+		t.Fatalf("restart containerd: %v %s", err, out)
+	}
+	start := time.Now()
+	sawDrift := false
+	waitFor(t, 180*time.Second, "both Shims repaired", func() bool {
+		ok := true
+		for _, name := range []string{"e2e", "e2eoci"} {
+			s := &v1alpha1.Shim{}
+			if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, s); err != nil {
+				return false
+			}
+			sawDrift = sawDrift || s.Status.DriftedNodes > 0
+			node := &corev1.Node{}
+			if err := c.Client.Get(ctx, client.ObjectKey{Name: c.NodeName}, node); err != nil {
+				return false
+			}
+			served := slices.ContainsFunc(node.Status.RuntimeHandlers, func(h corev1.NodeRuntimeHandler) bool { return h.Name == name })
+			ok = ok && served && s.Status.DriftedNodes == 0 && s.Status.UpdatedNodes == 1
+		}
+		return ok && sawDrift
+	})
+	t.Logf("drift repaired %v after containerd came back without the handlers", time.Since(start).Round(time.Second))
+	if out := kubectl(t, c, "get", "events", "--field-selector", "reason=Drifted", "-o", "name"); strings.TrimSpace(out) == "" {
+		t.Error("no Drifted event")
 	}
 }

@@ -115,6 +115,9 @@ type nodeView struct {
 	// planErr says why none could be built.
 	plan    *plan.NodePlan
 	planErr error
+	// drifted names a handler of the Shim that the node, labelled as
+	// having it at the target, no longer serves (detectDrift).
+	drifted string
 }
 
 // targeted: the node matches the selector and can run the shim.
@@ -153,7 +156,7 @@ func (v nodeView) state(current string, removing bool) rollout.State {
 // it.
 func (v nodeView) needsInstall(current string) bool {
 	st := v.state(current, false)
-	return st == rollout.Absent || st == rollout.Installed && v.specHash != current
+	return st == rollout.Absent || st == rollout.Installed && (v.specHash != current || v.drifted != "")
 }
 
 func (v nodeView) plannerNode(current string, removing bool) rollout.Node {
@@ -167,6 +170,8 @@ func (v nodeView) plannerNode(current string, removing bool) rollout.Node {
 		hash = v.job.specHash
 	case st == rollout.Failed:
 		hash = v.failure.SpecHash
+	case st == rollout.Installed && v.drifted != "":
+		hash = "" // not what it was installed at any more: installed again
 	}
 	return rollout.Node{Name: v.node.Name, UID: string(v.node.UID), State: st, SpecHash: hash}
 }

@@ -78,6 +78,9 @@ type observed struct {
 	// events are the per-node Normal events of this reconcile, emitted
 	// once per reason at its end.
 	events nodeEvents
+	// driftCheck is when a node that just finished an install and lacks a
+	// handler is looked at again (zero: none).
+	driftCheck time.Time
 }
 
 // Reconcile drives one Shim towards its spec (or, when deleted, towards no
@@ -149,12 +152,16 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	}
 	obs.hash = targetHash(shim, obs.specHash, obs.art)
 	current := map[types.UID]bool{}
+	now := time.Now()
 	for i := range nodes.Items {
 		v := viewNode(shim, &nodes.Items[i])
 		if j := latest[v.node.Name]; j != nil {
 			v.job = viewJob(j)
 			v.job.result, v.job.resultRead = r.results.get(shim.Name, j.UID)
 			current[j.UID] = true
+		}
+		if at := v.detectDrift(shim, obs.hash, now); !at.IsZero() && (obs.driftCheck.IsZero() || at.Before(obs.driftCheck)) {
+			obs.driftCheck = at
 		}
 		obs.views = append(obs.views, v)
 	}
@@ -242,6 +249,10 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 		if v.installed() {
 			reason = "Upgrading"
 		}
+		if v.drifted != "" {
+			reason = "Repairing"
+			r.event(obs.shim, v.node, corev1.EventTypeWarning, "Drifted", "Install", "node %s no longer serves handler %s: installing the shim again", v.node.Name, v.drifted)
+		}
 		if !r.admit(obs, v, opInstall) {
 			waiting = true
 			continue
@@ -275,7 +286,13 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 	if rollin.Done && removal.Done {
 		// A foreign RuntimeClass's change requeues through the watch; the
 		// resolve interval, through time.
-		return ctrl.Result{RequeueAfter: nextResolve(obs.shim, obs.art, time.Now())}, nil
+		after := nextResolve(obs.shim, obs.art, time.Now())
+		if !obs.driftCheck.IsZero() {
+			if d := time.Until(obs.driftCheck) + time.Second; after == 0 || d < after {
+				after = d
+			}
+		}
+		return ctrl.Result{RequeueAfter: after}, nil
 	}
 	if waiting {
 		// A node another Shim's installer holds frees up within a Job.

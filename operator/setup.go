@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"slices"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -81,7 +82,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // nodeInfoChanged passes a node whose reported operating system,
-// architecture or container runtime changed: its eligibility may have.
+// architecture or container runtime changed (its eligibility may have),
+// or whose runtime handlers changed (a Shim's may be gone: drift).
 func nodeInfoChanged() predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
@@ -94,7 +96,8 @@ func nodeInfoChanged() predicate.Funcs {
 				return false
 			}
 			x, y := a.Status.NodeInfo, b.Status.NodeInfo
-			return x.OperatingSystem != y.OperatingSystem || x.Architecture != y.Architecture || x.ContainerRuntimeVersion != y.ContainerRuntimeVersion
+			return x.OperatingSystem != y.OperatingSystem || x.Architecture != y.Architecture || x.ContainerRuntimeVersion != y.ContainerRuntimeVersion ||
+				!slices.EqualFunc(a.Status.RuntimeHandlers, b.Status.RuntimeHandlers, func(p, q corev1.NodeRuntimeHandler) bool { return p.Name == q.Name })
 		},
 	}
 }

@@ -82,8 +82,11 @@ func counts(obs *observed) v1alpha1.ShimStatus {
 	for _, v := range obs.views {
 		if v.targeted() {
 			st.Nodes++
-			if v.label == nodelabel.Installed && v.specHash == obs.hash {
+			if v.label == nodelabel.Installed && v.specHash == obs.hash && v.drifted == "" {
 				st.UpdatedNodes++
+			}
+			if v.drifted != "" {
+				st.DriftedNodes++
 			}
 		}
 		if v.job != nil && v.job.running() {

@@ -671,6 +671,13 @@ type ShimStatus struct {
 	// no artifact for their platform. They are left alone.
 	// +optional
 	SkippedNodes int32 `json:"skippedNodes"`
+	// driftedNodes is how many nodes labelled as having the current spec
+	// no longer serve one of the Shim's handlers (their kubelet's
+	// node.status.runtimeHandlers lacks it: reimaged, or containerd's
+	// config reverted by config management). They are installed again
+	// under maxUpdate, and do not count as updated meanwhile.
+	// +optional
+	DriftedNodes int32 `json:"driftedNodes,omitempty"`
 	// skipped groups the skipped nodes by reason (NotLinux,
 	// NotContainerd, NoArtifact).
 	// +optional
