@@ -83,6 +83,7 @@ func TestKilledBetweenSteps(t *testing.T) {
 
 	for _, step := range []string{"locked", "fetched", "configured", "placed", "linked", "units", "restarted-containerd", "restarted", "done"} {
 		t.Run("install/"+step, func(t *testing.T) {
+			t.Parallel() // each on its own node
 			ctx := context.Background()
 			n, orig := bootNode(t, nodeCases(t)[0])
 			installed, _, err := containerdconfig.AddHandler("", orig, wantHandler)
@@ -117,6 +118,7 @@ func TestKilledBetweenSteps(t *testing.T) {
 	}
 	for _, step := range []string{"locked", "configured", "restarted-containerd", "restarted", "removed", "done"} {
 		t.Run("uninstall/"+step, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			n, orig := bootNode(t, nodeCases(t)[0])
 			inst := &installer.Installer{HostRoot: n.Root}
