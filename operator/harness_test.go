@@ -63,9 +63,7 @@ func startOperatorWith(t testing.TB, env *testutil.Env, cfg *rest.Config, mutate
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&batchv1.Job{}: {Namespaces: map[string]cache.Config{jobNamespace: {}}},
-		}},
+		Cache:                  operator.CacheOptions(jobNamespace),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -34,6 +34,12 @@ func BenchmarkScale1000Nodes(b *testing.B) {
 	}
 }
 
+// BenchmarkScale5000Nodes is the same rollout on 5,000 nodes, for the
+// operator's peak memory.
+func BenchmarkScale5000Nodes(b *testing.B) {
+	b.Run("D=1s/qps=50", func(b *testing.B) { scale(b, 5000, time.Second, "50") })
+}
+
 func scale(b *testing.B, nodes int, d time.Duration, qps string) {
 	env := startCluster(b)
 	createNodes(b, env.Client, nodes, map[string]string{"wasm": "true"}, "node")
@@ -63,7 +69,7 @@ func scale(b *testing.B, nodes int, d time.Duration, qps string) {
 			b.Fatal(err)
 		}
 		var peak int64
-		waitFor(b, 5*time.Minute, "Ready on 1,000 nodes", func() (bool, string) {
+		waitFor(b, 15*time.Minute, fmt.Sprintf("Ready on %d nodes", nodes), func() (bool, string) {
 			peak = max(peak, vmHWM(cmd.Process.Pid))
 			return ready(env.Client, "spin")()
 		})

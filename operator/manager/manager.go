@@ -14,14 +14,11 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -102,10 +99,8 @@ func run(ctx context.Context, opts operator.Options, kubeconfig string, leaderEl
 		LeaderElectionID:        "shimkit-operator.containerd.x-k8s.io",
 		LeaderElectionNamespace: opts.Namespace,
 		// Jobs live in one namespace: watch only there (and need RBAC only
-		// there).
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&batchv1.Job{}: {Namespaces: map[string]cache.Config{opts.Namespace: {}}},
-		}},
+		// there); Jobs and Nodes are cached trimmed.
+		Cache: operator.CacheOptions(opts.Namespace),
 	})
 	if err != nil {
 		return err
