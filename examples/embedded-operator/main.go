@@ -40,7 +40,10 @@ func run(ctx context.Context, cfg *rest.Config, image, namespace, metricsAddr st
 			return err
 		}
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: metricsAddr}})
+	// The reconciler's cache settings: Jobs of one namespace only, and Jobs
+	// and Nodes cached trimmed (a host operator whose own controllers read
+	// whole Nodes would leave the Node transform out).
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: metricsAddr}, Cache: operator.CacheOptions(namespace)})
 	if err != nil {
 		return err
 	}
