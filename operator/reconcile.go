@@ -231,15 +231,14 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	// The canary's RuntimeClass exists before an installer needs it.
-	canaryConflict := ""
-	if len(rollin.Start) > 0 {
-		if canaryConflict, err = r.ensureCanaryClass(ctx, obs.shim); err != nil {
-			return ctrl.Result{}, err
-		}
-		if canaryConflict != "" {
-			rollin.Start = nil
-		}
+	// The RuntimeClasses, the canary's among them, before an installer
+	// needs one.
+	rcs, err := r.ensureRuntimeClasses(ctx, obs)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if rcs.canaryBlocked {
+		rollin.Start = nil
 	}
 	g := r.group(ctx)
 	waiting := false
@@ -272,13 +271,6 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 	}
 	if err := r.releaseTaints(ctx, obs); err != nil {
 		return ctrl.Result{}, err
-	}
-	rcs, err := r.ensureRuntimeClasses(ctx, obs)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if canaryConflict != "" && !slices.Contains(rcs.conflicts, canaryConflict) {
-		rcs.conflicts = append(rcs.conflicts, canaryConflict)
 	}
 	if err := r.updateStatus(ctx, obs, rollin, removal, rcs); err != nil {
 		return ctrl.Result{}, err

@@ -83,17 +83,6 @@ func canaryClassSpec(shim *v1alpha1.Shim) (classSpec, bool) {
 	}, field: "spec.canary"}, true
 }
 
-// ensureCanaryClass publishes the canary's RuntimeClass before an
-// installer needs it; it returns why it belongs to someone else, if so.
-func (r *Reconciler) ensureCanaryClass(ctx context.Context, shim *v1alpha1.Shim) (string, error) {
-	spec, ok := canaryClassSpec(shim)
-	if !ok {
-		return "", nil
-	}
-	_, conflict, err := r.ensureRuntimeClass(ctx, shim, spec, true)
-	return conflict, err
-}
-
 // ownedBy reports whether the RuntimeClass belongs to the Shim: its
 // controller reference names the Shim's UID (a Shim recreated under the
 // same name does not own its predecessor's).
@@ -106,10 +95,14 @@ func ownedBy(rc *nodev1.RuntimeClass, shim *v1alpha1.Shim) bool {
 type classes struct {
 	published bool
 	conflicts []string
+	// canaryBlocked: the canary's RuntimeClass belongs to someone else, so
+	// no installer can run its canary.
+	canaryBlocked bool
 }
 
 // ensureRuntimeClasses creates the Shim's RuntimeClasses once the first
-// node has the shim, keeps those it owns up to date, and deletes those it
+// node has the shim (the canary's at once: installers need it before any
+// node has the shim), keeps those it owns up to date, and deletes those it
 // owns that the spec no longer names. A RuntimeClass of one of its names
 // that it does not own is left as it is: a conflict.
 func (r *Reconciler) ensureRuntimeClasses(ctx context.Context, obs *observed) (classes, error) {
@@ -137,6 +130,7 @@ func (r *Reconciler) ensureRuntimeClasses(ctx context.Context, obs *observed) (c
 		out.published = out.published && ok
 		if conflict != "" {
 			out.conflicts = append(out.conflicts, conflict)
+			out.canaryBlocked = out.canaryBlocked || withCanary && spec.field == canary.field
 		}
 	}
 	return out, nil
