@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -88,12 +89,34 @@ type Fault struct {
 	Truncate int           // send only this many bytes of the body, then close the connection
 }
 
-// StartFileServer starts a FileServer and closes it in t.Cleanup.
+// StartFileServer starts a FileServer on loopback and closes it in
+// t.Cleanup.
 func StartFileServer(t testing.TB) *FileServer {
 	t.Helper()
+	return StartFileServerOn(t, "127.0.0.1")
+}
+
+// StartFileServerOn is StartFileServer listening on host (an address of
+// this machine), for clients in other network namespaces.
+func StartFileServerOn(t testing.TB, host string) *FileServer {
+	t.Helper()
 	s := &FileServer{files: map[string][]byte{}, faults: map[string][]Fault{}}
-	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.Server = startServerOn(t, host, http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
+	return s
+}
+
+// startServerOn starts an httptest server listening on host.
+func startServerOn(t testing.TB, host string, h http.Handler) *httptest.Server {
+	t.Helper()
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		t.Fatalf("listen on %s: %v", host, err)
+	}
+	s := httptest.NewUnstartedServer(h)
+	_ = s.Listener.Close()
+	s.Listener = l
+	s.Start()
 	return s
 }
 

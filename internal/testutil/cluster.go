@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -21,19 +20,48 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
-// Cluster is a real single-node Kubernetes cluster: etcd, kube-apiserver,
-// kube-controller-manager and kube-scheduler v1.36 on this machine, and one
-// node whose kubelet and containerd run as systemd units in the node
-// sandbox.
+// Cluster is a real Kubernetes cluster: etcd, kube-apiserver,
+// kube-controller-manager and kube-scheduler v1.36 on this machine, and
+// nodes whose kubelet and containerd run as systemd units in node
+// sandboxes, each in its own network namespace on a bridge of this
+// machine (clusternet.go).
 type Cluster struct {
 	*Env
-	Node *Node
-	// NodeName is the Node object's name.
+	// Node and NodeName are the first node (the only one of a single-node
+	// cluster).
+	Node     *Node
 	NodeName string
+	// Nodes are all the nodes, in the order they joined.
+	Nodes []ClusterNode
+	// HostIP is this machine's address on the cluster's network: the API
+	// server's, and where servers for the nodes must listen
+	// (StartFileServer, StartRegistry).
+	HostIP string
 	// Kubeconfig is an admin kubeconfig file for kubectl.
 	Kubeconfig string
 	// Kubectl is the path of kubectl v1.36.
 	Kubectl string
+
+	bins       string
+	containerd ContainerdBuild
+	dir        string
+}
+
+// ClusterNode is one node of a Cluster.
+type ClusterNode struct {
+	*Node
+	// Name is the Node object's name, IP its address.
+	Name, IP string
+}
+
+// ClusterOptions shape a cluster.
+type ClusterOptions struct {
+	// Containerd is the build every node runs.
+	Containerd ContainerdBuild
+	// Nodes is how many nodes join at start (default 1); AddNode adds more.
+	Nodes int
+	// AddToScheme registers extra API types with the client's scheme.
+	AddToScheme []func(*runtime.Scheme) error
 }
 
 // ClusterBins returns the directory of the cluster binaries (make bins-cluster).
@@ -41,45 +69,86 @@ func ClusterBins(t testing.TB) string {
 	return BinDir(t, "kube", "KUBE_VERSION", "kube-apiserver", "kubelet", "kube-controller-manager", "kube-scheduler", "kubectl")
 }
 
-// StartCluster brings the cluster up and waits for the node to be Ready;
-// everything is torn down in t.Cleanup.
+// StartCluster brings up a single-node cluster and waits for the node to
+// be Ready; everything is torn down in t.Cleanup.
 func StartCluster(t testing.TB, containerd ContainerdBuild, addToScheme ...func(*runtime.Scheme) error) *Cluster {
 	t.Helper()
+	return StartClusterWith(t, ClusterOptions{Containerd: containerd, AddToScheme: addToScheme})
+}
+
+// StartClusterWith brings the cluster up and waits for every node to be
+// Ready; everything is torn down in t.Cleanup.
+func StartClusterWith(t testing.TB, opts ClusterOptions) *Cluster {
+	t.Helper()
 	bins := ClusterBins(t)
-	// One cluster at a time on a machine: its node shares the host's
-	// network (kubelet ports, the CNI bridge), and test packages run in
-	// parallel.
+	// One cluster at a time on a machine: its bridge and addresses are
+	// fixed, and test packages run in parallel.
 	lockMachine(t, "cluster")
+	startBridge(t)
+	port, err := freePort(clusterHostIP)
+	if err != nil {
+		t.Fatal(err)
+	}
 	env := StartEnvWith(t, func(e *envtest.Environment) {
 		// A real cluster: pods get ServiceAccount tokens (envtest turns
-		// that off), and the API server reaches the kubelet by IP.
-		e.ControlPlane.GetAPIServer().Configure().
+		// that off), and the API server reaches the kubelet by IP. It
+		// serves on the bridge, with a certificate for that address.
+		api := e.ControlPlane.GetAPIServer()
+		api.SecureServing.Address, api.SecureServing.Port = clusterHostIP, port
+		api.Configure().
 			Disable("disable-admission-plugins").
+			Set("advertise-address", clusterHostIP).
 			Set("kubelet-preferred-address-types", "InternalIP")
-	}, addToScheme...)
-	dir := t.TempDir()
-	c := &Cluster{Env: env, NodeName: "shimkit-node", Kubectl: filepath.Join(bins, "kubectl")}
-	c.Kubeconfig = WriteKubeconfig(t, env.Config, filepath.Join(dir, "admin.conf"))
+	}, opts.AddToScheme...)
+	c := &Cluster{Env: env, HostIP: clusterHostIP, Kubectl: filepath.Join(bins, "kubectl"), bins: bins, containerd: opts.Containerd, dir: t.TempDir()}
+	c.Kubeconfig = WriteKubeconfig(t, env.Config, filepath.Join(c.dir, "admin.conf"))
 	api := env.Environment.ControlPlane.APIServer
-	caFile := filepath.Join(dir, "ca.crt")
+	caFile := filepath.Join(c.dir, "ca.crt")
 	if err := os.WriteFile(caFile, env.Config.CAData, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	kc := "--kubeconfig=" + c.Kubeconfig
-	startProcess(t, dir, filepath.Join(bins, "kube-controller-manager"), kc,
+	startProcess(t, c.dir, filepath.Join(bins, "kube-controller-manager"), kc,
 		"--authentication-kubeconfig="+c.Kubeconfig, "--authorization-kubeconfig="+c.Kubeconfig,
 		"--root-ca-file="+caFile, "--service-account-private-key-file="+filepath.Join(api.CertDir, "sa-signer.key"),
 		"--use-service-account-credentials=false", "--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0",
 		"--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-route")
-	startProcess(t, dir, filepath.Join(bins, "kube-scheduler"), kc,
+	startProcess(t, c.dir, filepath.Join(bins, "kube-scheduler"), kc,
 		"--authentication-kubeconfig="+c.Kubeconfig, "--authorization-kubeconfig="+c.Kubeconfig,
 		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0")
 
-	nodeIP, err := hostIP()
-	if err != nil {
-		t.Fatal(err)
+	for range max(opts.Nodes, 1) {
+		c.startNode(t)
 	}
-	kubelet, err := os.ReadFile(filepath.Join(bins, "kubelet"))
+	for _, n := range c.Nodes {
+		if err := c.waitNodeReady(n.Name, 90*time.Second); err != nil {
+			t.Fatalf("%v\n%s", err, n.Journal("kubelet"))
+		}
+	}
+	return c
+}
+
+// AddNode boots one more node, joins it to the cluster and waits for it to
+// be Ready.
+func (c *Cluster) AddNode(t testing.TB) ClusterNode {
+	t.Helper()
+	n := c.startNode(t)
+	if err := c.waitNodeReady(n.Name, 90*time.Second); err != nil {
+		t.Fatalf("%v\n%s", err, n.Journal("kubelet"))
+	}
+	return n
+}
+
+// startNode boots the next node, plugs it into the bridge and starts its
+// kubelet.
+func (c *Cluster) startNode(t testing.TB) ClusterNode {
+	t.Helper()
+	i := len(c.Nodes)
+	name := "shimkit-node"
+	if i > 0 {
+		name = fmt.Sprintf("shimkit-node-%d", i)
+	}
+	kubelet, err := os.ReadFile(filepath.Join(c.bins, "kubelet"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,33 +160,49 @@ func StartCluster(t testing.TB, containerd ContainerdBuild, addToScheme ...func(
 		"/usr/local/bin/kubelet":              kubelet,
 		"/etc/kubernetes/kubelet.conf":        nodeKubeconfig,
 		"/etc/kubernetes/kubelet.yaml":        []byte(kubeletConfig),
-		"/etc/systemd/system/kubelet.service": []byte(fmt.Sprintf(kubeletUnit, nodeIP, c.NodeName)),
+		"/etc/systemd/system/kubelet.service": []byte(fmt.Sprintf(kubeletUnit, nodeIP(i), name)),
 		"/etc/cni/net.d/10-shimkit.conflist":  []byte(cniConfig),
 		"/etc/resolv.conf":                    []byte("nameserver 127.0.0.1\n"),
-		"/etc/containerd/config.toml":         clusterContainerdConfig(containerd),
+		"/etc/hostname":                       []byte(name + "\n"),
+		"/etc/containerd/config.toml":         clusterContainerdConfig(c.containerd),
 	}
-	n := StartNode(t, NodeOptions{Containerd: &containerd, Files: files, HostNetwork: true})
-	c.Node = n
-	t.Cleanup(func() { removeLink("cni0") })
+	n := StartNode(t, NodeOptions{Containerd: &c.containerd, Files: files})
+	if err := plugNode(n, i); err != nil {
+		t.Fatalf("node %s: %v", name, err)
+	}
 	ImportPause(t, "/usr/bin/ctr", n.Socket())
 	if err := os.Chmod(n.Local("/usr/local/bin/kubelet"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := n.Exec(context.Background(), "systemctl", "enable", "--now", "kubelet"); err != nil {
-		t.Fatalf("start kubelet: %v %s", err, out)
+		t.Fatalf("start kubelet on %s: %v %s", name, err, out)
 	}
-	if err := c.waitNodeReady(90 * time.Second); err != nil {
-		t.Fatalf("%v\n%s", err, n.Journal("kubelet"))
+	cn := ClusterNode{Node: n, Name: name, IP: nodeIP(i)}
+	c.Nodes = append(c.Nodes, cn)
+	if i == 0 {
+		c.Node, c.NodeName = n, name
 	}
-	return c
+	return cn
 }
 
-func (c *Cluster) waitNodeReady(timeout time.Duration) error {
+// StartFileServer starts a FileServer the nodes reach.
+func (c *Cluster) StartFileServer(t testing.TB) *FileServer {
+	t.Helper()
+	return StartFileServerOn(t, c.HostIP)
+}
+
+// StartRegistry starts a Registry the nodes reach.
+func (c *Cluster) StartRegistry(t testing.TB, username, password string) *Registry {
+	t.Helper()
+	return StartRegistryOn(t, c.HostIP, username, password)
+}
+
+func (c *Cluster) waitNodeReady(name string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	last := "no Node object"
 	for time.Now().Before(deadline) {
 		node := &corev1.Node{}
-		if err := c.Client.Get(context.Background(), client.ObjectKey{Name: c.NodeName}, node); err == nil {
+		if err := c.Client.Get(context.Background(), client.ObjectKey{Name: name}, node); err == nil {
 			for _, cond := range node.Status.Conditions {
 				if cond.Type == corev1.NodeReady {
 					if cond.Status == corev1.ConditionTrue {
@@ -129,7 +214,7 @@ func (c *Cluster) waitNodeReady(timeout time.Duration) error {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	return fmt.Errorf("node %s not Ready after %v: %s", c.NodeName, timeout, last)
+	return fmt.Errorf("node %s not Ready after %v: %s", name, timeout, last)
 }
 
 // clusterContainerdConfig adds CNI from Debian's package to the build's
@@ -176,8 +261,9 @@ RestartSec=1
 WantedBy=multi-user.target
 `
 
-// Pods of the tests use the host's network; the bridge is there because
-// kubelet reports a node without a CNI config NotReady.
+// Pods get addresses on a bridge inside their node (kubelet reports a
+// node without a CNI config NotReady); they reach nothing beyond it, and
+// the tests' pods that talk to the API server use the node's network.
 const cniConfig = `{
   "cniVersion": "1.0.0",
   "name": "shimkit-test",
@@ -227,27 +313,6 @@ func startProcess(t testing.TB, dir, bin string, args ...string) {
 			<-done
 		}
 	})
-}
-
-// hostIP is this machine's first non-loopback IPv4 address (kubelet
-// refuses a loopback node IP).
-func hostIP() (string, error) {
-	ifaces, err := net.Interfaces()
-	if err != nil {
-		return "", err
-	}
-	for _, i := range ifaces {
-		if i.Flags&net.FlagLoopback != 0 || i.Flags&net.FlagUp == 0 || strings.HasPrefix(i.Name, "cni") {
-			continue
-		}
-		addrs, _ := i.Addrs()
-		for _, a := range addrs {
-			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil {
-				return ipn.IP.String(), nil
-			}
-		}
-	}
-	return "", fmt.Errorf("no non-loopback IPv4 address")
 }
 
 func removeLink(name string) {

@@ -34,13 +34,21 @@ type Registry struct {
 	requests atomic.Int64
 }
 
-// StartRegistry starts a registry and closes it in t.Cleanup. When username
-// is not empty every request must carry those basic-auth credentials.
+// StartRegistry starts a registry on loopback and closes it in t.Cleanup.
+// When username is not empty every request must carry those basic-auth
+// credentials.
 func StartRegistry(t testing.TB, username, password string) *Registry {
+	t.Helper()
+	return StartRegistryOn(t, "127.0.0.1", username, password)
+}
+
+// StartRegistryOn is StartRegistry listening on host (an address of this
+// machine), for clients in other network namespaces.
+func StartRegistryOn(t testing.TB, host, username, password string) *Registry {
 	t.Helper()
 	r := &Registry{Username: username, Password: password}
 	inner := registry.New(registry.Logger(nopLogger()))
-	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	r.Server = startServerOn(t, host, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.requests.Add(1)
 		if username != "" {
 			u, p, ok := req.BasicAuth()
