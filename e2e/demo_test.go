@@ -44,7 +44,7 @@ func TestDemo(t *testing.T) {
 	say("deploying the operator: kubectl apply -k operator/config/default (+ a local overlay)")
 	deployOperator(t, c)
 
-	srv := testutil.StartFileServer(t)
+	srv := c.StartFileServer(t)
 	shim := testutil.NewShimArchive(t, "demo", build.Binary("containerd-shim-runc-v2"), nil)
 	url := srv.Add("/containerd-shim-demo-v2.tar.gz", shim.Data)
 	s := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "demo"}, Spec: v1alpha1.ShimSpec{

@@ -26,7 +26,6 @@ import (
 
 	"github.com/shimkit/shimkit/fetch"
 	"github.com/shimkit/shimkit/installer/plan"
-	"github.com/shimkit/shimkit/internal/imagebuild"
 	"github.com/shimkit/shimkit/internal/testutil"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
@@ -37,36 +36,39 @@ const (
 	installerImage = "shimkit.test/shimkit-installer:e2e"
 )
 
-func TestEndToEnd(t *testing.T) {
+// testOperator: two Shims (HTTP and OCI artifacts) on the first node, the
+// canary, drift repair, an upgrade and the deletion, with the operator
+// deployed from operator/config/default.
+func testOperator(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBuild) {
 	ctx := context.Background()
-	build := testutil.ContainerdMatrix(t)[2]
-	c := testutil.StartCluster(t, build, v1alpha1.AddToScheme)
-	dumpOnFailure(t, c)
-	loadImages(t, c)
-	deployOperator(t, c)
 	origConfig, err := os.ReadFile(c.Node.Local("/etc/containerd/config.toml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	runcShim := build.Binary("containerd-shim-runc-v2")
-	srv := testutil.StartFileServer(t)
+	srv := c.StartFileServer(t)
 	v1 := testutil.NewShimArchive(t, "e2e", runcShim, nil)
 	v2 := testutil.NewShimArchive(t, "e2e", runcShim, map[string]string{"VERSION": "2\n"})
 	v1URL, v2URL := srv.Add("/e2e-v1.tar.gz", v1.Data), srv.Add("/e2e-v2.tar.gz", v2.Data)
 
-	reg := testutil.StartRegistry(t, "", "")
+	reg := c.StartRegistry(t, "", "")
 	oci := testutil.NewShimArchive(t, "e2eoci", runcShim, nil)
 	reg.PushShim(t, "shims/e2eoci", "v1", testutil.PlatformArtifact{
 		Platform: ocispec.Platform{OS: "linux", Architecture: fetch.HostPlatform().Architecture}, MediaType: fetch.MediaTypeShimLayer, Data: oci.Data,
 	})
 
 	httpShim := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "e2e"}, Spec: v1alpha1.ShimSpec{
+		NodeSelector:  firstNode(c),
 		FetchStrategy: v1alpha1.FetchStrategy{Type: v1alpha1.FetchAnonHTTP, AnonHTTP: &v1alpha1.AnonHTTPFetch{Location: v1URL, SHA256: v1.SHA256}},
 		RuntimeClass:  v1alpha1.RuntimeClassSpec{Name: "e2e", Handler: "e2e"},
 	}}
 	ociShim := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "e2eoci"}, Spec: v1alpha1.ShimSpec{
-		FetchStrategy: v1alpha1.FetchStrategy{Type: v1alpha1.FetchOCI, OCI: &v1alpha1.OCIFetch{Reference: reg.Host + "/shims/e2eoci:v1", PlainHTTP: true}},
+		NodeSelector:  firstNode(c),
+		FetchStrategy: v1alpha1.FetchStrategy{Type: v1alpha1.FetchOCI, OCI: &v1alpha1.OCIFetch{Reference: reg.Host + "/shims/e2eoci:v1", PlainHTTP: true,
+			// The test's registry is on the cluster's network, not on
+			// the nodes' loopback.
+			Insecure: true}},
 		RuntimeClass:  v1alpha1.RuntimeClassSpec{Name: "e2eoci", Handler: "e2eoci"},
 	}}
 	for _, s := range []*v1alpha1.Shim{httpShim, ociShim} {
@@ -103,7 +105,6 @@ func TestEndToEnd(t *testing.T) {
 	} else {
 		t.Logf("the canary of e2e passed in %v", time.Duration(r.CanaryDuration))
 	}
-	crashCanary(t, c, srv)
 	installerTokenOnlyCanaries(t, c)
 	driftRepaired(t, c, origConfig)
 
@@ -168,93 +169,6 @@ func waitUpgraded(t *testing.T, c *testutil.Cluster, s *v1alpha1.Shim, oldHash s
 		_, hash := nodelabel.State(node, s.Name)
 		return s.Status.SpecHash != oldHash && hash == s.Status.SpecHash && s.Status.UpdatedNodes == 1
 	})
-}
-
-// dumpOnFailure logs the Shims, Jobs, pods, events and the shimkit pods'
-// logs when the test failed.
-func dumpOnFailure(t *testing.T, c *testutil.Cluster) {
-	t.Cleanup(func() {
-		if !t.Failed() {
-			return
-		}
-		for _, args := range [][]string{
-			{"get", "shims", "-o", "yaml"},
-			{"-n", "shimkit-system", "get", "jobs,pods", "-o", "wide"},
-			{"get", "events", "-A", "--sort-by=.lastTimestamp"},
-		} {
-			out, _ := exec.Command(c.Kubectl, append([]string{"--kubeconfig", c.Kubeconfig}, args...)...).CombinedOutput()
-			t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
-		}
-		// Container logs, read on the node (the API server cannot resolve
-		// the node's name to reach its kubelet).
-		logs, _ := filepath.Glob(c.Node.Local("/var/log/pods/*/*/*.log"))
-		for _, l := range logs {
-			data, _ := os.ReadFile(l)
-			if len(data) > 3000 {
-				data = data[len(data)-3000:]
-			}
-			t.Logf("%s:\n%s", strings.TrimPrefix(l, c.Node.Root), data)
-		}
-	})
-}
-
-// loadImages builds the operator and installer images without Docker and
-// imports them into the node's containerd.
-func loadImages(t *testing.T, c *testutil.Cluster) {
-	t.Helper()
-	dir := t.TempDir()
-	for _, img := range []struct{ cmd, ref, user string }{
-		{"shimkit-operator", operatorImage, "65532"}, {"shimkit-installer", installerImage, ""},
-	} {
-		bin := filepath.Join(dir, img.cmd)
-		b := exec.Command("go", "build", "-o", bin, "./cmd/"+img.cmd)
-		b.Dir = testutil.RepoRoot()
-		b.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := b.CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", img.cmd, err, out)
-		}
-		tarPath := bin + ".tar"
-		if err := imagebuild.Write(imagebuild.Image{Ref: img.ref, Binary: bin, Name: img.cmd, User: img.user}, tarPath); err != nil {
-			t.Fatal(err)
-		}
-		if out, err := exec.Command("/usr/bin/ctr", "--address", c.Node.Socket(), "-n", "k8s.io", "images", "import", tarPath).CombinedOutput(); err != nil {
-			t.Fatalf("import %s: %v\n%s", img.ref, err, out)
-		}
-	}
-}
-
-// deployOperator applies operator/config/default with kubectl through an
-// overlay that points it at the test images (already on the node: nothing
-// is pulled). Without kube-proxy, pods reach the API server only over the
-// host's network.
-func deployOperator(t *testing.T, c *testutil.Cluster) {
-	t.Helper()
-	host, port, _ := strings.Cut(strings.TrimPrefix(c.Config.Host, "https://"), ":")
-	overlay := t.TempDir()
-	kustomization := fmt.Sprintf(`resources:
-  - %s
-images:
-  - name: shimkit-operator
-    newName: %s
-    newTag: %s
-patches:
-  - target: {kind: Deployment, name: shimkit-operator}
-    patch: |
-      - {op: add, path: /spec/template/spec/hostNetwork, value: true}
-      - {op: add, path: /spec/template/spec/terminationGracePeriodSeconds, value: 1}
-      - {op: replace, path: /spec/template/spec/containers/0/imagePullPolicy, value: Never}
-      - {op: replace, path: /spec/template/spec/containers/0/env/0/value, value: %s}
-      - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: KUBERNETES_SERVICE_HOST, value: "%s"}}
-      - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: KUBERNETES_SERVICE_PORT, value: "%s"}}
-      - {op: replace, path: /spec/template/spec/containers/0/args, value: ["--leader-elect", "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:18081"]}
-      - {op: remove, path: /spec/template/spec/containers/0/livenessProbe}
-      - {op: remove, path: /spec/template/spec/containers/0/readinessProbe}
-`, relTo(t, overlay, filepath.Join(testutil.RepoRoot(), "operator/config/default")), strings.Split(operatorImage, ":")[0], strings.Split(operatorImage, ":")[1], installerImage, host, port)
-	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	kubectl(t, c, "apply", "--server-side", "-k", overlay)
-	kubectl(t, c, "-n", "shimkit-system", "rollout", "status", "deployment/shimkit-operator", "--timeout=120s")
 }
 
 // runPod runs a host-network pause pod with the RuntimeClass and returns
@@ -352,67 +266,6 @@ func installerResult(t *testing.T, c *testutil.Cluster, shim string) *plan.NodeR
 		t.Fatal(err)
 	}
 	return r
-}
-
-// crashCanary: a shim that exits as soon as containerd starts it is
-// registered, fails its canary (a Pod kubelet runs with the canary's
-// RuntimeClass), and is rolled back; the rollout halts with CanaryFailed,
-// the node is not labelled and its config is as it was, and no canary pod
-// is left. Deleting the Shim then needs nothing on the node.
-func crashCanary(t *testing.T, c *testutil.Cluster, srv *testutil.FileServer) {
-	t.Helper()
-	ctx := context.Background()
-	before, err := os.ReadFile(c.Node.Local("/etc/containerd/config.toml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	script := filepath.Join(t.TempDir(), "containerd-shim-crashy-v2")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\necho crashing >&2\nexit 1\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	a := testutil.NewShimArchive(t, "crashy", script, nil)
-	s := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "crashy"}, Spec: v1alpha1.ShimSpec{
-		FetchStrategy: v1alpha1.FetchStrategy{Type: v1alpha1.FetchAnonHTTP, AnonHTTP: &v1alpha1.AnonHTTPFetch{Location: srv.Add("/crashy.tar.gz", a.Data), SHA256: a.SHA256}},
-		RuntimeClass:  v1alpha1.RuntimeClassSpec{Name: "crashy", Handler: "crashy"},
-		// kubelet retries a sandbox that fails to start: the canary ends
-		// with its timeout.
-		Canary: &v1alpha1.Canary{Timeout: &metav1.Duration{Duration: 15 * time.Second}},
-	}}
-	if err := c.Client.Create(ctx, s); err != nil {
-		t.Fatal(err)
-	}
-	kubectl(t, c, "wait", "--for=condition=Stalled", "shim/crashy", "--timeout=120s")
-	if err := c.Client.Get(ctx, client.ObjectKey{Name: "crashy"}, s); err != nil {
-		t.Fatal(err)
-	}
-	if f := s.Status.FailingNodes; len(f) != 1 || f[0].Node != c.NodeName || f[0].Reason != string(plan.ReasonCanaryFailed) {
-		t.Errorf("failing nodes %+v, want %s with CanaryFailed", f, c.NodeName)
-	} else {
-		t.Logf("canary failure: %s", f[0].Message)
-	}
-	node := &corev1.Node{}
-	if err := c.Client.Get(ctx, client.ObjectKey{Name: c.NodeName}, node); err != nil {
-		t.Fatal(err)
-	}
-	if ok, _ := nodelabel.State(node, "crashy"); ok {
-		t.Error("the node is labelled for a shim whose canary failed")
-	}
-	if got, _ := os.ReadFile(c.Node.Local("/etc/containerd/config.toml")); !bytes.Equal(got, before) {
-		t.Errorf("the node's config after the canary's rollback:\n%s", got)
-	}
-	if _, err := os.Stat(c.Node.Local("/opt/shimkit/crashy")); !os.IsNotExist(err) {
-		t.Errorf("the crashing shim's bundle is left: %v", err)
-	}
-	pods := &corev1.PodList{}
-	if err := c.Client.List(ctx, pods, client.InNamespace("shimkit-system"), client.HasLabels{"shimkit.dev/canary"}); err != nil || len(pods.Items) > 0 {
-		t.Errorf("canary pods left: %d %v", len(pods.Items), err)
-	}
-	if err := c.Client.Delete(ctx, s); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 120*time.Second, "shim crashy gone", func() bool {
-		return apierrors.IsNotFound(c.Client.Get(ctx, client.ObjectKey{Name: "crashy"}, &v1alpha1.Shim{}))
-	})
 }
 
 // installerTokenOnlyCanaries: the installers' ServiceAccount may create

@@ -51,8 +51,9 @@ func gvisorArtifact(t *testing.T, version string) testutil.Archive {
 }
 
 // gvisorShim is the README's gVisor Shim, plus the files of the wrapper.
-func gvisorShim(url, sha string) *v1alpha1.Shim {
+func gvisorShim(url, sha string, nodeSelector map[string]string) *v1alpha1.Shim {
 	return &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "gvisor"}, Spec: v1alpha1.ShimSpec{
+		NodeSelector:   nodeSelector,
 		FetchStrategy:  v1alpha1.FetchStrategy{Type: v1alpha1.FetchAnonHTTP, AnonHTTP: &v1alpha1.AnonHTTPFetch{Location: url, SHA256: sha}},
 		RuntimeClass:   v1alpha1.RuntimeClassSpec{Name: "gvisor", Handler: "runsc"},
 		RuntimeType:    "io.containerd.runsc.v1",
@@ -69,28 +70,23 @@ func gvisorShim(url, sha string) *v1alpha1.Shim {
 	}}
 }
 
-// TestGVisorEndToEnd installs gVisor as a bundle Shim on the real cluster,
+// testGVisor installs gVisor as a bundle Shim on the cluster's first node,
 // runs a pod inside gVisor (its kernel log is gVisor's), upgrades the
 // bundle while the pod runs, and deletes the Shim: the node is clean and its
 // containerd config byte-identical to before.
-func TestGVisorEndToEnd(t *testing.T) {
+func testGVisor(t *testing.T, c *testutil.Cluster) {
 	ctx := context.Background()
-	build := testutil.ContainerdMatrix(t)[2]
-	c := testutil.StartCluster(t, build, v1alpha1.AddToScheme)
-	dumpOnFailure(t, c)
-	loadImages(t, c)
 	testutil.ImportBusybox(t, "/usr/bin/ctr", c.Node.Socket())
-	deployOperator(t, c)
 	origConfig, err := os.ReadFile(c.Node.Local("/etc/containerd/config.toml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := testutil.StartFileServer(t)
+	srv := c.StartFileServer(t)
 	v1, v2 := gvisorArtifact(t, "1"), gvisorArtifact(t, "2")
 	v1URL, v2URL := srv.Add("/gvisor-1.tar.gz", v1.Data), srv.Add("/gvisor-2.tar.gz", v2.Data)
 
 	start := time.Now()
-	if err := c.Client.Create(ctx, gvisorShim(v1URL, v1.SHA256)); err != nil {
+	if err := c.Client.Create(ctx, gvisorShim(v1URL, v1.SHA256, firstNode(c))); err != nil {
 		t.Fatal(err)
 	}
 	kubectl(t, c, "wait", "--for=condition=Ready", "shim/gvisor", "--timeout=120s")

@@ -32,35 +32,22 @@ const (
 	leaseName     = "shimkit-operator.containerd.x-k8s.io"
 )
 
-// TestHelmChart installs the operator with charts/shimkit on the real
-// cluster, rolls out the chart's sample Shim, upgrades the release with a
-// changed operator flag, and uninstalls it; then drives the make targets
-// install, run, deploy, undeploy and uninstall against the same cluster.
-func TestHelmChart(t *testing.T) {
-	helm := toolBinary(t, "HELM", "helm")
-	toolBinary(t, "", "kustomize") // the make targets' (not built inside the test)
-	build := testutil.ContainerdMatrix(t)[2]
-	c := testutil.StartCluster(t, build, v1alpha1.AddToScheme)
-	dumpOnFailure(t, c)
+// testChart installs the operator with charts/shimkit on the cluster,
+// rolls out the chart's sample Shim on the first node, upgrades the
+// release with a changed operator flag, and uninstalls it.
+func testChart(t *testing.T, c *testutil.Cluster, helmBin string, build testutil.ContainerdBuild) {
+	ctx := context.Background()
 	t.Cleanup(func() {
 		if t.Failed() {
 			out, _ := exec.Command(c.Kubectl, "--kubeconfig", c.Kubeconfig, "-n", helmNamespace, "get", "all,lease,sa,role,rolebinding", "-o", "wide").CombinedOutput()
 			t.Logf("namespace %s:\n%s", helmNamespace, out)
 		}
 	})
-	loadImages(t, c)
+	// The chart's crds/ install the CRD (undeployOperator took the one of
+	// operator/config).
+	kubectl(t, c, "delete", "crd", crdName, "--wait", "--ignore-not-found")
 
-	t.Run("chart", func(t *testing.T) { testChart(t, c, helm, build) })
-	t.Run("make", func(t *testing.T) { testMakeTargets(t, c) })
-}
-
-func testChart(t *testing.T, c *testutil.Cluster, helmBin string, build testutil.ContainerdBuild) {
-	ctx := context.Background()
-	// envtest installed the CRD from operator/config: it goes, for the
-	// chart's crds/ to install it.
-	kubectl(t, c, "delete", "crd", crdName, "--wait")
-
-	srv := testutil.StartFileServer(t)
+	srv := c.StartFileServer(t)
 	art := testutil.NewShimArchive(t, "helm", build.Binary("containerd-shim-runc-v2"), nil)
 	url := srv.Add("/helm.tar.gz", art.Data)
 	opRepo, opTag, _ := strings.Cut(operatorImage, ":")
@@ -84,10 +71,10 @@ sampleShim:
   enabled: true
   name: helm
   spec:
-    nodeSelector: {}
+    nodeSelector: {kubernetes.io/hostname: %s}
     fetchStrategy: {type: anonHttp, anonHttp: {location: %q, sha256: %q}}
     runtimeClass: {name: helm, handler: helm}
-`, opRepo, opTag, instRepo, instTag, host, port, url, art.SHA256))
+`, opRepo, opTag, instRepo, instTag, host, port, c.NodeName, url, art.SHA256))
 	helm := func(args ...string) string { return runHelm(t, c, helmBin, args...) }
 	chart := filepath.Join(testutil.RepoRoot(), "charts", "shimkit")
 

@@ -3,10 +3,13 @@ package testutil
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -118,7 +121,7 @@ func StartClusterWith(t testing.TB, opts ClusterOptions) *Cluster {
 		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0")
 
 	for range max(opts.Nodes, 1) {
-		c.startNode(t)
+		c.startNode(t, JoinOptions{})
 	}
 	for _, n := range c.Nodes {
 		if err := c.waitNodeReady(n.Name, 90*time.Second); err != nil {
@@ -128,11 +131,21 @@ func StartClusterWith(t testing.TB, opts ClusterOptions) *Cluster {
 	return c
 }
 
+// JoinOptions are what a node pool gives a node that joins.
+type JoinOptions struct {
+	// Labels and Taints are registered with the Node (kubelet's
+	// --node-labels and --register-with-taints, "key[=value]:Effect").
+	Labels map[string]string
+	Taints []string
+	// Files are written into the node's root filesystem before it boots.
+	Files map[string][]byte
+}
+
 // AddNode boots one more node, joins it to the cluster and waits for it to
 // be Ready.
-func (c *Cluster) AddNode(t testing.TB) ClusterNode {
+func (c *Cluster) AddNode(t testing.TB, opts JoinOptions) ClusterNode {
 	t.Helper()
-	n := c.startNode(t)
+	n := c.startNode(t, opts)
 	if err := c.waitNodeReady(n.Name, 90*time.Second); err != nil {
 		t.Fatalf("%v\n%s", err, n.Journal("kubelet"))
 	}
@@ -141,7 +154,7 @@ func (c *Cluster) AddNode(t testing.TB) ClusterNode {
 
 // startNode boots the next node, plugs it into the bridge and starts its
 // kubelet.
-func (c *Cluster) startNode(t testing.TB) ClusterNode {
+func (c *Cluster) startNode(t testing.TB, opts JoinOptions) ClusterNode {
 	t.Helper()
 	i := len(c.Nodes)
 	name := "shimkit-node"
@@ -160,12 +173,13 @@ func (c *Cluster) startNode(t testing.TB) ClusterNode {
 		"/usr/local/bin/kubelet":              kubelet,
 		"/etc/kubernetes/kubelet.conf":        nodeKubeconfig,
 		"/etc/kubernetes/kubelet.yaml":        []byte(kubeletConfig),
-		"/etc/systemd/system/kubelet.service": []byte(fmt.Sprintf(kubeletUnit, nodeIP(i), name)),
+		"/etc/systemd/system/kubelet.service": []byte(fmt.Sprintf(kubeletUnit, nodeIP(i), name, joinFlags(opts))),
 		"/etc/cni/net.d/10-shimkit.conflist":  []byte(cniConfig),
 		"/etc/resolv.conf":                    []byte("nameserver 127.0.0.1\n"),
 		"/etc/hostname":                       []byte(name + "\n"),
 		"/etc/containerd/config.toml":         clusterContainerdConfig(c.containerd),
 	}
+	maps.Copy(files, opts.Files)
 	n := StartNode(t, NodeOptions{Containerd: &c.containerd, Files: files})
 	if err := plugNode(n, i); err != nil {
 		t.Fatalf("node %s: %v", name, err)
@@ -183,6 +197,22 @@ func (c *Cluster) startNode(t testing.TB) ClusterNode {
 		c.Node, c.NodeName = n, name
 	}
 	return cn
+}
+
+// joinFlags are the kubelet flags of a node pool's labels and taints.
+func joinFlags(opts JoinOptions) string {
+	var flags []string
+	if len(opts.Labels) > 0 {
+		var kv []string
+		for _, k := range slices.Sorted(maps.Keys(opts.Labels)) {
+			kv = append(kv, k+"="+opts.Labels[k])
+		}
+		flags = append(flags, "--node-labels="+strings.Join(kv, ","))
+	}
+	if len(opts.Taints) > 0 {
+		flags = append(flags, "--register-with-taints="+strings.Join(opts.Taints, ","))
+	}
+	return strings.Join(flags, " ")
 }
 
 // StartFileServer starts a FileServer the nodes reach.
@@ -253,7 +283,7 @@ After=containerd.service
 Wants=containerd.service
 
 [Service]
-ExecStart=/usr/local/bin/kubelet --config=/etc/kubernetes/kubelet.yaml --kubeconfig=/etc/kubernetes/kubelet.conf --node-ip=%s --hostname-override=%s
+ExecStart=/usr/local/bin/kubelet --config=/etc/kubernetes/kubelet.yaml --kubeconfig=/etc/kubernetes/kubelet.conf --node-ip=%s --hostname-override=%s %s
 Restart=always
 RestartSec=1
 

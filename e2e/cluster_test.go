@@ -1,0 +1,160 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/shimkit/shimkit/internal/imagebuild"
+	"github.com/shimkit/shimkit/internal/testutil"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+)
+
+// TestCluster runs every end-to-end scenario on one real three-node
+// cluster, one after another, each leaving the cluster as it found it:
+// booting the cluster and building the images once keeps the suite's
+// time down. The scenarios on a single Shim run on the first node; the
+// rollout scenarios use all of them.
+func TestCluster(t *testing.T) {
+	build := testutil.ContainerdMatrix(t)[2]
+	c := testutil.StartClusterWith(t, testutil.ClusterOptions{Containerd: build, Nodes: 3, AddToScheme: []func(*runtime.Scheme) error{v1alpha1.AddToScheme}})
+	dumpOnFailure(t, c)
+	images := loadImages(t, c)
+	overlay := deployOperator(t, c)
+
+	t.Run("operator", func(t *testing.T) { testOperator(t, c, build) })
+	t.Run("gvisor", func(t *testing.T) { testGVisor(t, c) })
+	t.Run("nodes", func(t *testing.T) { testNodes(t, c, build, images) })
+
+	undeployOperator(t, c, overlay)
+	t.Run("chart", func(t *testing.T) { testChart(t, c, toolBinary(t, "HELM", "helm"), build) })
+	t.Run("make", func(t *testing.T) {
+		toolBinary(t, "", "kustomize") // the make targets' (not built inside the test)
+		testMakeTargets(t, c)
+	})
+}
+
+// firstNode selects the cluster's first node only.
+func firstNode(c *testutil.Cluster) map[string]string {
+	return map[string]string{"kubernetes.io/hostname": c.NodeName}
+}
+
+// loadImages builds the operator and installer images without Docker,
+// imports them into every node's containerd, and returns the image
+// archives (for nodes that join later: importImages).
+func loadImages(t *testing.T, c *testutil.Cluster) []string {
+	t.Helper()
+	dir := t.TempDir()
+	var tars []string
+	for _, img := range []struct{ cmd, ref, user string }{
+		{"shimkit-operator", operatorImage, "65532"}, {"shimkit-installer", installerImage, ""},
+	} {
+		bin := filepath.Join(dir, img.cmd)
+		b := exec.Command("go", "build", "-o", bin, "./cmd/"+img.cmd)
+		b.Dir = testutil.RepoRoot()
+		b.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := b.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", img.cmd, err, out)
+		}
+		tarPath := bin + ".tar"
+		if err := imagebuild.Write(imagebuild.Image{Ref: img.ref, Binary: bin, Name: img.cmd, User: img.user}, tarPath); err != nil {
+			t.Fatal(err)
+		}
+		tars = append(tars, tarPath)
+	}
+	for _, n := range c.Nodes {
+		importImages(t, n.Node, tars)
+	}
+	return tars
+}
+
+// importImages imports image archives into a node's containerd.
+func importImages(t *testing.T, n *testutil.Node, tars []string) {
+	t.Helper()
+	for _, tar := range tars {
+		if out, err := exec.Command("/usr/bin/ctr", "--address", n.Socket(), "-n", "k8s.io", "images", "import", tar).CombinedOutput(); err != nil {
+			t.Fatalf("import %s: %v\n%s", tar, err, out)
+		}
+	}
+}
+
+// dumpOnFailure logs the Shims, Jobs, pods, events and the shimkit pods'
+// logs when the test failed.
+func dumpOnFailure(t *testing.T, c *testutil.Cluster) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, args := range [][]string{
+			{"get", "shims", "-o", "yaml"},
+			{"-n", "shimkit-system", "get", "jobs,pods", "-o", "wide"},
+			{"get", "events", "-A", "--sort-by=.lastTimestamp"},
+		} {
+			out, _ := exec.Command(c.Kubectl, append([]string{"--kubeconfig", c.Kubeconfig}, args...)...).CombinedOutput()
+			t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
+		}
+		for _, n := range c.Nodes {
+			t.Logf("%s kubelet:\n%s", n.Name, n.Journal("kubelet"))
+		}
+		// Container logs, read on the nodes (the API server cannot
+		// resolve the nodes' names to reach their kubelets).
+		for _, n := range c.Nodes {
+			logs, _ := filepath.Glob(n.Local("/var/log/pods/*/*/*.log"))
+			for _, l := range logs {
+				data, _ := os.ReadFile(l)
+				if len(data) > 3000 {
+					data = data[len(data)-3000:]
+				}
+				t.Logf("%s %s:\n%s", n.Name, strings.TrimPrefix(l, n.Root), data)
+			}
+		}
+	})
+}
+
+// deployOperator applies operator/config/default with kubectl through an
+// overlay that points it at the test images (already on the nodes: nothing
+// is pulled), and returns the overlay. Without kube-proxy, pods reach the
+// API server only over the node's network.
+func deployOperator(t *testing.T, c *testutil.Cluster) string {
+	t.Helper()
+	host, port, _ := strings.Cut(strings.TrimPrefix(c.Config.Host, "https://"), ":")
+	overlay := t.TempDir()
+	kustomization := fmt.Sprintf(`resources:
+  - %s
+images:
+  - name: shimkit-operator
+    newName: %s
+    newTag: %s
+patches:
+  - target: {kind: Deployment, name: shimkit-operator}
+    patch: |
+      - {op: add, path: /spec/template/spec/hostNetwork, value: true}
+      - {op: add, path: /spec/template/spec/terminationGracePeriodSeconds, value: 1}
+      - {op: replace, path: /spec/template/spec/containers/0/imagePullPolicy, value: Never}
+      - {op: replace, path: /spec/template/spec/containers/0/env/0/value, value: %s}
+      - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: KUBERNETES_SERVICE_HOST, value: "%s"}}
+      - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: KUBERNETES_SERVICE_PORT, value: "%s"}}
+      - {op: replace, path: /spec/template/spec/containers/0/args, value: ["--leader-elect", "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:18081"]}
+      - {op: remove, path: /spec/template/spec/containers/0/livenessProbe}
+      - {op: remove, path: /spec/template/spec/containers/0/readinessProbe}
+`, relTo(t, overlay, filepath.Join(testutil.RepoRoot(), "operator/config/default")), strings.Split(operatorImage, ":")[0], strings.Split(operatorImage, ":")[1], installerImage, host, port)
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, c, "apply", "--server-side", "-k", overlay)
+	kubectl(t, c, "-n", "shimkit-system", "rollout", "status", "deployment/shimkit-operator", "--timeout=120s")
+	return overlay
+}
+
+// undeployOperator deletes what deployOperator applied (the CRD included:
+// no Shim may be left).
+func undeployOperator(t *testing.T, c *testutil.Cluster, overlay string) {
+	t.Helper()
+	kubectl(t, c, "delete", "-k", overlay, "--wait", "--timeout=120s")
+}
+

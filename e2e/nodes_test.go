@@ -1,0 +1,294 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/internal/testutil"
+	"github.com/shimkit/shimkit/nodelabel"
+	"github.com/shimkit/shimkit/operator"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+)
+
+// poolLabel selects the nodes of the rollout scenarios (a node pool's).
+const poolLabel = "shimkit.test/pool"
+
+// readyMarker is the node file the "flaky" shim needs to start.
+const readyMarker = "/etc/shimkit-e2e/ready"
+
+// testNodes: rollouts watched on several real kubelets and containerds.
+//   - maxUpdate 1: no two nodes restart containerd at once (from the units'
+//     own timestamps);
+//   - a shim that crashes on start fails its canary on the first node, the
+//     rollout halts there with the other nodes untouched, and the
+//     documented retry annotation resumes it once the nodes are fixed;
+//   - a node taken out of the selector is uninstalled;
+//   - a node that joins (with the startup taint) gets the shims, then
+//     loses the taint;
+//   - deleting the Shims leaves every node as it was.
+func testNodes(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBuild, images []string) {
+	ctx := context.Background()
+	for _, n := range c.Nodes {
+		kubectl(t, c, "label", "node", n.Name, poolLabel+"=fleet")
+	}
+	orig := nodeConfigs(t, c)
+	srv := c.StartFileServer(t)
+	runcShim := build.Binary("containerd-shim-runc-v2")
+	pool := map[string]string{poolLabel: "fleet"}
+
+	// One node at a time.
+	before := restartWindows(t, c)
+	a := testutil.NewShimArchive(t, "fleet", runcShim, nil)
+	fleet := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "fleet"}, Spec: v1alpha1.ShimSpec{
+		NodeSelector:  pool,
+		FetchStrategy: v1alpha1.FetchStrategy{Type: v1alpha1.FetchAnonHTTP, AnonHTTP: &v1alpha1.AnonHTTPFetch{Location: srv.Add("/fleet.tar.gz", a.Data), SHA256: a.SHA256}},
+		RuntimeClass:  v1alpha1.RuntimeClassSpec{Name: "fleet", Handler: "fleet"},
+	}}
+	start := time.Now()
+	if err := c.Client.Create(ctx, fleet); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, c, "wait", "--for=condition=Ready", "shim/fleet", "--timeout=180s")
+	t.Logf("fleet Ready on %d nodes, maxUpdate 1: %v", len(c.Nodes), time.Since(start).Round(time.Second))
+	after := restartWindows(t, c)
+	for i, n := range c.Nodes {
+		if after[i].enter == before[i].enter {
+			t.Errorf("containerd on %s did not restart for the install", n.Name)
+		}
+		t.Logf("%s: containerd restarting for %v", n.Name, time.Duration(after[i].enter-after[i].exit)*time.Microsecond)
+	}
+	assertDisjoint(t, c, after)
+	for _, n := range c.Nodes {
+		assertLabelled(t, c, n.Name, "fleet", true)
+	}
+
+	// A shim that crashes on start until the node is fixed.
+	stalledAt := nodeConfigs(t, c)
+	before = restartWindows(t, c)
+	flaky := flakyShim(t, srv, runcShim, pool)
+	if err := c.Client.Create(ctx, flaky); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, c, "wait", "--for=condition=Stalled", "shim/flaky", "--timeout=180s")
+	time.Sleep(3 * time.Second) // the halt holds: nothing else starts
+	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(flaky), flaky); err != nil {
+		t.Fatal(err)
+	}
+	failing := flaky.Status.FailingNodes
+	if len(failing) != 1 || failing[0].Reason != string(plan.ReasonCanaryFailed) {
+		t.Fatalf("failing nodes %+v, want one with CanaryFailed", failing)
+	}
+	t.Logf("flaky halted on %s: %s", failing[0].Node, failing[0].Message)
+	now := restartWindows(t, c)
+	for i, n := range c.Nodes {
+		assertLabelled(t, c, n.Name, "flaky", false)
+		cfg, _ := os.ReadFile(n.Local("/etc/containerd/config.toml"))
+		if !bytes.Equal(cfg, stalledAt[i]) {
+			t.Errorf("%s: config changed by the halted rollout:\n%s", n.Name, cfg)
+		}
+		if _, err := os.Stat(n.Local("/opt/shimkit/flaky")); !os.IsNotExist(err) {
+			t.Errorf("%s: the crashing shim's bundle is there: %v", n.Name, err)
+		}
+		if restarted := now[i].enter != before[i].enter; restarted != (n.Name == failing[0].Node) {
+			t.Errorf("%s: containerd restarted %v during the halted rollout (failed node %s)", n.Name, restarted, failing[0].Node)
+		}
+	}
+	for _, n := range c.Nodes {
+		if err := os.MkdirAll(filepath.Dir(n.Local(readyMarker)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, n.Local(readyMarker), "fixed\n")
+	}
+	kubectl(t, c, "annotate", "shim", "flaky", v1alpha1.RetryAnnotation+"=all@"+strconv.FormatInt(time.Now().Unix(), 10), "--overwrite")
+	kubectl(t, c, "wait", "--for=condition=Ready", "shim/flaky", "--timeout=180s")
+	for _, n := range c.Nodes {
+		assertLabelled(t, c, n.Name, "flaky", true)
+	}
+	logCanaries(t, c, "fleet", "flaky")
+
+	// A node leaves the pool: both shims go from it, its config as before.
+	leaving := c.Nodes[2]
+	kubectl(t, c, "label", "node", leaving.Name, poolLabel+"-")
+	waitFor(t, 120*time.Second, "the shims to leave "+leaving.Name, func() bool {
+		node := &corev1.Node{}
+		_ = c.Client.Get(ctx, client.ObjectKey{Name: leaving.Name}, node)
+		return !hasShimLabels(node)
+	})
+	if cfg, _ := os.ReadFile(leaving.Local("/etc/containerd/config.toml")); !bytes.Equal(cfg, orig[2]) {
+		t.Errorf("%s: config after the uninstall:\n%s", leaving.Name, cfg)
+	}
+	if _, err := os.Stat(leaving.Local("/opt/shimkit")); !os.IsNotExist(err) {
+		t.Errorf("%s: /opt/shimkit left after the uninstall: %v", leaving.Name, err)
+	}
+
+	// A node joins the pool, tainted until its runtimes are there.
+	start = time.Now()
+	joined := c.AddNode(t, testutil.JoinOptions{
+		Labels: pool,
+		Taints: []string{operator.PendingTaint + ":NoSchedule"},
+		Files:  map[string][]byte{readyMarker: []byte("fixed\n")},
+	})
+	importImages(t, joined.Node, images)
+	waitFor(t, 180*time.Second, "the joined node to get both shims and lose its taint", func() bool {
+		node := &corev1.Node{}
+		_ = c.Client.Get(ctx, client.ObjectKey{Name: joined.Name}, node)
+		ok1, _ := nodelabel.State(node, "fleet")
+		ok2, _ := nodelabel.State(node, "flaky")
+		tainted := slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == operator.PendingTaint })
+		return ok1 && ok2 && !tainted
+	})
+	t.Logf("%s joined and got both shims in %v", joined.Name, time.Since(start).Round(time.Second))
+
+	// Delete: every node as it was.
+	for _, s := range []*v1alpha1.Shim{fleet, flaky} {
+		if err := c.Client.Delete(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range []*v1alpha1.Shim{fleet, flaky} {
+		waitFor(t, 180*time.Second, "shim "+s.Name+" gone", func() bool {
+			return apierrors.IsNotFound(c.Client.Get(ctx, client.ObjectKeyFromObject(s), &v1alpha1.Shim{}))
+		})
+	}
+	for i, n := range c.Nodes {
+		want := orig[0]
+		if i < len(orig) {
+			want = orig[i]
+		}
+		if cfg, _ := os.ReadFile(n.Local("/etc/containerd/config.toml")); !bytes.Equal(cfg, want) {
+			t.Errorf("%s: config after the Shims' deletion:\n%s", n.Name, cfg)
+		}
+		if _, err := os.Stat(n.Local("/opt/shimkit")); !os.IsNotExist(err) {
+			t.Errorf("%s: /opt/shimkit left: %v", n.Name, err)
+		}
+		node := &corev1.Node{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: n.Name}, node); err != nil || hasShimLabels(node) {
+			t.Errorf("%s: shim labels left: %v %v", n.Name, node.Labels, err)
+		}
+	}
+}
+
+// flakyShim is a shim whose start fails until readyMarker exists on the
+// node: a wrapper in front of the runc shim, in one bundle.
+func flakyShim(t *testing.T, srv *testutil.FileServer, runcShim string, nodeSelector map[string]string) *v1alpha1.Shim {
+	t.Helper()
+	runc, err := os.ReadFile(runcShim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapper := "#!/bin/sh\n[ -e " + readyMarker + " ] || { echo 'flaky: this node is not ready' >&2; exit 1; }\nexec $(BUNDLE_DIR)/runc-shim \"$@\"\n"
+	a := testutil.NewArchive(t,
+		testutil.ArchiveFile{Name: "containerd-shim-flaky-v2", Mode: 0o755, Data: []byte(wrapper)},
+		testutil.ArchiveFile{Name: "runc-shim", Mode: 0o755, Data: runc},
+	)
+	return &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "flaky"}, Spec: v1alpha1.ShimSpec{
+		NodeSelector:  nodeSelector,
+		FetchStrategy: v1alpha1.FetchStrategy{Type: v1alpha1.FetchAnonHTTP, AnonHTTP: &v1alpha1.AnonHTTPFetch{Location: srv.Add("/flaky.tar.gz", a.Data), SHA256: a.SHA256}},
+		RuntimeClass:  v1alpha1.RuntimeClassSpec{Name: "flaky", Handler: "flaky"},
+		Files: []v1alpha1.BundleFile{
+			{Path: "containerd-shim-flaky-v2", Mode: ptr.To[int32](0o755), Substitute: true},
+			{Path: "runc-shim", Mode: ptr.To[int32](0o755)},
+		},
+		// kubelet retries a sandbox that fails to start: the canary ends
+		// with its timeout.
+		Canary: &v1alpha1.Canary{Timeout: &metav1.Duration{Duration: 30 * time.Second}},
+	}}
+}
+
+// logCanaries logs how long the shims' latest canaries took per node.
+func logCanaries(t *testing.T, c *testutil.Cluster, shims ...string) {
+	t.Helper()
+	pods := &corev1.PodList{}
+	if err := c.Client.List(context.Background(), pods, client.InNamespace("shimkit-system"), client.MatchingLabels{"shim.containerd.x-k8s.io/op": "install"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if !slices.Contains(shims, p.Labels["shim.containerd.x-k8s.io/shim"]) || len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].State.Terminated == nil {
+			continue
+		}
+		if r, err := plan.DecodeResult([]byte(p.Status.ContainerStatuses[0].State.Terminated.Message)); err == nil {
+			t.Logf("%s on %s: canary %v", p.Labels["shim.containerd.x-k8s.io/shim"], p.Spec.NodeName, time.Duration(r.CanaryDuration).Round(time.Millisecond))
+		}
+	}
+}
+
+// window is when a node's containerd last stopped and was active again,
+// in µs of the monotonic clock all the nodes share with this machine.
+type window struct{ exit, enter int64 }
+
+func restartWindows(t *testing.T, c *testutil.Cluster) []window {
+	t.Helper()
+	var out []window
+	for _, n := range c.Nodes {
+		b, err := n.Exec(context.Background(), "systemctl", "show", "containerd", "-p", "ActiveExitTimestampMonotonic", "-p", "ActiveEnterTimestampMonotonic")
+		if err != nil {
+			t.Fatalf("%s: systemctl show: %v %s", n.Name, err, b)
+		}
+		props := map[string]int64{}
+		for _, line := range strings.Fields(string(b)) {
+			k, v, _ := strings.Cut(line, "=")
+			props[k], _ = strconv.ParseInt(v, 10, 64)
+		}
+		out = append(out, window{exit: props["ActiveExitTimestampMonotonic"], enter: props["ActiveEnterTimestampMonotonic"]})
+	}
+	return out
+}
+
+// assertDisjoint fails when two nodes' containerd restarts overlapped.
+func assertDisjoint(t *testing.T, c *testutil.Cluster, w []window) {
+	t.Helper()
+	for i := range w {
+		for j := i + 1; j < len(w); j++ {
+			if w[i].exit < w[j].enter && w[j].exit < w[i].enter {
+				t.Errorf("containerd restarted at once on %s %+v and %s %+v", c.Nodes[i].Name, w[i], c.Nodes[j].Name, w[j])
+			}
+		}
+	}
+}
+
+func nodeConfigs(t *testing.T, c *testutil.Cluster) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for _, n := range c.Nodes {
+		b, err := os.ReadFile(filepath.Join(n.Root, "etc/containerd/config.toml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+func assertLabelled(t *testing.T, c *testutil.Cluster, node, shim string, want bool) {
+	t.Helper()
+	n := &corev1.Node{}
+	if err := c.Client.Get(context.Background(), client.ObjectKey{Name: node}, n); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := nodelabel.State(n, shim); ok != want {
+		t.Errorf("%s labelled for %s: %v, want %v", node, shim, ok, want)
+	}
+}
+
+func hasShimLabels(n *corev1.Node) bool {
+	for k := range n.Labels {
+		if strings.HasPrefix(k, nodelabel.Prefix) {
+			return true
+		}
+	}
+	return false
+}
