@@ -157,4 +157,3 @@ func undeployOperator(t *testing.T, c *testutil.Cluster, overlay string) {
 	t.Helper()
 	kubectl(t, c, "delete", "-k", overlay, "--wait", "--timeout=120s")
 }
-

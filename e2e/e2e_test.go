@@ -64,12 +64,12 @@ func testOperator(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBu
 		RuntimeClass:  v1alpha1.RuntimeClassSpec{Name: "e2e", Handler: "e2e"},
 	}}
 	ociShim := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "e2eoci"}, Spec: v1alpha1.ShimSpec{
-		NodeSelector:  firstNode(c),
+		NodeSelector: firstNode(c),
 		FetchStrategy: v1alpha1.FetchStrategy{Type: v1alpha1.FetchOCI, OCI: &v1alpha1.OCIFetch{Reference: reg.Host + "/shims/e2eoci:v1", PlainHTTP: true,
 			// The test's registry is on the cluster's network, not on
 			// the nodes' loopback.
 			Insecure: true}},
-		RuntimeClass:  v1alpha1.RuntimeClassSpec{Name: "e2eoci", Handler: "e2eoci"},
+		RuntimeClass: v1alpha1.RuntimeClassSpec{Name: "e2eoci", Handler: "e2eoci"},
 	}}
 	for _, s := range []*v1alpha1.Shim{httpShim, ociShim} {
 		if err := c.Client.Create(ctx, s); err != nil {
