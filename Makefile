@@ -49,16 +49,17 @@ $(GOTESTSUM): hack/tools/go.mod
 # The chart checks come first: they fail in seconds.
 # CGO_ENABLED=0: the binaries the tests build for images are static, and built
 # with the same settings the packages share one compile (a cold run compiles
-# the dependency tree once, not twice).
+# the dependency tree once, not twice). -ldflags=-w: test binaries link
+# without DWARF (a second less per package; stack traces are unchanged).
 test: verify-chart helm-lint bins $(GOTESTSUM)
-	CGO_ENABLED=0 $(GOTESTSUM) --format testname -- -count=1 -timeout $(TEST_TIMEOUT) ./...
+	CGO_ENABLED=0 $(GOTESTSUM) --format testname -- -count=1 -ldflags=-w -timeout $(TEST_TIMEOUT) ./...
 
 ## demo: a local single-node cluster, the operator, a sample Shim rolled out and a pod on it.
 # Keeps the cluster until Ctrl-C (UNATTENDED=1 tears it down at the end).
 demo: bins
 	set -o pipefail; SHIMKIT_DEMO_UNATTENDED=$(UNATTENDED) $(GO) test -tags demo -run '^TestDemo$$' -count=1 -timeout 0 -v ./e2e/ 2>&1 | grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS$$' -e '^ok '
 
-## e2e: the end-to-end tests on a real single-node cluster, the Helm chart's included (part of make test).
+## e2e: the end-to-end scenarios on a real three-node cluster, the Helm chart's included (part of make test).
 e2e: bins $(GOTESTSUM) $(HELM) $(KUSTOMIZE)
 	$(GOTESTSUM) --format testname -- -count=1 -timeout 20m ./e2e/...
 

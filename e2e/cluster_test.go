@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -27,15 +29,33 @@ func TestCluster(t *testing.T) {
 	images := loadImages(t, c)
 	overlay := deployOperator(t, c)
 
+	// Each scenario deletes its Shims; after a failure, what is left goes
+	// here, so that the next one starts clean.
 	t.Run("operator", func(t *testing.T) { testOperator(t, c, build) })
+	deleteShims(t, c)
 	t.Run("gvisor", func(t *testing.T) { testGVisor(t, c) })
+	deleteShims(t, c)
 	t.Run("nodes", func(t *testing.T) { testNodes(t, c, build, images) })
+	deleteShims(t, c)
 
 	undeployOperator(t, c, overlay)
 	t.Run("chart", func(t *testing.T) { testChart(t, c, toolBinary(t, "HELM", "helm"), build) })
 	t.Run("make", func(t *testing.T) {
 		toolBinary(t, "", "kustomize") // the make targets' (not built inside the test)
 		testMakeTargets(t, c)
+	})
+}
+
+// deleteShims deletes every Shim and waits until they are gone.
+func deleteShims(t *testing.T, c *testutil.Cluster) {
+	t.Helper()
+	ctx := context.Background()
+	if err := c.Client.DeleteAllOf(ctx, &v1alpha1.Shim{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 180*time.Second, "every Shim gone", func() bool {
+		l := &v1alpha1.ShimList{}
+		return c.Client.List(ctx, l) == nil && len(l.Items) == 0
 	})
 }
 

@@ -1,7 +1,8 @@
-// Package e2e runs shimkit end to end on a real single-node Kubernetes
-// cluster (internal/testutil.StartCluster): the operator deployed from its
-// manifests, installer Jobs restarting the node's containerd through
-// systemd, and pods running on the RuntimeClass it publishes.
+// Package e2e runs shimkit end to end on a real three-node Kubernetes
+// cluster (internal/testutil.StartClusterWith): the operator deployed from
+// its manifests (or its Helm chart), installer Jobs restarting the nodes'
+// containerd through systemd, and pods running on the RuntimeClasses it
+// publishes.
 package e2e
 
 import (
@@ -326,23 +327,35 @@ func driftRepaired(t *testing.T, c *testutil.Cluster, origConfig []byte) {
 	}
 	start := time.Now()
 	sawDrift := false
-	waitFor(t, 180*time.Second, "both Shims repaired", func() bool {
+	last := ""
+	deadline := time.Now().Add(180 * time.Second)
+	for {
 		ok := true
+		last = ""
 		for _, name := range []string{"e2e", "e2eoci"} {
 			s := &v1alpha1.Shim{}
+			node := &corev1.Node{}
 			if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, s); err != nil {
-				return false
+				ok, last = false, err.Error()
+				break
+			}
+			if err := c.Client.Get(ctx, client.ObjectKey{Name: c.NodeName}, node); err != nil {
+				ok, last = false, err.Error()
+				break
 			}
 			sawDrift = sawDrift || s.Status.DriftedNodes > 0
-			node := &corev1.Node{}
-			if err := c.Client.Get(ctx, client.ObjectKey{Name: c.NodeName}, node); err != nil {
-				return false
-			}
 			served := slices.ContainsFunc(node.Status.RuntimeHandlers, func(h corev1.NodeRuntimeHandler) bool { return h.Name == name })
 			ok = ok && served && s.Status.DriftedNodes == 0 && s.Status.UpdatedNodes == 1
+			last += fmt.Sprintf("%s: served %v, drifted %d, updated %d; ", name, served, s.Status.DriftedNodes, s.Status.UpdatedNodes)
 		}
-		return ok && sawDrift
-	})
+		if ok && sawDrift {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for both Shims repaired (drift seen: %v): %s", sawDrift, last)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 	t.Logf("drift repaired %v after containerd came back without the handlers", time.Since(start).Round(time.Second))
 	if out := kubectl(t, c, "get", "events", "--field-selector", "reason=Drifted", "-o", "name"); strings.TrimSpace(out) == "" {
 		t.Error("no Drifted event")

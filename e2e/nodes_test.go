@@ -141,8 +141,8 @@ func testNodes(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBuild
 		Labels: pool,
 		Taints: []string{operator.PendingTaint + ":NoSchedule"},
 		Files:  map[string][]byte{readyMarker: []byte("fixed\n")},
+		Images: images,
 	})
-	importImages(t, joined.Node, images)
 	waitFor(t, 180*time.Second, "the joined node to get both shims and lose its taint", func() bool {
 		node := &corev1.Node{}
 		_ = c.Client.Get(ctx, client.ObjectKey{Name: joined.Name}, node)
@@ -165,7 +165,7 @@ func testNodes(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBuild
 		})
 	}
 	for i, n := range c.Nodes {
-		want := orig[0]
+		want := orig[1] // the joined node's: no node-specific config
 		if i < len(orig) {
 			want = orig[i]
 		}

@@ -35,10 +35,10 @@ build() {
 kube_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 -X k8s.io/component-base/version.gitTreeState=clean"
 kube() { (cd "$here/tools/kube" && CGO_ENABLED=0 go build -trimpath -ldflags "$kube_ldflags" -o "$out/" "${@/#/k8s.io/kubernetes/cmd/}"); }
 etcd() { (cd "$here/tools/etcd" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3); }
+# One go build for the three commands: their links run side by side.
 containerd1() {
-	(cd "$here/tools/containerd1" && for c in containerd ctr containerd-shim-runc-v2; do
-		go build -trimpath -tags "$tags" -ldflags "-s -w -X github.com/containerd/containerd/version.Version=$CONTAINERD_17_VERSION" -o "$out/$c" "github.com/containerd/containerd/cmd/$c"
-	done)
+	(cd "$here/tools/containerd1" && go build -trimpath -tags "$tags" -ldflags "-s -w -X github.com/containerd/containerd/version.Version=$CONTAINERD_17_VERSION" -o "$out/" \
+		github.com/containerd/containerd/cmd/containerd github.com/containerd/containerd/cmd/ctr github.com/containerd/containerd/cmd/containerd-shim-runc-v2)
 }
 containerd2() {
 	local v=$1
@@ -57,14 +57,20 @@ gvisor() {
 	mv "$out/shim" "$out/containerd-shim-runsc-v1"
 }
 
-build "$cache/bin/kube-$KUBE_VERSION" kube-apiserver -- kube kube-apiserver
+# The Kubernetes binaries in one go build (envtest needs kube-apiserver; the
+# cluster the rest): one compile of what they share, their links side by side.
+kube_bins=(kube-apiserver)
+if [ "${1:-}" = cluster ]; then kube_bins+=(kubelet kube-controller-manager kube-scheduler kubectl); fi
+kube_missing=()
+for b in "${kube_bins[@]}"; do [ -x "$cache/bin/kube-$KUBE_VERSION/$b" ] || kube_missing+=("$b"); done
+if [ ${#kube_missing[@]} -gt 0 ]; then
+	build "$cache/bin/kube-$KUBE_VERSION" "${kube_missing[@]}" -- kube "${kube_missing[@]}"
+else
+	echo "bins: cached $cache/bin/kube-$KUBE_VERSION"
+fi
 build "$cache/bin/etcd-$ETCD_VERSION" etcd -- etcd
 for v in "$CONTAINERD_22_VERSION" "$CONTAINERD_23_VERSION"; do
 	build "$cache/bin/containerd-$v" containerd ctr containerd-shim-runc-v2 -- containerd2 "$v"
 done
 build "$cache/bin/containerd-$CONTAINERD_17_VERSION" containerd ctr containerd-shim-runc-v2 -- containerd1
 build "$cache/bin/gvisor-$GVISOR_VERSION" runsc containerd-shim-runsc-v1 -- gvisor
-if [ "${1:-}" = cluster ]; then
-	build "$cache/bin/kube-$KUBE_VERSION" kubelet kube-controller-manager kube-scheduler kubectl -- \
-		kube kubelet kube-controller-manager kube-scheduler kubectl
-fi

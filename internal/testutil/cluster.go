@@ -139,6 +139,9 @@ type JoinOptions struct {
 	Taints []string
 	// Files are written into the node's root filesystem before it boots.
 	Files map[string][]byte
+	// Images are image archives imported into containerd before kubelet
+	// starts (a node image's pre-pulled images).
+	Images []string
 }
 
 // AddNode boots one more node, joins it to the cluster and waits for it to
@@ -185,6 +188,11 @@ func (c *Cluster) startNode(t testing.TB, opts JoinOptions) ClusterNode {
 		t.Fatalf("node %s: %v", name, err)
 	}
 	ImportPause(t, "/usr/bin/ctr", n.Socket())
+	for _, img := range opts.Images {
+		if out, err := exec.Command("/usr/bin/ctr", "--address", n.Socket(), "-n", "k8s.io", "images", "import", img).CombinedOutput(); err != nil {
+			t.Fatalf("node %s: import %s: %v %s", name, img, err, out)
+		}
+	}
 	if err := os.Chmod(n.Local("/usr/local/bin/kubelet"), 0o755); err != nil {
 		t.Fatal(err)
 	}
