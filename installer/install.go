@@ -3,7 +3,9 @@ package installer
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/shimkit/shimkit/containerdconfig"
@@ -20,44 +22,128 @@ import (
 // containerd restarted again; the error then wraps ErrRolledBack, or
 // ErrRollbackFailed.
 func (i *Installer) Install(ctx context.Context, p *plan.NodePlan) (*Result, error) {
-	start := time.Now()
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	if p.Operation != plan.OpInstall {
-		return nil, fmt.Errorf("%w: operation %q given to Install", plan.ErrInvalid, p.Operation)
-	}
-	name := p.Shim.Name
-	handlers, err := i.resolveHandlers(p)
+	res, err := i.InstallAll(ctx, []*plan.NodePlan{p})
 	if err != nil {
 		return nil, err
 	}
-	sess, err := i.begin(ctx, name, p.Restart)
+	return res[0], nil
+}
+
+// InstallAll carries out several install plans (of different Shims) in one
+// operation, with one containerd restart: each step runs for every plan
+// before the next step starts (every config edited before any bundle is
+// placed), containerd restarts once when any config changed and must come
+// back with every plan's handlers, then each plan's canary runs, then each
+// plan commits. A failure before the commits rolls every plan back, with
+// one restart; a plan that committed stays. Results are in plan order.
+func (i *Installer) InstallAll(ctx context.Context, plans []*plan.NodePlan) ([]*Result, error) {
+	start := time.Now()
+	names, handlers, err := i.checkPlans(plans)
+	if err != nil {
+		return nil, err
+	}
+	label := strings.Join(names, ", ")
+	sess, err := i.begin(ctx, label, plans[0].Restart)
 	if err != nil {
 		return nil, err
 	}
 	defer sess.unlock()
-	r := i.newRun(p, sess, "install")
-	r.hs = handlers
-	res := &Result{Shim: name, Upgrade: r.had && r.prev.SpecHash != p.SpecHash}
-
-	restart := &restartContainerd{present: r.handlerNames()}
-	for _, h := range r.prev.handlers() {
-		if !slices.Contains(restart.present, h) {
-			restart.absent = append(restart.absent, h)
+	runs := make([]*run, len(plans))
+	restart := &restartContainerd{}
+	for k, p := range plans {
+		runs[k] = i.newRun(p, sess, "install")
+		runs[k].hs = handlers[k]
+		restart.present = append(restart.present, runs[k].handlerNames()...)
+	}
+	for _, r := range runs {
+		for _, h := range r.prev.handlers() {
+			if !slices.Contains(restart.present, h) && !slices.Contains(restart.absent, h) {
+				restart.absent = append(restart.absent, h)
+			}
 		}
 	}
-	// The config is edited first: a config that cannot be edited safely
-	// fails the install before anything on the node changed.
-	steps := []step{preflight{}, verifyArtifact{}, stageBundle{}, configure{}, &placeBundle{}, &linkShims{}, &startSandboxers{}, restart, runCanary{}, commitInstall{}}
-	if err := i.execute(ctx, r, steps); err != nil {
-		return nil, fmt.Errorf("install %s: %w", name, err)
+	if len(runs) > 1 {
+		restart.runs = runs
 	}
-	res.Changed, res.Restarted, res.RestartDuration, res.CanaryDuration = r.configChanged(), r.restarted, r.restartDur, r.canaryDur
-	res.Digest, res.Files, res.VerifiedBy = r.rec.Digest, r.rec.Files, r.rec.VerifiedBy
-	res.Duration = time.Since(start)
-	i.step("done", "shim", name, "changed", res.Changed, "restarted", res.Restarted)
-	return res, nil
+	// The configs are edited first: a config that cannot be edited safely
+	// fails the install before anything on the node changed.
+	// Each run gets its own steps (some keep what they did for their undo).
+	before := func() []step {
+		return []step{preflight{}, verifyArtifact{}, stageBundle{}, configure{}, &placeBundle{}, &linkShims{}, &startSandboxers{}}
+	}
+	after := func() []step { return []step{runCanary{}, commitInstall{}} }
+	steps := interleave(runs, before)
+	steps = append(steps, bound{runs[0], restart})
+	steps = append(steps, interleave(runs, after)...)
+	if err := i.executeAll(ctx, runs, steps); err != nil {
+		return nil, fmt.Errorf("install %s: %w", label, err)
+	}
+	out := make([]*Result, len(runs))
+	for k, r := range runs {
+		res := &Result{Shim: r.plan.Shim.Name, Upgrade: r.had && r.prev.SpecHash != r.plan.SpecHash}
+		res.Changed, res.Restarted, res.RestartDuration, res.CanaryDuration = r.configChanged(), r.restarted, r.restartDur, r.canaryDur
+		res.Digest, res.Files, res.VerifiedBy = r.rec.Digest, r.rec.Files, r.rec.VerifiedBy
+		res.Duration = time.Since(start)
+		i.step("done", "shim", res.Shim, "changed", res.Changed, "restarted", res.Restarted)
+		out[k] = res
+	}
+	return out, nil
+}
+
+// interleave orders the runs' steps step by step: the first step of every
+// run, then the second, and so on.
+func interleave(runs []*run, steps func() []step) []bound {
+	per := make([][]step, len(runs))
+	for k := range runs {
+		per[k] = steps()
+	}
+	var out []bound
+	for n := range per[0] {
+		for k, r := range runs {
+			out = append(out, bound{r, per[k][n]})
+		}
+	}
+	return out
+}
+
+// checkPlans validates the plans of one operation: install plans of
+// different Shims, with different handlers, for the same containerd. It
+// returns the Shims' names and their resolved handlers.
+func (i *Installer) checkPlans(plans []*plan.NodePlan) ([]string, [][]containerdconfig.RuntimeHandler, error) {
+	if len(plans) == 0 {
+		return nil, nil, fmt.Errorf("%w: no plan", plan.ErrInvalid)
+	}
+	var names []string
+	var handlers [][]containerdconfig.RuntimeHandler
+	owner := map[string]string{} // handler → Shim
+	for _, p := range plans {
+		if err := p.Validate(); err != nil {
+			return nil, nil, err
+		}
+		name := p.Shim.Name
+		if p.Operation != plan.OpInstall {
+			return nil, nil, fmt.Errorf("%w: operation %q of Shim %s given to Install", plan.ErrInvalid, p.Operation, name)
+		}
+		if slices.Contains(names, name) {
+			return nil, nil, fmt.Errorf("%w: Shim %s has two plans in one operation", plan.ErrInvalid, name)
+		}
+		if !reflect.DeepEqual(p.Restart, plans[0].Restart) {
+			return nil, nil, fmt.Errorf("%w: Shim %s: restart settings differ from Shim %s's in one operation", plan.ErrInvalid, name, names[0])
+		}
+		hs, err := i.resolveHandlers(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, h := range hs {
+			if other, ok := owner[h.Name]; ok {
+				return nil, nil, fmt.Errorf("%w: handler %s is in the plans of Shims %s and %s", plan.ErrInvalid, h.Name, other, name)
+			}
+			owner[h.Name] = name
+		}
+		names = append(names, name)
+		handlers = append(handlers, hs)
+	}
+	return names, handlers, nil
 }
 
 // resolveHandlers converts the plan's handlers, with the bundle
@@ -134,7 +220,7 @@ func (commitInstall) do(ctx context.Context, r *run) error {
 		r.rec.InstalledAt = time.Now().UTC()
 	}
 	r.state.Shims[r.plan.Shim.Name] = r.rec
-	r.state.Pending = nil
+	r.clearPending()
 	return i.writeState(r.state)
 }
 

@@ -14,21 +14,39 @@ type restartContainerd struct {
 	// present are the handlers that must be there; absent those that must
 	// be gone.
 	present, absent []string
+	// runs share the restart (InstallAll): one restart when any of them
+	// changed the config, and every one of them sees it. Empty: the run
+	// the step is bound to.
+	runs []*run
 }
 
 func (*restartContainerd) name() string { return "restarted" }
 
 func (s *restartContainerd) do(ctx context.Context, r *run) error {
 	i := r.i
-	if !r.configChanged() && !r.recovered || !i.restarts(r.target) {
+	runs := s.runs
+	if len(runs) == 0 {
+		runs = []*run{r}
+	}
+	need := false
+	for _, x := range runs {
+		need = need || x.configChanged() || x.recovered
+	}
+	if !need || !i.restarts(r.target) {
 		return nil
 	}
 	start := time.Now()
-	defer func() { r.restartDur = time.Since(start) }()
+	defer func() {
+		for _, x := range runs {
+			x.restartDur = time.Since(start)
+		}
+	}()
 	if err := i.restarter(r.target).Restart(ctx); err != nil {
 		return err
 	}
-	r.restarted = true
+	for _, x := range runs {
+		x.restarted = true
+	}
 	i.step("restarted-containerd")
 	h := i.health(r.target, time.Duration(r.plan.Restart.Timeout))
 	if len(s.present)+len(s.absent) == 0 {

@@ -1,6 +1,7 @@
 package installer
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -20,10 +22,11 @@ import (
 // interrupted.
 type State struct {
 	Shims map[string]ShimState `json:"shims,omitempty"`
-	// Pending is set while an operation runs; finding it set means the
-	// previous run died mid-way, and the next run restores what it had
-	// changed before doing anything else.
-	Pending *Pending `json:"pending,omitempty"`
+	// Pending is set while an operation runs (one record per Shim it
+	// changes); finding it set means the previous run died mid-way, and
+	// the next run restores what it had changed, newest first, before
+	// doing anything else.
+	Pending Pendings `json:"pending,omitempty"`
 }
 
 // ShimState is one installed Shim: everything shimkit wrote for it, so
@@ -91,6 +94,51 @@ type Pending struct {
 	Written map[string]string `json:"written,omitempty"`
 	// Links maps the PATH links the operation may create to their target.
 	Links map[string]string `json:"links,omitempty"`
+}
+
+// Pendings are the records of one operation in flight, in the order its
+// Shims were changed. One record is written as a JSON object, as
+// installers before combined operations wrote (and read) it; several as
+// an array.
+type Pendings []*Pending
+
+// MarshalJSON writes one record as an object, several as an array.
+func (ps Pendings) MarshalJSON() ([]byte, error) {
+	if len(ps) == 1 {
+		return json.Marshal(ps[0])
+	}
+	return json.Marshal([]*Pending(ps))
+}
+
+// UnmarshalJSON reads an object (one record) or an array.
+func (ps *Pendings) UnmarshalJSON(data []byte) error {
+	data = bytes.TrimSpace(data)
+	if len(data) > 0 && data[0] == '{' {
+		p := &Pending{}
+		if err := json.Unmarshal(data, p); err != nil {
+			return err
+		}
+		*ps = Pendings{p}
+		return nil
+	}
+	return json.Unmarshal(data, (*[]*Pending)(ps))
+}
+
+// with returns ps with p added (once).
+func (ps Pendings) with(p *Pending) Pendings {
+	if slices.Contains(ps, p) {
+		return ps
+	}
+	return append(ps, p)
+}
+
+// without returns ps without p (nil when empty).
+func (ps Pendings) without(p *Pending) Pendings {
+	out := slices.DeleteFunc(slices.Clone(ps), func(q *Pending) bool { return q == p })
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 func (i *Installer) statePath() string { return i.local(filepath.Join(i.stateDir(), "state.json")) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/shimkit/shimkit/containerdconfig"
@@ -48,6 +49,7 @@ type run struct {
 	ownLinks   []string                   // PATH links the Shim made before and keeps
 	restartDur time.Duration
 	canaryDur  time.Duration // the canary passed in this time
+	committed  bool          // the run's changes are final
 }
 
 func (r *run) configChanged() bool {
@@ -61,42 +63,81 @@ func (r *run) configChanged() bool {
 
 // savePending writes the pending record before a step touches the node.
 func (r *run) savePending() error {
-	r.state.Pending = r.pending
+	r.state.Pending = r.state.Pending.with(r.pending)
 	return r.i.writeState(r.state)
 }
 
-// execute runs the steps in order; when one fails, it undoes it and every
-// step before it, in reverse, then brings containerd back to the restored
-// config.
+// clearPending drops the run's pending record (written with the state).
+func (r *run) clearPending() { r.state.Pending = r.state.Pending.without(r.pending) }
+
+// execute runs the steps of one run in order; when one fails, it undoes
+// it and every step before it, in reverse, then brings containerd back to
+// the restored config.
 func (i *Installer) execute(ctx context.Context, r *run, steps []step) error {
-	var done []step
+	var bs []bound
 	for _, s := range steps {
-		err := s.do(ctx, r)
-		done = append(done, s)
+		bs = append(bs, bound{r, s})
+	}
+	return i.executeAll(ctx, []*run{r}, bs)
+}
+
+// bound is a step of one run of an operation that changes several Shims.
+type bound struct {
+	r *run
+	s step
+}
+
+// executeAll runs the steps of an operation of several runs (one per
+// Shim, sharing the node's state) in order; when one fails, every step
+// done is undone, in reverse, and containerd is restarted once.
+func (i *Installer) executeAll(ctx context.Context, runs []*run, steps []bound) error {
+	var done []bound
+	for _, b := range steps {
+		err := b.s.do(ctx, b.r)
+		done = append(done, b)
 		if err != nil {
 			if ctx.Err() != nil {
 				// Whatever the step saw (a closed connection, a cancelled
 				// call), it stopped because the operation was cancelled.
 				err = fmt.Errorf("%w (%w): %w", ErrInterrupted, context.Cause(ctx), err)
 			}
-			return i.rollback(ctx, r, done, &stepError{step: s.name(), err: err})
+			return i.rollback(ctx, runs, done, &stepError{step: b.s.name(), err: err})
 		}
-		i.step(s.name())
+		if _, ok := b.s.(commitInstall); ok {
+			// A committed run is final: a later failure of another run
+			// undoes only that one.
+			b.r.committed = true
+			done = slices.DeleteFunc(done, func(d bound) bool { return d.r == b.r })
+		}
+		if len(runs) > 1 {
+			i.step(b.s.name(), "shim", b.r.plan.Shim.Name)
+		} else {
+			i.step(b.s.name())
+		}
 	}
 	return nil
 }
 
-// rollback undoes done (the last one failed) and restarts containerd when
-// it may have seen the changes.
-func (i *Installer) rollback(ctx context.Context, r *run, done []step, cause error) error {
-	if !r.changed && !r.recovered {
+// rollback undoes done (the last one failed) and restarts containerd once
+// when it may have seen the changes.
+func (i *Installer) rollback(ctx context.Context, runs []*run, done []bound, cause error) error {
+	changed, restarted := false, false
+	for _, r := range runs {
+		if r.committed {
+			continue
+		}
+		changed = changed || r.changed || r.recovered
+		restarted = restarted || r.restarted || r.recovered || r.restartDur > 0
+	}
+	state, target := runs[0].state, runs[0].target
+	if !changed {
 		// Nothing on the node changed: undo only drops staging.
 		for k := len(done) - 1; k >= 0; k-- {
-			_ = done[k].undo(ctx, r)
+			_ = done[k].s.undo(ctx, done[k].r)
 		}
-		if r.state.Pending != nil {
-			r.state.Pending = nil
-			if err := i.writeState(r.state); err != nil {
+		if state.Pending != nil {
+			state.Pending = nil
+			if err := i.writeState(state); err != nil {
 				return fmt.Errorf("%w (and clearing the pending state: %w)", cause, err)
 			}
 		}
@@ -104,23 +145,23 @@ func (i *Installer) rollback(ctx context.Context, r *run, done []step, cause err
 	}
 	// The caller's context may be what ran out (SIGTERM, a deadline); the
 	// rollback gets its own, within the plan's grace period.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.plan.Restart.RollbackTimeout())
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), runs[0].plan.Restart.RollbackTimeout())
 	defer cancel()
 	var errs []error
 	for k := len(done) - 1; k >= 0; k-- {
-		if err := done[k].undo(ctx, r); err != nil {
-			errs = append(errs, fmt.Errorf("undo %s: %w", done[k].name(), err))
+		if err := done[k].s.undo(ctx, done[k].r); err != nil {
+			errs = append(errs, fmt.Errorf("undo %s of %s: %w", done[k].s.name(), done[k].r.plan.Shim.Name, err))
 		}
 	}
-	if (r.restarted || r.recovered || r.restartDur > 0) && i.restarts(r.target) {
-		errs = append(errs, i.restartHealthy(ctx, r.target, r.plan.Restart))
+	if restarted && i.restarts(target) {
+		errs = append(errs, i.restartHealthy(ctx, target, runs[0].plan.Restart))
 	}
 	if err := errors.Join(errs...); err != nil {
 		i.log().Error("rollback failed", "cause", cause, "rollback", err)
 		return fmt.Errorf("%w: %w; rollback: %w", ErrRollbackFailed, cause, err)
 	}
-	r.state.Pending = nil
-	if err := i.writeState(r.state); err != nil {
+	state.Pending = nil
+	if err := i.writeState(state); err != nil {
 		return fmt.Errorf("%w: %w; recording the rollback: %w", ErrRollbackFailed, cause, err)
 	}
 	i.log().Warn("rolled back", "cause", cause)

@@ -118,7 +118,7 @@ func (removeFiles) do(ctx context.Context, r *run) error {
 		return fmt.Errorf("handlers removed, but cleaning up the Shim's files: %w", err)
 	}
 	delete(r.state.Shims, r.plan.Shim.Name)
-	r.state.Pending = nil
+	r.clearPending()
 	return i.writeState(r.state)
 }
 
@@ -174,8 +174,8 @@ func (i *Installer) Status(ctx context.Context) ([]ShimStatus, error) {
 		}
 		out = append(out, st)
 	}
-	if state.Pending != nil {
-		out = append(out, ShimStatus{Name: state.Pending.Shim, Problems: []string{"an interrupted " + state.Pending.Op + " is pending; the next run recovers it"}})
+	for _, p := range state.Pending {
+		out = append(out, ShimStatus{Name: p.Shim, Problems: []string{"an interrupted " + p.Op + " is pending; the next run recovers it"}})
 	}
 	return out, nil
 }
