@@ -44,6 +44,13 @@
 //     checked, and only then written).
 //   - Restarts happen only when the config changed. A re-run of the same
 //     plan is a no-op.
+//   - Several Shims, one restart: InstallAll runs each step for every plan
+//     before the next step (every config is edited before any bundle is
+//     placed), restarts containerd once when any config changed and checks
+//     every plan's handlers, runs each canary, then commits each plan. A
+//     failure before the commits rolls every plan back with one more
+//     restart; a committed plan stays. A crash leaves one pending record
+//     per Shim in the state, undone newest first by the next operation.
 //   - containerd is restarted through systemd over D-Bus (SystemdRestarter),
 //     never with SIGHUP (containerd exits on it). Sandboxer units are written
 //     under UnitDir, enabled, and (re)started before containerd; they are

@@ -35,3 +35,37 @@ func ExampleInstaller_Install_offline() {
 	fmt.Println(res.Changed, res.Restarted)
 	// Output: true false
 }
+
+// Two Shims in one operation: on a live node containerd restarts once for
+// both (here offline, into an image's root filesystem: no restart at all).
+func ExampleInstaller_InstallAll() {
+	root, _ := os.MkdirTemp("", "image-root")
+	defer os.RemoveAll(root)
+	_ = os.MkdirAll(filepath.Join(root, "etc/containerd"), 0o755)
+	_ = os.WriteFile(filepath.Join(root, "etc/containerd/config.toml"), []byte("version = 2\n"), 0o644)
+
+	var plans []*plan.NodePlan
+	for _, name := range []string{"wasm", "spin"} {
+		shim := filepath.Join(root, "containerd-shim-"+name+"-v2") // artifacts copied in beforehand
+		_ = os.WriteFile(shim, []byte("\x7fELF..."), 0o644)
+		p := plan.New(plan.ShimRef{Name: name}, plan.OpInstall)
+		p.SpecHash = "v1"
+		p.Artifact = &plan.Artifact{Type: plan.SourceFile, Path: shim}
+		p.Files = []plan.File{{Source: "containerd-shim-*", Path: "containerd-shim-" + name + "-v2", Mode: 0o755}}
+		p.Handlers = []plan.Handler{{Name: name, RuntimeType: "io.containerd." + name + ".v2", RuntimePath: "$(BUNDLE_DIR)/containerd-shim-" + name + "-v2"}}
+		plans = append(plans, p)
+	}
+
+	inst := &installer.Installer{HostRoot: root, Offline: true, LinkDir: "-"}
+	results, err := inst.InstallAll(context.Background(), plans)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, r := range results {
+		fmt.Println(r.Shim, r.Changed, r.Restarted)
+	}
+	// Output:
+	// wasm true false
+	// spin true false
+}
