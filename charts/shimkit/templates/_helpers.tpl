@@ -47,6 +47,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 - --metrics-bind-address=0
 {{- end }}
 - {{ printf "--health-probe-bind-address=:%v" .Values.healthProbe.port | quote }}
+{{- with .Values.pprof.bindAddress }}
+- {{ printf "--pprof-bind-address=%v" . | quote }}
+{{- end }}
 {{- with .Values.installer.image.pullPolicy }}
 - {{ printf "--installer-pull-policy=%v" . | quote }}
 {{- end }}
