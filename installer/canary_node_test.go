@@ -33,9 +33,8 @@ func TestCanaryOnNode(t *testing.T) {
 		t.Run(nc.name, func(t *testing.T) {
 			ctx := context.Background()
 			n, orig := bootNode(t, nc)
-			inst := &installer.Installer{HostRoot: n.Root, Canary: &criCanary{Socket: n.Socket(), HostRoot: n.Root}}
+			inst, rt := criInstaller(t, n)
 			srv := testutil.StartFileServer(t)
-			rt := runtimeClient(t, n.Socket())
 
 			v1 := testutil.NewShimArchive(t, "demo", nc.shim, nil)
 			res, err := inst.Install(ctx, withCanary(httpPlan(srv, "/v1.tar.gz", v1), "0"))
@@ -110,6 +109,13 @@ func TestCanaryOnNode(t *testing.T) {
 
 // assertNoCanaryLeft: no sandbox of the canary's namespace and no log
 // directory stay on the node.
+// criInstaller is an installer for the node whose canaries run over its
+// CRI (criCanary), and a CRI client of the node.
+func criInstaller(t *testing.T, n *testutil.Node) (*installer.Installer, runtimeapi.RuntimeServiceClient) {
+	t.Helper()
+	return &installer.Installer{HostRoot: n.Root, Canary: &criCanary{Socket: n.Socket(), HostRoot: n.Root}}, runtimeClient(t, n.Socket())
+}
+
 func assertNoCanaryLeft(ctx context.Context, t *testing.T, n *testutil.Node, rt runtimeapi.RuntimeServiceClient) {
 	t.Helper()
 	list, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})

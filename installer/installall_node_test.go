@@ -26,9 +26,8 @@ func TestInstallAllOnNode(t *testing.T) {
 		t.Run(nc.name, func(t *testing.T) {
 			ctx := context.Background()
 			n, _ := bootNode(t, nc)
-			inst := &installer.Installer{HostRoot: n.Root, Canary: &criCanary{Socket: n.Socket(), HostRoot: n.Root}}
+			inst, rt := criInstaller(t, n)
 			srv := testutil.StartFileServer(t)
-			rt := runtimeClient(t, n.Socket())
 
 			starts := containerdStarts(t, n)
 			both := []*plan.NodePlan{
