@@ -229,11 +229,9 @@ func TestUpgradeRolls(t *testing.T) {
 	waitFor(t, 30*time.Second, "Ready", ready(env.Client, "gvisor"))
 	v1 := getShim(t, env.Client, "gvisor").Status.SpecHash
 
-	s := getShim(t, env.Client, "gvisor")
-	s.Spec.FetchStrategy.AnonHTTP.Location = "https://artifacts.invalid/runsc-v2.tar.gz"
-	if err := env.Client.Update(ctx, s); err != nil {
-		t.Fatal(err)
-	}
+	updateShim(t, env.Client, "gvisor", func(s *v1alpha1.Shim) {
+		s.Spec.FetchStrategy.AnonHTTP.Location = "https://artifacts.invalid/runsc-v2.tar.gz"
+	})
 	waitFor(t, 5*time.Second, "the new spec hash", func() (bool, string) {
 		s := getShim(t, env.Client, "gvisor")
 		return s.Status.SpecHash != v1 && s.Status.SpecHash != "", s.Status.SpecHash

@@ -120,11 +120,7 @@ func TestMultiHandlerRuntimeClasses(t *testing.T) {
 		t.Errorf("Ready does not name the RuntimeClasses: %s", c.Message)
 	}
 
-	s := getShim(t, env.Client, "kata")
-	s.Spec.Handlers = s.Spec.Handlers[:1]
-	if err := env.Client.Update(ctx, s); err != nil {
-		t.Fatal(err)
-	}
+	updateShim(t, env.Client, "kata", func(s *v1alpha1.Shim) { s.Spec.Handlers = s.Spec.Handlers[:1] })
 	waitFor(t, 30*time.Second, "kata-clh gone, Ready again", func() (bool, string) {
 		err := env.Client.Get(ctx, client.ObjectKey{Name: "kata-clh"}, &nodev1.RuntimeClass{})
 		ok, msg := ready(env.Client, "kata")()
