@@ -97,7 +97,7 @@ func StartClusterWith(t testing.TB, opts ClusterOptions) *Cluster {
 		// that off), and the API server reaches the kubelet by IP. It
 		// serves on the bridge, with a certificate for that address.
 		api := e.ControlPlane.GetAPIServer()
-		api.SecureServing.Address, api.SecureServing.Port = clusterHostIP, port
+		api.Address, api.Port = clusterHostIP, port // its secure serving address
 		api.Configure().
 			Disable("disable-admission-plugins").
 			Set("advertise-address", clusterHostIP).
