@@ -66,7 +66,7 @@ func firstNode(c *testutil.Cluster) map[string]string {
 
 // loadImages builds the operator and installer images without Docker,
 // imports them into every node's containerd, and returns the image
-// archives (for nodes that join later: importImages).
+// archives (for nodes that join later: JoinOptions.Images).
 func loadImages(t *testing.T, c *testutil.Cluster) []string {
 	t.Helper()
 	dir := t.TempDir()
@@ -88,19 +88,11 @@ func loadImages(t *testing.T, c *testutil.Cluster) []string {
 		tars = append(tars, tarPath)
 	}
 	for _, n := range c.Nodes {
-		importImages(t, n.Node, tars)
-	}
-	return tars
-}
-
-// importImages imports image archives into a node's containerd.
-func importImages(t *testing.T, n *testutil.Node, tars []string) {
-	t.Helper()
-	for _, tar := range tars {
-		if out, err := exec.Command("/usr/bin/ctr", "--address", n.Socket(), "-n", "k8s.io", "images", "import", tar).CombinedOutput(); err != nil {
-			t.Fatalf("import %s: %v\n%s", tar, err, out)
+		for _, tar := range tars {
+			testutil.ImportImage(t, "/usr/bin/ctr", n.Socket(), tar)
 		}
 	}
+	return tars
 }
 
 // dumpOnFailure logs the Shims, Jobs, pods, events and the shimkit pods'

@@ -48,6 +48,7 @@ type Cluster struct {
 	bins       string
 	containerd ContainerdBuild
 	dir        string
+	pauseTar   string // the pause image, written once for every node
 }
 
 // ClusterNode is one node of a Cluster.
@@ -187,11 +188,11 @@ func (c *Cluster) startNode(t testing.TB, opts JoinOptions) ClusterNode {
 	if err := plugNode(n, i); err != nil {
 		t.Fatalf("node %s: %v", name, err)
 	}
-	ImportPause(t, "/usr/bin/ctr", n.Socket())
-	for _, img := range opts.Images {
-		if out, err := exec.Command("/usr/bin/ctr", "--address", n.Socket(), "-n", "k8s.io", "images", "import", img).CombinedOutput(); err != nil {
-			t.Fatalf("node %s: import %s: %v %s", name, img, err, out)
-		}
+	if c.pauseTar == "" {
+		c.pauseTar = PauseImageTar(t, c.dir)
+	}
+	for _, img := range append([]string{c.pauseTar}, opts.Images...) {
+		ImportImage(t, "/usr/bin/ctr", n.Socket(), img)
 	}
 	if err := os.Chmod(n.Local("/usr/local/bin/kubelet"), 0o755); err != nil {
 		t.Fatal(err)

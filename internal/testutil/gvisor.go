@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -148,9 +147,5 @@ func BusyboxImageTar(t testing.TB, dir string) string {
 // namespace of the containerd listening on socket.
 func ImportBusybox(t testing.TB, ctr, socket string) {
 	t.Helper()
-	tarPath := BusyboxImageTar(t, t.TempDir())
-	out, err := exec.Command(ctr, "--address", socket, "-n", "k8s.io", "images", "import", tarPath).CombinedOutput()
-	if err != nil {
-		t.Fatalf("ctr images import: %v\n%s", err, out)
-	}
+	ImportImage(t, ctr, socket, BusyboxImageTar(t, t.TempDir()))
 }

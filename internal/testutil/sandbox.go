@@ -53,10 +53,16 @@ func (c *Containerd) ImportPause(t testing.TB) { ImportPause(t, c.Build.Binary("
 // containerd listening on socket.
 func ImportPause(t testing.TB, ctr, socket string) {
 	t.Helper()
-	tarPath := PauseImageTar(t, t.TempDir())
+	ImportImage(t, ctr, socket, PauseImageTar(t, t.TempDir()))
+}
+
+// ImportImage imports an image archive with the ctr binary into the k8s.io
+// namespace of the containerd listening on socket.
+func ImportImage(t testing.TB, ctr, socket, tarPath string) {
+	t.Helper()
 	out, err := exec.Command(ctr, "--address", socket, "-n", "k8s.io", "images", "import", tarPath).CombinedOutput()
 	if err != nil {
-		t.Fatalf("ctr images import: %v\n%s", err, out)
+		t.Fatalf("ctr images import %s: %v\n%s", tarPath, err, out)
 	}
 }
 
