@@ -35,7 +35,9 @@ func (i *Installer) Install(ctx context.Context, p *plan.NodePlan) (*Result, err
 // placed), containerd restarts once when any config changed and must come
 // back with every plan's handlers, then each plan's canary runs, then each
 // plan commits. A failure before the commits rolls every plan back, with
-// one restart; a plan that committed stays. Results are in plan order.
+// one restart; a plan that committed stays. Results are in plan order;
+// with an error, only the committed plans have one (ReportAll tells the
+// plan that failed from those undone with it).
 func (i *Installer) InstallAll(ctx context.Context, plans []*plan.NodePlan) ([]*Result, error) {
 	start := time.Now()
 	names, handlers, err := i.checkPlans(plans)
@@ -75,17 +77,21 @@ func (i *Installer) InstallAll(ctx context.Context, plans []*plan.NodePlan) ([]*
 	steps := interleave(runs, before)
 	steps = append(steps, bound{runs[0], restart})
 	steps = append(steps, interleave(runs, after)...)
-	if err := i.executeAll(ctx, runs, steps); err != nil {
-		return nil, fmt.Errorf("install %s: %w", label, err)
-	}
+	err = i.executeAll(ctx, runs, steps)
 	out := make([]*Result, len(runs))
 	for k, r := range runs {
+		if err != nil && !r.committed {
+			continue
+		}
 		res := &Result{Shim: r.plan.Shim.Name, Upgrade: r.had && r.prev.SpecHash != r.plan.SpecHash}
 		res.Changed, res.Restarted, res.RestartDuration, res.CanaryDuration = r.configChanged(), r.restarted, r.restartDur, r.canaryDur
 		res.Digest, res.Files, res.VerifiedBy = r.rec.Digest, r.rec.Files, r.rec.VerifiedBy
 		res.Duration = time.Since(start)
 		i.step("done", "shim", res.Shim, "changed", res.Changed, "restarted", res.Restarted)
 		out[k] = res
+	}
+	if err != nil {
+		return out, fmt.Errorf("install %s: %w", label, err)
 	}
 	return out, nil
 }

@@ -79,6 +79,8 @@ func TestInstallAllRollsBackTogether(t *testing.T) {
 		name  string
 		setup func(*installer.Installer, context.CancelFunc)
 		want  error
+		// reasons are ReportAll's reasons of wasm's and gvisor's results.
+		reasons [2]plan.Reason
 	}{
 		{"handler not served", func(i *installer.Installer, _ context.CancelFunc) {
 			i.Health = installer.HealthFunc(func(_ context.Context, h string, present bool) error {
@@ -87,7 +89,7 @@ func TestInstallAllRollsBackTogether(t *testing.T) {
 				}
 				return nil
 			})
-		}, installer.ErrUnhealthy},
+		}, installer.ErrUnhealthy, [2]plan.Reason{plan.ReasonSiblingFailed, plan.ReasonSiblingFailed}},
 		{"canary fails", func(i *installer.Installer, _ context.CancelFunc) {
 			i.Canary = installer.CanaryFunc(func(_ context.Context, c plan.Canary) error {
 				if c.Handler == "runsc" {
@@ -95,7 +97,7 @@ func TestInstallAllRollsBackTogether(t *testing.T) {
 				}
 				return nil
 			})
-		}, installer.ErrCanaryFailed},
+		}, installer.ErrCanaryFailed, [2]plan.Reason{plan.ReasonSiblingFailed, plan.ReasonCanaryFailed}},
 		{"cancelled at the second canary", func(i *installer.Installer, cancel context.CancelFunc) {
 			i.Canary = installer.CanaryFunc(func(ctx context.Context, c plan.Canary) error {
 				if c.Handler == "runsc" {
@@ -105,7 +107,7 @@ func TestInstallAllRollsBackTogether(t *testing.T) {
 				}
 				return nil
 			})
-		}, installer.ErrInterrupted},
+		}, installer.ErrInterrupted, [2]plan.Reason{plan.ReasonInterrupted, plan.ReasonInterrupted}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -122,9 +124,14 @@ func TestInstallAllRollsBackTogether(t *testing.T) {
 			if inst.Canary == nil {
 				inst.Canary = installer.CanaryFunc(func(context.Context, plan.Canary) error { return nil })
 			}
-			_, err := inst.InstallAll(ctx, plans)
+			res, err := inst.InstallAll(ctx, plans)
 			if !errors.Is(err, installer.ErrRolledBack) || !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v, want ErrRolledBack and %v", err, tc.want)
+			}
+			for k, r := range installer.ReportAll(plans, res, err) {
+				if r.Shim.Name != plans[k].Shim.Name || r.Outcome != plan.RolledBack || r.Reason != tc.reasons[k] {
+					t.Errorf("result of %s: %s %s, want RolledBack %s (%s)", plans[k].Shim.Name, r.Outcome, r.Reason, tc.reasons[k], r.Message)
+				}
 			}
 			if got := n.restarts.Load(); got != 2 {
 				t.Errorf("containerd restarted %d times, want 2 (the operation's, the rollback's)", got)

@@ -35,6 +35,40 @@ func Report(p *plan.NodePlan, res *Result, err error) *plan.NodeResult {
 	return out
 }
 
+// ReportAll turns what InstallAll returned into one result per plan, in
+// plan order. When the operation failed, the plan whose step failed gets
+// the failure's reason; the plans undone with it get ReasonSiblingFailed
+// (and so do all when the failure was in the step they share, containerd's
+// one restart, or none of them can be blamed), except when the operation
+// was interrupted, which every plan reports as such. A plan that
+// committed before the failure reports Succeeded.
+func ReportAll(plans []*plan.NodePlan, res []*Result, err error) []*plan.NodeResult {
+	out := make([]*plan.NodeResult, len(plans))
+	var se *stepError
+	blamed := errors.As(err, &se) && !se.shared
+	for k, p := range plans {
+		var r *Result
+		if k < len(res) {
+			r = res[k]
+		}
+		switch {
+		case err == nil || r != nil:
+			out[k] = Report(p, r, nil)
+		case len(plans) == 1 || ReasonOf(err) == plan.ReasonInterrupted || blamed && se.shim == p.Shim.Name:
+			out[k] = Report(p, nil, err)
+		default:
+			out[k] = Report(p, nil, err)
+			out[k].Reason = plan.ReasonSiblingFailed
+			if blamed {
+				out[k].Message = "undone with Shim " + se.shim + "'s failure: " + err.Error()
+			} else {
+				out[k].Message = "the Shims' plans failed together, and not one can be blamed; each is installed again alone: " + err.Error()
+			}
+		}
+	}
+	return out
+}
+
 // reasons maps sentinel errors to reasons, most specific first.
 var reasons = []struct {
 	err    error
@@ -102,10 +136,13 @@ func ReasonOf(err error) plan.Reason {
 	return plan.ReasonNodeError
 }
 
-// stepError names the step an error came from.
+// stepError names the step an error came from, and the Shim whose step
+// it was; shared: the step of several Shims' plans (InstallAll's one
+// restart), whose failure no one of them can be blamed for.
 type stepError struct {
-	step string
-	err  error
+	step, shim string
+	shared     bool
+	err        error
 }
 
 func (e *stepError) Error() string { return e.step + ": " + e.err.Error() }

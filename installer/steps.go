@@ -101,7 +101,8 @@ func (i *Installer) executeAll(ctx context.Context, runs []*run, steps []bound) 
 				// call), it stopped because the operation was cancelled.
 				err = fmt.Errorf("%w (%w): %w", ErrInterrupted, context.Cause(ctx), err)
 			}
-			return i.rollback(ctx, runs, done, &stepError{step: b.s.name(), err: err})
+			_, shared := b.s.(*restartContainerd)
+			return i.rollback(ctx, runs, done, &stepError{step: b.s.name(), shim: b.r.plan.Shim.Name, shared: shared && len(runs) > 1, err: err})
 		}
 		if _, ok := b.s.(commitInstall); ok {
 			// A committed run is final: a later failure of another run

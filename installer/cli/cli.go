@@ -11,7 +11,9 @@
 //
 // The operator's per-node Job mounts the plan as a file and passes
 // --result /dev/termination-log, so the result reaches the Shim's status
-// through the pod's termination message. An image builder or an admin runs
+// through the pod's termination message. A NodePlanList (several Shims'
+// install plans for the node) is carried out in one operation, with one
+// containerd restart, and answered with a NodeResultList. An image builder or an admin runs
 // the same plan from a file.
 package cli
 
@@ -24,6 +26,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -103,41 +106,58 @@ func RunWith(ctx context.Context, args []string, stdout, stderr io.Writer, canar
 	return ExitUsage
 }
 
-// runPlan reads the plan, carries it out and reports.
+// runPlan reads the plan, carries it out and reports. A NodePlanList of
+// several Shims is installed in one operation (InstallAll) and answered
+// with a NodeResultList.
 func (f *flags) runPlan(ctx context.Context, inst *installer.Installer, op plan.Operation, canaries CanaryFactory, stdout, stderr io.Writer) int {
-	p, err := f.readPlan(op)
+	plans, err := f.readPlans(op)
 	if err != nil {
 		fmt.Fprintln(stderr, "shimkit-installer:", err)
-		f.writeResult(stderr, installer.Report(p, nil, err))
+		results := make([]*plan.NodeResult, len(plans))
+		for k, p := range plans {
+			results[k] = installer.Report(p, nil, err)
+		}
+		f.writeResults(stderr, results)
 		return ExitUsage
 	}
-	if p.Canary != nil && canaries != nil {
-		r, err := canaries(p.Node)
-		if err != nil {
-			// Not a usage error: the install runs, and its canary fails
-			// with this reason, rolling it back.
-			r = installer.CanaryFunc(func(context.Context, plan.Canary) error {
-				return fmt.Errorf("%w: no API access to run the canary pod: %w", installer.ErrCanaryFailed, err)
-			})
-		}
-		inst.Canary = r
-	}
-	var res *installer.Result
+	f.setCanary(inst, plans, canaries)
+	var res []*installer.Result
 	if op == plan.OpInstall {
-		res, err = inst.Install(ctx, p)
+		res, err = inst.InstallAll(ctx, plans)
 	} else {
-		res, err = inst.Uninstall(ctx, p)
+		var r *installer.Result
+		r, err = inst.Uninstall(ctx, plans[0])
+		res = []*installer.Result{r}
 	}
-	f.writeResult(stderr, installer.Report(p, res, err))
+	f.writeResults(stderr, installer.ReportAll(plans, res, err))
 	return report(stdout, stderr, string(op), res, err)
 }
 
-// readPlan reads --plan, or for uninstall builds the plan from --shim.
-func (f *flags) readPlan(op plan.Operation) (*plan.NodePlan, error) {
-	fallback := plan.New(plan.ShimRef{Name: f.shim}, op)
+// setCanary gives the installer the runner of the plans' canaries, on
+// their node.
+func (f *flags) setCanary(inst *installer.Installer, plans []*plan.NodePlan, canaries CanaryFactory) {
+	if canaries == nil || !slices.ContainsFunc(plans, func(p *plan.NodePlan) bool { return p.Canary != nil }) {
+		return
+	}
+	r, err := canaries(plans[0].Node)
+	if err != nil {
+		// Not a usage error: the install runs, and its canary fails
+		// with this reason, rolling it back.
+		r = installer.CanaryFunc(func(context.Context, plan.Canary) error {
+			return fmt.Errorf("%w: no API access to run the canary pod: %w", installer.ErrCanaryFailed, err)
+		})
+	}
+	inst.Canary = r
+}
+
+// readPlans reads --plan (a NodePlan, or a NodePlanList of install
+// plans), or for uninstall builds the plan from --shim. With an error it
+// returns the plan to report the error for.
+func (f *flags) readPlans(op plan.Operation) ([]*plan.NodePlan, error) {
+	fallback := []*plan.NodePlan{plan.New(plan.ShimRef{Name: f.shim}, op)}
 	if f.planFile == "" {
 		if op == plan.OpUninstall && f.shim != "" {
-			return fallback, fallback.Validate()
+			return fallback, fallback[0].Validate()
 		}
 		return fallback, fmt.Errorf("%w: --plan is required (or --shim for uninstall)", plan.ErrInvalid)
 	}
@@ -145,23 +165,32 @@ func (f *flags) readPlan(op plan.Operation) (*plan.NodePlan, error) {
 	if err != nil {
 		return fallback, fmt.Errorf("%w: --plan: %w", plan.ErrInvalid, err)
 	}
-	p, err := plan.Decode(data)
+	plans, err := plan.DecodePlans(data)
 	if err != nil {
 		return fallback, fmt.Errorf("plan %s: %w", f.planFile, err)
 	}
-	if p.Operation != op {
-		return p, fmt.Errorf("%w: plan %s is for %s, not %s", plan.ErrInvalid, f.planFile, p.Operation, op)
+	for _, p := range plans {
+		if p.Operation != op {
+			return plans, fmt.Errorf("%w: plan %s is for %s, not %s", plan.ErrInvalid, f.planFile, p.Operation, op)
+		}
 	}
-	return p, nil
+	return plans, nil
 }
 
-// writeResult writes the result where --result says; a result that cannot
-// be written is reported but does not change the exit code.
-func (f *flags) writeResult(stderr io.Writer, r *plan.NodeResult) {
+// writeResults writes the results where --result says: a NodeResult for
+// one plan, a NodeResultList for several. A result that cannot be written
+// is reported but does not change the exit code.
+func (f *flags) writeResults(stderr io.Writer, rs []*plan.NodeResult) {
 	if f.resultFile == "" {
 		return
 	}
-	data, err := plan.EncodeResult(r, plan.MaxTerminationMessage)
+	var data []byte
+	var err error
+	if len(rs) == 1 {
+		data, err = plan.EncodeResult(rs[0], plan.MaxTerminationMessage)
+	} else {
+		data, err = plan.EncodeResults(rs, plan.MaxTerminationMessage)
+	}
 	if err == nil {
 		err = os.WriteFile(f.resultFile, data, 0o644)
 	}
@@ -170,7 +199,7 @@ func (f *flags) writeResult(stderr io.Writer, r *plan.NodeResult) {
 	}
 }
 
-func report(stdout, stderr io.Writer, op string, res *installer.Result, err error) int {
+func report(stdout, stderr io.Writer, op string, res []*installer.Result, err error) int {
 	switch {
 	case errors.Is(err, installer.ErrRollbackFailed):
 		fmt.Fprintf(stderr, "shimkit-installer: %s %v\n", op, err)
@@ -185,16 +214,18 @@ func report(stdout, stderr io.Writer, op string, res *installer.Result, err erro
 		fmt.Fprintf(stderr, "shimkit-installer: %s failed, node unchanged: %v\n", op, err)
 		return ExitFailed
 	}
-	what := "nothing to do"
-	switch {
-	case res.Restarted:
-		what = "done; containerd restarted in " + res.RestartDuration.Round(time.Millisecond).String()
-	case res.Changed:
-		what = "done; no restart needed"
-	case res.Upgrade:
-		what = "bundle upgraded; config unchanged, no restart needed"
+	for _, r := range res {
+		what := "nothing to do"
+		switch {
+		case r.Restarted:
+			what = "done; containerd restarted in " + r.RestartDuration.Round(time.Millisecond).String()
+		case r.Changed:
+			what = "done; no restart needed"
+		case r.Upgrade:
+			what = "bundle upgraded; config unchanged, no restart needed"
+		}
+		fmt.Fprintf(stdout, "%s %s: %s (%s)\n", op, r.Shim, what, r.Duration.Round(time.Millisecond))
 	}
-	fmt.Fprintf(stdout, "%s %s: %s (%s)\n", op, res.Shim, what, res.Duration.Round(time.Millisecond))
 	return ExitOK
 }
 

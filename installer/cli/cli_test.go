@@ -160,3 +160,74 @@ func TestExitCodesAndResults(t *testing.T) {
 		t.Errorf("missing artifact: exit %d: %s %+v", code, errOut, readResult(t, result))
 	}
 }
+
+// namedPlan is demoPlan for a Shim and handler of another name.
+func namedPlan(t *testing.T, name string) *plan.NodePlan {
+	p := demoPlan(t)
+	p.Shim = plan.ShimRef{Name: name, UID: "uid-" + name}
+	p.Files[0].Path = "containerd-shim-" + name + "-v2"
+	p.Handlers[0].Name, p.Handlers[0].RuntimeType = name, "io.containerd."+name+".v2"
+	p.Handlers[0].RuntimePath = "$(BUNDLE_DIR)/containerd-shim-" + name + "-v2"
+	return p
+}
+
+// writeList encodes a NodePlanList of the plans into a file.
+func writeList(t *testing.T, plans ...*plan.NodePlan) string {
+	t.Helper()
+	data, err := plan.EncodeList(plan.NewList(plans...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "plans.json")
+	if err := os.WriteFile(f, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestPlanList: a NodePlanList installs both Shims in one operation and is
+// answered with a NodeResultList; when one Shim's artifact is missing, it
+// reports FetchFailed, the other SiblingFailed, and the node is unchanged.
+func TestPlanList(t *testing.T) {
+	const orig = "version = 2\n"
+	root, cfg := rootfs(t, orig)
+	result := filepath.Join(t.TempDir(), "result.json")
+	readResults := func() []*plan.NodeResult {
+		data, err := os.ReadFile(result)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, err := plan.DecodeResults(data)
+		if err != nil || len(rs) != 2 {
+			t.Fatalf("results %v: %v\n%s", rs, err, data)
+		}
+		return rs
+	}
+
+	broken := namedPlan(t, "beta")
+	broken.Artifact.Path = filepath.Join(root, "missing.tar.gz")
+	code, _, errOut := run(t, "install", "--plan", writeList(t, namedPlan(t, "alpha"), broken), "--host-root", root, "--offline", "--result", result)
+	rs := readResults()
+	if code != cli.ExitFailed || rs[0].Shim.Name != "alpha" || rs[0].Outcome != plan.Failed || rs[0].Reason != plan.ReasonSiblingFailed ||
+		rs[1].Reason != plan.ReasonFetchFailed || !strings.Contains(rs[0].Message, "Shim beta") {
+		t.Errorf("one artifact missing: exit %d, %+v %+v: %s", code, rs[0], rs[1], errOut)
+	}
+	if data, _ := os.ReadFile(cfg); string(data) != orig {
+		t.Errorf("config changed: %q", data)
+	}
+
+	code, out, errOut := run(t, "install", "--plan", writeList(t, namedPlan(t, "alpha"), namedPlan(t, "beta")), "--host-root", root, "--offline", "--result", result)
+	if code != cli.ExitOK || !strings.Contains(out, "install alpha: done") || !strings.Contains(out, "install beta: done") {
+		t.Fatalf("exit %d: %s %s", code, out, errOut)
+	}
+	for k, r := range readResults() {
+		if r.Outcome != plan.Succeeded || r.Shim.Name != []string{"alpha", "beta"}[k] || len(r.Files) != 1 {
+			t.Errorf("result %d: %+v", k, r)
+		}
+	}
+	data, _ := os.ReadFile(cfg)
+	c, err := containerdconfig.Parse(cfg, data)
+	if err != nil || !c.HasHandler("alpha") || !c.HasHandler("beta") {
+		t.Errorf("handlers not registered: %v\n%s", err, data)
+	}
+}

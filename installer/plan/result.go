@@ -75,6 +75,11 @@ const (
 	// ReasonCanaryFailed: the canary pod did not run to a zero exit with
 	// the new handler in time; the install was rolled back.
 	ReasonCanaryFailed Reason = "CanaryFailed"
+	// ReasonSiblingFailed: another Shim's plan of the same operation (a
+	// NodePlanList) failed, and this one was undone with it. It says
+	// nothing against this Shim: the operator does not halt its rollout
+	// and installs it on the node again, alone.
+	ReasonSiblingFailed Reason = "SiblingFailed"
 )
 
 // NodeResult is what the installer reports about one operation.
@@ -162,13 +167,21 @@ func DecodeResult(data []byte) (*NodeResult, error) {
 	if err := json.Unmarshal(data, r); err != nil {
 		return nil, fmt.Errorf("%w: result: %w", ErrInvalid, err)
 	}
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// check refuses a result of another apiVersion or kind, or of an unknown
+// outcome.
+func (r *NodeResult) check() error {
 	if r.APIVersion != APIVersion || r.Kind != KindNodeResult {
-		return nil, fmt.Errorf("%w: %q %q: want apiVersion %s, kind %s", ErrVersion, r.APIVersion, r.Kind, APIVersion, KindNodeResult)
+		return fmt.Errorf("%w: %q %q: want apiVersion %s, kind %s", ErrVersion, r.APIVersion, r.Kind, APIVersion, KindNodeResult)
 	}
 	switch r.Outcome {
 	case Succeeded, Failed, RolledBack, RollbackFailed:
-	default:
-		return nil, fmt.Errorf("%w: result outcome %q", ErrInvalid, r.Outcome)
+		return nil
 	}
-	return r, nil
+	return fmt.Errorf("%w: result outcome %q", ErrInvalid, r.Outcome)
 }
