@@ -31,8 +31,9 @@ const poolLabel = "shimkit.test/pool"
 const readyMarker = "/etc/shimkit-e2e/ready"
 
 // testNodes: rollouts watched on several real kubelets and containerds.
-//   - maxUpdate 1: no two nodes restart containerd at once (from the units'
-//     own timestamps);
+//   - two Shims created together, maxUpdate 1: one installer run and one
+//     containerd restart per node for both (the units' journals), and no
+//     two nodes restart containerd at once (the units' own timestamps);
 //   - a shim that crashes on start fails its canary on the first node, the
 //     rollout halts there with the other nodes untouched, and the
 //     documented retry annotation resumes it once the nodes are fixed;
@@ -50,30 +51,33 @@ func testNodes(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBuild
 	runcShim := build.Binary("containerd-shim-runc-v2")
 	pool := map[string]string{poolLabel: "fleet"}
 
-	// One node at a time.
+	// Two Shims together, one node at a time: one installer run and one
+	// containerd restart per node for both.
 	before := restartWindows(t, c)
-	a := testutil.NewShimArchive(t, "fleet", runcShim, nil)
-	fleet := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "fleet"}, Spec: v1alpha1.ShimSpec{
-		NodeSelector:  pool,
-		FetchStrategy: v1alpha1.FetchStrategy{Type: v1alpha1.FetchAnonHTTP, AnonHTTP: &v1alpha1.AnonHTTPFetch{Location: srv.Add("/fleet.tar.gz", a.Data), SHA256: a.SHA256}},
-		RuntimeClass:  v1alpha1.RuntimeClassSpec{Name: "fleet", Handler: "fleet"},
-	}}
-	start := time.Now()
-	if err := c.Client.Create(ctx, fleet); err != nil {
-		t.Fatal(err)
+	starts := make([]int, len(c.Nodes))
+	for i, n := range c.Nodes {
+		starts[i] = n.ContainerdStarts(t)
 	}
-	kubectl(t, c, "wait", "--for=condition=Ready", "shim/fleet", "--timeout=180s")
-	t.Logf("fleet Ready on %d nodes, maxUpdate 1: %v", len(c.Nodes), time.Since(start).Round(time.Second))
+	fleet, duo := poolShim(t, srv, runcShim, "fleet", pool), poolShim(t, srv, runcShim, "duo", pool)
+	start := time.Now()
+	for _, s := range []*v1alpha1.Shim{fleet, duo} {
+		if err := c.Client.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kubectl(t, c, "wait", "--for=condition=Ready", "shim/fleet", "shim/duo", "--timeout=180s")
+	t.Logf("fleet and duo Ready on %d nodes, maxUpdate 1: %v", len(c.Nodes), time.Since(start).Round(time.Second))
 	after := restartWindows(t, c)
 	for i, n := range c.Nodes {
-		if after[i].enter == before[i].enter {
-			t.Errorf("containerd on %s did not restart for the install", n.Name)
+		if got := n.ContainerdStarts(t) - starts[i]; got != 1 {
+			t.Errorf("containerd on %s started %d times for the two Shims, want once", n.Name, got)
 		}
 		t.Logf("%s: containerd restarting for %v", n.Name, time.Duration(after[i].enter-after[i].exit)*time.Microsecond)
 	}
 	assertDisjoint(t, c, after)
 	for _, n := range c.Nodes {
 		assertLabelled(t, c, n.Name, "fleet", true)
+		assertLabelled(t, c, n.Name, "duo", true)
 	}
 
 	// A shim that crashes on start until the node is fixed.
@@ -120,7 +124,7 @@ func testNodes(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBuild
 	}
 	logCanaries(t, c, "fleet", "flaky")
 
-	// A node leaves the pool: both shims go from it, its config as before.
+	// A node leaves the pool: the shims go from it, its config as before.
 	leaving := c.Nodes[2]
 	kubectl(t, c, "label", "node", leaving.Name, poolLabel+"-")
 	waitFor(t, 120*time.Second, "the shims to leave "+leaving.Name, func() bool {
@@ -148,18 +152,19 @@ func testNodes(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBuild
 		_ = c.Client.Get(ctx, client.ObjectKey{Name: joined.Name}, node)
 		ok1, _ := nodelabel.State(node, "fleet")
 		ok2, _ := nodelabel.State(node, "flaky")
+		ok3, _ := nodelabel.State(node, "duo")
 		tainted := slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == operator.PendingTaint })
-		return ok1 && ok2 && !tainted
+		return ok1 && ok2 && ok3 && !tainted
 	})
-	t.Logf("%s joined and got both shims in %v", joined.Name, time.Since(start).Round(time.Second))
+	t.Logf("%s joined and got the three shims in %v", joined.Name, time.Since(start).Round(time.Second))
 
 	// Delete: every node as it was.
-	for _, s := range []*v1alpha1.Shim{fleet, flaky} {
+	for _, s := range []*v1alpha1.Shim{fleet, duo, flaky} {
 		if err := c.Client.Delete(ctx, s); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, s := range []*v1alpha1.Shim{fleet, flaky} {
+	for _, s := range []*v1alpha1.Shim{fleet, duo, flaky} {
 		waitFor(t, 180*time.Second, "shim "+s.Name+" gone", func() bool {
 			return apierrors.IsNotFound(c.Client.Get(ctx, client.ObjectKeyFromObject(s), &v1alpha1.Shim{}))
 		})
@@ -180,6 +185,17 @@ func testNodes(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBuild
 			t.Errorf("%s: shim labels left: %v %v", n.Name, node.Labels, err)
 		}
 	}
+}
+
+// poolShim is a Shim of the pool's nodes named name (and its handler),
+// the runc shim in a bundle of its own.
+func poolShim(t *testing.T, srv *testutil.FileServer, runcShim, name string, pool map[string]string) *v1alpha1.Shim {
+	a := testutil.NewShimArchive(t, name, runcShim, nil)
+	return &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.ShimSpec{
+		NodeSelector:  pool,
+		FetchStrategy: v1alpha1.FetchStrategy{Type: v1alpha1.FetchAnonHTTP, AnonHTTP: &v1alpha1.AnonHTTPFetch{Location: srv.Add("/"+name+".tar.gz", a.Data), SHA256: a.SHA256}},
+		RuntimeClass:  v1alpha1.RuntimeClassSpec{Name: name, Handler: name},
+	}}
 }
 
 // flakyShim is a shim whose start fails until readyMarker exists on the

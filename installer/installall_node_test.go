@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/shimkit/shimkit/installer"
@@ -29,7 +28,7 @@ func TestInstallAllOnNode(t *testing.T) {
 			inst, rt := criInstaller(t, n)
 			srv := testutil.StartFileServer(t)
 
-			starts := containerdStarts(t, n)
+			starts := n.ContainerdStarts(t)
 			both := []*plan.NodePlan{
 				withCanary(namedHTTPPlan("demo", srv, "/demo.tar.gz", testutil.NewShimArchive(t, "demo", nc.shim, nil)), "0"),
 				withCanary(namedHTTPPlan("ocidemo", srv, "/ocidemo.tar.gz", testutil.NewShimArchive(t, "ocidemo", nc.shim, nil)), "0"),
@@ -38,7 +37,7 @@ func TestInstallAllOnNode(t *testing.T) {
 			if err != nil {
 				t.Fatalf("install both: %v\n%s", err, n.Journal("containerd"))
 			}
-			if got := containerdStarts(t, n) - starts; got != 1 {
+			if got := n.ContainerdStarts(t) - starts; got != 1 {
 				t.Errorf("containerd started %d times for two Shims, want 1", got)
 			}
 			for _, r := range res {
@@ -62,7 +61,7 @@ func TestInstallAllOnNode(t *testing.T) {
 			if err := os.WriteFile(crash, []byte("#!/bin/sh\necho crashing >&2\nexit 1\n"), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			starts = containerdStarts(t, n)
+			starts = n.ContainerdStarts(t)
 			more := []*plan.NodePlan{
 				withCanary(namedHTTPPlan("good", srv, "/good.tar.gz", testutil.NewShimArchive(t, "good", nc.shim, nil)), "0"),
 				withCanary(namedHTTPPlan("crash", srv, "/crash.tar.gz", testutil.NewShimArchive(t, "crash", crash, nil)), "0"),
@@ -71,7 +70,7 @@ func TestInstallAllOnNode(t *testing.T) {
 			if !errors.Is(err, installer.ErrRolledBack) || installer.ReasonOf(err) != plan.ReasonCanaryFailed {
 				t.Fatalf("a crashing shim beside a good one: %v, want rolled back with CanaryFailed", err)
 			}
-			if got := containerdStarts(t, n) - starts; got != 2 {
+			if got := n.ContainerdStarts(t) - starts; got != 2 {
 				t.Errorf("containerd started %d times, want 2 (the operation's, the rollback's)", got)
 			}
 			if got, _ := os.ReadFile(n.Local("/etc/containerd/config.toml")); !bytes.Equal(got, installed) {
@@ -94,21 +93,4 @@ func TestInstallAllOnNode(t *testing.T) {
 			assertNoCanaryLeft(ctx, t, n, rt)
 		})
 	}
-}
-
-// containerdStarts counts the containerd unit's starts in the node's
-// journal.
-func containerdStarts(t *testing.T, n *testutil.Node) int {
-	t.Helper()
-	out, err := n.Exec(context.Background(), "journalctl", "--no-pager", "-o", "cat", "-u", "containerd")
-	if err != nil {
-		t.Fatalf("journalctl: %v %s", err, out)
-	}
-	count := 0
-	for _, line := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(line, "Started containerd") {
-			count++
-		}
-	}
-	return count
 }

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -26,12 +27,21 @@ type nodeGate struct {
 	mu   sync.Mutex
 	max  int
 	held map[string]hold // node → the Job running there
+	// offers are, by Shim, the installs each Shim would start now: another
+	// Shim's Job on one of those nodes takes it along (batch.go).
+	offers map[string]*offer
+	// window is how long a Shim that just got work waits for others to
+	// offer theirs (Options.BatchWindow).
+	window time.Duration
 }
 
 type hold struct {
 	shim, job string
-	since     time.Time
-	seen      bool // the cache has shown the Job running
+	// members are the Shims (labelValue) whose plans the Job carries: the
+	// leader (shim) alone, or every Shim of a batch.
+	members []string
+	since   time.Time
+	seen    bool // the cache has shown the Job running
 }
 
 // sync brings the holds up to date with the Jobs of the namespace:
@@ -43,16 +53,18 @@ func (g *nodeGate) sync(jobs []batchv1.Job, now time.Time) {
 	if g.held == nil {
 		g.held = map[string]hold{}
 	}
-	state := map[string]bool{} // Job name → running
+	state := map[string]bool{}    // Job name → running
+	complete := map[string]bool{} // Job name → completed
 	for i := range jobs {
 		j := &jobs[i]
 		v := viewJob(j)
 		running := v.running()
 		state[j.Name] = running
+		complete[j.Name] = v.condition(batchv1.JobComplete) != nil
 		node := jobNode(j)
 		if running && node != "" {
 			if h, ok := g.held[node]; !ok || h.job == j.Name || !h.seen {
-				g.held[node] = hold{shim: j.Labels[labelShim], job: j.Name, since: j.CreationTimestamp.Time, seen: true}
+				g.held[node] = hold{shim: j.Labels[labelShim], job: j.Name, members: memberLabels(j), since: j.CreationTimestamp.Time, seen: true}
 			}
 		}
 	}
@@ -60,13 +72,18 @@ func (g *nodeGate) sync(jobs []batchv1.Job, now time.Time) {
 		running, known := state[h.job]
 		if known && !running || !known && (h.seen || now.Sub(h.since) > gateGrace) {
 			delete(g.held, node)
+			if complete[h.job] {
+				g.returned(h)
+			}
 		}
 	}
 }
 
-// acquire reserves node for the shim's Job; false when another Shim's
-// installer runs there, or the cap is reached.
-func (g *nodeGate) acquire(node, shim, job string, now time.Time) bool {
+// acquire reserves node for the shim's Job (carrying the plans of
+// members too, when a batch); false when another Shim's installer runs
+// there, or the cap is reached. The shim's offer gives up the node and
+// one slot of its budget.
+func (g *nodeGate) acquire(node, shim, job string, members []string, now time.Time) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.held == nil {
@@ -82,8 +99,24 @@ func (g *nodeGate) acquire(node, shim, job string, now time.Time) bool {
 	} else if g.max > 0 && len(g.held) >= g.max {
 		return false
 	}
-	g.held[node] = hold{shim: shim, job: job, since: now}
+	g.held[node] = hold{shim: shim, job: job, members: members, since: now}
+	g.take(shim, node)
 	return true
+}
+
+// inFlight returns the nodes held by a batch Job that carries the shim's
+// plan, by node: the Job's name. The reconcile counts them as changing
+// even before its cache shows their Jobs.
+func (g *nodeGate) inFlight(shim string) map[string]string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := map[string]string{}
+	for node, h := range g.held {
+		if slices.Contains(h.members, shim) {
+			out[node] = h.job
+		}
+	}
+	return out
 }
 
 // release gives the node back (its Job could not be created).
@@ -105,7 +138,7 @@ func (o *observed) jobHash(v *nodeView, op string) string {
 
 // admit asks the node gate for the node before its Job is started.
 func (r *Reconciler) admit(obs *observed, v *nodeView, op string) bool {
-	return r.gate.acquire(v.node.Name, labelValue(obs.shim.Name), jobName(obs.shim.Name, v.node.Name, op, obs.jobHash(v, op)), time.Now())
+	return r.gate.acquire(v.node.Name, labelValue(obs.shim.Name), jobName(obs.shim.Name, v.node.Name, op, obs.jobHash(v, op)), nil, time.Now())
 }
 
 // released gives the node back when its Job could not be started.

@@ -44,6 +44,8 @@ type jobView struct {
 	// Job's pod (resultRead: read, even when none was found).
 	result     *plan.NodeResult
 	resultRead bool
+	// batch is how many Shims' plans the Job carries (0: one, its own).
+	batch int
 }
 
 func viewJob(j *batchv1.Job) *jobView {
@@ -60,14 +62,30 @@ func (v *jobView) condition(t batchv1.JobConditionType) *batchv1.JobCondition {
 }
 
 // succeeded: the Job completed, and its installer installed the pinned
-// digest (when it reported one).
+// digest (when it reported one); or, a batch Job that failed, its
+// installer reports this Shim's plan committed before another's failed.
 func (v *jobView) succeeded() bool {
-	return v.condition(batchv1.JobComplete) != nil && !v.wrongDigest()
+	switch {
+	case v.condition(batchv1.JobComplete) != nil:
+		return !v.wrongDigest()
+	case v.batch > 0 && v.condition(batchv1.JobFailed) != nil:
+		return v.result != nil && v.result.Outcome == plan.Succeeded && !v.wrongDigest()
+	}
+	return false
 }
 
-// failed: the Job failed, or completed with another digest than the
-// pinned one.
-func (v *jobView) failed() bool { return v.condition(batchv1.JobFailed) != nil || v.wrongDigest() }
+// failed: the Job failed (for this Shim's plan), or completed with another
+// digest than the pinned one.
+func (v *jobView) failed() bool {
+	return (v.condition(batchv1.JobFailed) != nil || v.condition(batchv1.JobComplete) != nil) && !v.succeeded()
+}
+
+// sibling: this Shim's plan of a batch Job was undone because another
+// Shim's failed (plan.ReasonSiblingFailed): no failure of its own, and the
+// node is installed again, alone.
+func (v *jobView) sibling() bool {
+	return v.batch > 0 && v.failed() && v.result != nil && v.result.Reason == plan.ReasonSiblingFailed
+}
 
 // wrongDigest: the installer reports having installed another artifact
 // than the plan pinned.

@@ -111,6 +111,9 @@ type nodeView struct {
 	// what is left of a failed Job once it is garbage collected.
 	failure *nodelabel.Failure
 	job     *jobView
+	// held: a Job carrying the Shim's plan runs on the node that the cache
+	// does not show yet (the node gate's hold): the node is changing.
+	held bool
 	// plan is the node's install plan, built when the node needs one;
 	// planErr says why none could be built.
 	plan    *plan.NodePlan
@@ -131,6 +134,9 @@ func (v nodeView) touched() bool { return v.installed() || v.job != nil && v.job
 
 // state maps a node to the planner's states.
 func (v nodeView) state(current string, removing bool) rollout.State {
+	if v.held && !removing {
+		return rollout.Installing
+	}
 	if j := v.job; j != nil {
 		switch {
 		case j.running():
@@ -138,6 +144,8 @@ func (v nodeView) state(current string, removing bool) rollout.State {
 				return rollout.Uninstalling
 			}
 			return rollout.Installing
+		case j.sibling():
+			// Undone with another Shim's plan: as before the Job.
 		case j.failed():
 			if removing == (j.op == opUninstall) && (j.op == opUninstall || j.specHash == current) {
 				return rollout.Failed

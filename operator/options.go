@@ -10,6 +10,9 @@ import (
 // unless Options.InstallerServiceAccount names another.
 const DefaultInstallerServiceAccount = "shimkit-installer"
 
+// DefaultBatchWindow is Options.BatchWindow's default.
+const DefaultBatchWindow = 2 * time.Second
+
 // Options configure the reconciler.
 type Options struct {
 	// InstallerImage runs shimkit-installer on the nodes (required).
@@ -58,6 +61,12 @@ type Options struct {
 	// Shim's maxUpdate; 0: no cap beyond those. Whatever it is, a node
 	// runs at most one installer at a time.
 	MaxRestartingNodes int
+	// BatchWindow is how long a Shim that has nodes to install waits for
+	// other Shims changed with it to offer theirs, so that one installer
+	// run per node installs them all with one containerd restart; it only
+	// waits while another Shim has an unreconciled change or pending
+	// installs. Default 2s; negative: every Shim's installs run alone.
+	BatchWindow time.Duration
 	// InstallerServiceAccount is the installer pods' ServiceAccount, in
 	// Namespace: it may create, read and delete the canary pods there (and
 	// an admission policy narrows which); default shimkit-installer. Its
@@ -90,6 +99,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ResyncPeriod == 0 {
 		o.ResyncPeriod = 30 * time.Second
+	}
+	if o.BatchWindow == 0 {
+		o.BatchWindow = DefaultBatchWindow
 	}
 	if o.Resolver == nil {
 		o.Resolver = &ArtifactResolver{}

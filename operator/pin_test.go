@@ -59,8 +59,11 @@ func startFleet(t *testing.T, env *testutil.Env, nodes int) *fleet {
 		out := run(ctx, j)
 		f.mu.Lock()
 		f.running--
-		if res, err := plan.DecodeResult([]byte(out.Message)); err == nil && res.Digest != "" {
-			f.reported[node] = append(f.reported[node], res.Digest)
+		rs, _ := plan.DecodeResults([]byte(out.Message))
+		for _, res := range rs {
+			if res.Digest != "" {
+				f.reported[node] = append(f.reported[node], res.Digest)
+			}
 		}
 		f.mu.Unlock()
 		if f.afterFirst != nil {

@@ -54,7 +54,9 @@ func New(c client.Client, recorder events.EventRecorder, opts Options) (*Reconci
 	default:
 		return nil, fmt.Errorf("operator: Options.ConfigMode %q: want auto, file or drop-in", opts.ConfigMode)
 	}
-	return &Reconciler{client: c, reader: c, recorder: recorder, opts: opts.withDefaults(), metrics: newMetrics(), gate: &nodeGate{max: opts.MaxRestartingNodes}}, nil
+	r := &Reconciler{client: c, reader: c, recorder: recorder, opts: opts.withDefaults(), metrics: newMetrics(), gate: &nodeGate{max: opts.MaxRestartingNodes}}
+	r.gate.window = r.opts.BatchWindow
+	return r, nil
 }
 
 // observed is everything a reconcile reads, once.
@@ -132,17 +134,19 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 		return nil, fmt.Errorf("list Jobs of Shim %s: %w", shim.Name, err)
 	}
 	r.gate.sync(jobs.Items, time.Now())
-	latest := map[string]*batchv1.Job{}
+	latest := map[string]*jobView{}
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
-		if j.Labels[labelShim] != labelValue(shim.Name) || !metav1.IsControlledBy(j, shim) || r.retries.deleted(shim, j.UID) {
-			continue // a Job of an earlier Shim of the same name, or deleted by a retry
+		jv, ok := jobFor(j, shim)
+		if !ok || r.retries.deleted(shim, j.UID) {
+			continue // another Shim's, an earlier Shim's of the same name, or deleted by a retry
 		}
 		n := jobNode(j)
-		if newer(j, latest[n]) {
-			latest[n] = j
+		if old := latest[n]; old == nil || newer(j, old.job) {
+			latest[n] = jv
 		}
 	}
+	held := r.gate.inFlight(labelValue(shim.Name))
 	obs := &observed{shim: shim, specHash: specHash(shim), refusal: refusalOf(shim, r.opts)}
 	obs.shown = shim.Status.Artifact
 	if obs.refusal == nil && shim.DeletionTimestamp.IsZero() {
@@ -156,9 +160,12 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	for i := range nodes.Items {
 		v := viewNode(shim, &nodes.Items[i])
 		if j := latest[v.node.Name]; j != nil {
-			v.job = viewJob(j)
-			v.job.result, v.job.resultRead = r.results.get(shim.Name, j.UID)
-			current[j.UID] = true
+			v.job = j
+			v.job.result, v.job.resultRead = r.results.get(shim.Name, j.job.UID)
+			current[j.job.UID] = true
+		}
+		if job, ok := held[v.node.Name]; ok && (v.job == nil || v.job.job.Name != job) {
+			v.held = true
 		}
 		if at := v.detectDrift(shim, obs.hash, now); !at.IsZero() && (obs.driftCheck.IsZero() || at.Before(obs.driftCheck)) {
 			obs.driftCheck = at
@@ -219,6 +226,7 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 			stale = append(stale, v.plannerNode(obs.hash, true))
 		}
 	}
+	r.preferShared(obs, targeted)
 	rollin, err := p.Install(targeted)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -240,6 +248,15 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 	if rcs.canaryBlocked {
 		rollin.Start = nil
 	}
+	// Other Shims with installs pending get a moment to offer theirs, so
+	// that one Job per node carries them all.
+	batchWait, err := r.offerInstalls(ctx, obs, rollin)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if batchWait > 0 {
+		rollin.Start = nil
+	}
 	g := r.group(ctx)
 	waiting := false
 	for _, name := range rollin.Start {
@@ -252,11 +269,18 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 			reason = "Repairing"
 			r.event(obs.shim, v.node, corev1.EventTypeWarning, "Drifted", "Install", "node %s no longer serves handler %s: installing the shim again", v.node.Name, v.drifted)
 		}
-		if !r.admit(obs, v, opInstall) {
+		b, ok := r.admitInstall(obs, v)
+		if !ok {
 			waiting = true
 			continue
 		}
-		g.Go(func() error { return r.released(obs, v, opInstall, r.startJob(ctx, obs, v, opInstall, reason)) })
+		g.Go(func() error {
+			err := r.startInstall(ctx, obs, v, b, reason)
+			if err != nil {
+				r.gate.release(v.node.Name, b.job)
+			}
+			return err
+		})
 	}
 	for _, name := range removal.Start {
 		v := byName[name]
@@ -285,6 +309,9 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 			}
 		}
 		return ctrl.Result{RequeueAfter: after}, nil
+	}
+	if batchWait > 0 {
+		return ctrl.Result{RequeueAfter: batchWait}, nil
 	}
 	if waiting {
 		// A node another Shim's installer holds frees up within a Job.
@@ -393,24 +420,34 @@ func (r *Reconciler) startJob(ctx context.Context, obs *observed, v *nodeView, o
 	if err != nil {
 		return err
 	}
-	err = r.client.Create(ctx, job)
+	created, err := r.createJob(ctx, job, v.node.Name)
+	if err != nil || !created {
+		return err
+	}
+	obs.events.add(reason, action(op), fmt.Sprintf("node %s (Job %s)", v.node.Name, job.Name))
+	return nil
+}
+
+// createJob creates the Job; false when one of its name exists: running
+// (ours already, from before a restart, or not in the cache yet), or
+// finished, which is deleted to make room for the next reconcile.
+func (r *Reconciler) createJob(ctx context.Context, job *batchv1.Job, node string) (bool, error) {
+	err := r.client.Create(ctx, job)
 	if apierrors.IsAlreadyExists(err) {
 		old := &batchv1.Job{}
 		if gerr := r.client.Get(ctx, client.ObjectKeyFromObject(job), old); gerr != nil {
 			// Not in the cache yet: created by an earlier reconcile.
-			return client.IgnoreNotFound(gerr)
+			return false, client.IgnoreNotFound(gerr)
 		}
 		if ov := viewJob(old); ov.running() {
-			return nil // ours already, from before a restart
+			return false, nil
 		}
-		// Finished: make room; the next reconcile creates it afresh.
-		return client.IgnoreNotFound(r.client.Delete(ctx, old, client.PropagationPolicy(metav1.DeletePropagationBackground)))
+		return false, client.IgnoreNotFound(r.client.Delete(ctx, old, client.PropagationPolicy(metav1.DeletePropagationBackground)))
 	}
 	if err != nil {
-		return fmt.Errorf("create Job %s for node %s: %w", job.Name, v.node.Name, err)
+		return false, fmt.Errorf("create Job %s for node %s: %w", job.Name, node, err)
 	}
-	obs.events.add(reason, action(op), fmt.Sprintf("node %s (Job %s)", v.node.Name, job.Name))
-	return nil
+	return true, nil
 }
 
 // action names an operation for events.

@@ -85,7 +85,7 @@ func (v *nodeView) unrecorded() bool {
 func (r *Reconciler) recordJob(ctx context.Context, obs *observed, v *nodeView) error {
 	j := v.job
 	if !j.resultRead {
-		res, err := r.readResult(ctx, j.job)
+		res, err := r.readResult(ctx, j.job, obs.shim.Name)
 		if err != nil {
 			// Not fatal: the Job's condition stands in, and a failed Job's
 			// pods are read again next time.
@@ -99,7 +99,14 @@ func (r *Reconciler) recordJob(ctx context.Context, obs *observed, v *nodeView) 
 			r.event(obs.shim, v.node, corev1.EventTypeWarning, action(j.op)+"Failed", action(j.op), "%s", failureNote(v.node.Name, reason, msg))
 		}
 	}
-	if j.failed() {
+	switch {
+	case j.sibling():
+		obs.events.add("RetryAlone", "Install", fmt.Sprintf("node %s (Job %s: another Shim's plan failed; installing this one again, alone)", v.node.Name, j.job.Name))
+		return nil
+	case j.failed() && j.batch > 0 && !j.resultRead:
+		// Whose plan failed is in the result: read again next time.
+		return nil
+	case j.failed():
 		return r.recordFailure(ctx, obs, v)
 	}
 	switch j.op {
@@ -139,10 +146,11 @@ func (r *Reconciler) recordFailure(ctx context.Context, obs *observed, v *nodeVi
 	return nil
 }
 
-// readResult returns the NodeResult the installer wrote as the termination
-// message of the Job's newest pod that has one, or nil when none is
-// readable (pods gone, killed before writing, an older installer).
-func (r *Reconciler) readResult(ctx context.Context, job *batchv1.Job) (*plan.NodeResult, error) {
+// readResult returns the shim's NodeResult that the installer wrote as the
+// termination message of the Job's newest pod that has one (a batch Job's
+// is a NodeResultList), or nil when none is readable (pods gone, killed
+// before writing, an older installer).
+func (r *Reconciler) readResult(ctx context.Context, job *batchv1.Job, shim string) (*plan.NodeResult, error) {
 	var pods corev1.PodList
 	if err := r.reader.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{labelControllerUID: string(job.UID)}); err != nil {
 		return nil, fmt.Errorf("pods of Job %s: %w", job.Name, err)
@@ -151,7 +159,7 @@ func (r *Reconciler) readResult(ctx context.Context, job *batchv1.Job) (*plan.No
 	var bestPod *corev1.Pod
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		res := podResult(pod)
+		res := podResult(pod, shim)
 		if res == nil || bestPod != nil && !newerPod(pod, bestPod) {
 			continue
 		}
@@ -160,8 +168,9 @@ func (r *Reconciler) readResult(ctx context.Context, job *batchv1.Job) (*plan.No
 	return best, nil
 }
 
-// podResult decodes the installer container's termination message.
-func podResult(pod *corev1.Pod) *plan.NodeResult {
+// podResult decodes the shim's result from the installer container's
+// termination message.
+func podResult(pod *corev1.Pod, shim string) *plan.NodeResult {
 	for _, cs := range pod.Status.ContainerStatuses {
 		if cs.Name != installerContainer {
 			continue
@@ -170,8 +179,16 @@ func podResult(pod *corev1.Pod) *plan.NodeResult {
 			if t == nil || t.Message == "" {
 				continue
 			}
-			if res, err := plan.DecodeResult([]byte(t.Message)); err == nil {
-				return res
+			rs, err := plan.DecodeResults([]byte(t.Message))
+			if err != nil {
+				continue
+			}
+			for _, res := range rs {
+				// One result is the Job's whole answer (a plan the
+				// installer could not read names no Shim).
+				if len(rs) == 1 || res.Shim.Name == shim {
+					return res
+				}
 			}
 		}
 	}

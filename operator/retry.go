@@ -34,7 +34,7 @@ func retrySelection(value string) (all bool, nodes map[string]bool) {
 // record on the node.
 func (v *nodeView) failedNode() bool {
 	if v.job != nil {
-		return v.job.failed()
+		return v.job.failed() && !v.job.sibling()
 	}
 	return v.failure != nil
 }

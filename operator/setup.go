@@ -75,7 +75,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("shim").
 		For(&v1alpha1.Shim{}).
-		Owns(&batchv1.Job{}).
+		// Every Shim that owns a Job: a batch Job's partners too.
+		Watches(&batchv1.Job{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.Shim{})).
 		Watches(&nodev1.RuntimeClass{}, shimsNaming).
 		Watches(&corev1.Node{}, allShims, builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, nodeLifecycle(), nodeInfoChanged()))).
 		Complete(r)

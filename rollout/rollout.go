@@ -47,6 +47,10 @@ type Node struct {
 	UID      string
 	State    State
 	SpecHash string // for Installing, Installed and Failed
+	// Priority orders the nodes to start: higher first (the operator
+	// prefers nodes where other Shims' installs can share the Job), then
+	// the spread order.
+	Priority int
 }
 
 // Strategy is the Shim's rollout strategy.
@@ -154,14 +158,17 @@ func (p Planner) plan(nodes []Node, done, halts func(Node) bool) (Plan, error) {
 		return plan, nil
 	}
 	type keyed struct {
-		key  uint64
-		name string
+		priority int
+		key      uint64
+		name     string
 	}
 	order := make([]keyed, len(candidates))
 	for i, n := range candidates {
-		order[i] = keyed{p.orderKey(n), n.Name}
+		order[i] = keyed{n.Priority, p.orderKey(n), n.Name}
 	}
-	slices.SortFunc(order, func(a, b keyed) int { return cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.name, b.name)) })
+	slices.SortFunc(order, func(a, b keyed) int {
+		return cmp.Or(cmp.Compare(b.priority, a.priority), cmp.Compare(a.key, b.key), cmp.Compare(a.name, b.name))
+	})
 	for _, k := range order[:min(free, len(order))] {
 		plan.Start = append(plan.Start, k.name)
 	}

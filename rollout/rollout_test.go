@@ -214,3 +214,29 @@ func BenchmarkPlan10000Nodes(b *testing.B) {
 		}
 	}
 }
+
+// TestPriorityFirst: nodes of a higher priority start first, whatever the
+// spread order; among equals the spread order stands.
+func TestPriorityFirst(t *testing.T) {
+	p := rollout.Planner{ShimUID: "uid", SpecHash: "h"}
+	var nodes []rollout.Node
+	for i := range 8 {
+		nodes = append(nodes, rollout.Node{Name: fmt.Sprintf("n%d", i)})
+	}
+	// The node the spread order would start last of all gets the priority.
+	all := rollout.Planner{ShimUID: "uid", SpecHash: "h", Strategy: rollout.Strategy{Recreate: true}}
+	order, _ := all.Install(nodes)
+	want := order.Start[len(order.Start)-1]
+	for k := range nodes {
+		if nodes[k].Name == want {
+			nodes[k].Priority = 1
+		}
+	}
+	got, err := p.Install(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Start) != 1 || got.Start[0] != want {
+		t.Errorf("started %v, want the prioritised %s", got.Start, want)
+	}
+}

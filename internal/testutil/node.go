@@ -335,6 +335,23 @@ func (n *Node) Journal(unit string) string {
 	return string(out)
 }
 
+// ContainerdStarts counts the containerd unit's starts in the node's
+// journal ("Started containerd...", systemd's own line).
+func (n *Node) ContainerdStarts(t testing.TB) int {
+	t.Helper()
+	out, err := n.Exec(context.Background(), "journalctl", "--no-pager", "-o", "cat", "-u", "containerd")
+	if err != nil {
+		t.Fatalf("journalctl: %v %s", err, out)
+	}
+	count := 0
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "Started containerd") {
+			count++
+		}
+	}
+	return count
+}
+
 // teardown kills every process of the node (its PID namespace goes with
 // its init), removes its cgroups and mounts, and reports leftovers.
 func (n *Node) teardown() error {

@@ -1,0 +1,213 @@
+package operator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/rollout"
+)
+
+// offerInstalls tells the node gate which nodes the Shim would install now
+// and how many it may still start, and returns how long it should wait for
+// other Shims to offer theirs before starting any. With no other Shim, or
+// nothing to install, it offers nothing and never waits.
+func (r *Reconciler) offerInstalls(ctx context.Context, obs *observed, rollin rollout.Plan) (time.Duration, error) {
+	key, now := labelValue(obs.shim.Name), time.Now()
+	if r.opts.BatchWindow < 0 || rollin.Halted || len(rollin.Start) == 0 && rollin.InFlight == 0 {
+		r.gate.offer(key, nil, false, now)
+		return 0, nil
+	}
+	var shims v1alpha1.ShimList
+	if err := r.client.List(ctx, &shims); err != nil {
+		return 0, fmt.Errorf("list Shims: %w", err)
+	}
+	unsettled, others := false, false
+	for i := range shims.Items {
+		s := &shims.Items[i]
+		if s.Name == obs.shim.Name || !s.DeletionTimestamp.IsZero() {
+			continue
+		}
+		others = true
+		unsettled = unsettled || s.Generation != s.Status.ObservedGeneration
+	}
+	if !others {
+		r.gate.offer(key, nil, false, now)
+		return 0, nil
+	}
+	nodes := map[string]bool{}
+	for i := range obs.views {
+		v := &obs.views[i]
+		// A node undone with another Shim's plan is installed alone.
+		if v.targeted() && v.plan != nil && !v.held && v.needsInstall(obs.hash) && (v.job == nil || !v.job.sibling()) {
+			nodes[v.node.Name] = true
+		}
+	}
+	o := &offer{shim: obs.shim.DeepCopy(), target: obs.target(), nodes: nodes, free: max(0, rollin.Budget-rollin.InFlight)}
+	return r.gate.offer(key, o, unsettled, now), nil
+}
+
+// preferShared gives the nodes that other Shims would install now the
+// planner's priority, so that their installs share one Job.
+func (r *Reconciler) preferShared(obs *observed, nodes []rollout.Node) {
+	if r.opts.BatchWindow < 0 {
+		return
+	}
+	wanted := r.gate.wanted(labelValue(obs.shim.Name), time.Now())
+	if len(wanted) == 0 {
+		return
+	}
+	for k := range nodes {
+		if wanted[nodes[k].Name] {
+			nodes[k].Priority = 1
+		}
+	}
+}
+
+// installStart is a node's install Job about to start: the Shim's own, or
+// a batch carrying partners' plans too.
+type installStart struct {
+	job      string
+	partners []*offer
+	plans    []*plan.NodePlan // the partners'
+}
+
+// admitInstall takes along the Shims that offered the node (and fit one
+// installer run with this one), then asks the node gate for the node;
+// false: another Shim's installer runs there, or the cap is reached.
+func (r *Reconciler) admitInstall(obs *observed, v *nodeView) (*installStart, bool) {
+	now, leader := time.Now(), labelValue(obs.shim.Name)
+	b := &installStart{job: jobName(obs.shim.Name, v.node.Name, opInstall, obs.hash)}
+	if r.opts.BatchWindow >= 0 && v.plan != nil && (v.job == nil || !v.job.sibling()) {
+		for _, o := range r.gate.claim(v.node.Name, leader, now) {
+			p, ok := r.partnerPlan(obs, v, o, b.plans)
+			if !ok {
+				r.gate.unclaim(v.node.Name, o)
+				continue
+			}
+			b.partners, b.plans = append(b.partners, o), append(b.plans, p)
+		}
+	}
+	var members []string
+	if len(b.partners) > 0 {
+		ids := []string{obs.hash}
+		members = []string{leader}
+		for _, o := range b.partners {
+			ids = append(ids, o.shim.Name, o.target.hash)
+			members = append(members, labelValue(o.shim.Name))
+		}
+		b.job = jobName(obs.shim.Name, v.node.Name, opInstall, strings.Join(ids, "+"))
+	}
+	if !r.gate.acquire(v.node.Name, leader, b.job, members, now) {
+		r.gate.unclaim(v.node.Name, b.partners...)
+		return nil, false
+	}
+	return b, true
+}
+
+// partnerPlan builds the partner's plan for the node, if it fits the
+// leader's installer run: the same credentials and trusted root to mount,
+// and no handler of the same name as the leader's or an earlier
+// partner's.
+func (r *Reconciler) partnerPlan(obs *observed, v *nodeView, o *offer, earlier []*plan.NodePlan) (*plan.NodePlan, bool) {
+	if pullSecretName(o.shim) != pullSecretName(obs.shim) || trustedRootRef(o.shim) != trustedRootRef(obs.shim) {
+		return nil, false
+	}
+	p, err := buildPlan(o.shim, v.node, plan.OpInstall, r.opts, o.target)
+	if err != nil {
+		return nil, false
+	}
+	for _, other := range append([]*plan.NodePlan{v.plan}, earlier...) {
+		for _, h := range p.Handlers {
+			if slices.ContainsFunc(other.Handlers, func(x plan.Handler) bool { return x.Name == h.Name }) {
+				return nil, false
+			}
+		}
+	}
+	return p, true
+}
+
+// trustedRootRef names the ConfigMap of the Shim's keyless trusted root
+// ("" without one).
+func trustedRootRef(shim *v1alpha1.Shim) string {
+	if v := shim.Spec.Verification; v != nil && v.Keyless != nil {
+		return v.Keyless.TrustedRootRef.Name + "/" + trustedRootKey(v.Keyless.TrustedRootRef)
+	}
+	return ""
+}
+
+// startInstall creates the node's install Job: the Shim's own, or the
+// batch Job with its partners' plans.
+func (r *Reconciler) startInstall(ctx context.Context, obs *observed, v *nodeView, b *installStart, reason string) error {
+	if len(b.partners) == 0 {
+		return r.startJob(ctx, obs, v, opInstall, reason)
+	}
+	job, err := r.buildBatchJob(obs, v, b)
+	if err != nil {
+		return err
+	}
+	created, err := r.createJob(ctx, job, v.node.Name)
+	if err != nil || !created {
+		return err
+	}
+	names := make([]string, len(b.partners))
+	for k, o := range b.partners {
+		names[k] = o.shim.Name
+		r.event(o.shim, v.node, corev1.EventTypeNormal, "Installing", "Install", "node %s: with Shim %s in one installer run, one containerd restart (Job %s)", v.node.Name, obs.shim.Name, job.Name)
+	}
+	obs.events.add(reason, "Install", fmt.Sprintf("node %s with Shims %s (Job %s)", v.node.Name, strings.Join(names, ", "), job.Name))
+	return nil
+}
+
+// buildBatchJob is the leader's Job for the node carrying every member's
+// plan as a NodePlanList: the partners own it too (not as its
+// controller), and its members annotation gives each member's spec hash
+// and pinned digest.
+func (r *Reconciler) buildBatchJob(obs *observed, v *nodeView, b *installStart) (*batchv1.Job, error) {
+	job, err := r.buildJob(obs.shim, v.node, v.plan, obs.hash)
+	if err != nil {
+		return nil, err
+	}
+	plans := append([]*plan.NodePlan{v.plan}, b.plans...)
+	doc, err := plan.EncodeList(plan.NewList(plans...))
+	if err != nil {
+		return nil, fmt.Errorf("plans of Shims %s for node %s: %w", obs.shim.Name, v.node.Name, err)
+	}
+	members := []member{{Shim: obs.shim.Name, SpecHash: obs.hash, Digest: digestOf(v.plan)}}
+	for k, o := range b.partners {
+		members = append(members, member{Shim: o.shim.Name, SpecHash: o.target.hash, Digest: digestOf(b.plans[k])})
+		job.OwnerReferences = append(job.OwnerReferences, metav1.OwnerReference{
+			APIVersion: v1alpha1.GroupVersion.String(), Kind: "Shim", Name: o.shim.Name, UID: o.shim.UID, BlockOwnerDeletion: ptr.To(true),
+		})
+	}
+	raw, err := json.Marshal(members)
+	if err != nil {
+		return nil, err
+	}
+	job.Name = b.job
+	job.Annotations[annotationMembers] = string(raw)
+	delete(job.Annotations, annotationDigest)
+	job.Spec.Template.Annotations[PlanAnnotation] = string(doc)
+	if slices.ContainsFunc(plans, func(p *plan.NodePlan) bool { return p.Canary != nil }) {
+		job.Spec.Template.Spec.AutomountServiceAccountToken = ptr.To(true)
+	}
+	return job, nil
+}
+
+// digestOf is the artifact digest the plan pins ("" without one).
+func digestOf(p *plan.NodePlan) string {
+	if p.Artifact == nil {
+		return ""
+	}
+	return p.Artifact.Digest
+}
