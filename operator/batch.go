@@ -21,9 +21,9 @@ import (
 // claims a slot of each partner's budget, and the partners count the node
 // as changing from then on.
 
-// annotationMembers on a batch Job lists the Shims whose install plans it
-// carries, with their spec hashes and pinned digests (JSON, []member).
-const annotationMembers = "shim.containerd.x-k8s.io/members"
+// MembersAnnotation on a batch Job lists the Shims whose install plans it
+// carries: a JSON list of {"shim", "specHash", "digest"}, one per plan.
+const MembersAnnotation = "shim.containerd.x-k8s.io/members"
 
 // offerTTL is how long an offer stands without being renewed: a Shim
 // rolling out reconciles at least every resync period.
@@ -38,7 +38,7 @@ type member struct {
 
 // membersOf returns a batch Job's members; nil for a Job of one Shim.
 func membersOf(j *batchv1.Job) []member {
-	raw := j.Annotations[annotationMembers]
+	raw := j.Annotations[MembersAnnotation]
 	if raw == "" {
 		return nil
 	}

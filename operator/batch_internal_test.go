@@ -74,7 +74,7 @@ func TestBatchOffers(t *testing.T) {
 	}
 
 	job := gateJob("batch-n1", "a", "n1", true, now)
-	job.Annotations = map[string]string{annotationMembers: `[{"shim":"a","specHash":"h1"},{"shim":"b","specHash":"h2"}]`}
+	job.Annotations = map[string]string{MembersAnnotation: `[{"shim":"a","specHash":"h1"},{"shim":"b","specHash":"h2"}]`}
 	g.sync([]batchv1.Job{job}, now.Add(time.Second))
 	if a, b := g.offers["a"].free, ps[0].free; a != 1 || b != 1 {
 		t.Errorf("after the batch completed: free a=%d b=%d, want 1 and 1", a, b)

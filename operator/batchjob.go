@@ -195,7 +195,7 @@ func (r *Reconciler) buildBatchJob(obs *observed, v *nodeView, b *installStart) 
 		return nil, err
 	}
 	job.Name = b.job
-	job.Annotations[annotationMembers] = string(raw)
+	job.Annotations[MembersAnnotation] = string(raw)
 	delete(job.Annotations, annotationDigest)
 	job.Spec.Template.Annotations[PlanAnnotation] = string(doc)
 	if slices.ContainsFunc(plans, func(p *plan.NodePlan) bool { return p.Canary != nil }) {

@@ -110,6 +110,22 @@
 // the node as its own, nor uninstall it. A node the old Shim provisioned
 // that this Shim does not select is left as it is.
 //
+// # One installer per node, and batches across Shims
+//
+// A node runs at most one installer Job at a time, across all Shims: the
+// operator keeps one slot per node (learnt again from the running Jobs
+// after a restart), and Options.MaxRestartingNodes caps how many nodes hold
+// one at once. Shims with installs pending on the same node share one Job:
+// a Shim with nodes to install offers them and waits up to
+// Options.BatchWindow while another Shim is unsettled; the Shim that starts
+// the Job claims the other offers of that node that are compatible (same
+// pull secret and trusted root, no handler in common), and the Job carries
+// a plan.NodePlanList, has every member as an owner, and lists them in the
+// annotation MembersAnnotation. Each member reads its own item of the
+// result; a member whose item is plan.ReasonSiblingFailed was rolled back
+// for another Shim's failure, records no failure of its own and is
+// installed on that node again, alone.
+//
 // # The node plan and the node's result
 //
 // BuildPlan turns a Shim into the plan.NodePlan of one node, applying

@@ -24,6 +24,12 @@
 //   - A NodeResult encoded with EncodeResult always fits the kubelet's
 //     4096-byte termination message: the message and file list are
 //     shortened, never the outcome, reason or digest.
+//   - A NodePlanList carries install plans of different Shims for one node,
+//     carried out by one installer run with one containerd restart; its
+//     NodeResultList (EncodeResults) has one result per plan, in order, and
+//     fits the same 4096 bytes. When one plan's step fails, that result
+//     has the real reason and every other ReasonSiblingFailed: all were
+//     rolled back together. DecodePlans and DecodeResults read either form.
 //
 // # How the plan reaches a node
 //
