@@ -20,8 +20,9 @@ import (
 
 // offerInstalls tells the node gate which nodes the Shim would install now
 // and how many it may still start, and returns how long it should wait for
-// other Shims to offer theirs before starting any. With no other Shim, or
-// nothing to install, it offers nothing and never waits.
+// other Shims to offer theirs before starting any. With nothing to
+// install, or no other Shim and no new change of its own, it offers
+// nothing and never waits.
 func (r *Reconciler) offerInstalls(ctx context.Context, obs *observed, rollin rollout.Plan) (time.Duration, error) {
 	key, now := labelValue(obs.shim.Name), time.Now()
 	if r.opts.BatchWindow < 0 || rollin.Halted || len(rollin.Start) == 0 && rollin.InFlight == 0 {
@@ -32,7 +33,11 @@ func (r *Reconciler) offerInstalls(ctx context.Context, obs *observed, rollin ro
 	if err := r.client.List(ctx, &shims); err != nil {
 		return 0, fmt.Errorf("list Shims: %w", err)
 	}
-	unsettled, others := false, false
+	// A Shim whose own change is new waits too: Shims applied with it
+	// (kubectl apply -f dir/, one GitOps commit) may not be in the cache
+	// yet when it is reconciled first.
+	self := obs.shim.Generation != obs.shim.Status.ObservedGeneration
+	unsettled, others := self, false
 	for i := range shims.Items {
 		s := &shims.Items[i]
 		if s.Name == obs.shim.Name || !s.DeletionTimestamp.IsZero() {
@@ -41,7 +46,7 @@ func (r *Reconciler) offerInstalls(ctx context.Context, obs *observed, rollin ro
 		others = true
 		unsettled = unsettled || s.Generation != s.Status.ObservedGeneration
 	}
-	if !others {
+	if !others && !self {
 		r.gate.offer(key, nil, false, now)
 		return 0, nil
 	}

@@ -6,18 +6,15 @@ import (
 	"log/slog"
 	"os"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -68,7 +65,9 @@ func startOperatorWith(t testing.TB, env *testutil.Env, cfg *rest.Config, mutate
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := operator.Options{InstallerImage: "shimkit-installer:test", Namespace: jobNamespace, ResyncPeriod: 2 * time.Second}
+	opts := operator.Options{InstallerImage: "shimkit-installer:test", Namespace: jobNamespace, ResyncPeriod: 2 * time.Second,
+		// Shims created together in a test are in the cache within this.
+		BatchWindow: 500 * time.Millisecond}
 	if mutate != nil {
 		mutate(&opts)
 	}
@@ -108,172 +107,6 @@ func startOperatorResolving(t testing.TB, env *testutil.Env, pins operator.Stati
 		}
 	}
 	return startOperatorWith(t, env, env.Config, func(o *operator.Options) { o.Resolver = pins })
-}
-
-// kubelet stands in for the nodes: after a delay it marks each Job of the
-// namespace succeeded, or failed when fail says so. It records how many
-// Jobs of each shim ran at once. With pod set (startPodKubelet), each Job
-// gets a pod that ends as pod says, with its exit code and termination
-// message, and the Job ends as the Job controller would end it.
-type kubelet struct {
-	c     client.Client
-	delay time.Duration
-	fail  func(job *batchv1.Job) bool
-	pod   func(ctx context.Context, job *batchv1.Job) podRun
-
-	mu        sync.Mutex
-	maxRun    map[string]int
-	maxNode   map[string]int       // most Jobs (of any Shim) running at once on a node
-	maxTotal  int                  // most Jobs running at once
-	seen      map[string]time.Time // when each Job was first seen (creation timestamps have 1s granularity)
-	finishing map[string]bool
-	finished  atomic.Int64
-}
-
-func startKubelet(t testing.TB, env *testutil.Env, delay time.Duration, fail func(*batchv1.Job) bool) *kubelet {
-	t.Helper()
-	return startKubeletWith(t, env, &kubelet{delay: delay, fail: fail})
-}
-
-// startPodKubelet starts a kubelet that runs each Job's pod with run.
-func startPodKubelet(t testing.TB, env *testutil.Env, delay time.Duration, run func(context.Context, *batchv1.Job) podRun) *kubelet {
-	t.Helper()
-	return startKubeletWith(t, env, &kubelet{delay: delay, pod: run})
-}
-
-func startKubeletWith(t testing.TB, env *testutil.Env, k *kubelet) *kubelet {
-	t.Helper()
-	// Read Jobs from a watch-fed cache, as a kubelet would, not by listing
-	// them again and again (which would load the API server).
-	jobs, err := cache.New(env.Config, cache.Options{Scheme: env.Scheme, DefaultNamespaces: map[string]cache.Config{jobNamespace: {}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Many kubelets write at once: no client-side rate limit.
-	cfg := rest.CopyConfig(env.Config)
-	cfg.QPS, cfg.Burst = 1000, 2000
-	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	k.c, k.maxRun, k.seen, k.finishing, k.maxNode = c, map[string]int{}, map[string]time.Time{}, map[string]bool{}, map[string]int{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{}, 2)
-	go func() { _ = jobs.Start(ctx); done <- struct{}{} }()
-	if !jobs.WaitForCacheSync(ctx) {
-		t.Fatal("job cache did not sync")
-	}
-	go func() { k.run(ctx, jobs); done <- struct{}{} }()
-	t.Cleanup(func() { cancel(); <-done; <-done })
-	return k
-}
-
-func (k *kubelet) run(ctx context.Context, reader client.Reader) {
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for ctx.Err() == nil {
-		var jobs batchv1.JobList
-		if err := reader.List(ctx, &jobs, client.InNamespace(jobNamespace)); err == nil {
-			running, onNode, total := map[string]int{}, map[string]int{}, 0
-			for i := range jobs.Items {
-				j := &jobs.Items[i]
-				if finished(j) || j.DeletionTimestamp != nil {
-					continue
-				}
-				running[j.Labels["shim.containerd.x-k8s.io/shim"]]++
-				onNode[j.Spec.Template.Spec.NodeName]++
-				total++
-				first, ok := k.seen[string(j.UID)]
-				if !ok {
-					first = time.Now()
-					k.seen[string(j.UID)] = first
-				}
-				k.mu.Lock()
-				start := time.Since(first) >= k.delay && !k.finishing[string(j.UID)]
-				if start {
-					k.finishing[string(j.UID)] = true
-				}
-				k.mu.Unlock()
-				if start {
-					wg.Go(func() {
-						if !k.finish(ctx, j.DeepCopy()) {
-							k.mu.Lock()
-							delete(k.finishing, string(j.UID)) // retried next round
-							k.mu.Unlock()
-						}
-					})
-				}
-			}
-			k.mu.Lock()
-			for s, n := range running {
-				k.maxRun[s] = max(k.maxRun[s], n)
-			}
-			for node, n := range onNode {
-				k.maxNode[node] = max(k.maxNode[node], n)
-			}
-			k.maxTotal = max(k.maxTotal, total)
-			k.mu.Unlock()
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
-func finished(j *batchv1.Job) bool {
-	for _, c := range j.Status.Conditions {
-		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
-}
-
-// finish writes the status the Job controller would.
-func (k *kubelet) finish(ctx context.Context, j *batchv1.Job) bool {
-	now := metav1.Now()
-	start := j.CreationTimestamp
-	j.Status.StartTime = &start
-	failed := k.fail != nil && k.fail(j)
-	reason, msg := "PodFailurePolicy", "Container installer exited with 3 (rolled back)"
-	if k.pod != nil {
-		run := k.pod(ctx, j)
-		if err := k.runPod(ctx, j, run); err != nil {
-			return false
-		}
-		failed = run.ExitCode != 0
-		if run.ExitCode != 3 && run.ExitCode != 4 {
-			reason, msg = "BackoffLimitExceeded", "Job has reached the specified backoff limit"
-		} else {
-			msg = fmt.Sprintf("Container installer for pod %s/%s failed with exit code %d matching FailJob rule at index 0", j.Namespace, j.Name, run.ExitCode)
-		}
-	}
-	if failed {
-		j.Status.Failed = 1
-		j.Status.Conditions = []batchv1.JobCondition{
-			{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: reason, Message: msg, LastTransitionTime: now},
-			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: reason, Message: msg, LastTransitionTime: now},
-		}
-	} else {
-		j.Status.Succeeded = 1
-		j.Status.CompletionTime = &now
-		j.Status.Conditions = []batchv1.JobCondition{
-			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
-			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
-		}
-	}
-	if err := k.c.Status().Update(ctx, j); err != nil {
-		return false
-	}
-	k.finished.Add(1)
-	return true
-}
-
-func (k *kubelet) maxRunning(shim string) int {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.maxRun[shim]
 }
 
 func createNodes(t testing.TB, c client.Client, n int, labels map[string]string, prefix string) {

@@ -37,7 +37,9 @@ func TestLongNames(t *testing.T) {
 	nodeName := strings.Repeat("n", 62) + "1"
 	createNode(t, env.Client, nodeName, map[string]string{corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64"}, linuxNode("amd64"))
 	startKubelet(t, env, 50*time.Millisecond, nil)
-	startOperator(t, env)
+	// Each Shim in Jobs of its own (not one batch Job for both), so that
+	// their shortened Job names are seen to differ.
+	startOperatorWith(t, env, env.Config, func(o *operator.Options) { o.BatchWindow = -1 })
 	for i, name := range names {
 		if len(name) != 253 {
 			t.Fatalf("Shim name of %d characters", len(name))
