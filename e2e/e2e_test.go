@@ -348,6 +348,13 @@ func driftRepaired(t *testing.T, c *testutil.Cluster, origConfig []byte) {
 			ok = ok && served && s.Status.DriftedNodes == 0 && s.Status.UpdatedNodes == 1
 			last += fmt.Sprintf("%s: served %v, drifted %d, updated %d; ", name, served, s.Status.DriftedNodes, s.Status.UpdatedNodes)
 		}
+		if ok && !sawDrift {
+			// The drifted count lasts from the reconcile that sees the
+			// drift to the one that sees its repair Job, which can be
+			// shorter than a poll: the Drifted Events stay.
+			out := kubectl(t, c, "get", "events", "--field-selector", "reason=Drifted", "-o", "jsonpath={.items[*].involvedObject.name}")
+			sawDrift = strings.Contains(" "+out+" ", " e2e ") && strings.Contains(" "+out+" ", " e2eoci ")
+		}
 		if ok && sawDrift {
 			break
 		}

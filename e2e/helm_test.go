@@ -259,8 +259,15 @@ func jobNames(t *testing.T, c *testutil.Cluster, ns string) string {
 }
 
 // podLog reads a pod's container logs on the node.
+// podLog reads the pod's container logs on the node it runs on.
 func podLog(c *testutil.Cluster, p *corev1.Pod) string {
-	logs, _ := filepath.Glob(c.Node.Local(fmt.Sprintf("/var/log/pods/%s_%s_%s/*/*.log", p.Namespace, p.Name, p.UID)))
+	node := c.Node
+	for _, n := range c.Nodes {
+		if n.Name == p.Spec.NodeName {
+			node = n.Node
+		}
+	}
+	logs, _ := filepath.Glob(node.Local(fmt.Sprintf("/var/log/pods/%s_%s_%s/*/*.log", p.Namespace, p.Name, p.UID)))
 	var b strings.Builder
 	for _, l := range logs {
 		data, _ := os.ReadFile(l)

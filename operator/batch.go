@@ -95,6 +95,10 @@ type offer struct {
 	// start.
 	nodes map[string]bool
 	free  int
+	// installed are the offered nodes that have an earlier version of
+	// the Shim, drifted those that lost one of its handlers (which).
+	installed map[string]bool
+	drifted   map[string]string
 	// since is when it first offered at this target; at when last.
 	since, at time.Time
 }

@@ -50,15 +50,21 @@ func (r *Reconciler) offerInstalls(ctx context.Context, obs *observed, rollin ro
 		r.gate.offer(key, nil, false, now)
 		return 0, nil
 	}
-	nodes := map[string]bool{}
+	o := &offer{shim: obs.shim.DeepCopy(), target: obs.target(), nodes: map[string]bool{}, free: max(0, rollin.Budget-rollin.InFlight),
+		installed: map[string]bool{}, drifted: map[string]string{}}
 	for i := range obs.views {
 		v := &obs.views[i]
 		// A node undone with another Shim's plan is installed alone.
 		if v.targeted() && v.plan != nil && !v.held && v.needsInstall(obs.hash) && (v.job == nil || !v.job.sibling()) {
-			nodes[v.node.Name] = true
+			o.nodes[v.node.Name] = true
+			if v.installed() {
+				o.installed[v.node.Name] = true
+			}
+			if v.drifted != "" {
+				o.drifted[v.node.Name] = v.drifted
+			}
 		}
 	}
-	o := &offer{shim: obs.shim.DeepCopy(), target: obs.target(), nodes: nodes, free: max(0, rollin.Budget-rollin.InFlight)}
 	return r.gate.offer(key, o, unsettled, now), nil
 }
 
@@ -168,7 +174,8 @@ func (r *Reconciler) startInstall(ctx context.Context, obs *observed, v *nodeVie
 	names := make([]string, len(b.partners))
 	for k, o := range b.partners {
 		names[k] = o.shim.Name
-		r.event(o.shim, v.node, corev1.EventTypeNormal, "Installing", "Install", "node %s: with Shim %s in one installer run, one containerd restart (Job %s)", v.node.Name, obs.shim.Name, job.Name)
+		why := r.installReason(o.shim, v.node, o.installed[v.node.Name], o.drifted[v.node.Name])
+		r.event(o.shim, v.node, corev1.EventTypeNormal, why, "Install", "node %s: with Shim %s in one installer run, one containerd restart (Job %s)", v.node.Name, obs.shim.Name, job.Name)
 	}
 	obs.events.add(reason, "Install", fmt.Sprintf("node %s with Shims %s (Job %s)", v.node.Name, strings.Join(names, ", "), job.Name))
 	return nil

@@ -261,14 +261,7 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 	waiting := false
 	for _, name := range rollin.Start {
 		v := byName[name]
-		reason := "Installing"
-		if v.installed() {
-			reason = "Upgrading"
-		}
-		if v.drifted != "" {
-			reason = "Repairing"
-			r.event(obs.shim, v.node, corev1.EventTypeWarning, "Drifted", "Install", "node %s no longer serves handler %s: installing the shim again", v.node.Name, v.drifted)
-		}
+		reason := r.installReason(obs.shim, v.node, v.installed(), v.drifted)
 		b, ok := r.admitInstall(obs, v)
 		if !ok {
 			waiting = true
@@ -318,6 +311,20 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 		return ctrl.Result{RequeueAfter: min(r.opts.ResyncPeriod, gateRetry)}, nil
 	}
 	return ctrl.Result{RequeueAfter: r.opts.ResyncPeriod}, nil
+}
+
+// installReason is the Normal Event reason of an install starting on the
+// node: Installing, Upgrading, or Repairing a drifted node, which also gets
+// a Warning Event Drifted naming the handler its containerd lost.
+func (r *Reconciler) installReason(shim *v1alpha1.Shim, node *corev1.Node, installed bool, drifted string) string {
+	switch {
+	case drifted != "":
+		r.event(shim, node, corev1.EventTypeWarning, "Drifted", "Install", "node %s no longer serves handler %s: installing the shim again", node.Name, drifted)
+		return "Repairing"
+	case installed:
+		return "Upgrading"
+	}
+	return "Installing"
 }
 
 // uninstallAll removes the shim from every node that has it, rolling; then

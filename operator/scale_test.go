@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -27,17 +28,17 @@ import (
 func BenchmarkScale1000Nodes(b *testing.B) {
 	const nodes = 1000
 	for _, c := range []struct {
-		d   time.Duration
-		qps string
-	}{{time.Second, ""}, {time.Second, "50"}, {5 * time.Second, ""}} {
-		b.Run(fmt.Sprintf("D=%v/qps=%s", c.d, orDefault(c.qps)), func(b *testing.B) { scale(b, nodes, c.d, c.qps) })
+		d           time.Duration
+		qps, window string
+	}{{time.Second, "", "0"}, {time.Second, "", ""}, {time.Second, "50", "0"}, {5 * time.Second, "", "0"}} {
+		b.Run(fmt.Sprintf("D=%v/qps=%s/batch-window=%s", c.d, orDefault(c.qps), orDefault(c.window)), func(b *testing.B) { scale(b, nodes, c.d, c.qps, c.window) })
 	}
 }
 
 // BenchmarkScale5000Nodes is the same rollout on 5,000 nodes, for the
 // operator's peak memory.
 func BenchmarkScale5000Nodes(b *testing.B) {
-	b.Run("D=1s/qps=default", func(b *testing.B) { scale(b, 5000, time.Second, "") })
+	b.Run("D=1s/qps=default/batch-window=0", func(b *testing.B) { scale(b, 5000, time.Second, "", "0") })
 }
 
 func orDefault(qps string) string {
@@ -47,7 +48,11 @@ func orDefault(qps string) string {
 	return qps
 }
 
-func scale(b *testing.B, nodes int, d time.Duration, qps string) {
+// scale measures one rollout. window is the operator's --batch-window
+// ("": its default): a single Shim has nothing to share a Job with, and
+// with the default its first installs wait the window once, for Shims
+// applied with it (see BENCHMARKS.md).
+func scale(b *testing.B, nodes int, d time.Duration, qps, window string) {
 	env := startCluster(b)
 	createNodes(b, env.Client, nodes, map[string]string{"wasm": "true"}, "node")
 	k := startKubelet(b, env, d, nil)
@@ -68,6 +73,14 @@ func scale(b *testing.B, nodes int, d time.Duration, qps string) {
 		if qps != "" {
 			args = append(args, "--kube-api-qps", qps)
 		}
+		if window != "" {
+			args = append(args, "--batch-window", window)
+		}
+		pprof := os.Getenv("SHIMKIT_SCALE_PPROF") // a file for the operator's CPU profile
+		pprofAddr := freeAddr(b)
+		if pprof != "" {
+			args = append(args, "--pprof-bind-address", pprofAddr)
+		}
 		cmd := exec.CommandContext(ctx, bin, args...)
 		logf, _ := os.Create(filepath.Join(os.TempDir(), "shimkit-scale-operator.log"))
 		cmd.Stdout, cmd.Stderr = logf, logf
@@ -75,7 +88,11 @@ func scale(b *testing.B, nodes int, d time.Duration, qps string) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { cancel(); _ = cmd.Wait() })
+		cpu0, busy0 := machineCPU()
 		start := time.Now()
+		if pprof != "" {
+			go profile(b, pprofAddr, pprof, 10*d+5*time.Second)
+		}
 		if err := env.Client.Create(context.Background(), newShim("spin", "spin", "10%", map[string]string{"wasm": "true"})); err != nil {
 			b.Fatal(err)
 		}
@@ -96,7 +113,9 @@ func scale(b *testing.B, nodes int, d time.Duration, qps string) {
 				b.Logf("t=%5.2fs jobs first seen: %d", float64(i)/4, hist[i])
 			}
 		}
-		requests := scrapeRequests(b, metricsAddr)
+		cpu1, busy1 := machineCPU()
+		operatorCPU := processCPU(cmd.Process.Pid)
+		requests, writes := scrapeRequests(b, metricsAddr)
 		peak = max(peak, vmHWM(cmd.Process.Pid))
 		cancel()
 		_ = cmd.Wait()
@@ -106,8 +125,12 @@ func scale(b *testing.B, nodes int, d time.Duration, qps string) {
 		b.ReportMetric(ideal.Seconds(), "ideal-s")
 		b.ReportMetric(wall.Seconds()/ideal.Seconds(), "wall/ideal")
 		b.ReportMetric(float64(requests)/float64(nodes), "requests/node")
+		b.ReportMetric(float64(writes)/float64(nodes), "writes/node")
 		b.ReportMetric(float64(peak)/1024, "peak-RSS-MiB")
-		b.Logf("%d nodes, maxUpdate 10%%, D=%v, QPS %s: Ready after %v (ideal %v), %d API requests, peak RSS %d KiB", nodes, d, orDefault(qps), wall.Round(time.Millisecond), ideal, requests, peak)
+		b.ReportMetric(100*float64(busy1-busy0)/float64(cpu1-cpu0), "machine-CPU-%")
+		b.ReportMetric(operatorCPU.Seconds(), "operator-CPU-s")
+		b.Logf("%d nodes, maxUpdate 10%%, D=%v, QPS %s, batch window %s: Ready after %v (ideal %v), %d API requests (%d writes), peak RSS %d KiB, operator CPU %v, machine busy %.0f%%",
+			nodes, d, orDefault(qps), orDefault(window), wall.Round(time.Millisecond), ideal, requests, writes, peak, operatorCPU, 100*float64(busy1-busy0)/float64(cpu1-cpu0))
 	}
 }
 
@@ -135,15 +158,63 @@ func vmHWM(pid int) int64 {
 	return 0
 }
 
-// scrapeRequests sums the operator's rest_client_requests_total, and logs
-// them by method.
-func scrapeRequests(b *testing.B, addr string) int64 {
+// machineCPU returns the machine's CPU time so far, all and busy (not
+// idle or iowait), in clock ticks (/proc/stat).
+func machineCPU() (all, busy int64) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 1, 0
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	for i, f := range strings.Fields(line)[1:] {
+		n, _ := strconv.ParseInt(f, 10, 64)
+		all += n
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return all, busy
+}
+
+// processCPU is a process's user and system CPU time (/proc/<pid>/stat,
+// in clock ticks of 10 ms).
+func processCPU(pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	_, rest, _ := strings.Cut(string(data), ") ")
+	f := strings.Fields(rest)
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// profile writes the operator's CPU profile over d to file.
+func profile(b *testing.B, addr, file string, d time.Duration) {
+	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds())))
+	if err != nil {
+		b.Logf("CPU profile: %v", err)
+		return
+	}
+	defer func() { _ = resp.Body.Close() }()
+	data, err := io.ReadAll(resp.Body)
+	if err == nil {
+		err = os.WriteFile(file, data, 0o644)
+	}
+	if err != nil {
+		b.Logf("CPU profile: %v", err)
+	}
+}
+
+// scrapeRequests sums the operator's rest_client_requests_total, and the
+// writes among them (every method but GET), and logs them by method.
+func scrapeRequests(b *testing.B, addr string) (total, writes int64) {
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var total float64
 	byMethod := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
@@ -151,13 +222,16 @@ func scrapeRequests(b *testing.B, addr string) int64 {
 		if strings.HasPrefix(line, "rest_client_requests_total{") {
 			f := strings.Fields(line)
 			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
-			total += v
+			total += int64(v)
 			if _, m, ok := strings.Cut(line, `method="`); ok {
 				m, _, _ = strings.Cut(m, `"`)
 				byMethod[m] += v
+				if m != "GET" {
+					writes += int64(v)
+				}
 			}
 		}
 	}
 	b.Logf("API requests by method: %v", byMethod)
-	return int64(total)
+	return total, writes
 }
