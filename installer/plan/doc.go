@@ -1,6 +1,7 @@
 // Package plan is the one contract between the cluster side and a node: a
-// NodePlan says what to install on (or remove from) one node, and a
-// NodeResult says what the installer did and, when it failed, why.
+// NodePlan says what to install on (or remove from, or verify on) one
+// node, and a NodeResult says what the installer did or found and, when
+// it failed, why.
 //
 // The operator builds a NodePlan from a Shim in one function; the installer
 // reads the same document from a file, so an image builder or an admin can
@@ -21,15 +22,27 @@
 //     containerd's errdefs) that survive the process boundary: the installer
 //     writes them into its termination message, the operator copies them
 //     into the Shim's status and Events unchanged.
+//   - A verify plan (OpVerify) is the install plan of the Shim's current
+//     spec under another operation, validated by the same rules; it
+//     changes nothing on the node and fetches nothing. Its NodeResult is
+//     Succeeded when the verification ran, with Drift listing every
+//     mismatch between the node, the Shim's last install record and the
+//     plan (the spec hash, the pinned digest, a bundle file missing or of
+//     other bytes, a handler missing from containerd's config, ...); no
+//     Drift: the node is exactly as recorded. Failed (with a Reason) only
+//     when the node could not be read. An install of the same spec lists
+//     in Drift what it found drifted and repaired.
 //   - A NodeResult encoded with EncodeResult always fits the kubelet's
-//     4096-byte termination message: the message and file list are
+//     4096-byte termination message: the file list, then the drift (its
+//     first entries kept, and "… and N more"), then the message are
 //     shortened, never the outcome, reason or digest.
-//   - A NodePlanList carries install plans of different Shims for one node,
-//     carried out by one installer run with one containerd restart; its
-//     NodeResultList (EncodeResults) has one result per plan, in order, and
-//     fits the same 4096 bytes. When one plan's step fails, that result
-//     has the real reason and every other ReasonSiblingFailed: all were
-//     rolled back together. DecodePlans and DecodeResults read either form.
+//   - A NodePlanList carries install plans (never uninstall or verify
+//     plans) of different Shims for one node, carried out by one installer
+//     run with one containerd restart; its NodeResultList (EncodeResults)
+//     has one result per plan, in order, and fits the same 4096 bytes.
+//     When one plan's step fails, that result has the real reason and
+//     every other ReasonSiblingFailed: all were rolled back together.
+//     DecodePlans and DecodeResults read either form.
 //
 // # How the plan reaches a node
 //

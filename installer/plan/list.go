@@ -123,11 +123,17 @@ type NodeResultList struct {
 
 // EncodeResults writes the results of a NodePlanList as a NodeResultList
 // of at most maxBytes, shortening the longest file list, then the longest
-// message, until it fits; never an outcome, reason or digest.
+// drift (its first entries kept, and one saying how many more there
+// were), then the longest message, until it fits; never an outcome,
+// reason or digest.
 func EncodeResults(rs []*NodeResult, maxBytes int) ([]byte, error) {
 	l := NodeResultList{APIVersion: APIVersion, Kind: KindNodeResultList}
+	drifts := map[*NodeResult]*driftCut{}
 	for _, r := range rs {
 		l.Items = append(l.Items, *r)
+	}
+	for k := range l.Items {
+		drifts[&l.Items[k]] = newDriftCut(l.Items[k].Drift)
 	}
 	for {
 		data, err := json.Marshal(&l)
@@ -139,9 +145,12 @@ func EncodeResults(rs []*NodeResult, maxBytes int) ([]byte, error) {
 		}
 		over := len(data) - maxBytes
 		files, msg := longest(l.Items, func(r *NodeResult) int { return len(r.Files) }), longest(l.Items, func(r *NodeResult) int { return len(r.Message) })
+		drift := longest(l.Items, func(r *NodeResult) int { return drifts[r].keep })
 		switch {
 		case files != nil:
 			files.Files = files.Files[:len(files.Files)/2]
+		case drift != nil:
+			drift.Drift = drifts[drift].halve()
 		case msg != nil:
 			msg.Message = shorten(msg.Message, max(len(msg.Message)-over-8, len(msg.Message)/2))
 		default:

@@ -75,6 +75,7 @@ func TestListRefuses(t *testing.T) {
 		{"empty", func(l *plan.NodePlanList) { l.Items = nil }, plan.ErrInvalid, "at least one plan"},
 		{"other kind", func(l *plan.NodePlanList) { l.Kind = "NodePlans" }, plan.ErrVersion, "NodePlans"},
 		{"uninstall", func(l *plan.NodePlanList) { l.Items[1] = *plan.New(plan.ShimRef{Name: "spin"}, plan.OpUninstall) }, plan.ErrInvalid, "items[1].operation"},
+		{"verify", func(l *plan.NodePlanList) { l.Items[0].Operation = plan.OpVerify }, plan.ErrInvalid, `items[0].operation: "verify"`},
 		{"two nodes", func(l *plan.NodePlanList) { l.Items[1].Node = "node-2" }, plan.ErrInvalid, "items[1].node"},
 		{"same Shim", func(l *plan.NodePlanList) { l.Items[1].Shim.Name = "gvisor" }, plan.ErrInvalid, "items[1].shim.name"},
 		{"invalid item", func(l *plan.NodePlanList) { l.Items[1].Handlers[0].RuntimeType = "runc" }, plan.ErrInvalid, "items[1]: "},

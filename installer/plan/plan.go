@@ -30,9 +30,15 @@ type Operation string
 const (
 	OpInstall   Operation = "install"
 	OpUninstall Operation = "uninstall"
+	// OpVerify changes nothing: the installer compares what the node has
+	// with what the Shim's last install recorded and with the plan (the
+	// install plan of the Shim's current spec, under this operation), and
+	// reports each mismatch in NodeResult.Drift.
+	OpVerify Operation = "verify"
 )
 
-// NodePlan says what to install on one node, or remove from it.
+// NodePlan says what to install on one node, remove from it, or check
+// that it still has (OpVerify).
 type NodePlan struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
@@ -46,7 +52,8 @@ type NodePlan struct {
 	// SpecHash identifies the Shim spec the plan was built from: the same
 	// hash installed means nothing to do.
 	SpecHash string `json:"specHash"`
-	// Artifact is where the bundle comes from (install only).
+	// Artifact is where the bundle comes from (install and verify; a
+	// verify never fetches it, it compares the pinned Digest).
 	Artifact *Artifact `json:"artifact,omitempty"`
 	// Files are taken from the artifact into the bundle directory.
 	Files []File `json:"files,omitempty"`

@@ -39,6 +39,14 @@ func gvisorPlan() *plan.NodePlan {
 	return p
 }
 
+// verifyPlan is gvisorPlan under the verify operation: what the operator
+// hands a node to check that it still has the Shim's current spec.
+func verifyPlan() *plan.NodePlan {
+	p := gvisorPlan()
+	p.Operation = plan.OpVerify
+	return p
+}
+
 func sandboxerPlan() *plan.NodePlan {
 	p := plan.New(plan.ShimRef{Name: "kuasar", UID: "uid-2"}, plan.OpInstall)
 	p.SpecHash = "0123456789abcdef"
@@ -58,6 +66,7 @@ func TestGolden(t *testing.T) {
 		"gvisor":    gvisorPlan(),
 		"sandboxer": sandboxerPlan(),
 		"uninstall": plan.New(plan.ShimRef{Name: "spin", UID: "uid-3"}, plan.OpUninstall),
+		"verify":    verifyPlan(),
 	} {
 		t.Run(name, func(t *testing.T) {
 			data, err := plan.Encode(p)
@@ -135,11 +144,43 @@ func TestDecodeRefuses(t *testing.T) {
 		{"bad timeout", edit(`"timeout": "1m0s"`, `"timeout": "soon"`), plan.ErrInvalid, `duration "soon"`},
 		{"canary of another handler", edit(`"handler": "runsc"`, `"handler": "runc"`), plan.ErrInvalid, `canary.handler "runc"`},
 		{"canary without image", edit(`"image": "registry.example/shimkit-installer:v0.1.0"`, `"image": " "`), plan.ErrInvalid, "canary.image"},
+		{"verify without spec hash", edit(`"operation": "install",
+  "specHash": "3f1e0b6a9c2d4e5f"`, `"operation": "verify",
+  "specHash": ""`), plan.ErrInvalid, "specHash: required for verify"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := plan.Decode(tc.data)
 			if !errors.Is(err, tc.err) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v; want %v naming %q", err, tc.err, tc.want)
+			}
+		})
+	}
+}
+
+// TestVerifyPlanFollowsInstallRules: a verify plan is validated as an
+// install plan is, field by field.
+func TestVerifyPlanFollowsInstallRules(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*plan.NodePlan)
+		want string // "": valid
+	}{
+		{"the install plan", func(*plan.NodePlan) {}, ""},
+		{"no artifact", func(p *plan.NodePlan) { p.Artifact = nil }, "artifact: required for install and verify"},
+		{"no files", func(p *plan.NodePlan) { p.Files = nil }, "files: at least one file"},
+		{"no handlers", func(p *plan.NodePlan) { p.Handlers = nil }, "handlers: at least one handler"},
+		{"bad digest", func(p *plan.NodePlan) { p.Artifact.Digest = "sha256:x" }, "artifact.digest"},
+		{"bad handler", func(p *plan.NodePlan) { p.Handlers[0].Name = "Runsc" }, "handlers[0]: name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, op := range []plan.Operation{plan.OpInstall, plan.OpVerify} {
+				p := gvisorPlan()
+				p.Operation = op
+				tc.edit(p)
+				err := p.Validate()
+				if tc.want == "" && err != nil || tc.want != "" && (!errors.Is(err, plan.ErrInvalid) || !strings.Contains(err.Error(), tc.want)) {
+					t.Errorf("%s: got %v, want %q", op, err, tc.want)
+				}
 			}
 		})
 	}
@@ -201,7 +242,7 @@ func TestResultFitsTerminationMessage(t *testing.T) {
 // FuzzDecode: Decode never panics, and whatever it accepts encodes and
 // decodes to the same plan.
 func FuzzDecode(f *testing.F) {
-	for _, p := range []*plan.NodePlan{gvisorPlan(), sandboxerPlan()} {
+	for _, p := range []*plan.NodePlan{gvisorPlan(), sandboxerPlan(), verifyPlan()} {
 		data, _ := plan.Encode(p)
 		f.Add(data)
 	}

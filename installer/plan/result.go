@@ -100,6 +100,13 @@ type NodeResult struct {
 	VerifiedBy string `json:"verifiedBy,omitempty"`
 	// Files are the node paths of the files placed.
 	Files []string `json:"files,omitempty"`
+	// Drift lists, one human-readable entry each, how the node differs
+	// from what the Shim's last install recorded: a verify's findings
+	// ("file /opt/shimkit/spin/<version>/containerd-shim-spin-v2 was
+	// changed (sha256:… recorded, sha256:… found)", "handler spin is not
+	// in containerd's config", "not installed", ...), or what an install
+	// of the same spec found and repaired. Empty: the node is as recorded.
+	Drift []string `json:"drift,omitempty"`
 	// Changed: containerd's config changed; Restarted: containerd was
 	// restarted.
 	Changed         bool     `json:"changed,omitempty"`
@@ -121,9 +128,12 @@ func NewResult(p *NodePlan) *NodeResult {
 const MaxTerminationMessage = 4096
 
 // EncodeResult writes the result as compact JSON of at most max bytes,
-// shortening the message and the file list when needed.
+// shortening the file list, then the drift (its first entries kept, and
+// one saying how many more there were), then the message when needed;
+// never the outcome, reason or digest.
 func EncodeResult(r *NodeResult, maxBytes int) ([]byte, error) {
 	c := *r
+	drift := newDriftCut(r.Drift)
 	for {
 		data, err := json.Marshal(&c)
 		if err != nil {
@@ -135,12 +145,30 @@ func EncodeResult(r *NodeResult, maxBytes int) ([]byte, error) {
 		switch over := len(data) - maxBytes; {
 		case len(c.Files) > 0:
 			c.Files = c.Files[:len(c.Files)/2]
+		case drift.keep > 0:
+			c.Drift = drift.halve()
 		case len(c.Message) > 0:
 			c.Message = shorten(c.Message, len(c.Message)-over-8)
 		default:
 			return nil, fmt.Errorf("result of %s does not fit %d bytes", r.Shim.Name, maxBytes)
 		}
 	}
+}
+
+// driftCut shortens a result's drift: the first keep entries of all, and
+// one more saying how many were left out.
+type driftCut struct {
+	all  []string
+	keep int
+}
+
+func newDriftCut(all []string) *driftCut { return &driftCut{all: all, keep: len(all)} }
+
+// halve keeps half the entries kept so far and returns the shortened drift.
+func (d *driftCut) halve() []string {
+	d.keep /= 2
+	out := append([]string(nil), d.all[:d.keep]...)
+	return append(out, fmt.Sprintf("… and %d more", len(d.all)-d.keep))
 }
 
 // shorten cuts s to at most n bytes on a rune boundary, marking the cut.

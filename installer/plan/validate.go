@@ -40,15 +40,17 @@ func (p *NodePlan) validate() error {
 	if len(p.Shim.Name) > 253 || !dnsSubdomRE.MatchString(p.Shim.Name) {
 		return fmt.Errorf("shim.name %q: not a DNS subdomain", p.Shim.Name)
 	}
-	if p.SpecHash == "" && p.Operation == OpInstall {
-		return errors.New("specHash: required for install")
-	}
 	switch p.Operation {
 	case OpUninstall:
 		return nil // the node's state says what to remove
-	case OpInstall:
+	case OpInstall, OpVerify:
+		// A verify plan is the install plan of the Shim's current spec:
+		// the same rules.
+		if p.SpecHash == "" {
+			return fmt.Errorf("specHash: required for %s", p.Operation)
+		}
 	default:
-		return fmt.Errorf("operation %q: want install or uninstall", p.Operation)
+		return fmt.Errorf("operation %q: want install, uninstall or verify", p.Operation)
 	}
 	if err := p.Artifact.validate(); err != nil {
 		return err
@@ -127,7 +129,7 @@ func (p *NodePlan) validate() error {
 
 func (a *Artifact) validate() error {
 	if a == nil {
-		return errors.New("artifact: required for install")
+		return errors.New("artifact: required for install and verify")
 	}
 	if a.Digest != "" && !digestRE.MatchString(a.Digest) {
 		return fmt.Errorf("artifact.digest %q: want sha256:<64 hex digits>", a.Digest)
