@@ -60,7 +60,8 @@ func AnySelector(shim string) labels.Selector {
 	return labels.NewSelector().Add(*r)
 }
 
-// Mark labels the node as having the shim at specHash.
+// Mark labels the node as having the shim at specHash, and records the
+// install as the node's last verification (VerificationOf).
 func Mark(ctx context.Context, c client.Client, node, shim, specHash string) error {
 	return patch(ctx, c, node, shim, Installed, specHash)
 }
@@ -73,7 +74,8 @@ func SetState(ctx context.Context, c client.Client, node, shim, state string) er
 }
 
 // Unmark removes the shim's label and annotation from the node (nothing
-// happens when they are not there), and any failure recorded for it.
+// happens when they are not there), and any failure or verification
+// recorded for it.
 func Unmark(ctx context.Context, c client.Client, node, shim string) error {
 	return patch(ctx, c, node, shim, nil, nil)
 }
@@ -83,9 +85,13 @@ func Unmark(ctx context.Context, c client.Client, node, shim string) error {
 // node that reached a state no longer has a failure.
 func patch(ctx context.Context, c client.Client, node, shim string, label, annotation any) error {
 	k := Key(shim)
+	var verified any // removed with the shim
+	if spec, ok := annotation.(string); ok {
+		verified = installedVerification(spec)
+	}
 	return mergePatch(ctx, c, node, map[string]any{
 		"labels":      map[string]any{k: label},
-		"annotations": map[string]any{k: annotation, FailureKey(shim): nil},
+		"annotations": map[string]any{k: annotation, FailureKey(shim): nil, VerifiedKey(shim): verified},
 	}, k)
 }
 

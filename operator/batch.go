@@ -96,7 +96,7 @@ type offer struct {
 	nodes map[string]bool
 	free  int
 	// installed are the offered nodes that have an earlier version of
-	// the Shim, drifted those that lost one of its handlers (which).
+	// the Shim, drifted those that drifted (what).
 	installed map[string]bool
 	drifted   map[string]string
 	// since is when it first offered at this target; at when last.

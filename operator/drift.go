@@ -43,16 +43,21 @@ func missingHandler(node *corev1.Node, handlers []string) string {
 
 // detectDrift marks the node drifted when it is labelled as having the
 // Shim at the rollout's target, no installer is running or just finished
-// there, and its containerd no longer serves one of the Shim's handlers:
-// the node was reimaged, or config management reverted containerd's
-// config. A drifted node is installed again under maxUpdate, like an
-// upgrade.
+// there, and its containerd no longer serves one of the Shim's handlers
+// (the node was reimaged, or config management reverted containerd's
+// config), or its last verification found the node unlike its install
+// record (a file changed or gone: nodeverify.go). A drifted node is installed
+// again under maxUpdate, like an upgrade; v.drifted says what drifted.
 //
 // A handler missing within driftGrace of the installer's end is not drift
 // yet: it returns when to look again (zero: no need).
 func (v *nodeView) detectDrift(shim *v1alpha1.Shim, current string, now time.Time) (recheck time.Time) {
 	v.drifted = ""
 	if v.label != nodelabel.Installed || v.specHash != current || !v.targeted() {
+		return time.Time{}
+	}
+	if f := v.verified; f != nil && f.SpecHash == current && len(f.Drift) > 0 {
+		v.drifted = f.Drift[0]
 		return time.Time{}
 	}
 	missing := missingHandler(v.node, handlerNames(shim))
@@ -64,6 +69,8 @@ func (v *nodeView) detectDrift(shim *v1alpha1.Shim, current string, now time.Tim
 			return done.Add(driftGrace)
 		}
 	}
-	v.drifted = missing
+	if missing != "" {
+		v.drifted = "handler " + missing + " is not served"
+	}
 	return time.Time{}
 }

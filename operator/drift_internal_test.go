@@ -44,12 +44,12 @@ func TestDetectDrift(t *testing.T) {
 		recheck  time.Time
 	}{
 		{"all served", nodelabel.Installed, "h1", handlers("runc", "kata", "kata-fc"), nil, "", time.Time{}},
-		{"a handler gone", nodelabel.Installed, "h1", handlers("runc", "kata"), nil, "kata-fc", time.Time{}},
+		{"a handler gone", nodelabel.Installed, "h1", handlers("runc", "kata"), nil, "handler kata-fc is not served", time.Time{}},
 		{"nothing reported", nodelabel.Installed, "h1", nil, nil, "", time.Time{}},
 		{"older hash: an upgrade anyway", nodelabel.Installed, "h0", handlers("runc"), nil, "", time.Time{}},
 		{"not installed", "", "", handlers("runc"), nil, "", time.Time{}},
 		{"installer just finished", nodelabel.Installed, "h1", handlers("runc"), finished(5 * time.Second), "", now.Add(25 * time.Second)},
-		{"installer finished a while ago", nodelabel.Installed, "h1", handlers("runc"), finished(time.Minute), "kata", time.Time{}},
+		{"installer finished a while ago", nodelabel.Installed, "h1", handlers("runc"), finished(time.Minute), "handler kata is not served", time.Time{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{RuntimeHandlers: tc.reported}}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -14,10 +15,10 @@ import (
 // maxEventNodes is how many nodes an Event of a wave names.
 const maxEventNodes = 10
 
-// nodeEvents gathers one reconcile's Normal events about single nodes (a
-// Job started, a node installed or cleaned), so that a wave of a hundred
-// nodes makes one Event per reason, not a hundred: each Event is an API
-// write, and a rollout's writes per node are a Job and a node patch.
+// nodeEvents gathers Normal events about single nodes (a Job started, a
+// node installed or cleaned), so that a wave of a hundred nodes makes one
+// Event per reason, not a hundred: each Event is an API write, and a
+// rollout's writes per node are a Job and a node patch.
 // Warnings (a failed node) are still one Event per node.
 type nodeEvents struct {
 	mu    sync.Mutex
@@ -34,11 +35,64 @@ func (e *nodeEvents) add(reason, action, note string) {
 	e.notes[k] = append(e.notes[k], note)
 }
 
-// flush emits one Event per reason: the number of nodes and the notes of
-// the first maxEventNodes, sorted.
-func (r *Reconciler) flushEvents(shim *v1alpha1.Shim, e *nodeEvents) {
+// eventEvery is how often a Shim's Normal per-node events are emitted
+// while its rollout goes on: the notes of every reconcile in between are
+// gathered, so that a rollout makes a few Events per reason, not one per
+// reconcile. A settled rollout emits what it has at once.
+const eventEvery = 5 * time.Second
+
+// pendingEvents are the Shims' gathered notes and when each last emitted.
+type pendingEvents struct {
+	mu      sync.Mutex
+	byShim  map[string]*nodeEvents
+	emitted map[string]time.Time
+}
+
+// flushEvents adds the reconcile's notes to the Shim's and emits them, one
+// Event per reason, when the rollout settled or eventEvery passed since
+// the last; otherwise it says when to reconcile again to emit them.
+func (r *Reconciler) flushEvents(shim *v1alpha1.Shim, e *nodeEvents, settled bool, now time.Time) (due time.Time) {
+	p := &r.pending
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.byShim == nil {
+		p.byShim, p.emitted = map[string]*nodeEvents{}, map[string]time.Time{}
+	}
+	all := p.byShim[shim.Name]
+	if all == nil {
+		all = &nodeEvents{}
+		p.byShim[shim.Name] = all
+	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
+	for k, notes := range e.notes {
+		for _, n := range notes {
+			all.add(k[0], k[1], n)
+		}
+	}
+	e.notes = nil
+	e.mu.Unlock()
+	if len(all.notes) == 0 {
+		return time.Time{}
+	}
+	if next := p.emitted[shim.Name].Add(eventEvery); !settled && now.Before(next) {
+		return next
+	}
+	r.emit(shim, all)
+	p.emitted[shim.Name] = now
+	return time.Time{}
+}
+
+// forgetEvents drops a deleted Shim's notes.
+func (p *pendingEvents) forget(shim string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.byShim, shim)
+	delete(p.emitted, shim)
+}
+
+// emit emits one Event per reason: the number of nodes and the notes of
+// the first maxEventNodes, sorted.
+func (r *Reconciler) emit(shim *v1alpha1.Shim, e *nodeEvents) {
 	keys := make([][2]string, 0, len(e.notes))
 	for k := range e.notes {
 		keys = append(keys, k)

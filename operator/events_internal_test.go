@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/tools/events"
 
@@ -30,7 +31,7 @@ func TestWaveEvents(t *testing.T) {
 			for i := tc.nodes - 1; i >= 0; i-- {
 				e.add("Installing", "Install", fmt.Sprintf("node n%03d (Job j)", i))
 			}
-			r.flushEvents(&v1alpha1.Shim{}, &e)
+			r.flushEvents(&v1alpha1.Shim{}, &e, false, time.Now())
 			close(rec.Events)
 			var got []string
 			for ev := range rec.Events {
@@ -40,5 +41,53 @@ func TestWaveEvents(t *testing.T) {
 				t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 			}
 		})
+	}
+}
+
+// TestEventsPaced: during a rollout a Shim's per-node events go out at most
+// every eventEvery, gathering the reconciles in between (and say when to
+// come back for them); a settled rollout emits at once.
+func TestEventsPaced(t *testing.T) {
+	rec := events.NewFakeRecorder(10)
+	r := &Reconciler{recorder: rec}
+	shim := &v1alpha1.Shim{}
+	shim.Name = "spin"
+	t0 := time.Now()
+	reconcile := func(node string, settled bool, at time.Time) time.Time {
+		var e nodeEvents
+		e.add("Installed", "Install", "node "+node)
+		return r.flushEvents(shim, &e, settled, at)
+	}
+	drain := func() (got []string) {
+		for {
+			select {
+			case ev := <-rec.Events:
+				got = append(got, ev)
+			default:
+				return got
+			}
+		}
+	}
+	for _, step := range []struct {
+		node    string
+		settled bool
+		at      time.Duration
+		due     time.Duration // -1: none
+		want    []string
+	}{
+		{"n1", false, 0, -1, []string{"Normal Installed node n1"}},
+		{"n2", false, time.Second, eventEvery, nil},
+		{"n3", false, 2 * time.Second, eventEvery, nil},
+		{"n4", false, eventEvery, -1, []string{"Normal Installed 3 nodes: node n2; node n3; node n4"}},
+		{"n5", false, eventEvery + time.Second, 2 * eventEvery, nil},
+		{"n6", true, eventEvery + 2*time.Second, -1, []string{"Normal Installed 2 nodes: node n5; node n6"}},
+	} {
+		due := reconcile(step.node, step.settled, t0.Add(step.at))
+		if step.due < 0 && !due.IsZero() || step.due >= 0 && !due.Equal(t0.Add(step.due)) {
+			t.Errorf("%s: due %v, want %v", step.node, due.Sub(t0), step.due)
+		}
+		if got := drain(); strings.Join(got, "\n") != strings.Join(step.want, "\n") {
+			t.Errorf("%s: events %q, want %q", step.node, got, step.want)
+		}
 	}
 }

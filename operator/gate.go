@@ -42,6 +42,7 @@ type hold struct {
 	members []string
 	since   time.Time
 	seen    bool // the cache has shown the Job running
+	verify  bool // a verifying Job: it changes nothing
 }
 
 // sync brings the holds up to date with the Jobs of the namespace:
@@ -64,7 +65,7 @@ func (g *nodeGate) sync(jobs []batchv1.Job, now time.Time) {
 		node := jobNode(j)
 		if running && node != "" {
 			if h, ok := g.held[node]; !ok || h.job == j.Name || !h.seen {
-				g.held[node] = hold{shim: j.Labels[labelShim], job: j.Name, members: memberLabels(j), since: j.CreationTimestamp.Time, seen: true}
+				g.held[node] = hold{shim: j.Labels[labelShim], job: j.Name, members: memberLabels(j), since: j.CreationTimestamp.Time, seen: true, verify: j.Labels[labelOp] == opVerify}
 			}
 		}
 	}
@@ -84,6 +85,18 @@ func (g *nodeGate) sync(jobs []batchv1.Job, now time.Time) {
 // there, or the cap is reached. The shim's offer gives up the node and
 // one slot of its budget.
 func (g *nodeGate) acquire(node, shim, job string, members []string, now time.Time) bool {
+	return g.reserve(node, hold{shim: shim, job: job, members: members, since: now})
+}
+
+// acquireVerify reserves node for the shim's verifying Job: it runs alone
+// on the node like any installer, but changes nothing (inFlight leaves it
+// out).
+func (g *nodeGate) acquireVerify(node, shim, job string, now time.Time) bool {
+	return g.reserve(node, hold{shim: shim, job: job, since: now, verify: true})
+}
+
+func (g *nodeGate) reserve(node string, nh hold) bool {
+	shim, job := nh.shim, nh.job
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.held == nil {
@@ -99,20 +112,24 @@ func (g *nodeGate) acquire(node, shim, job string, members []string, now time.Ti
 	} else if g.max > 0 && len(g.held) >= g.max {
 		return false
 	}
-	g.held[node] = hold{shim: shim, job: job, members: members, since: now}
-	g.take(shim, node)
+	g.held[node] = nh
+	if !nh.verify {
+		g.take(shim, node)
+	}
 	return true
 }
 
-// inFlight returns the nodes held by a batch Job that carries the shim's
-// plan, by node: the Job's name. The reconcile counts them as changing
-// even before its cache shows their Jobs.
+// inFlight returns the nodes held by a Job of the shim or a batch Job
+// that carries its plan, by node: the Job's name. The reconcile counts
+// them as changing even before its cache shows their Jobs (a reconcile
+// right after the one that created them would otherwise create them
+// again, and be refused: AlreadyExists).
 func (g *nodeGate) inFlight(shim string) map[string]string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	out := map[string]string{}
 	for node, h := range g.held {
-		if slices.Contains(h.members, shim) {
+		if !h.verify && (h.shim == shim || slices.Contains(h.members, shim)) {
 			out[node] = h.job
 		}
 	}

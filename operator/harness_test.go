@@ -67,7 +67,10 @@ func startOperatorWith(t testing.TB, env *testutil.Env, cfg *rest.Config, mutate
 	}
 	opts := operator.Options{InstallerImage: "shimkit-installer:test", Namespace: jobNamespace, ResyncPeriod: 2 * time.Second,
 		// Shims created together in a test are in the cache within this.
-		BatchWindow: 500 * time.Millisecond}
+		BatchWindow: 500 * time.Millisecond,
+		// Nodes a test labels by hand have no verification yet: they would
+		// be verified at once (TestVerifyRepairsChangedFiles sets its own).
+		VerifyPeriod: -1}
 	if mutate != nil {
 		mutate(&opts)
 	}

@@ -14,6 +14,9 @@ import (
 const (
 	opInstall   = "install"
 	opUninstall = "uninstall"
+	// opVerify checks a node against what its install recorded, changing
+	// nothing (nodeverify.go).
+	opVerify = "verify"
 )
 
 // Labels on the Jobs, their pods and the RuntimeClasses. The values of

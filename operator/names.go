@@ -47,8 +47,11 @@ func shorten(s string, n int) string {
 // then a hash of the whole ("shim-i-<shim>-<node>-<hash>").
 func jobName(shim, node, op, hash string) string {
 	verb := "i"
-	if op == opUninstall {
+	switch op {
+	case opUninstall:
 		verb = "u"
+	case opVerify:
+		verb = "v"
 	}
 	return "shim-" + verb + "-" + shorten(shim, 20) + "-" + shorten(node, 20) + "-" + nameHash(shim, node, op, hash)
 }

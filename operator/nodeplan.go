@@ -65,6 +65,9 @@ const (
 //     RuntimeClass CanaryRuntimeClass, created in o.Namespace (none
 //     without an image or a namespace);
 //
+// A verify plan is the install plan without a canary: the installer
+// compares the node with it and changes nothing.
+//
 // An uninstall plan carries only the Shim's identity, the operation and
 // the restart settings: the node's state says what to remove. The plan is
 // validated; an error names the node and the field. An install plan is
@@ -92,12 +95,15 @@ func buildPlan(shim *v1alpha1.Shim, node *corev1.Node, op plan.Operation, o Opti
 	p := plan.New(plan.ShimRef{Name: shim.Name, UID: string(shim.UID)}, op)
 	p.Node = node.Name
 	p.Restart = plan.Restart{Preset: o.Preset, ConfigMode: o.ConfigMode, Timeout: plan.Duration(o.RestartTimeout)}
-	if op == plan.OpInstall {
+	if op == plan.OpInstall || op == plan.OpVerify {
 		if err := validateSpec(shim, o); err != nil {
 			return nil, fmt.Errorf("plan of Shim %s for node %s: %w", shim.Name, node.Name, err)
 		}
 		if err := fillInstall(p, shim, node, t, o); err != nil {
 			return nil, fmt.Errorf("plan of Shim %s for node %s: %w", shim.Name, node.Name, err)
+		}
+		if op == plan.OpVerify {
+			p.Canary = nil // a verification changes nothing, and runs no pod
 		}
 	}
 	if err := p.Validate(); err != nil {

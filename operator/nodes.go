@@ -114,12 +114,17 @@ type nodeView struct {
 	// held: a Job carrying the Shim's plan runs on the node that the cache
 	// does not show yet (the node gate's hold): the node is changing.
 	held bool
+	// verify is the node's newest verifying Job (nil: none in the cache);
+	// verified the node's record of its last verification.
+	verify   *jobView
+	verified *nodelabel.Verification
 	// plan is the node's install plan, built when the node needs one;
 	// planErr says why none could be built.
 	plan    *plan.NodePlan
 	planErr error
-	// drifted names a handler of the Shim that the node, labelled as
-	// having it at the target, no longer serves (detectDrift).
+	// drifted says what drifted on a node labelled as having the Shim at
+	// the target (a handler its kubelet no longer reports, or what its last
+	// verification found): it is installed again ("": no drift).
 	drifted string
 }
 
@@ -134,7 +139,10 @@ func (v nodeView) touched() bool { return v.installed() || v.job != nil && v.job
 
 // state maps a node to the planner's states.
 func (v nodeView) state(current string, removing bool) rollout.State {
-	if v.held && !removing {
+	if v.held {
+		if removing {
+			return rollout.Uninstalling
+		}
 		return rollout.Installing
 	}
 	if j := v.job; j != nil {
@@ -192,6 +200,7 @@ func viewNode(shim *v1alpha1.Shim, node *corev1.Node) nodeView {
 	v.label = node.Labels[nodelabel.Key(shim.Name)]
 	v.specHash = node.Annotations[nodelabel.Key(shim.Name)]
 	v.failure = nodelabel.FailureOf(node, shim.Name)
+	v.verified = nodelabel.VerificationOf(node, shim.Name)
 	return v
 }
 

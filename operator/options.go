@@ -13,6 +13,9 @@ const DefaultInstallerServiceAccount = "shimkit-installer"
 // DefaultBatchWindow is Options.BatchWindow's default.
 const DefaultBatchWindow = 2 * time.Second
 
+// DefaultVerifyPeriod is Options.VerifyPeriod's default.
+const DefaultVerifyPeriod = 6 * time.Hour
+
 // Options configure the reconciler.
 type Options struct {
 	// InstallerImage runs shimkit-installer on the nodes (required).
@@ -67,6 +70,13 @@ type Options struct {
 	// waits while another Shim has an unreconciled change or pending
 	// installs. Default 2s; negative: every Shim's installs run alone.
 	BatchWindow time.Duration
+	// VerifyPeriod is how often each node that has a Shim at its current
+	// spec is checked against what its install recorded (the installed
+	// files' digests, the handlers in containerd's config, the spec and
+	// artifact), by a verifying installer Job that changes nothing; a node
+	// that drifted is installed again under maxUpdate. The install counts
+	// as a verification. Default 6h; negative: never.
+	VerifyPeriod time.Duration
 	// InstallerServiceAccount is the installer pods' ServiceAccount, in
 	// Namespace: it may create, read and delete the canary pods there (and
 	// an admission policy narrows which); default shimkit-installer. Its
@@ -102,6 +112,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.BatchWindow == 0 {
 		o.BatchWindow = DefaultBatchWindow
+	}
+	if o.VerifyPeriod == 0 {
+		o.VerifyPeriod = DefaultVerifyPeriod
 	}
 	if o.Resolver == nil {
 		o.Resolver = &ArtifactResolver{}

@@ -42,6 +42,10 @@ type Reconciler struct {
 	pins     pins
 	retries  retries
 	gate     *nodeGate
+	// pending are the per-node events held back, statusPace when each
+	// Shim's status was last written (both pace a rollout's writes).
+	pending    pendingEvents
+	statusPace statusPace
 }
 
 // New returns a Reconciler. recorder may be nil (no events).
@@ -83,11 +87,16 @@ type observed struct {
 	// driftCheck is when a node that just finished an install and lacks a
 	// handler is looked at again (zero: none).
 	driftCheck time.Time
+	// settled: nothing of the rollout is left to do or wait for (the
+	// held-back events go out now); due is when a status held back is
+	// written (zero: none).
+	settled bool
+	due     time.Time
 }
 
 // Reconcile drives one Shim towards its spec (or, when deleted, towards no
 // node having it).
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
 	shim := &v1alpha1.Shim{}
 	if err := r.client.Get(ctx, req.NamespacedName, shim); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -95,6 +104,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.results.keep(req.Name, nil)
 			r.pins.forget(req.Name)
 			r.retries.forget(req.Name)
+			r.pending.forget(req.Name)
+			r.statusPace.forget(req.Name)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -103,7 +114,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	defer r.flushEvents(shim, &obs.events)
+	defer func() {
+		now := time.Now()
+		due := obs.due
+		if at := r.flushEvents(shim, &obs.events, obs.settled || err != nil, now); !at.IsZero() && (due.IsZero() || at.Before(due)) {
+			due = at
+		}
+		// Held back events or status: back by then at the latest.
+		if !due.IsZero() && err == nil && (res.RequeueAfter == 0 || now.Add(res.RequeueAfter).After(due)) {
+			res.RequeueAfter = max(due.Sub(now), time.Millisecond)
+		}
+	}()
 	if err := r.retry(ctx, obs); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -124,26 +145,37 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observed, error) {
+	// The cache's own objects, not copies (at 5,000 nodes a copy of every
+	// node and Job per reconcile was most of the operator's garbage): a
+	// reconcile never changes them; it patches by name, and copies what it
+	// changes (a node's taints).
 	var nodes corev1.NodeList
-	if err := r.client.List(ctx, &nodes); err != nil {
+	if err := r.client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
 	// Every Shim's Jobs: the node gate counts them all.
 	var jobs batchv1.JobList
-	if err := r.client.List(ctx, &jobs, client.InNamespace(r.opts.Namespace), client.MatchingLabels{labelManagedBy: managedBy}); err != nil {
+	if err := r.client.List(ctx, &jobs, client.InNamespace(r.opts.Namespace), client.MatchingLabels{labelManagedBy: managedBy}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list Jobs of Shim %s: %w", shim.Name, err)
 	}
 	r.gate.sync(jobs.Items, time.Now())
-	latest := map[string]*jobView{}
+	// The newest install or uninstall Job of each node, and apart from
+	// them the newest verifying Job: it changes nothing, so the rollout
+	// does not see it.
+	latest, verifying := map[string]*jobView{}, map[string]*jobView{}
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
 		jv, ok := jobFor(j, shim)
 		if !ok || r.retries.deleted(shim, j.UID) {
 			continue // another Shim's, an earlier Shim's of the same name, or deleted by a retry
 		}
+		byNode := latest
+		if jv.op == opVerify {
+			byNode = verifying
+		}
 		n := jobNode(j)
-		if old := latest[n]; old == nil || newer(j, old.job) {
-			latest[n] = jv
+		if old := byNode[n]; old == nil || newer(j, old.job) {
+			byNode[n] = jv
 		}
 	}
 	held := r.gate.inFlight(labelValue(shim.Name))
@@ -164,6 +196,11 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 			v.job.result, v.job.resultRead = r.results.get(shim.Name, j.job.UID)
 			current[j.job.UID] = true
 		}
+		if j := verifying[v.node.Name]; j != nil {
+			v.verify = j
+			v.verify.result, v.verify.resultRead = r.results.get(shim.Name, j.job.UID)
+			current[j.job.UID] = true
+		}
 		if job, ok := held[v.node.Name]; ok && (v.job == nil || v.job.job.Name != job) {
 			v.held = true
 		}
@@ -180,7 +217,7 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 // a time, as a wave of 100 nodes would otherwise wait on 100 round trips.
 func (r *Reconciler) group(ctx context.Context) *errgroup.Group {
 	g, _ := errgroup.WithContext(ctx)
-	g.SetLimit(16)
+	g.SetLimit(64)
 	return g
 }
 
@@ -289,13 +326,25 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 	if err := r.releaseTaints(ctx, obs); err != nil {
 		return ctrl.Result{}, err
 	}
+	obs.settled = rollin.Done && removal.Done || rollin.Halted
 	if err := r.updateStatus(ctx, obs, rollin, removal, rcs); err != nil {
 		return ctrl.Result{}, err
 	}
+	var verifyAt time.Time
+	if rollin.Done && removal.Done && obs.refusal == nil && !rcs.canaryBlocked {
+		if verifyAt, err = r.startVerifies(ctx, obs, rollin.Budget); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	if rollin.Done && removal.Done {
 		// A foreign RuntimeClass's change requeues through the watch; the
-		// resolve interval, through time.
+		// resolve interval, through time; the next verification too.
 		after := nextResolve(obs.shim, obs.art, time.Now())
+		if !verifyAt.IsZero() {
+			if d := time.Until(verifyAt); after == 0 || d < after {
+				after = max(d, time.Second)
+			}
+		}
 		if !obs.driftCheck.IsZero() {
 			if d := time.Until(obs.driftCheck) + time.Second; after == 0 || d < after {
 				after = d
@@ -315,11 +364,11 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 
 // installReason is the Normal Event reason of an install starting on the
 // node: Installing, Upgrading, or Repairing a drifted node, which also gets
-// a Warning Event Drifted naming the handler its containerd lost.
+// a Warning Event Drifted saying what drifted.
 func (r *Reconciler) installReason(shim *v1alpha1.Shim, node *corev1.Node, installed bool, drifted string) string {
 	switch {
 	case drifted != "":
-		r.event(shim, node, corev1.EventTypeWarning, "Drifted", "Install", "node %s no longer serves handler %s: installing the shim again", node.Name, drifted)
+		r.event(shim, node, corev1.EventTypeWarning, "Drifted", "Install", "node %s drifted (%s): installing the shim again", node.Name, drifted)
 		return "Repairing"
 	case installed:
 		return "Upgrading"
@@ -357,6 +406,7 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed) (ctrl.Resu
 	if err := g.Wait(); err != nil {
 		return ctrl.Result{}, err
 	}
+	obs.settled = removal.Done || removal.Halted
 	if !removal.Done {
 		if err := r.updateStatus(ctx, obs, rollout.Plan{}, removal, classes{}); err != nil {
 			return ctrl.Result{}, err

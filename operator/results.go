@@ -70,16 +70,37 @@ func (r *Reconciler) recordFinishedJobs(ctx context.Context, obs *observed) erro
 		if j := v.job; j != nil && (j.failed() || j.succeeded() && v.unrecorded()) {
 			g.Go(func() error { return r.recordJob(ctx, obs, v) })
 		}
+		if v.unverified() {
+			g.Go(func() error { return r.recordVerify(ctx, obs, v) })
+		}
 	}
-	return g.Wait()
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	// What the verifications found is drift from now on.
+	now := time.Now()
+	for i := range obs.views {
+		if v := &obs.views[i]; v.verify != nil && v.verified != nil && v.verified.Job == v.verify.job.Name {
+			v.detectDrift(obs.shim, obs.hash, now)
+		}
+	}
+	return nil
 }
 
 // unrecorded: the node's labels do not yet say what its succeeded Job did.
 func (v *nodeView) unrecorded() bool {
 	if v.job.op == opInstall {
-		return v.label != labelUninstalling && (v.label != nodelabel.Installed || v.specHash != v.job.specHash)
+		return v.label != labelUninstalling && (v.label != nodelabel.Installed || v.specHash != v.job.specHash || v.repaired())
 	}
 	return v.label != ""
+}
+
+// repaired: the node's Job reinstalled the spec after a verification found
+// it drifted (created since): Mark records the repair, and with it a clean
+// verification.
+func (v *nodeView) repaired() bool {
+	f := v.verified
+	return f != nil && len(f.Drift) > 0 && f.SpecHash == v.job.specHash && !v.job.job.CreationTimestamp.Time.Before(f.Time.Truncate(time.Second))
 }
 
 func (r *Reconciler) recordJob(ctx context.Context, obs *observed, v *nodeView) error {

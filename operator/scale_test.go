@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	eventsv1 "k8s.io/api/events/v1"
+
 	"github.com/shimkit/shimkit/internal/testutil"
 )
 
@@ -116,6 +119,16 @@ func scale(b *testing.B, nodes int, d time.Duration, qps, window string) {
 		cpu1, busy1 := machineCPU()
 		operatorCPU := processCPU(cmd.Process.Pid)
 		requests, writes := scrapeRequests(b, metricsAddr)
+		var evs eventsv1.EventList
+		var jobs batchv1.JobList
+		if err := env.Client.List(context.Background(), &evs); err == nil {
+			_ = env.Client.List(context.Background(), &jobs)
+			reasons := map[string]int{}
+			for _, e := range evs.Items {
+				reasons[e.Reason]++
+			}
+			b.Logf("%d Jobs; %d Events by reason: %v", len(jobs.Items), len(evs.Items), reasons)
+		}
 		peak = max(peak, vmHWM(cmd.Process.Pid))
 		cancel()
 		_ = cmd.Wait()
@@ -192,7 +205,14 @@ func processCPU(pid int) time.Duration {
 
 // profile writes the operator's CPU profile over d to file.
 func profile(b *testing.B, addr, file string, d time.Duration) {
-	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds())))
+	var resp *http.Response
+	var err error
+	for range 50 { // until the operator listens
+		if resp, err = http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds()))); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	if err != nil {
 		b.Logf("CPU profile: %v", err)
 		return
@@ -219,13 +239,21 @@ func scrapeRequests(b *testing.B, addr string) (total, writes int64) {
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		line := sc.Text()
+		for _, m := range []string{"controller_runtime_reconcile_time_seconds_sum", "controller_runtime_reconcile_time_seconds_count", "workqueue_queue_duration_seconds_sum", "workqueue_queue_duration_seconds_count"} {
+			if strings.HasPrefix(line, m+"{") && strings.Contains(line, `"shim"`) {
+				b.Logf("%s", line)
+			}
+		}
 		if strings.HasPrefix(line, "rest_client_requests_total{") {
 			f := strings.Fields(line)
 			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
 			total += int64(v)
 			if _, m, ok := strings.Cut(line, `method="`); ok {
 				m, _, _ = strings.Cut(m, `"`)
-				byMethod[m] += v
+				if _, code, ok := strings.Cut(line, `code="`); ok {
+					code, _, _ = strings.Cut(code, `"`)
+					byMethod[m+" "+code] += v
+				}
 				if m != "GET" {
 					writes += int64(v)
 				}

@@ -2,7 +2,6 @@ package operator
 
 import (
 	"context"
-	"slices"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -10,7 +9,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -74,42 +72,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("shim").
-		For(&v1alpha1.Shim{}).
+		For(&v1alpha1.Shim{}, builder.WithPredicates(shimChanged())).
 		// Every Shim that owns a Job: a batch Job's partners too.
-		Watches(&batchv1.Job{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.Shim{})).
+		Watches(&batchv1.Job{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.Shim{}), builder.WithPredicates(jobChanged())).
 		Watches(&nodev1.RuntimeClass{}, shimsNaming).
-		Watches(&corev1.Node{}, allShims, builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, nodeLifecycle(), nodeInfoChanged()))).
+		Watches(&corev1.Node{}, allShims, builder.WithPredicates(predicate.Or(foreignLabelChanged(), nodeLifecycle(), nodeInfoChanged()))).
 		Complete(r)
 }
 
-// nodeInfoChanged passes a node whose reported operating system,
-// architecture or container runtime changed (its eligibility may have),
-// or whose runtime handlers changed (a Shim's may be gone: drift).
-func nodeInfoChanged() predicate.Funcs {
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			a, aok := e.ObjectOld.(*corev1.Node)
-			b, bok := e.ObjectNew.(*corev1.Node)
-			if !aok || !bok {
-				return false
-			}
-			x, y := a.Status.NodeInfo, b.Status.NodeInfo
-			return x.OperatingSystem != y.OperatingSystem || x.Architecture != y.Architecture || x.ContainerRuntimeVersion != y.ContainerRuntimeVersion ||
-				!slices.EqualFunc(a.Status.RuntimeHandlers, b.Status.RuntimeHandlers, func(p, q corev1.NodeRuntimeHandler) bool { return p.Name == q.Name })
-		},
-	}
-}
-
-// nodeLifecycle passes node creation and deletion (label changes pass
-// through LabelChangedPredicate), not the kubelet's status heartbeats.
-func nodeLifecycle() predicate.Funcs {
-	return predicate.Funcs{
-		CreateFunc:  func(e event.CreateEvent) bool { return true },
-		DeleteFunc:  func(e event.DeleteEvent) bool { return true },
-		UpdateFunc:  func(e event.UpdateEvent) bool { return false },
-		GenericFunc: func(e event.GenericEvent) bool { return false },
-	}
-}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -65,6 +67,14 @@ func (r *Reconciler) updateStatus(ctx context.Context, obs *observed, install, r
 	if equalStatus(shim.Status, st) {
 		return nil
 	}
+	// Only counts changed, during a rollout: at most one write a second.
+	now := time.Now()
+	if !obs.settled && equalConditions(shim.Status.Conditions, st.Conditions) {
+		if next := r.statusPace.next(shim.Name); now.Before(next) {
+			obs.due = next
+			return nil
+		}
+	}
 	obj, err := statusApply(shim, st)
 	if err != nil {
 		return err
@@ -73,7 +83,47 @@ func (r *Reconciler) updateStatus(ctx context.Context, obs *observed, install, r
 		return fmt.Errorf("status of Shim %s: %w", shim.Name, err)
 	}
 	shim.Status = st
+	r.statusPace.wrote(shim.Name, now)
 	return nil
+}
+
+// statusEvery is how often a rollout's status is written when only its
+// counts changed; a condition that changes is written at once.
+const statusEvery = time.Second
+
+// statusPace remembers when each Shim's status was last written.
+type statusPace struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+func (p *statusPace) next(shim string) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.last[shim].Add(statusEvery)
+}
+
+func (p *statusPace) wrote(shim string, at time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.last == nil {
+		p.last = map[string]time.Time{}
+	}
+	p.last[shim] = at
+}
+
+func (p *statusPace) forget(shim string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.last, shim)
+}
+
+// equalConditions: the same conditions with the same statuses, reasons
+// and generations (their messages carry the counts).
+func equalConditions(a, b []metav1.Condition) bool {
+	return slices.EqualFunc(a, b, func(x, y metav1.Condition) bool {
+		return x.Type == y.Type && x.Status == y.Status && x.Reason == y.Reason && x.ObservedGeneration == y.ObservedGeneration
+	})
 }
 
 // counts are the node counts of the status.

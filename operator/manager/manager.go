@@ -64,12 +64,17 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	fs.DurationVar(&opts.RestartTimeout, "containerd-restart-timeout", 0, "how long containerd may take to come back after a restart (default: the installer's)")
 	fs.IntVar(&opts.MaxRestartingNodes, "max-restarting-nodes", 0, "how many nodes may run an installer (and restart containerd) at once, across all Shims (0: each Shim's maxUpdate alone bounds it)")
 	fs.DurationVar(&opts.BatchWindow, "batch-window", operator.DefaultBatchWindow, "how long a Shim with installs to do waits for other Shims changed with it, so that one installer run per node installs them all with one containerd restart (0: every Shim's installs run alone)")
+	fs.DurationVar(&opts.VerifyPeriod, "verify-period", operator.DefaultVerifyPeriod, "how often each node that has a Shim is checked against what its install recorded (files, handlers, artifact) by a verifying installer Job; a node that drifted is installed again (0: never)")
 	fs.BoolVar(&opts.HostPID, "installer-host-pid", false, "run the installer pods in the node's PID namespace (only for nodes with systemd but no D-Bus daemon)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	// The flags' 0 is "off"; the Options' 0 is "the default".
 	if opts.BatchWindow == 0 {
-		opts.BatchWindow = -1 // the flag's 0 is "off"; the Option's 0 is "the default"
+		opts.BatchWindow = -1
+	}
+	if opts.VerifyPeriod == 0 {
+		opts.VerifyPeriod = -1
 	}
 	// The installers' canary pods are created through the API server at
 	// the address this process uses (kube-proxy-free clusters point

@@ -62,6 +62,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- with .Values.installer.jobDeadline }}
 - {{ printf "--job-deadline=%v" . | quote }}
 {{- end }}
+{{- with .Values.installer.verifyPeriod }}
+- {{ printf "--verify-period=%v" . | quote }}
+{{- end }}
 {{- with .Values.containerd.preset }}
 - {{ printf "--containerd-preset=%v" . | quote }}
 {{- end }}

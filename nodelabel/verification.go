@@ -1,0 +1,66 @@
+package nodelabel
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// VerifiedKey returns the annotation key of the shim's last verification
+// on a node: verified.shim.containerd.x-k8s.io/<shim>.
+func VerifiedKey(shim string) string { return "verified." + Key(shim) }
+
+// Verification records when a node last had the shim checked against what
+// its install recorded (the install itself counts), and what did not
+// match. It lives on the Node, so that the verification period outlasts
+// the installer's Jobs and the operator's restarts, and `kubectl describe
+// node` shows it. Mark writes it, Unmark removes it.
+type Verification struct {
+	// SpecHash is the spec the node was verified at.
+	SpecHash string    `json:"specHash"`
+	Time     time.Time `json:"time"`
+	// Job names the verifying installer Job ("": the install).
+	Job string `json:"job,omitempty"`
+	// Drift lists what did not match (empty: the node is as installed).
+	Drift []string `json:"drift,omitempty"`
+}
+
+// maxDrift bounds the mismatches kept on the node.
+const maxDrift = 5
+
+// VerificationOf reads the shim's verification record on the node; nil
+// when there is none (or it does not parse, as one written by hand).
+func VerificationOf(node *corev1.Node, shim string) *Verification {
+	raw, ok := node.Annotations[VerifiedKey(shim)]
+	if !ok {
+		return nil
+	}
+	var v Verification
+	if err := json.Unmarshal([]byte(raw), &v); err != nil || v.Time.IsZero() {
+		return nil
+	}
+	return &v
+}
+
+// MarkVerified records v as the shim's last verification on the node.
+func MarkVerified(ctx context.Context, c client.Client, node, shim string, v Verification) error {
+	if len(v.Drift) > maxDrift {
+		v.Drift = append(v.Drift[:maxDrift:maxDrift], fmt.Sprintf("and %d more", len(v.Drift)-maxDrift))
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return mergePatch(ctx, c, node, map[string]any{"annotations": map[string]any{VerifiedKey(shim): string(data)}}, VerifiedKey(shim))
+}
+
+// installedVerification is what Mark records: the install verified the
+// node at its spec, now.
+func installedVerification(specHash string) string {
+	data, _ := json.Marshal(Verification{SpecHash: specHash, Time: time.Now().UTC().Truncate(time.Second)})
+	return string(data)
+}
