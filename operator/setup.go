@@ -79,4 +79,3 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Node{}, allShims, builder.WithPredicates(predicate.Or(foreignLabelChanged(), nodeLifecycle(), nodeInfoChanged()))).
 		Complete(r)
 }
-
