@@ -136,6 +136,7 @@ func (r *Reconciler) recordJob(ctx context.Context, obs *observed, v *nodeView) 
 			return err
 		}
 		v.label, v.specHash = nodelabel.Installed, j.specHash
+		v.verified = &nodelabel.Verification{SpecHash: j.specHash, Time: time.Now()} // as Mark wrote
 		digest := ""
 		if j.result != nil && j.result.Digest != "" {
 			digest = ", " + j.result.Digest
@@ -145,7 +146,7 @@ func (r *Reconciler) recordJob(ctx context.Context, obs *observed, v *nodeView) 
 		if err := nodelabel.Unmark(ctx, r.client, v.node.Name, obs.shim.Name); err != nil {
 			return err
 		}
-		v.label, v.specHash = "", ""
+		v.label, v.specHash, v.verified = "", "", nil
 		obs.events.add("Uninstalled", "Uninstall", "node "+v.node.Name)
 	}
 	return nil

@@ -127,7 +127,11 @@ func scale(b *testing.B, nodes int, d time.Duration, qps, window string) {
 			for _, e := range evs.Items {
 				reasons[e.Reason]++
 			}
-			b.Logf("%d Jobs; %d Events by reason: %v", len(jobs.Items), len(evs.Items), reasons)
+			ops := map[string]int{}
+			for _, j := range jobs.Items {
+				ops[j.Labels["shim.containerd.x-k8s.io/op"]]++
+			}
+			b.Logf("%d Jobs by operation: %v; %d Events by reason: %v", len(jobs.Items), ops, len(evs.Items), reasons)
 		}
 		peak = max(peak, vmHWM(cmd.Process.Pid))
 		cancel()
