@@ -236,8 +236,24 @@ func logCanaries(t *testing.T, c *testutil.Cluster, shims ...string) {
 		if !slices.Contains(shims, p.Labels["shim.containerd.x-k8s.io/shim"]) || len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].State.Terminated == nil {
 			continue
 		}
-		if r, err := plan.DecodeResult([]byte(p.Status.ContainerStatuses[0].State.Terminated.Message)); err == nil {
-			t.Logf("%s on %s: canary %v", p.Labels["shim.containerd.x-k8s.io/shim"], p.Spec.NodeName, time.Duration(r.CanaryDuration).Round(time.Millisecond))
+		rs, err := plan.DecodeResults([]byte(p.Status.ContainerStatuses[0].State.Terminated.Message))
+		if err != nil {
+			continue
+		}
+		for _, r := range rs {
+			if slices.Contains(shims, r.Shim.Name) {
+				t.Logf("%s on %s: canary %v", r.Shim.Name, p.Spec.NodeName, time.Duration(r.CanaryDuration).Round(time.Millisecond))
+			}
+		}
+	}
+	// What kept a canary pod waiting: the kubelet's Events about it.
+	evs := &corev1.EventList{}
+	if err := c.Client.List(context.Background(), evs, client.InNamespace("shimkit-system")); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs.Items {
+		if strings.HasPrefix(e.InvolvedObject.Name, "shimkit-canary-") && (e.Type == corev1.EventTypeWarning || e.Reason == "BackOff") {
+			t.Logf("canary %s: %s %s ×%d (%s – %s): %s", e.InvolvedObject.Name, e.Type, e.Reason, e.Count, e.FirstTimestamp.Format(time.TimeOnly), e.LastTimestamp.Format(time.TimeOnly), e.Message)
 		}
 	}
 }
