@@ -34,7 +34,7 @@ func (stageBundle) do(ctx context.Context, r *run) error {
 	r.rec.BundleDir = shimDir
 	if r.had && r.prev.SpecHash == p.SpecHash && r.prev.Version != "" && i.intact(r.prev) {
 		// Same spec, bundle in place: only the config may have drifted.
-		r.rec.Version, r.rec.Files, r.rec.Digest = r.prev.Version, r.prev.Files, r.prev.Digest
+		r.rec.Version, r.rec.Files, r.rec.Digest, r.rec.FileDigests = r.prev.Version, r.prev.Files, r.prev.Digest, r.prev.FileDigests
 		return nil
 	}
 	local := i.local(shimDir)
@@ -66,20 +66,21 @@ func (stageBundle) do(ctx context.Context, r *run) error {
 	version := versionOf(r.rec.Digest, p.Files)
 	bundle := filepath.Join(staging, version)
 	current := i.currentDir(p.Shim.Name)
+	r.rec.Files, r.rec.FileDigests = nil, map[string]string{}
 	for _, file := range p.Files {
 		src, err := matchFile(fr.Files, file)
 		if err != nil {
 			return fmt.Errorf("artifact %s: %w", r.rec.Digest, err)
 		}
-		if err := layFile(filepath.Join(art, filepath.FromSlash(src)), filepath.Join(bundle, filepath.FromSlash(file.Path)), file, current); err != nil {
+		digest, err := layFile(filepath.Join(art, filepath.FromSlash(src)), filepath.Join(bundle, filepath.FromSlash(file.Path)), file, current)
+		if err != nil {
 			return fmt.Errorf("bundle file %s: %w", file.Path, err)
 		}
+		node := path.Join(shimDir, version, file.Path)
+		r.rec.Files = append(r.rec.Files, node)
+		r.rec.FileDigests[node] = digest
 	}
 	r.rec.Version = version
-	r.rec.Files = nil
-	for _, file := range p.Files {
-		r.rec.Files = append(r.rec.Files, path.Join(shimDir, version, file.Path))
-	}
 	if version != r.prev.Version || !dirExists(i.local(path.Join(shimDir, version))) {
 		r.stagedVer = version
 	}
@@ -136,34 +137,39 @@ func matchFile(files []string, f plan.File) (string, error) {
 }
 
 // layFile moves src to dst with the plan's mode, substituting the bundle
-// placeholder when asked, and syncs it.
-func layFile(src, dst string, f plan.File, current string) error {
+// placeholder when asked, and syncs it. It returns the digest of what dst
+// holds.
+func layFile(src, dst string, f plan.File, current string) (string, error) {
 	fi, err := os.Lstat(src)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%w: %s is not a regular file", ErrMissingFile, f.Source)
+		return "", fmt.Errorf("%w: %s is not a regular file", ErrMissingFile, f.Source)
 	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
+		return "", err
 	}
+	var digest string
 	if f.Substitute {
 		data, err := os.ReadFile(src)
 		if err != nil {
-			return err
+			return "", err
 		}
 		data = []byte(plan.ResolveBundleDir(string(data), current))
 		if err := os.WriteFile(dst, data, 0o600); err != nil {
-			return err
+			return "", err
 		}
+		digest = digestOf(data)
 	} else if err := os.Rename(src, dst); err != nil {
-		return err
+		return "", err
+	} else if digest, err = fileDigest(dst); err != nil {
+		return "", err
 	}
 	if err := os.Chmod(dst, os.FileMode(f.Mode)); err != nil {
-		return err
+		return "", err
 	}
-	return syncPath(dst)
+	return digest, syncPath(dst)
 }
 
 func dirExists(p string) bool {

@@ -100,6 +100,9 @@ type Result struct {
 	VerifiedBy string
 	// Files are the node paths of the bundle's files.
 	Files []string
+	// Drift is, for Verify, how the node differs from the Shim's record
+	// and the plan (empty: as recorded).
+	Drift []string
 	// Duration is the whole operation; RestartDuration the restart and the
 	// health check within it.
 	Duration        time.Duration

@@ -15,7 +15,7 @@ import (
 func Report(p *plan.NodePlan, res *Result, err error) *plan.NodeResult {
 	out := plan.NewResult(p)
 	if res != nil {
-		out.Digest, out.Files, out.VerifiedBy = res.Digest, res.Files, res.VerifiedBy
+		out.Digest, out.Files, out.VerifiedBy, out.Drift = res.Digest, res.Files, res.VerifiedBy, res.Drift
 		out.Changed, out.Restarted = res.Changed, res.Restarted
 		out.RestartDuration, out.Duration = plan.Duration(res.RestartDuration), plan.Duration(res.Duration)
 		out.CanaryDuration = plan.Duration(res.CanaryDuration)

@@ -54,7 +54,13 @@ type ShimState struct {
 	Version   string `json:"version,omitempty"`
 	// Files are the node paths of the bundle's files (under the version
 	// directory).
-	Files       []string  `json:"files,omitempty"`
+	Files []string `json:"files,omitempty"`
+	// FileDigests maps each of Files to the digest ("sha256:<hex>") of
+	// what the install placed there, so that a file changed since is told
+	// from the one installed. Records of installers before it lack it:
+	// their files are only checked to exist.
+	FileDigests map[string]string `json:"fileDigests,omitempty"`
+
 	Links       []string  `json:"links,omitempty"`
 	ConfigFiles []string  `json:"configFiles,omitempty"`
 	Preset      string    `json:"preset"`
@@ -176,7 +182,7 @@ func (i *Installer) writeState(s *State) error {
 // waiting until ctx is done: two installers never edit the config or
 // restart containerd at the same time.
 func (i *Installer) lock(ctx context.Context) (func(), error) {
-	path := i.local(filepath.Join(i.stateDir(), "lock"))
+	path := i.lockPath()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
@@ -184,19 +190,42 @@ func (i *Installer) lock(ctx context.Context) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
+	return flock(ctx, f, unix.LOCK_EX)
+}
+
+// lockShared takes the node lock shared, waiting until ctx is done: a
+// reader (Verify) never sees an operation half-way, and readers do not
+// wait for each other. It creates nothing: without a lock file no
+// installer ever ran on the node, and there is nothing to wait for.
+func (i *Installer) lockShared(ctx context.Context) (func(), error) {
+	f, err := os.Open(i.lockPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return func() {}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return flock(ctx, f, unix.LOCK_SH)
+}
+
+func (i *Installer) lockPath() string { return i.local(filepath.Join(i.stateDir(), "lock")) }
+
+// flock locks f (how: LOCK_EX or LOCK_SH), waiting until ctx is done, and
+// returns the unlock, which closes f; f is closed on an error too.
+func flock(ctx context.Context, f *os.File, how int) (func(), error) {
 	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		err := unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
 		if err == nil {
 			return func() { _ = unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }, nil
 		}
 		if !errors.Is(err, unix.EWOULDBLOCK) {
 			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
+			return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
 		}
 		select {
 		case <-ctx.Done():
 			f.Close()
-			return nil, fmt.Errorf("waiting for the node lock %s: %w", path, ctx.Err())
+			return nil, fmt.Errorf("waiting for the node lock %s: %w", f.Name(), ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

@@ -128,8 +128,9 @@ func (removeFiles) undo(context.Context, *run) error { return nil }
 type ShimStatus struct {
 	Name  string
 	State ShimState
-	// Problems lists what is not as recorded (a missing file, a handler no
-	// longer in the config); empty when the Shim is intact.
+	// Problems lists what is not as recorded (a missing or changed file,
+	// a handler no longer in the config), as Verify's drift does; empty
+	// when the Shim is intact.
 	Problems []string
 }
 
@@ -151,26 +152,10 @@ func (i *Installer) Status(ctx context.Context) ([]ShimStatus, error) {
 	for _, name := range slices.Sorted(maps.Keys(state.Shims)) {
 		rec := state.Shims[name]
 		st := ShimStatus{Name: name, State: rec}
-		for _, f := range slices.Concat(rec.Files, rec.Binaries) {
-			if !fileExists(i.local(f)) {
-				st.Problems = append(st.Problems, "file "+f+" is missing")
-			}
-		}
-		for _, u := range rec.Units {
-			switch data, err := os.ReadFile(i.local(u)); {
-			case err != nil:
-				st.Problems = append(st.Problems, "unit "+u+": "+err.Error())
-			case rec.Written[u] != "" && digestOf(data) != rec.Written[u]:
-				st.Problems = append(st.Problems, "unit "+u+" was changed after shimkit wrote it")
-			}
-		}
-		for _, h := range rec.handlers() {
-			switch has, err := t.HasHandler(h); {
-			case err != nil:
-				st.Problems = append(st.Problems, err.Error())
-			case !has:
-				st.Problems = append(st.Problems, "handler "+h+" is not in containerd's config")
-			}
+		drift, err := i.nodeDrift(t, rec, nil)
+		st.Problems = drift
+		if err != nil {
+			st.Problems = append(st.Problems, err.Error())
 		}
 		out = append(out, st)
 	}

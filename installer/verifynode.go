@@ -1,0 +1,110 @@
+package installer
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/shimkit/shimkit/installer/plan"
+)
+
+// Verify compares the node with what the last install of the plan's Shim
+// recorded, and that record with the plan (operation verify: the install
+// plan of the Shim's current spec). The Result's Drift lists every
+// mismatch, one entry each; empty, the node has exactly what the record
+// says:
+//
+//   - "not installed": the node has no record of the Shim;
+//   - the record's spec hash, pinned digest or Shim UID is not the plan's;
+//   - a bundle file is missing, no longer a regular file, or holds other
+//     bytes than the install placed (records of installers before file
+//     digests: only missing), or has another mode than the plan's;
+//   - the bundle's "current" link or a PATH link does not point where the
+//     install pointed it;
+//   - a handler of the record is not in containerd's config (the file the
+//     installer edits for it);
+//   - a unit file is missing or was changed after shimkit wrote it;
+//   - an interrupted operation on the Shim is pending.
+//
+// Verify is strictly read-only: it takes the node lock shared (so that it
+// never sees an operation half-way), recovers nothing, writes nothing,
+// restarts nothing and never fetches the artifact. An error (the state or containerd's config cannot be
+// read) means the node could not be compared; Report classifies it.
+func (i *Installer) Verify(ctx context.Context, p *plan.NodePlan) (*Result, error) {
+	start := time.Now()
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	name := p.Shim.Name
+	if p.Operation != plan.OpVerify {
+		return nil, fmt.Errorf("%w: operation %q of Shim %s given to Verify", plan.ErrInvalid, p.Operation, name)
+	}
+	unlock, err := i.lockShared(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("verify %s: %w", name, err)
+	}
+	defer unlock()
+	res, err := i.compareNode(p)
+	if err != nil {
+		return nil, fmt.Errorf("verify %s: %w", name, err)
+	}
+	res.Duration = time.Since(start)
+	i.step("compared", "shim", name, "drift", len(res.Drift))
+	return res, nil
+}
+
+// compareNode compares, holding the lock.
+func (i *Installer) compareNode(p *plan.NodePlan) (*Result, error) {
+	name := p.Shim.Name
+	state, err := i.readState()
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Shim: name}
+	if rec, had := state.Shims[name]; !had {
+		res.Drift = []string{driftNotInstalled}
+	} else {
+		t, err := i.target(p.Restart)
+		if err != nil {
+			return nil, err
+		}
+		node, err := i.nodeDrift(t, rec, planFiles(rec, p))
+		if err != nil {
+			return nil, err
+		}
+		res.Digest, res.Files, res.VerifiedBy = rec.Digest, rec.Files, rec.VerifiedBy
+		res.Drift = slices.Concat(recordDrift(rec, p), node)
+	}
+	for _, pd := range state.Pending {
+		if pd.Shim == name {
+			res.Drift = append(res.Drift, "an interrupted "+pd.Op+" is pending; the next install or uninstall recovers it")
+		}
+	}
+	return res, nil
+}
+
+// recordDrift compares the record with the plan: the spec it was
+// installed from, the artifact and the Shim's UID.
+func recordDrift(rec ShimState, p *plan.NodePlan) []string {
+	var out []string
+	if rec.SpecHash != p.SpecHash {
+		out = append(out, fmt.Sprintf("installed spec %s, the plan's is %s", rec.SpecHash, p.SpecHash))
+	}
+	if a := p.Artifact; a != nil && a.Digest != "" && rec.Digest != a.Digest {
+		out = append(out, fmt.Sprintf("installed digest %s, the plan pins %s", rec.Digest, a.Digest))
+	}
+	if rec.UID != "" && p.Shim.UID != "" && rec.UID != p.Shim.UID {
+		out = append(out, fmt.Sprintf("installed for Shim UID %s, the plan's is %s", rec.UID, p.Shim.UID))
+	}
+	return out
+}
+
+// planFiles returns the plan's files when they are the installed bundle's
+// layout (the same artifact and files, so the same modes), else nil.
+func planFiles(rec ShimState, p *plan.NodePlan) []plan.File {
+	if sameVersion(rec.Version, versionOf(rec.Digest, p.Files)) {
+		return p.Files
+	}
+	return nil
+}
