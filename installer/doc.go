@@ -18,7 +18,7 @@
 // startSandboxers (units), restartContainerd (restart and CRI check),
 // runCanary (the plan's canary pod, through Installer.Canary) and
 // commitInstall; uninstall is uninstallCheck, unconfigure, restartContainerd,
-// removeFiles.
+// removeFiles. Verify has no steps: it only reads.
 // When a step fails, it and every step before it are undone in reverse and
 // containerd is restarted once more if it may have seen the change.
 //
@@ -43,7 +43,21 @@
 //     anything on the node changed (the config is edited first, in memory,
 //     checked, and only then written).
 //   - Restarts happen only when the config changed. A re-run of the same
-//     plan is a no-op.
+//     plan on a node as recorded is a no-op.
+//   - Drift is found and repaired. The record keeps the sha256 of every
+//     bundle file as placed (FileDigests). Verify, strictly read-only (the
+//     node lock taken shared; nothing written, recovered, restarted or
+//     fetched), compares the node with the record and the record with a
+//     verify plan: spec hash, pinned digest, each file's presence, bytes
+//     and mode, the "current" and PATH links, the handlers in containerd's
+//     config, the units; one Drift entry per mismatch. An install of the
+//     same spec compares the same way first and repairs what drifted: a
+//     bundle that is not as placed is fetched and laid out again beside the
+//     drifted version (<version>-repair) and "current" switched to it, as
+//     for an upgrade (no restart; running shims keep their files); a
+//     handler gone from the config is written again, with one restart; a
+//     missing unit or link is put back. A unit someone edited stays a
+//     Conflict. Result.Drift says what was repaired.
 //   - Several Shims, one restart: InstallAll runs each step for every plan
 //     before the next step (every config is edited before any bundle is
 //     placed), restarts containerd once when any config changed and checks

@@ -18,7 +18,8 @@ import (
 )
 
 // Drift is how a node differs from what an install recorded, one
-// human-readable entry per mismatch. Verify and Status report it. Each
+// human-readable entry per mismatch. Verify reports it; Install compares
+// the same way and lays the bundle out again when its part drifted. Each
 // comparison only reads the node.
 
 // driftNotInstalled is the drift of a Shim the node has no record of.
@@ -33,6 +34,15 @@ const repairSuffix = "-repair"
 // bundle version (laid out the first time or again).
 func sameVersion(installed, version string) bool {
 	return installed != "" && (installed == version || installed == version+repairSuffix)
+}
+
+// repairedVersion names the directory a drifted bundle of version is laid
+// out in again: not the one in use (installed).
+func repairedVersion(installed, version string) string {
+	if installed == version {
+		return version + repairSuffix
+	}
+	return version
 }
 
 // bundleDrift compares the Shim's bundle with its record: each file is

@@ -32,8 +32,9 @@ func (stageBundle) do(ctx context.Context, r *run) error {
 	i, p := r.i, r.plan
 	shimDir := i.bundleDir(p.Shim.Name)
 	r.rec.BundleDir = shimDir
-	if r.had && r.prev.SpecHash == p.SpecHash && r.prev.Version != "" && i.intact(r.prev) {
-		// Same spec, bundle in place: only the config may have drifted.
+	if r.sameBundle() {
+		// Same spec and artifact, bundle in place as installed: only the
+		// config may have drifted.
 		r.rec.Version, r.rec.Files, r.rec.Digest, r.rec.FileDigests = r.prev.Version, r.prev.Files, r.prev.Digest, r.prev.FileDigests
 		return nil
 	}
@@ -64,6 +65,16 @@ func (stageBundle) do(ctx context.Context, r *run) error {
 	}
 	r.rec.Digest = fr.Digest.String()
 	version := versionOf(r.rec.Digest, p.Files)
+	if r.had && sameVersion(r.prev.Version, version) && dirExists(i.local(path.Join(shimDir, r.prev.Version))) {
+		// The bundle was laid out before: when as installed, it stays;
+		// when it drifted, it is laid out again beside it, and "current"
+		// switches as for an upgrade (running shims keep their files).
+		if r.bundleIntact() {
+			version = r.prev.Version
+		} else {
+			version = repairedVersion(r.prev.Version, version)
+		}
+	}
 	bundle := filepath.Join(staging, version)
 	current := i.currentDir(p.Shim.Name)
 	r.rec.Files, r.rec.FileDigests = nil, map[string]string{}
@@ -177,15 +188,25 @@ func dirExists(p string) bool {
 	return err == nil && fi.IsDir()
 }
 
-// intact reports whether every file of the record is in place.
-func (i *Installer) intact(rec ShimState) bool {
-	for _, f := range rec.Files {
-		if !fileExists(i.local(f)) {
-			return false
+// sameBundle reports whether the Shim's bundle stays as it is: installed
+// from the same spec and the artifact the plan pins, and as installed.
+func (r *run) sameBundle() bool {
+	pinned := r.plan.Artifact.Digest
+	return r.had && r.prev.SpecHash == r.plan.SpecHash && r.prev.Version != "" &&
+		(pinned == "" || pinned == r.prev.Digest) && r.bundleIntact()
+}
+
+// bundleIntact reports whether the Shim's bundle is as its record says
+// (bundleDrift finds nothing), comparing once per run.
+func (r *run) bundleIntact() bool {
+	if !r.bundleChecked {
+		d, err := r.i.bundleDrift(r.prev, planFiles(r.prev, r.plan))
+		if err != nil {
+			d = append(d, err.Error()) // what cannot be read is laid out again
 		}
+		r.bundleDrift, r.bundleChecked = d, true
 	}
-	cur, err := os.Readlink(i.local(path.Join(rec.BundleDir, currentLink)))
-	return err == nil && cur == rec.Version
+	return len(r.bundleDrift) == 0
 }
 
 func fileExists(p string) bool {

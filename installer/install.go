@@ -55,6 +55,7 @@ func (i *Installer) InstallAll(ctx context.Context, plans []*plan.NodePlan) ([]*
 	for k, p := range plans {
 		runs[k] = i.newRun(p, sess, "install")
 		runs[k].hs = handlers[k]
+		runs[k].checkDrift()
 		restart.present = append(restart.present, runs[k].handlerNames()...)
 	}
 	for _, r := range runs {
@@ -85,7 +86,7 @@ func (i *Installer) InstallAll(ctx context.Context, plans []*plan.NodePlan) ([]*
 		}
 		res := &Result{Shim: r.plan.Shim.Name, Upgrade: r.had && r.prev.SpecHash != r.plan.SpecHash}
 		res.Changed, res.Restarted, res.RestartDuration, res.CanaryDuration = r.configChanged(), r.restarted, r.restartDur, r.canaryDur
-		res.Digest, res.Files, res.VerifiedBy = r.rec.Digest, r.rec.Files, r.rec.VerifiedBy
+		res.Digest, res.Files, res.VerifiedBy, res.Drift = r.rec.Digest, r.rec.Files, r.rec.VerifiedBy, r.found
 		res.Duration = time.Since(start)
 		i.step("done", "shim", res.Shim, "changed", res.Changed, "restarted", res.Restarted)
 		out[k] = res
@@ -173,6 +174,32 @@ func (i *Installer) newRun(p *plan.NodePlan, sess *session, op string) *run {
 		prev: prev, had: had,
 		rec:     ShimState{UID: p.Shim.UID, SpecHash: p.SpecHash, Preset: sess.target.Preset.Name, InstalledAt: prev.InstalledAt},
 		pending: &Pending{Op: op, Shim: p.Shim.Name},
+	}
+}
+
+// checkDrift compares, before an install of the spec the Shim has, the
+// node with the Shim's record, as Verify does. The steps repair what it
+// finds: stageBundle lays a drifted bundle out again, configure puts a
+// missing handler back, startSandboxers a missing unit, linkShims a
+// missing link; an edited unit stays a Conflict. A check that cannot be
+// made is left to the steps, which fail on it.
+func (r *run) checkDrift() {
+	if !r.had || r.prev.SpecHash != r.plan.SpecHash {
+		return
+	}
+	r.bundleIntact()
+	rest, err := handlerDrift(r.target, r.prev)
+	if err == nil {
+		var units []string
+		units, err = r.i.unitDrift(r.prev)
+		rest = append(rest, units...)
+	}
+	if err != nil {
+		r.i.log().Warn("comparing the node with the record", "shim", r.plan.Shim.Name, "err", err)
+	}
+	r.found = slices.Concat(recordDrift(r.prev, r.plan), r.bundleDrift, rest)
+	if len(r.found) > 0 {
+		r.i.log().Warn("the node drifted from the record; repairing", "shim", r.plan.Shim.Name, "drift", r.found)
 	}
 }
 

@@ -101,7 +101,8 @@ type Result struct {
 	// Files are the node paths of the bundle's files.
 	Files []string
 	// Drift is, for Verify, how the node differs from the Shim's record
-	// and the plan (empty: as recorded).
+	// and the plan (empty: as recorded); for an install of the spec
+	// installed, what it found drifted and repaired.
 	Drift []string
 	// Duration is the whole operation; RestartDuration the restart and the
 	// health check within it.

@@ -38,6 +38,12 @@ type run struct {
 	rec       ShimState // the record the operation leaves
 	pending   *Pending
 	hs        []containerdconfig.RuntimeHandler // the plan's handlers, resolved
+	// bundleDrift is how the Shim's bundle differs from prev, once
+	// bundleChecked; found is what an install of the same spec found
+	// drifted (and repairs).
+	bundleDrift   []string
+	bundleChecked bool
+	found         []string
 
 	// Set by the steps.
 	staging    string                     // local path of the staging directory

@@ -124,7 +124,7 @@ func (verifyArtifact) do(ctx context.Context, r *run) error {
 	if a.Verification == nil {
 		return nil
 	}
-	if r.had && r.prev.SpecHash == r.plan.SpecHash && r.prev.Version != "" && r.i.intact(r.prev) && r.prev.Digest == a.Digest {
+	if r.sameBundle() {
 		r.rec.VerifiedBy = r.prev.VerifiedBy
 		return nil
 	}

@@ -29,7 +29,9 @@ import (
 //
 // Verify is strictly read-only: it takes the node lock shared (so that it
 // never sees an operation half-way), recovers nothing, writes nothing,
-// restarts nothing and never fetches the artifact. An error (the state or containerd's config cannot be
+// restarts nothing and never fetches the artifact. Installing the same
+// plan repairs what it reports, but for a unit someone else changed
+// (ErrConflict). An error (the state or containerd's config cannot be
 // read) means the node could not be compared; Report classifies it.
 func (i *Installer) Verify(ctx context.Context, p *plan.NodePlan) (*Result, error) {
 	start := time.Now()
