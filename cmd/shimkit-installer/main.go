@@ -1,7 +1,7 @@
-// Command shimkit-installer installs, upgrades and removes a containerd shim
-// on the node it runs on; see package installer/cli. A plan's canary runs
-// as a Pod on the node (package installer/canarypod), through the API
-// server of the in-cluster config or of $KUBECONFIG.
+// Command shimkit-installer installs, upgrades, verifies and removes a
+// containerd shim on the node it runs on; see package installer/cli. A
+// plan's canary runs as a Pod on the node (package installer/canarypod),
+// through the API server of the in-cluster config or of $KUBECONFIG.
 package main
 
 import (

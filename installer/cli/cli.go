@@ -3,8 +3,16 @@
 //
 //	shimkit-installer install   --plan FILE [--result FILE] [flags]
 //	shimkit-installer uninstall --plan FILE | --shim NAME [--result FILE] [flags]
+//	shimkit-installer verify    --plan FILE [--result FILE] [flags]
 //	shimkit-installer status    [flags]
 //	shimkit-installer canary
+//
+// verify carries out a verify plan (the install plan of the Shim's current
+// spec, operation verify): it compares the node with what the Shim's last
+// install recorded, changing nothing, and writes the NodeResult with each
+// mismatch in its drift. It exits 0 whenever it could compare, drift or
+// not; non-zero only when it could not (a plan it refuses, a state or
+// config it cannot read). Installing the same spec repairs the drift.
 //
 // canary is what the operator's default canary pod runs, under the Shim's
 // runtime: it says which kernel it sees (gVisor's own, a VM's) and exits 0.
@@ -38,21 +46,24 @@ import (
 
 // Exit codes: what a Job's status (and a script) can tell apart.
 const (
-	ExitOK             = 0 // installed, uninstalled, or nothing to do
+	ExitOK             = 0 // installed, uninstalled, verified (drift or not), or nothing to do
 	ExitFailed         = 1 // failed before the node was changed
 	ExitUsage          = 2 // bad flags or plan
 	ExitRolledBack     = 3 // failed; the node was restored
 	ExitRollbackFailed = 4 // failed, and restoring the node failed too
 )
 
-const usage = `usage: shimkit-installer install|uninstall|status [flags] | canary
+const usage = `usage: shimkit-installer install|uninstall|verify|status [flags] | canary
 
 Carries out a node plan (apiVersion ` + plan.APIVersion + `, kind NodePlan) on this
 node: fetches and verifies the artifact, lays out the Shim's bundle, starts its
 sandboxer units, registers its runtime handlers, restarts containerd through
 systemd and checks it over CRI; rolls everything back if containerd does not
-come back. --result writes the typed NodeResult (outcome, reason, message,
-digest, files) to a file, such as /dev/termination-log.
+come back. verify changes nothing: it compares the node with what the Shim's
+last install recorded and lists each mismatch (exit 0 with or without drift;
+installing the same plan repairs it). --result writes the typed NodeResult
+(outcome, reason, message, digest, files, drift) to a file, such as
+/dev/termination-log.
 `
 
 // CanaryFactory returns the runner of a plan's canary on the named node.
@@ -89,7 +100,7 @@ func RunWith(ctx context.Context, args []string, stdout, stderr io.Writer, canar
 		return ExitUsage
 	}
 	switch cmd {
-	case "install", "uninstall":
+	case "install", "uninstall", "verify":
 		return f.runPlan(ctx, inst, plan.Operation(cmd), canaries, stdout, stderr)
 	case "status":
 		st, err := inst.Status(ctx)
@@ -108,7 +119,7 @@ func RunWith(ctx context.Context, args []string, stdout, stderr io.Writer, canar
 
 // runPlan reads the plan, carries it out and reports. A NodePlanList of
 // several Shims is installed in one operation (InstallAll) and answered
-// with a NodeResultList.
+// with a NodeResultList. A verify plan is compared (Verify).
 func (f *flags) runPlan(ctx context.Context, inst *installer.Installer, op plan.Operation, canaries CanaryFactory, stdout, stderr io.Writer) int {
 	plans, err := f.readPlans(op)
 	if err != nil {
@@ -120,11 +131,16 @@ func (f *flags) runPlan(ctx context.Context, inst *installer.Installer, op plan.
 		f.writeResults(stderr, results)
 		return ExitUsage
 	}
-	f.setCanary(inst, plans, canaries)
 	var res []*installer.Result
-	if op == plan.OpInstall {
+	switch op {
+	case plan.OpInstall:
+		f.setCanary(inst, plans, canaries)
 		res, err = inst.InstallAll(ctx, plans)
-	} else {
+	case plan.OpVerify:
+		var r *installer.Result
+		r, err = inst.Verify(ctx, plans[0])
+		res = []*installer.Result{r}
+	default:
 		var r *installer.Result
 		r, err = inst.Uninstall(ctx, plans[0])
 		res = []*installer.Result{r}
@@ -215,18 +231,36 @@ func report(stdout, stderr io.Writer, op string, res []*installer.Result, err er
 		return ExitFailed
 	}
 	for _, r := range res {
-		what := "nothing to do"
-		switch {
-		case r.Restarted:
-			what = "done; containerd restarted in " + r.RestartDuration.Round(time.Millisecond).String()
-		case r.Changed:
-			what = "done; no restart needed"
-		case r.Upgrade:
-			what = "bundle upgraded; config unchanged, no restart needed"
+		fmt.Fprintf(stdout, "%s %s: %s (%s)\n", op, r.Shim, summary(op, r), r.Duration.Round(time.Millisecond))
+		for _, d := range r.Drift {
+			if op == string(plan.OpVerify) {
+				fmt.Fprintf(stdout, "  - %s\n", d)
+			} else {
+				fmt.Fprintf(stdout, "  repaired: %s\n", d)
+			}
 		}
-		fmt.Fprintf(stdout, "%s %s: %s (%s)\n", op, r.Shim, what, r.Duration.Round(time.Millisecond))
 	}
 	return ExitOK
+}
+
+// summary says in a few words what an operation that succeeded did or
+// found.
+func summary(op string, r *installer.Result) string {
+	switch {
+	case op == string(plan.OpVerify) && len(r.Drift) == 0:
+		return "as recorded"
+	case op == string(plan.OpVerify):
+		return fmt.Sprintf("%d not as recorded", len(r.Drift))
+	case r.Restarted:
+		return "done; containerd restarted in " + r.RestartDuration.Round(time.Millisecond).String()
+	case r.Changed:
+		return "done; no restart needed"
+	case r.Upgrade:
+		return "bundle upgraded; config unchanged, no restart needed"
+	case len(r.Drift) > 0:
+		return "repaired; config unchanged, no restart needed"
+	}
+	return "nothing to do"
 }
 
 // flags holds the parsed command line.

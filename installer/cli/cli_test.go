@@ -231,3 +231,73 @@ func TestPlanList(t *testing.T) {
 		t.Errorf("handlers not registered: %v\n%s", err, data)
 	}
 }
+
+// verifyPlan is p under the verify operation.
+func verifyPlan(p *plan.NodePlan) *plan.NodePlan {
+	c := *p
+	c.Operation = plan.OpVerify
+	return &c
+}
+
+// TestVerify: verify exits 0 whether the node is as recorded or not, with
+// the drift in the result and on stdout, and changes nothing; installing
+// the same plan repairs it; a node it cannot read, or a plan it refuses,
+// is a non-zero exit with a typed result.
+func TestVerify(t *testing.T) {
+	root, cfg := rootfs(t, "version = 2\n")
+	result := filepath.Join(t.TempDir(), "result.json")
+	p := demoPlan(t)
+	flags := []string{"--host-root", root, "--offline", "--log-format", "text", "--result", result}
+	if code, out, errOut := run(t, append([]string{"install", "--plan", writePlan(t, p)}, flags...)...); code != cli.ExitOK {
+		t.Fatalf("install: exit %d: %s %s", code, out, errOut)
+	}
+	vp := writePlan(t, verifyPlan(p))
+	code, out, errOut := run(t, append([]string{"verify", "--plan", vp}, flags...)...)
+	r := readResult(t, result)
+	if code != cli.ExitOK || r.Outcome != plan.Succeeded || r.Operation != plan.OpVerify || len(r.Drift) != 0 || r.Digest != p.Artifact.Digest || !strings.Contains(out, "verify demo: as recorded") {
+		t.Errorf("as installed: exit %d, %+v\n%s%s", code, r, out, errOut)
+	}
+
+	bin := filepath.Join(root, "opt/shimkit/demo/current/containerd-shim-demo-v2")
+	orig, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = run(t, append([]string{"verify", "--plan", vp}, flags...)...)
+	r = readResult(t, result)
+	if code != cli.ExitOK || r.Outcome != plan.Succeeded || len(r.Drift) != 1 || !strings.Contains(r.Drift[0], "containerd-shim-demo-v2 was changed (sha256:") ||
+		!strings.Contains(out, "verify demo: 1 not as recorded") || !strings.Contains(out, "  - file /opt/shimkit/demo/") {
+		t.Errorf("a changed binary: exit %d, %+v\n%s%s", code, r, out, errOut)
+	}
+	if got, _ := os.ReadFile(bin); string(got) != "#!/bin/sh\n" {
+		t.Error("verify touched the binary")
+	}
+
+	code, out, errOut = run(t, append([]string{"install", "--plan", writePlan(t, p)}, flags...)...)
+	if r := readResult(t, result); code != cli.ExitOK || len(r.Drift) != 1 || !strings.Contains(out, "install demo: repaired") || !strings.Contains(out, "  repaired: file /opt/shimkit/demo/") {
+		t.Errorf("repair: exit %d, %+v\n%s%s", code, r, out, errOut)
+	}
+	if got, _ := os.ReadFile(bin); string(got) != string(orig) {
+		t.Error("the binary was not restored")
+	}
+	if code, out, _ := run(t, append([]string{"verify", "--plan", vp}, flags...)...); code != cli.ExitOK || len(readResult(t, result).Drift) != 0 {
+		t.Errorf("after the repair: exit %d\n%s", code, out)
+	}
+
+	if code, _, _ := run(t, append([]string{"verify"}, flags...)...); code != cli.ExitUsage || readResult(t, result).Reason != plan.ReasonInvalidPlan {
+		t.Errorf("verify without --plan: exit %d", code)
+	}
+	if code, _, _ := run(t, append([]string{"verify", "--plan", writePlan(t, p)}, flags...)...); code != cli.ExitUsage || readResult(t, result).Reason != plan.ReasonInvalidPlan {
+		t.Errorf("an install plan given to verify: exit %d", code)
+	}
+	if err := os.WriteFile(cfg, []byte("version = 2\n[plugins\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = run(t, append([]string{"verify", "--plan", vp}, flags...)...)
+	if r := readResult(t, result); code != cli.ExitFailed || r.Outcome != plan.Failed || r.Reason != plan.ReasonConfigInvalid || !strings.Contains(errOut, "verify failed") {
+		t.Errorf("a config that does not parse: exit %d, %+v: %s", code, r, errOut)
+	}
+}
