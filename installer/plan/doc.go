@@ -30,8 +30,8 @@
 //     plan (the spec hash, the pinned digest, a bundle file missing or of
 //     other bytes, a handler missing from containerd's config, ...); no
 //     Drift: the node is exactly as recorded. Failed (with a Reason) only
-//     when the node could not be read. An install of the same spec lists
-//     in Drift what it found drifted and repaired.
+//     when the plan is refused or the node could not be read. An install
+//     of the same spec lists in Drift what it found drifted and repaired.
 //   - A NodeResult encoded with EncodeResult always fits the kubelet's
 //     4096-byte termination message: the file list, then the drift (its
 //     first entries kept, and "… and N more"), then the message are
