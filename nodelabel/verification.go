@@ -23,8 +23,10 @@ type Verification struct {
 	// SpecHash is the spec the node was verified at.
 	SpecHash string    `json:"specHash"`
 	Time     time.Time `json:"time"`
-	// Job names the verifying installer Job ("": the install).
-	Job string `json:"job,omitempty"`
+	// Job names the verifying installer Job ("": the install), JobUID
+	// tells its runs apart (a Job of the same name verifies every period).
+	Job    string `json:"job,omitempty"`
+	JobUID string `json:"jobUID,omitempty"`
 	// Drift lists what did not match (empty: the node is as installed).
 	Drift []string `json:"drift,omitempty"`
 }

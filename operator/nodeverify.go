@@ -102,7 +102,7 @@ func (r *Reconciler) startVerifies(ctx context.Context, obs *observed, budget in
 // marks the node drifted when it found something.
 func (r *Reconciler) recordVerify(ctx context.Context, obs *observed, v *nodeView) error {
 	j := v.verify
-	found := nodelabel.Verification{SpecHash: j.specHash, Time: time.Now().UTC().Truncate(time.Second), Job: j.job.Name}
+	found := nodelabel.Verification{SpecHash: j.specHash, Time: time.Now().UTC().Truncate(time.Second), Job: j.job.Name, JobUID: string(j.job.UID)}
 	if done := j.job.Status.CompletionTime; done != nil {
 		found.Time = done.UTC()
 	}
@@ -130,7 +130,19 @@ func (r *Reconciler) recordVerify(ctx context.Context, obs *observed, v *nodeVie
 }
 
 // unverified: the node's record does not yet say what its finished
-// verifying Job found.
+// verifying Job found, nor anything newer (an install since).
 func (v *nodeView) unverified() bool {
-	return v.verify != nil && !v.verify.running() && (v.verified == nil || v.verified.Job != v.verify.job.Name)
+	j := v.verify
+	if j == nil || j.running() {
+		return false
+	}
+	f := v.verified
+	if f == nil {
+		return true
+	}
+	done := j.job.CreationTimestamp.Time
+	if c := j.job.Status.CompletionTime; c != nil {
+		done = c.Time
+	}
+	return f.JobUID != string(j.job.UID) && f.Time.Before(done.Truncate(time.Second))
 }

@@ -62,7 +62,8 @@ func TestVerifyRepairsChangedFiles(t *testing.T) {
 	waitFor(t, 60*time.Second, "node 0 repaired", func() (bool, string) {
 		data, _ := os.ReadFile(files[0])
 		v := verifiedBy(nodeName(0))
-		return bytes.Equal(data, orig) && v != nil && len(v.Drift) == 0, fmt.Sprintf("file restored %v, verification %+v", bytes.Equal(data, orig), v)
+		return bytes.Equal(data, orig) && v != nil && len(v.Drift) == 0, fmt.Sprintf("file restored %v, verification %+v; Jobs %v; events %q %q; status %+v", bytes.Equal(data, orig), v,
+			installJobs(t, env.Client), eventNotes(t, env.Client, "alpha", corev1.EventTypeNormal), eventNotes(t, env.Client, "alpha", corev1.EventTypeWarning), getShim(t, env.Client, "alpha").Status)
 	})
 	waitFor(t, 30*time.Second, "alpha Ready again", ready(env.Client, "alpha"))
 

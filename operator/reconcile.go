@@ -499,6 +499,9 @@ func (r *Reconciler) createJob(ctx context.Context, job *batchv1.Job, node strin
 		if ov := viewJob(old); ov.running() {
 			return false, nil
 		}
+		// The node is free until the next reconcile creates the Job anew
+		// (a held node counts as changing: it would wait for gateGrace).
+		r.gate.release(node, job.Name)
 		return false, client.IgnoreNotFound(r.client.Delete(ctx, old, client.PropagationPolicy(metav1.DeletePropagationBackground)))
 	}
 	if err != nil {

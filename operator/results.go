@@ -77,12 +77,11 @@ func (r *Reconciler) recordFinishedJobs(ctx context.Context, obs *observed) erro
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	// What the verifications found is drift from now on.
+	// What the verifications found is drift from now on; what the installs
+	// repaired is not.
 	now := time.Now()
 	for i := range obs.views {
-		if v := &obs.views[i]; v.verify != nil && v.verified != nil && v.verified.Job == v.verify.job.Name {
-			v.detectDrift(obs.shim, obs.hash, now)
-		}
+		obs.views[i].detectDrift(obs.shim, obs.hash, now)
 	}
 	return nil
 }
