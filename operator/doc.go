@@ -126,6 +126,20 @@
 // for another Shim's failure, records no failure of its own and is
 // installed on that node again, alone.
 //
+// # Drift and verification
+//
+// A node labelled as having a Shim at the target is drifted when its
+// kubelet no longer reports one of the Shim's handlers
+// (node.status.runtimeHandlers), or when its last verification found it
+// unlike its install record. Every Options.VerifyPeriod, once a Shim's
+// rollout is done, each such node is verified by a Job of plan.OpVerify
+// (at most maxUpdate at a time, holding the node in the gate, never
+// counted as changing); the finding is recorded on the node
+// (nodelabel.Verification). A drifted node is counted in
+// status.driftedNodes and installed again under maxUpdate (Warning Event
+// Drifted, Normal Repairing), which lays out the bundle again and records
+// a clean verification (nodelabel.Mark).
+//
 // # The node plan and the node's result
 //
 // BuildPlan turns a Shim into the plan.NodePlan of one node, applying
