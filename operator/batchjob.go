@@ -171,6 +171,7 @@ func (r *Reconciler) startInstall(ctx context.Context, obs *observed, v *nodeVie
 	if err != nil || !created {
 		return err
 	}
+	v.held = true
 	names := make([]string, len(b.partners))
 	for k, o := range b.partners {
 		names[k] = o.shim.Name

@@ -481,6 +481,9 @@ func (r *Reconciler) startJob(ctx context.Context, obs *observed, v *nodeView, o
 	if err != nil || !created {
 		return err
 	}
+	if op != opVerify {
+		v.held = true // changing from now on, before the cache shows its Job
+	}
 	obs.events.add(reason, action(op), fmt.Sprintf("node %s (Job %s)", v.node.Name, job.Name))
 	return nil
 }

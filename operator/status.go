@@ -139,7 +139,7 @@ func counts(obs *observed) v1alpha1.ShimStatus {
 				st.DriftedNodes++
 			}
 		}
-		if v.job != nil && v.job.running() {
+		if v.held || v.job != nil && v.job.running() {
 			st.InProgressNodes++
 		}
 	}
