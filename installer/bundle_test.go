@@ -45,7 +45,8 @@ func (n *fakeNode) installer() *installer.Installer {
 	preset, _ := containerdconfig.PresetNamed(containerdconfig.PresetContainerd)
 	return &installer.Installer{
 		HostRoot: n.root, Preset: &preset, Units: n.units,
-		Restarter: installer.RestartFunc(func(context.Context) error { n.restarts.Add(1); return nil }),
+		CanarySettle: -1, // no kubelet to reconnect (TestCanarySettle waits)
+		Restarter:    installer.RestartFunc(func(context.Context) error { n.restarts.Add(1); return nil }),
 		Health: installer.HealthFunc(func(_ context.Context, h string, present bool) error {
 			if n.unhealthy.Load() && h != "" { // the install's check fails, the rollback's passes
 				return installer.ErrUnhealthy

@@ -113,7 +113,8 @@ func TestCanaryOnNode(t *testing.T) {
 // CRI (criCanary), and a CRI client of the node.
 func criInstaller(t *testing.T, n *testutil.Node) (*installer.Installer, runtimeapi.RuntimeServiceClient) {
 	t.Helper()
-	return &installer.Installer{HostRoot: n.Root, Canary: &criCanary{Socket: n.Socket(), HostRoot: n.Root}}, runtimeClient(t, n.Socket())
+	// No kubelet whose connection to containerd would reconnect: no settle.
+	return &installer.Installer{HostRoot: n.Root, Canary: &criCanary{Socket: n.Socket(), HostRoot: n.Root}, CanarySettle: -1}, runtimeClient(t, n.Socket())
 }
 
 func assertNoCanaryLeft(ctx context.Context, t *testing.T, n *testutil.Node, rt runtimeapi.RuntimeServiceClient) {

@@ -71,6 +71,13 @@ type Installer struct {
 	// canarypod.Runner, which has kubelet run it). A plan with a canary
 	// fails with ErrCanaryFailed without one, unless Offline.
 	Canary CanaryRunner
+	// CanarySettle is how long after containerd came back from a restart
+	// the canary pod is created: the kubelet's connection to containerd
+	// reconnects with gRPC's backoff (1s, then ×1.6), and a pod it is given
+	// before then fails to get a sandbox ("connection error") and is
+	// retried only after the kubelet's pod backoff (10s). Default
+	// DefaultCanarySettle; negative: none.
+	CanarySettle time.Duration
 	// Fetcher, when set, replaces the fetcher built from the plan's
 	// artifact (tests, image builders with their own source).
 	Fetcher fetch.Fetcher

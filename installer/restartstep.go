@@ -38,7 +38,7 @@ func (s *restartContainerd) do(ctx context.Context, r *run) error {
 	start := time.Now()
 	defer func() {
 		for _, x := range runs {
-			x.restartDur = time.Since(start)
+			x.restartDur, x.backAt = time.Since(start), time.Now()
 		}
 	}()
 	if err := i.restarter(r.target).Restart(ctx); err != nil {

@@ -54,6 +54,7 @@ type run struct {
 	newLinks   map[string]string          // PATH links to create (preflight)
 	ownLinks   []string                   // PATH links the Shim made before and keeps
 	restartDur time.Duration
+	backAt     time.Time     // containerd answered again after the restart
 	canaryDur  time.Duration // the canary passed in this time
 	committed  bool          // the run's changes are final
 }
