@@ -16,10 +16,10 @@ import (
 // negative.
 func TestCanarySettle(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		settle  time.Duration
-		min     time.Duration // the least time from containerd back to the canary
-		max     time.Duration
+		name   string
+		settle time.Duration
+		min    time.Duration // the least time from containerd back to the canary
+		max    time.Duration
 	}{
 		{"after a restart", 400 * time.Millisecond, 400 * time.Millisecond, 5 * time.Second},
 		{"none asked", -1, 0, 300 * time.Millisecond},
