@@ -80,13 +80,7 @@ func TestDriftIsFoundAndRepaired(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			n := newFakeNode(t, "version = 2\n")
-			inst := n.installer()
-			p := gvisorLikePlan(t, srv, "v1")
-			if _, err := inst.Install(ctx, p); err != nil {
-				t.Fatal(err)
-			}
-			in := readInstalled(t, n, "gvisor", gvisorFiles...)
+			n, inst, p, in := installedGvisor(t, srv)
 			if res, err := inst.Verify(ctx, verifyOf(p)); err != nil || len(res.Drift) != 0 {
 				t.Fatalf("right after the install: %+v %v", res, err)
 			}

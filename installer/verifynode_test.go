@@ -39,6 +39,20 @@ type installed struct {
 	files map[string][]byte
 }
 
+// installedGvisor installs the gvisor-like bundle v1 (served by srv) on a
+// new fake node and returns the node, its installer, the plan and what
+// the install placed.
+func installedGvisor(t *testing.T, srv *testutil.FileServer) (*fakeNode, *installer.Installer, *plan.NodePlan, installed) {
+	t.Helper()
+	n := newFakeNode(t, "version = 2\n")
+	inst := n.installer()
+	p := gvisorLikePlan(t, srv, "v1")
+	if _, err := inst.Install(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	return n, inst, p, readInstalled(t, n, "gvisor", gvisorFiles...)
+}
+
 func readInstalled(t *testing.T, n *fakeNode, shim string, names ...string) installed {
 	t.Helper()
 	cur := "/opt/shimkit/" + shim + "/current"
@@ -100,13 +114,7 @@ func TestVerifyNotInstalled(t *testing.T) {
 // the node lock, it waits.
 func TestVerifyIsReadOnly(t *testing.T) {
 	ctx := context.Background()
-	n := newFakeNode(t, "version = 2\n")
-	inst := n.installer()
-	p := gvisorLikePlan(t, testutil.StartFileServer(t), "v1")
-	if _, err := inst.Install(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	in := readInstalled(t, n, "gvisor", gvisorFiles...)
+	n, inst, p, in := installedGvisor(t, testutil.StartFileServer(t))
 	must(t, os.Remove(n.local(in.dir+"/runsc")))
 	editState(t, n, func(s map[string]any) { s["pending"] = map[string]any{"op": "install", "shim": "gvisor"} })
 	before := snapshot(t, n.root)
@@ -151,13 +159,7 @@ func TestVerifyIsReadOnly(t *testing.T) {
 // missing file still is. Installing the same plan again records them.
 func TestVerifyOldRecord(t *testing.T) {
 	ctx := context.Background()
-	n := newFakeNode(t, "version = 2\n")
-	inst := n.installer()
-	p := gvisorLikePlan(t, testutil.StartFileServer(t), "v1")
-	if _, err := inst.Install(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	in := readInstalled(t, n, "gvisor", gvisorFiles...)
+	n, inst, p, in := installedGvisor(t, testutil.StartFileServer(t))
 	editState(t, n, func(s map[string]any) { delete(s["shims"].(map[string]any)["gvisor"].(map[string]any), "fileDigests") })
 	writeFile(t, n.local(in.dir+"/runsc.toml"), "edited\n")
 	if res, err := inst.Verify(ctx, verifyOf(p)); err != nil || len(res.Drift) != 0 {

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -28,19 +26,7 @@ func TestListGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "list.json")
-	if *update {
-		if err := os.WriteFile(golden, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(data, want) {
-		t.Errorf("encoding differs from %s:\n%s", golden, cmp.Diff(string(want), string(data)))
-	}
+	want := assertGolden(t, "list.json", data)
 	back, err := plan.DecodePlans(want)
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,26 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files")
 
+// assertGolden compares data with the golden file testdata/name (rewriting
+// it with -update) and returns the file's content.
+func assertGolden(t *testing.T, name string, data []byte) []byte {
+	t.Helper()
+	golden := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(golden, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(data, want) {
+		t.Errorf("encoding differs from %s:\n%s", golden, cmp.Diff(string(want), string(data)))
+	}
+	return want
+}
+
 // gvisorPlan is the plan of a gVisor bundle: runsc, its shim and a config
 // file that names runsc through the bundle placeholder.
 func gvisorPlan() *plan.NodePlan {
@@ -73,19 +93,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden := filepath.Join("testdata", name+".json")
-			if *update {
-				if err := os.WriteFile(golden, data, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(data, want) {
-				t.Errorf("encoding differs from %s:\n%s", golden, cmp.Diff(string(want), string(data)))
-			}
+			want := assertGolden(t, name+".json", data)
 			back, err := plan.Decode(want)
 			if err != nil {
 				t.Fatal(err)

@@ -3,8 +3,6 @@ package plan_test
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -37,19 +35,7 @@ func TestResultGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	data = append(data, '\n')
-	golden := filepath.Join("testdata", "verify-result.json")
-	if *update {
-		if err := os.WriteFile(golden, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(data, want) {
-		t.Errorf("encoding differs from %s:\n%s", golden, cmp.Diff(string(want), string(data)))
-	}
+	want := assertGolden(t, "verify-result.json", data)
 	back, err := plan.DecodeResult(bytes.TrimSpace(want))
 	if err != nil {
 		t.Fatal(err)
