@@ -53,7 +53,6 @@ func testNodes(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBuild
 
 	// Two Shims together, one node at a time: one installer run and one
 	// containerd restart per node for both.
-	before := restartWindows(t, c)
 	starts := make([]int, len(c.Nodes))
 	for i, n := range c.Nodes {
 		starts[i] = n.ContainerdStarts(t)
@@ -82,7 +81,7 @@ func testNodes(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBuild
 
 	// A shim that crashes on start until the node is fixed.
 	stalledAt := nodeConfigs(t, c)
-	before = restartWindows(t, c)
+	before := restartWindows(t, c)
 	flaky := flakyShim(t, srv, runcShim, pool)
 	if err := c.Client.Create(ctx, flaky); err != nil {
 		t.Fatal(err)

@@ -209,11 +209,6 @@ func (r *run) bundleIntact() bool {
 	return len(r.bundleDrift) == 0
 }
 
-func fileExists(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.Mode().IsRegular()
-}
-
 // syncPath fsyncs a file or a directory.
 func syncPath(p string) error {
 	f, err := os.Open(p)
