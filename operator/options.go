@@ -67,8 +67,9 @@ type Options struct {
 	// BatchWindow is how long a Shim that has nodes to install waits for
 	// other Shims changed with it to offer theirs, so that one installer
 	// run per node installs them all with one containerd restart; it only
-	// waits while another Shim has an unreconciled change or pending
-	// installs. Default 2s; negative: every Shim's installs run alone.
+	// waits after a change of its own, or while another Shim has an
+	// unreconciled change or pending installs. Default 2s; negative: every
+	// Shim's installs run alone.
 	BatchWindow time.Duration
 	// VerifyPeriod is how often each node that has a Shim at its current
 	// spec is checked against what its install recorded (the installed
