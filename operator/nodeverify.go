@@ -55,7 +55,11 @@ func (r *Reconciler) startVerifies(ctx context.Context, obs *observed, budget in
 		}
 	}
 	running := 0
-	var due []*nodeView
+	type dueNode struct {
+		v  *nodeView
+		at time.Time
+	}
+	var due []dueNode
 	for i := range obs.views {
 		v := &obs.views[i]
 		if v.verify != nil && v.verify.running() {
@@ -67,17 +71,14 @@ func (r *Reconciler) startVerifies(ctx context.Context, obs *observed, budget in
 		case at.After(now):
 			later(at)
 		default:
-			due = append(due, v)
+			due = append(due, dueNode{v, at})
 		}
 	}
-	slices.SortStableFunc(due, func(a, b *nodeView) int {
-		at, _ := a.verifyDue(obs.hash, r.opts.VerifyPeriod)
-		bt, _ := b.verifyDue(obs.hash, r.opts.VerifyPeriod)
-		return at.Compare(bt)
-	})
+	slices.SortStableFunc(due, func(a, b dueNode) int { return a.at.Compare(b.at) })
 	g := r.group(ctx)
 	started := 0
-	for _, v := range due {
+	for _, d := range due {
+		v := d.v
 		if started >= budget-running {
 			break // the next ones when these finish (their Jobs' events)
 		}
