@@ -75,7 +75,7 @@ func TestBatchOffers(t *testing.T) {
 
 	job := gateJob("batch-n1", "a", "n1", true, now)
 	job.Annotations = map[string]string{MembersAnnotation: `[{"shim":"a","specHash":"h1"},{"shim":"b","specHash":"h2"}]`}
-	g.sync([]batchv1.Job{job}, now.Add(time.Second))
+	g.sync([]*batchv1.Job{job}, now.Add(time.Second))
 	if a, b := g.offers["a"].free, ps[0].free; a != 1 || b != 1 {
 		t.Errorf("after the batch completed: free a=%d b=%d, want 1 and 1", a, b)
 	}
@@ -88,7 +88,7 @@ func TestBatchOffers(t *testing.T) {
 	failed := gateJob("batch-n2", "a", "n2", false, now)
 	failed.Annotations = job.Annotations
 	failed.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue}}
-	g.sync([]batchv1.Job{failed}, now.Add(time.Second))
+	g.sync([]*batchv1.Job{failed}, now.Add(time.Second))
 	if a, b := g.offers["a"].free, ps[0].free; a != 0 || b != 0 {
 		t.Errorf("after the batch failed: free a=%d b=%d, want 0 and 0", a, b)
 	}

@@ -48,7 +48,7 @@ type hold struct {
 // sync brings the holds up to date with the Jobs of the namespace:
 // running ones hold their node, finished ones release it, and a hold the
 // cache does not show yet is kept for gateGrace.
-func (g *nodeGate) sync(jobs []batchv1.Job, now time.Time) {
+func (g *nodeGate) sync(jobs []*batchv1.Job, now time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.held == nil {
@@ -56,8 +56,7 @@ func (g *nodeGate) sync(jobs []batchv1.Job, now time.Time) {
 	}
 	state := map[string]bool{}    // Job name → running
 	complete := map[string]bool{} // Job name → completed
-	for i := range jobs {
-		j := &jobs[i]
+	for _, j := range jobs {
 		v := viewJob(j)
 		running := v.running()
 		state[j.Name] = running

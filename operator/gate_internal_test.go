@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-func gateJob(name, shim, node string, done bool, created time.Time) batchv1.Job {
-	j := batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{labelShim: shim, labelNode: node}, CreationTimestamp: metav1.NewTime(created)}}
+func gateJob(name, shim, node string, done bool, created time.Time) *batchv1.Job {
+	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{labelShim: shim, labelNode: node}, CreationTimestamp: metav1.NewTime(created)}}
 	j.Spec.Template.Spec.NodeName = node
 	if done {
 		j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
@@ -45,14 +45,14 @@ func TestNodeGate(t *testing.T) {
 		t.Error("a hold was dropped while the cache lags")
 	}
 	// a-n1 finished; b-n2 runs.
-	g.sync([]batchv1.Job{gateJob("a-n1", "a", "n1", true, now), gateJob("b-n2", "b", "n2", false, now)}, now.Add(20*time.Second))
+	g.sync([]*batchv1.Job{gateJob("a-n1", "a", "n1", true, now), gateJob("b-n2", "b", "n2", false, now)}, now.Add(20*time.Second))
 	if !g.acquire("n1", "b", "b-n1", nil, now) {
 		t.Error("n1 not free after a's Job finished")
 	}
 	g.release("n1", "b-n1")
 	// A restarted operator learns running Jobs from the cache.
 	fresh := &nodeGate{}
-	fresh.sync([]batchv1.Job{gateJob("c-n4", "c", "n4", false, now)}, now)
+	fresh.sync([]*batchv1.Job{gateJob("c-n4", "c", "n4", false, now)}, now)
 	if fresh.acquire("n4", "d", "d-n4", nil, now) {
 		t.Error("a restarted gate let d onto c's node")
 	}

@@ -42,6 +42,10 @@ type Reconciler struct {
 	pins     pins
 	retries  retries
 	gate     *nodeGate
+	// nodes and jobs are the cache's own objects (SetupWithManager; nil:
+	// read through client).
+	nodes *store[*corev1.Node]
+	jobs  *store[*batchv1.Job]
 	// pending are the per-node events held back, statusPace when each
 	// Shim's status was last written (both pace a rollout's writes).
 	pending    pendingEvents
@@ -149,22 +153,20 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	// node and Job per reconcile was most of the operator's garbage): a
 	// reconcile never changes them; it patches by name, and copies what it
 	// changes (a node's taints).
-	var nodes corev1.NodeList
-	if err := r.client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
+	nodes, err := r.listNodes(ctx)
+	if err != nil {
+		return nil, err
 	}
-	// Every Shim's Jobs: the node gate counts them all.
-	var jobs batchv1.JobList
-	if err := r.client.List(ctx, &jobs, client.InNamespace(r.opts.Namespace), client.MatchingLabels{labelManagedBy: managedBy}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("list Jobs of Shim %s: %w", shim.Name, err)
+	jobs, err := r.listJobs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("Shim %s: %w", shim.Name, err)
 	}
-	r.gate.sync(jobs.Items, time.Now())
+	r.gate.sync(jobs, time.Now())
 	// The newest install or uninstall Job of each node, and apart from
 	// them the newest verifying Job: it changes nothing, so the rollout
 	// does not see it.
 	latest, verifying := map[string]*jobView{}, map[string]*jobView{}
-	for i := range jobs.Items {
-		j := &jobs.Items[i]
+	for _, j := range jobs {
 		jv, ok := jobFor(j, shim)
 		if !ok || r.retries.deleted(shim, j.UID) {
 			continue // another Shim's, an earlier Shim's of the same name, or deleted by a retry
@@ -189,8 +191,8 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	obs.hash = targetHash(shim, obs.specHash, obs.art)
 	current := map[types.UID]bool{}
 	now := time.Now()
-	for i := range nodes.Items {
-		v := viewNode(shim, &nodes.Items[i])
+	for _, n := range nodes {
+		v := viewNode(shim, n)
 		if j := latest[v.node.Name]; j != nil {
 			v.job = j
 			v.job.result, v.job.resultRead = r.results.get(shim.Name, j.job.UID)

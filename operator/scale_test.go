@@ -134,6 +134,10 @@ func scale(b *testing.B, nodes int, d time.Duration, qps, window string) {
 			b.Logf("%d Jobs by operation: %v; %d Events by reason: %v", len(jobs.Items), ops, len(evs.Items), reasons)
 		}
 		peak = max(peak, vmHWM(cmd.Process.Pid))
+		if heap := os.Getenv("SHIMKIT_SCALE_HEAP"); heap != "" && pprof != "" {
+			saveProfile(b, "http://"+pprofAddr+"/debug/pprof/heap", heap)
+		}
+		b.Logf("operator memory now: %s", memStatus(cmd.Process.Pid))
 		cancel()
 		_ = cmd.Wait()
 
@@ -175,6 +179,24 @@ func vmHWM(pid int) int64 {
 	return 0
 }
 
+// memStatus is a process's resident memory by kind (/proc/<pid>/status):
+// anonymous (the Go heap and runtime) and file-backed (its binary).
+func memStatus(pid int) string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for line := range strings.SplitSeq(string(data), "\n") {
+		for _, k := range []string{"VmHWM:", "VmRSS:", "RssAnon:", "RssFile:"} {
+			if v, ok := strings.CutPrefix(line, k); ok {
+				out = append(out, k+" "+strings.TrimSpace(v))
+			}
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
 // machineCPU returns the machine's CPU time so far, all and busy (not
 // idle or iowait), in clock ticks (/proc/stat).
 func machineCPU() (all, busy int64) {
@@ -209,16 +231,22 @@ func processCPU(pid int) time.Duration {
 
 // profile writes the operator's CPU profile over d to file.
 func profile(b *testing.B, addr, file string, d time.Duration) {
+	saveProfile(b, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds())), file)
+}
+
+// saveProfile writes what the operator's pprof endpoint url answers to
+// file.
+func saveProfile(b *testing.B, url, file string) {
 	var resp *http.Response
 	var err error
 	for range 50 { // until the operator listens
-		if resp, err = http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds()))); err == nil {
+		if resp, err = http.Get(url); err == nil {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	if err != nil {
-		b.Logf("CPU profile: %v", err)
+		b.Logf("profile: %v", err)
 		return
 	}
 	defer func() { _ = resp.Body.Close() }()
@@ -227,7 +255,7 @@ func profile(b *testing.B, addr, file string, d time.Duration) {
 		err = os.WriteFile(file, data, 0o644)
 	}
 	if err != nil {
-		b.Logf("CPU profile: %v", err)
+		b.Logf("profile: %v", err)
 	}
 }
 

@@ -40,6 +40,7 @@ import (
 // pods.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.reader = mgr.GetAPIReader()
+	r.nodes, r.jobs = newStore[*corev1.Node](), newStore[*batchv1.Job]()
 	if err := r.metrics.Register(crmetrics.Registry); err != nil {
 		return err
 	}
@@ -74,8 +75,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("shim").
 		For(&v1alpha1.Shim{}, builder.WithPredicates(shimChanged())).
 		// Every Shim that owns a Job: a batch Job's partners too.
-		Watches(&batchv1.Job{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.Shim{}), builder.WithPredicates(jobChanged())).
+		Watches(&batchv1.Job{}, r.jobs.handler(handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.Shim{}), jobChanged())).
 		Watches(&nodev1.RuntimeClass{}, shimsNaming).
-		Watches(&corev1.Node{}, allShims, builder.WithPredicates(predicate.Or(foreignLabelChanged(), nodeLifecycle(), nodeInfoChanged()))).
+		Watches(&corev1.Node{}, r.nodes.handler(allShims, predicate.Or(foreignLabelChanged(), nodeLifecycle(), nodeInfoChanged()))).
 		Complete(r)
 }
