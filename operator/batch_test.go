@@ -102,6 +102,23 @@ func TestBatchOneInstallerRunPerNode(t *testing.T) {
 			t.Errorf("%s on %d nodes, want 3", name, got)
 		}
 	}
+
+	// A node that joins later gets both Shims from one installer run too:
+	// the first Shim to see it waits for the other, which selects it and
+	// has never installed it.
+	joined := "pin-joined-0000"
+	f.prepare(t, joined)
+	createNodes(t, env.Client, 1, map[string]string{"pin": "true"}, "pin-joined")
+	for _, name := range []string{"alpha", "beta"} {
+		waitFor(t, 60*time.Second, name+" on the joined node", func() (bool, string) {
+			got := nodesWith(t, env.Client, name)
+			_, ok := got[joined]
+			return ok, fmt.Sprint(got)
+		})
+	}
+	if jobs := installJobs(t, env.Client)[joined]; len(jobs) != 1 || !slices.Equal(jobs[0], []string{"alpha", "beta"}) {
+		t.Errorf("joined node: install Jobs carrying %v, want one carrying alpha and beta", jobs)
+	}
 }
 
 // TestBatchSiblingRetriedAlone: when one Shim's plan of a batch fails (its

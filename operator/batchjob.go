@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/rollout"
 )
@@ -65,7 +66,36 @@ func (r *Reconciler) offerInstalls(ctx context.Context, obs *observed, rollin ro
 			}
 		}
 	}
+	// A node another Shim will offer once it sees it (one that just
+	// joined) is worth the wait too.
+	unsettled = unsettled || othersWillOffer(obs, shims.Items, o.nodes)
 	return r.gate.offer(key, o, unsettled, now), nil
+}
+
+// othersWillOffer: another Shim selects one of the nodes and has never
+// been on it (no label, no failure): a node that joined, which every Shim
+// selecting it is about to install, or one their rollouts have yet to
+// reach.
+func othersWillOffer(obs *observed, shims []v1alpha1.Shim, nodes map[string]bool) bool {
+	for i := range obs.views {
+		n := obs.views[i].node
+		if !nodes[n.Name] {
+			continue
+		}
+		for k := range shims {
+			s := &shims[k]
+			if s.Name == obs.shim.Name || !s.DeletionTimestamp.IsZero() {
+				continue
+			}
+			if _, been := n.Labels[nodelabel.Key(s.Name)]; been || nodelabel.FailureOf(n, s.Name) != nil {
+				continue
+			}
+			if matches(s, n) && eligibility(s, n) == nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // preferShared gives the nodes that other Shims would install now the

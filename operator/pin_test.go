@@ -41,13 +41,7 @@ func startFleet(t *testing.T, env *testutil.Env, nodes int) *fleet {
 	f := &fleet{dir: t.TempDir(), reported: map[string][]string{}}
 	createNodes(t, env.Client, nodes, map[string]string{"pin": "true"}, "pin")
 	for i := range nodes {
-		cfg := filepath.Join(f.root(nodeName(i)), "etc/containerd/config.toml")
-		if err := os.MkdirAll(filepath.Dir(cfg), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(cfg, []byte("version = 2\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		f.prepare(t, nodeName(i))
 	}
 	run := realInstallerOn(t, func(j *batchv1.Job) string { return f.root(j.Spec.Template.Spec.NodeName) }, "--offline")
 	startPodKubelet(t, env, 100*time.Millisecond, func(ctx context.Context, j *batchv1.Job) podRun {
@@ -77,6 +71,18 @@ func startFleet(t *testing.T, env *testutil.Env, nodes int) *fleet {
 func nodeName(i int) string { return "pin-" + []string{"0000", "0001", "0002", "0003"}[i] }
 
 func (f *fleet) root(node string) string { return filepath.Join(f.dir, node) }
+
+// prepare gives a node of the fleet its root with a containerd config.
+func (f *fleet) prepare(t *testing.T, node string) {
+	t.Helper()
+	cfg := filepath.Join(f.root(node), "etc/containerd/config.toml")
+	if err := os.MkdirAll(filepath.Dir(cfg), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte("version = 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // last returns each node's last reported digest.
 func (f *fleet) last() map[string]string {
