@@ -38,8 +38,9 @@ const readyMarker = "/etc/shimkit-e2e/ready"
 //     rollout halts there with the other nodes untouched, and the
 //     documented retry annotation resumes it once the nodes are fixed;
 //   - a node taken out of the selector is uninstalled;
-//   - a node that joins (with the startup taint) gets the shims, then
-//     loses the taint;
+//   - a node that joins (with the startup taint) gets the three shims
+//     from one installer run (one containerd restart), then loses the
+//     taint;
 //   - deleting the Shims leaves every node as it was.
 func testNodes(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBuild, images []string) {
 	ctx := context.Background()
@@ -156,6 +157,10 @@ func testNodes(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBuild
 		return ok1 && ok2 && ok3 && !tainted
 	})
 	t.Logf("%s joined and got the three shims in %v", joined.Name, time.Since(start).Round(time.Second))
+	// Its boot, then one installer run for the three Shims.
+	if got := joined.ContainerdStarts(t); got != 2 {
+		t.Errorf("containerd on the joined node %s started %d times, want twice (its boot, then one restart for the three Shims)", joined.Name, got)
+	}
 
 	// Delete: every node as it was.
 	for _, s := range []*v1alpha1.Shim{fleet, duo, flaky} {
