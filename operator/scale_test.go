@@ -5,11 +5,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,6 +19,9 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 
 	"github.com/shimkit/shimkit/internal/testutil"
 )
@@ -92,6 +97,7 @@ func scale(b *testing.B, nodes int, d time.Duration, qps, window string) {
 		}
 		b.Cleanup(func() { cancel(); _ = cmd.Wait() })
 		cpu0, busy0 := machineCPU()
+		plane0 := controlPlaneCPU()
 		start := time.Now()
 		if pprof != "" {
 			go profile(b, pprofAddr, pprof, 10*d+5*time.Second)
@@ -118,7 +124,9 @@ func scale(b *testing.B, nodes int, d time.Duration, qps, window string) {
 		}
 		cpu1, busy1 := machineCPU()
 		operatorCPU := processCPU(cmd.Process.Pid)
+		plane1 := controlPlaneCPU()
 		requests, writes := scrapeRequests(b, metricsAddr)
+		serverLatency(b, env)
 		var evs eventsv1.EventList
 		var jobs batchv1.JobList
 		if err := env.Client.List(context.Background(), &evs); err == nil {
@@ -150,8 +158,11 @@ func scale(b *testing.B, nodes int, d time.Duration, qps, window string) {
 		b.ReportMetric(float64(peak)/1024, "peak-RSS-MiB")
 		b.ReportMetric(100*float64(busy1-busy0)/float64(cpu1-cpu0), "machine-CPU-%")
 		b.ReportMetric(operatorCPU.Seconds(), "operator-CPU-s")
-		b.Logf("%d nodes, maxUpdate 10%%, D=%v, QPS %s, batch window %s: Ready after %v (ideal %v), %d API requests (%d writes), peak RSS %d KiB, operator CPU %v, machine busy %.0f%%",
-			nodes, d, orDefault(qps), orDefault(window), wall.Round(time.Millisecond), ideal, requests, writes, peak, operatorCPU, 100*float64(busy1-busy0)/float64(cpu1-cpu0))
+		b.ReportMetric((plane1["kube-apiserver"] - plane0["kube-apiserver"]).Seconds(), "apiserver-CPU-s")
+		b.ReportMetric((plane1["etcd"] - plane0["etcd"]).Seconds(), "etcd-CPU-s")
+		b.Logf("%d nodes, maxUpdate 10%%, D=%v, QPS %s, batch window %s: Ready after %v (ideal %v), %d API requests (%d writes), peak RSS %d KiB, operator CPU %v, kube-apiserver CPU %v, etcd CPU %v, machine busy %.0f%%",
+			nodes, d, orDefault(qps), orDefault(window), wall.Round(time.Millisecond), ideal, requests, writes, peak, operatorCPU,
+			plane1["kube-apiserver"]-plane0["kube-apiserver"], plane1["etcd"]-plane0["etcd"], 100*float64(busy1-busy0)/float64(cpu1-cpu0))
 	}
 }
 
@@ -215,6 +226,34 @@ func machineCPU() (all, busy int64) {
 	return all, busy
 }
 
+// controlPlaneCPU is the CPU time of this test's kube-apiserver and etcd
+// (its child processes of those names), by name.
+func controlPlaneCPU() map[string]time.Duration {
+	out := map[string]time.Duration{}
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		comm, rest, ok := strings.Cut(string(data), ") ")
+		if !ok {
+			continue
+		}
+		_, comm, _ = strings.Cut(comm, "(")
+		f := strings.Fields(rest)
+		if ppid, _ := strconv.Atoi(f[1]); ppid != os.Getpid() || comm != "kube-apiserver" && comm != "etcd" {
+			continue
+		}
+		out[comm] += processCPU(pid)
+	}
+	return out
+}
+
 // processCPU is a process's user and system CPU time (/proc/<pid>/stat,
 // in clock ticks of 10 ms).
 func processCPU(pid int) time.Duration {
@@ -259,6 +298,56 @@ func saveProfile(b *testing.B, url, file string) {
 	}
 }
 
+// serverLatency logs the API server's requests and their mean latency by
+// verb and resource (its apiserver_request_duration_seconds, for the whole
+// run: the nodes' creation and the stand-in kubelet's Job status updates
+// too; the rest is the operator's).
+func serverLatency(b *testing.B, env *testutil.Env) {
+	rc, err := rest.RESTClientFor(restConfigForRaw(env.Config))
+	if err != nil {
+		b.Logf("API server metrics: %v", err)
+		return
+	}
+	body, err := rc.Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		b.Logf("API server metrics: %v", err)
+		return
+	}
+	sum, count := map[string]float64{}, map[string]float64{}
+	for line := range strings.SplitSeq(string(body), "\n") {
+		name, rest, ok := strings.Cut(line, "{")
+		if !ok || name != "apiserver_request_duration_seconds_sum" && name != "apiserver_request_duration_seconds_count" {
+			continue
+		}
+		label := func(k string) string {
+			_, v, _ := strings.Cut(rest, k+`="`)
+			v, _, _ = strings.Cut(v, `"`)
+			return v
+		}
+		key := label("verb") + " " + label("resource") + label("subresource")
+		f := strings.Fields(line)
+		v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+		if strings.HasSuffix(name, "_sum") {
+			sum[key] += v
+		} else {
+			count[key] += v
+		}
+	}
+	keys := slices.Sorted(maps.Keys(count))
+	for _, k := range keys {
+		if n := count[k]; n > 0 && !strings.HasPrefix(k, "WATCH") {
+			b.Logf("API server: %s: %.0f requests, mean %v", k, n, time.Duration(sum[k]/n*float64(time.Second)).Round(100*time.Microsecond))
+		}
+	}
+}
+
+func restConfigForRaw(c *rest.Config) *rest.Config {
+	c = rest.CopyConfig(c)
+	c.GroupVersion = &schema.GroupVersion{}
+	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	return c
+}
+
 // scrapeRequests sums the operator's rest_client_requests_total, and the
 // writes among them (every method but GET), and logs them by method.
 func scrapeRequests(b *testing.B, addr string) (total, writes int64) {
@@ -293,5 +382,6 @@ func scrapeRequests(b *testing.B, addr string) (total, writes int64) {
 		}
 	}
 	b.Logf("API requests by method: %v", byMethod)
+
 	return total, writes
 }
