@@ -1,0 +1,23 @@
+package operator
+
+import (
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+)
+
+// InstallJob is the install Job the reconciler would create for the Shim
+// on the node (the scale benchmark's floor creates them itself).
+func InstallJob(shim *v1alpha1.Shim, node *corev1.Node, opts Options) (*batchv1.Job, error) {
+	r, err := New(nil, nil, opts)
+	if err != nil {
+		return nil, err
+	}
+	p, err := BuildPlan(shim, node, plan.OpInstall, r.opts)
+	if err != nil {
+		return nil, err
+	}
+	return r.buildJob(shim, node, p, specHash(shim))
+}
