@@ -143,4 +143,3 @@ func complete(j *batchv1.Job) bool {
 	}
 	return false
 }
-
