@@ -117,7 +117,8 @@
 // after a restart), and Options.MaxRestartingNodes caps how many nodes hold
 // one at once. Shims with installs pending on the same node share one Job:
 // a Shim with nodes to install offers them and waits up to
-// Options.BatchWindow while another Shim is unsettled; the Shim that starts
+// Options.BatchWindow while another Shim is unsettled, or selects one of
+// those nodes and has never been on it (a node that joined); the Shim that starts
 // the Job claims the other offers of that node that are compatible (same
 // pull secret and trusted root, no handler in common), and the Job carries
 // a plan.NodePlanList, has every member as an owner, and lists them in the
@@ -125,6 +126,11 @@
 // result; a member whose item is plan.ReasonSiblingFailed was rolled back
 // for another Shim's failure, records no failure of its own and is
 // installed on that node again, alone.
+//
+// The reconciler reads every Node and the operator's Jobs as the cache's
+// own objects, without copies: the controller's event handlers record
+// each one before the watch predicates decide whether to enqueue, so a
+// reconcile always sees the event that started it.
 //
 // # Drift and verification
 //

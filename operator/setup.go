@@ -37,7 +37,8 @@ import (
 // labels or its operating system, architecture or container runtime
 // requeues every Shim). The installer pods' results are read from the API
 // server directly (list, once per finished Job), so the manager caches no
-// pods.
+// pods. The Node and Job handlers also keep the reconciler's stores of the
+// cache's own objects (store.go).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.reader = mgr.GetAPIReader()
 	r.nodes, r.jobs = newStore[*corev1.Node](), newStore[*batchv1.Job]()
