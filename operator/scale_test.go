@@ -90,12 +90,19 @@ func scale(b *testing.B, nodes int, d time.Duration, qps, window string) {
 			args = append(args, "--pprof-bind-address", pprofAddr)
 		}
 		cmd := exec.CommandContext(ctx, bin, args...)
-		logf, _ := os.Create(filepath.Join(os.TempDir(), "shimkit-scale-operator.log"))
+		logPath := filepath.Join(os.TempDir(), "shimkit-scale-operator.log")
+		logf, _ := os.Create(logPath)
 		cmd.Stdout, cmd.Stderr = logf, logf
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { cancel(); _ = cmd.Wait() })
+		// The clock starts with the operator running, as an admin's Shim
+		// finds it: its caches synced, its workers started.
+		waitFor(b, time.Minute, "the operator's workers", func() (bool, string) {
+			data, _ := os.ReadFile(logPath)
+			return strings.Contains(string(data), "Starting workers"), logPath
+		})
 		cpu0, busy0 := machineCPU()
 		plane0 := controlPlaneCPU()
 		start := time.Now()
