@@ -159,7 +159,7 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	}
 	jobs, err := r.listJobs(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("Shim %s: %w", shim.Name, err)
+		return nil, fmt.Errorf("shim %s: %w", shim.Name, err)
 	}
 	r.gate.sync(jobs, time.Now())
 	// The newest install or uninstall Job of each node, and apart from
