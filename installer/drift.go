@@ -1,17 +1,16 @@
 package installer
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/opencontainers/go-digest"
 
 	"github.com/shimkit/shimkit/containerdconfig"
 	"github.com/shimkit/shimkit/installer/plan"
@@ -170,19 +169,23 @@ func (i *Installer) unitDrift(rec ShimState) ([]string, error) {
 // config that does not parse) is the error, returned with the drift
 // found before it.
 func (i *Installer) nodeDrift(t containerdconfig.Target, rec ShimState, files []plan.File) ([]string, error) {
-	var out []string
-	for _, check := range []func() ([]string, error){
-		func() ([]string, error) { return i.bundleDrift(rec, files) },
-		func() ([]string, error) { return handlerDrift(t, rec) },
-		func() ([]string, error) { return i.unitDrift(rec) },
-	} {
-		d, err := check()
-		out = append(out, d...)
-		if err != nil {
-			return out, err
-		}
+	out, err := i.bundleDrift(rec, files)
+	if err != nil {
+		return out, err
 	}
-	return out, nil
+	rest, err := i.setupDrift(t, rec)
+	return append(out, rest...), err
+}
+
+// setupDrift compares what of a Shim's record lies outside its bundle:
+// its handlers in containerd's config, then its units.
+func (i *Installer) setupDrift(t containerdconfig.Target, rec ShimState) ([]string, error) {
+	out, err := handlerDrift(t, rec)
+	if err != nil {
+		return out, err
+	}
+	units, err := i.unitDrift(rec)
+	return append(out, units...), err
 }
 
 // fileDigest is digestOf a file's content, read as a stream.
@@ -192,9 +195,6 @@ func fileDigest(local string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+	d, err := digest.SHA256.FromReader(f)
+	return d.String(), err
 }

@@ -188,12 +188,7 @@ func (r *run) checkDrift() {
 		return
 	}
 	r.bundleIntact()
-	rest, err := handlerDrift(r.target, r.prev)
-	if err == nil {
-		var units []string
-		units, err = r.i.unitDrift(r.prev)
-		rest = append(rest, units...)
-	}
+	rest, err := r.i.setupDrift(r.target, r.prev)
 	if err != nil {
 		r.i.log().Warn("comparing the node with the record", "shim", r.plan.Shim.Name, "err", err)
 	}
