@@ -49,7 +49,7 @@ type Reconciler struct {
 	// pending are the per-node events held back, statusPace when each
 	// Shim's status was last written (both pace a rollout's writes).
 	pending    pendingEvents
-	statusPace statusPace
+	statusPace pace
 }
 
 // New returns a Reconciler. recorder may be nil (no events).
@@ -190,7 +190,6 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	}
 	obs.hash = targetHash(shim, obs.specHash, obs.art)
 	current := map[types.UID]bool{}
-	now := time.Now()
 	for _, n := range nodes {
 		v := viewNode(shim, n)
 		if j := latest[v.node.Name]; j != nil {
@@ -205,9 +204,6 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 		}
 		if job, ok := held[v.node.Name]; ok && (v.job == nil || v.job.job.Name != job) {
 			v.held = true
-		}
-		if at := v.detectDrift(shim, obs.hash, now); !at.IsZero() && (obs.driftCheck.IsZero() || at.Before(obs.driftCheck)) {
-			obs.driftCheck = at
 		}
 		obs.views = append(obs.views, v)
 	}

@@ -77,11 +77,13 @@ func (r *Reconciler) recordFinishedJobs(ctx context.Context, obs *observed) erro
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	// What the verifications found is drift from now on; what the installs
-	// repaired is not.
+	// Drift, once what finished is recorded: what the verifications found
+	// is drift from now on; what the installs repaired is not.
 	now := time.Now()
 	for i := range obs.views {
-		obs.views[i].detectDrift(obs.shim, obs.hash, now)
+		if at := obs.views[i].detectDrift(obs.shim, obs.hash, now); !at.IsZero() && (obs.driftCheck.IsZero() || at.Before(obs.driftCheck)) {
+			obs.driftCheck = at
+		}
 	}
 	return nil
 }
