@@ -45,7 +45,7 @@ const eventEvery = 5 * time.Second
 type pendingEvents struct {
 	mu      sync.Mutex
 	byShim  map[string]*nodeEvents
-	emitted map[string]time.Time
+	emitted pace
 }
 
 // flushEvents adds the reconcile's notes to the Shim's and emits them, one
@@ -56,7 +56,7 @@ func (r *Reconciler) flushEvents(shim *v1alpha1.Shim, e *nodeEvents, settled boo
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.byShim == nil {
-		p.byShim, p.emitted = map[string]*nodeEvents{}, map[string]time.Time{}
+		p.byShim = map[string]*nodeEvents{}
 	}
 	all := p.byShim[shim.Name]
 	if all == nil {
@@ -74,20 +74,20 @@ func (r *Reconciler) flushEvents(shim *v1alpha1.Shim, e *nodeEvents, settled boo
 	if len(all.notes) == 0 {
 		return time.Time{}
 	}
-	if next := p.emitted[shim.Name].Add(eventEvery); !settled && now.Before(next) {
+	if next := p.emitted.next(shim.Name, eventEvery); !settled && now.Before(next) {
 		return next
 	}
 	r.emit(shim, all)
-	p.emitted[shim.Name] = now
+	p.emitted.wrote(shim.Name, now)
 	return time.Time{}
 }
 
-// forgetEvents drops a deleted Shim's notes.
+// forget drops a deleted Shim's notes.
 func (p *pendingEvents) forget(shim string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.byShim, shim)
-	delete(p.emitted, shim)
+	p.emitted.forget(shim)
 }
 
 // emit emits one Event per reason: the number of nodes and the notes of

@@ -64,9 +64,8 @@ func jobChanged() predicate.Funcs {
 
 // jobDone: the Job has its Complete or Failed condition.
 func jobDone(j *batchv1.Job) bool {
-	return slices.ContainsFunc(j.Status.Conditions, func(c batchv1.JobCondition) bool {
-		return (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue
-	})
+	v := viewJob(j)
+	return v.condition(batchv1.JobComplete) != nil || v.condition(batchv1.JobFailed) != nil
 }
 
 // foreignLabelChanged passes a node whose labels changed outside shimkit's
@@ -122,7 +121,7 @@ func nodeInfoChanged() predicate.Funcs {
 }
 
 // nodeLifecycle passes node creation and deletion (label changes pass
-// through LabelChangedPredicate), not the kubelet's status heartbeats.
+// through foreignLabelChanged), not the kubelet's status heartbeats.
 func nodeLifecycle() predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc:  func(e event.CreateEvent) bool { return true },

@@ -70,7 +70,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, obs *observed, install, r
 	// Only counts changed, during a rollout: at most one write a second.
 	now := time.Now()
 	if !obs.settled && equalConditions(shim.Status.Conditions, st.Conditions) {
-		if next := r.statusPace.next(shim.Name); now.Before(next) {
+		if next := r.statusPace.next(shim.Name, statusEvery); now.Before(next) {
 			obs.due = next
 			return nil
 		}
@@ -91,19 +91,21 @@ func (r *Reconciler) updateStatus(ctx context.Context, obs *observed, install, r
 // counts changed; a condition that changes is written at once.
 const statusEvery = time.Second
 
-// statusPace remembers when each Shim's status was last written.
-type statusPace struct {
+// pace remembers when something of each Shim was last written (its
+// status, its gathered events), so that it is written at most so often.
+type pace struct {
 	mu   sync.Mutex
 	last map[string]time.Time
 }
 
-func (p *statusPace) next(shim string) time.Time {
+// next is when the shim's may be written again, every after the last.
+func (p *pace) next(shim string, every time.Duration) time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.last[shim].Add(statusEvery)
+	return p.last[shim].Add(every)
 }
 
-func (p *statusPace) wrote(shim string, at time.Time) {
+func (p *pace) wrote(shim string, at time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.last == nil {
@@ -112,7 +114,7 @@ func (p *statusPace) wrote(shim string, at time.Time) {
 	p.last[shim] = at
 }
 
-func (p *statusPace) forget(shim string) {
+func (p *pace) forget(shim string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.last, shim)
