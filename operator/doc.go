@@ -180,6 +180,9 @@
 // into status.failingNodes, the Degraded condition and a Warning Event
 // related to the node; without a readable result, the Job's failed
 // condition stands in.
-// Exit codes 3 (rolled back) and 4 (rollback failed) fail the Job at once;
-// others are retried up to Options.JobBackoffLimit.
+// The installer's final exit codes (plan.FinalExitCodes: 2 a bad plan, 3
+// rolled back, 4 rollback failed, 5 a refusal that retrying cannot change,
+// plan.Reason.Permanent: Conflict, Reserved, DigestMismatch, ...) fail the
+// Job at once (its podFailurePolicy); 1 (a download, a restart) is retried
+// up to Options.JobBackoffLimit.
 package operator

@@ -54,11 +54,12 @@ func (r *Reconciler) buildJob(shim *v1alpha1.Shim, node *corev1.Node, p *plan.No
 			BackoffLimit:            ptr.To(o.JobBackoffLimit),
 			ActiveDeadlineSeconds:   ptr.To(int64(o.JobDeadline.Seconds())),
 			TTLSecondsAfterFinished: ptr.To(int32(o.JobTTL.Seconds())),
-			// The installer rolls back by itself; a rolled-back (3) or
-			// failed rollback (4) is final.
+			// The installer rolls back by itself; a rolled-back or failed
+			// rollback, a bad plan and a refusal that retrying cannot
+			// change (a Conflict, say) are final: the Job ends at once.
 			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
 				Action:      batchv1.PodFailurePolicyActionFailJob,
-				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{3, 4}},
+				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: plan.FinalExitCodes()},
 			}}},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: lbls, Annotations: map[string]string{PlanAnnotation: string(doc)}},

@@ -3,6 +3,7 @@ package operator_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/testutil"
 )
 
@@ -198,7 +200,7 @@ func (k *kubelet) finish(ctx context.Context, j *batchv1.Job) bool {
 			return false
 		}
 		failed = run.ExitCode != 0
-		if run.ExitCode != 3 && run.ExitCode != 4 {
+		if !slices.Contains(plan.FinalExitCodes(), run.ExitCode) {
 			reason, msg = "BackoffLimitExceeded", "Job has reached the specified backoff limit"
 		} else {
 			msg = fmt.Sprintf("Container installer for pod %s/%s failed with exit code %d matching FailJob rule at index 0", j.Namespace, j.Name, run.ExitCode)

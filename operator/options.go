@@ -31,8 +31,9 @@ type Options struct {
 	// JobBackoffLimit is how often a failed installer pod is retried;
 	// default 2. The installer is idempotent, so a retry is safe; it helps
 	// when a pod's exit is lost to a containerd restart of another shim's
-	// installer on the same node (the pod then ends Unknown). Exit codes 3
-	// and 4 (rolled back, rollback failed) fail the Job at once anyway.
+	// installer on the same node (the pod then ends Unknown). The
+	// installer's final exit codes (plan.FinalExitCodes: rolled back, a
+	// refusal such as Conflict) fail the Job at once anyway.
 	// Set it to -1 for no retries.
 	JobBackoffLimit int32
 	// HostRoot is where the node's / is mounted in the installer pod;

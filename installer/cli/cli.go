@@ -44,13 +44,16 @@ import (
 	"github.com/shimkit/shimkit/installer/plan"
 )
 
-// Exit codes: what a Job's status (and a script) can tell apart.
+// Exit codes: what a Job's status (and a script) can tell apart. They are
+// part of the contract with the operator (package plan), which ends a Job
+// at once on plan.FinalExitCodes.
 const (
-	ExitOK             = 0 // installed, uninstalled, verified (drift or not), or nothing to do
-	ExitFailed         = 1 // failed before the node was changed
-	ExitUsage          = 2 // bad flags or plan
-	ExitRolledBack     = 3 // failed; the node was restored
-	ExitRollbackFailed = 4 // failed, and restoring the node failed too
+	ExitOK             = plan.ExitOK
+	ExitFailed         = plan.ExitFailed
+	ExitUsage          = plan.ExitUsage
+	ExitRolledBack     = plan.ExitRolledBack
+	ExitRollbackFailed = plan.ExitRollbackFailed
+	ExitRefused        = plan.ExitRefused
 )
 
 const usage = `usage: shimkit-installer install|uninstall|verify|status [flags] | canary
@@ -226,6 +229,9 @@ func report(stdout, stderr io.Writer, op string, res []*installer.Result, err er
 	case errors.Is(err, plan.ErrInvalid), errors.Is(err, plan.ErrVersion):
 		fmt.Fprintf(stderr, "shimkit-installer: %s refused, node unchanged: %v\n", op, err)
 		return ExitUsage
+	case err != nil && installer.ReasonOf(err).Permanent():
+		fmt.Fprintf(stderr, "shimkit-installer: %s failed, node unchanged (%s: retrying cannot change this): %v\n", op, installer.ReasonOf(err), err)
+		return ExitRefused
 	case err != nil:
 		fmt.Fprintf(stderr, "shimkit-installer: %s failed, node unchanged: %v\n", op, err)
 		return ExitFailed

@@ -149,8 +149,19 @@ func TestExitCodesAndResults(t *testing.T) {
 	root, _ := rootfs(t, "version = 2\n[plugins\n")
 	code, _, errOut = run(t, "install", "--plan", writePlan(t, demoPlan(t)), "--host-root", root, "--offline", "--result", result)
 	r := readResult(t, result)
-	if code != cli.ExitFailed || r.Reason != plan.ReasonConfigInvalid || !strings.Contains(r.Message, "/etc/containerd/config.toml:2") {
+	if code != cli.ExitRefused || r.Reason != plan.ReasonConfigInvalid || !strings.Contains(r.Message, "/etc/containerd/config.toml:2") {
 		t.Errorf("broken config: exit %d, %+v: %s", code, r, errOut)
+	}
+	// A handler of the plan's name that shimkit did not write: refused,
+	// with the code that ends a Job at once; the config as it was.
+	foreign := "version = 2\n\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.demo]\n  runtime_type = \"io.containerd.demo.v2\"\n"
+	root, cfg := rootfs(t, foreign)
+	code, _, errOut = run(t, "install", "--plan", writePlan(t, demoPlan(t)), "--host-root", root, "--offline", "--result", result)
+	if r := readResult(t, result); code != cli.ExitRefused || r.Reason != plan.ReasonConflict || !strings.Contains(errOut, "retrying cannot change this") {
+		t.Errorf("a foreign handler: exit %d, %+v: %s", code, r, errOut)
+	}
+	if data, _ := os.ReadFile(cfg); string(data) != foreign {
+		t.Errorf("the refused install changed the config: %q", data)
 	}
 	root, _ = rootfs(t, "version = 2\n")
 	p := demoPlan(t)
@@ -297,7 +308,7 @@ func TestVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errOut = run(t, append([]string{"verify", "--plan", vp}, flags...)...)
-	if r := readResult(t, result); code != cli.ExitFailed || r.Outcome != plan.Failed || r.Reason != plan.ReasonConfigInvalid || !strings.Contains(errOut, "verify failed") {
+	if r := readResult(t, result); code != cli.ExitRefused || r.Outcome != plan.Failed || r.Reason != plan.ReasonConfigInvalid || !strings.Contains(errOut, "verify failed") {
 		t.Errorf("a config that does not parse: exit %d, %+v: %s", code, r, errOut)
 	}
 }

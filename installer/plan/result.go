@@ -82,6 +82,45 @@ const (
 	ReasonSiblingFailed Reason = "SiblingFailed"
 )
 
+// Permanent reports whether retrying the same plan on the same node cannot
+// change the answer: the refusal follows from the plan, the artifact, or
+// what someone else wrote on the node (a handler of the name, a config
+// shimkit cannot edit safely), not from a passing condition. The installer
+// exits with its own code on such a failure before changing the node, so
+// that the operator's Job ends at once rather than retrying; the node is
+// tried again on a new spec or an admin's retry. Download and restart
+// failures, a concurrent edit, an interruption are not permanent.
+func (r Reason) Permanent() bool {
+	switch r {
+	case ReasonInvalidPlan, ReasonUnauthorized, ReasonDigestMismatch, ReasonArtifactInvalid, ReasonConfigInvalid,
+		ReasonConflict, ReasonReserved, ReasonSignatureMissing, ReasonSignatureInvalid, ReasonInsecureTransport:
+		return true
+	}
+	return false
+}
+
+// Exit codes of the installer: what a Job's status (and a script) can
+// tell apart without reading the NodeResult.
+const (
+	ExitOK             = 0 // installed, uninstalled, verified (drift or not), or nothing to do
+	ExitFailed         = 1 // failed before the node was changed; worth a retry
+	ExitUsage          = 2 // bad flags or plan
+	ExitRolledBack     = 3 // failed; the node was restored
+	ExitRollbackFailed = 4 // failed, and restoring the node failed too
+	// ExitRefused: failed before the node was changed, for a reason that
+	// retrying cannot change (Reason.Permanent: Conflict, Reserved,
+	// DigestMismatch, Unauthorized, ...).
+	ExitRefused = 5
+)
+
+// FinalExitCodes are the exit codes a retry of the same plan cannot
+// change: a Job ends on them at once (its podFailurePolicy), where
+// ExitFailed (a download or a restart that may pass next time) keeps the
+// Job's retries.
+func FinalExitCodes() []int32 {
+	return []int32{ExitUsage, ExitRolledBack, ExitRollbackFailed, ExitRefused}
+}
+
 // NodeResult is what the installer reports about one operation.
 type NodeResult struct {
 	APIVersion string    `json:"apiVersion"`

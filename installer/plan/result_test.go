@@ -3,6 +3,7 @@ package plan_test
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -149,4 +150,26 @@ func FuzzEncodeResult(f *testing.F) {
 			t.Fatalf("shortened drift does not say so: %q", back.Drift)
 		}
 	})
+}
+
+// TestPermanentReasons: the reasons whose refusal a retry of the same plan
+// cannot change end a Job at once (FinalExitCodes); the others keep the
+// Job's retries. Every reason is listed: a new one must be classified.
+func TestPermanentReasons(t *testing.T) {
+	for r, want := range map[plan.Reason]bool{
+		plan.ReasonInvalidPlan: true, plan.ReasonUnauthorized: true, plan.ReasonDigestMismatch: true,
+		plan.ReasonArtifactInvalid: true, plan.ReasonConfigInvalid: true, plan.ReasonConflict: true,
+		plan.ReasonReserved: true, plan.ReasonSignatureMissing: true, plan.ReasonSignatureInvalid: true,
+		plan.ReasonInsecureTransport: true,
+		plan.ReasonFetchFailed:       false, plan.ReasonConcurrentEdit: false, plan.ReasonUnitFailed: false,
+		plan.ReasonRestartFailed: false, plan.ReasonNodeError: false, plan.ReasonInterrupted: false,
+		plan.ReasonCanaryFailed: false, plan.ReasonSiblingFailed: false,
+	} {
+		if got := r.Permanent(); got != want {
+			t.Errorf("%s.Permanent() = %v, want %v", r, got, want)
+		}
+	}
+	if got := plan.FinalExitCodes(); !slices.Equal(got, []int32{2, 3, 4, 5}) || slices.Contains(got, plan.ExitFailed) {
+		t.Errorf("FinalExitCodes() = %v", got)
+	}
 }
