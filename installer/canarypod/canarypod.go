@@ -31,6 +31,9 @@ type Runner struct {
 	Node string
 	// Poll is how often the pod is read; default 500ms.
 	Poll time.Duration
+	// Events lists the events about a failed canary pod, whose newest
+	// Warning says why it failed; nil: Pods' own, when they list events.
+	Events Events
 }
 
 var _ installer.CanaryRunner = (*Runner)(nil)
@@ -52,8 +55,14 @@ func (r *Runner) RunCanary(ctx context.Context, c plan.Canary) error {
 	}
 	defer r.remove(ctx, pod)
 	if err := r.wait(ctx, pod); err != nil {
-		return fmt.Errorf("%w: pod %s/%s on node %s (RuntimeClass %s, handler %s, image %s): %w",
-			installer.ErrCanaryFailed, pod.Namespace, pod.Name, r.Node, c.RuntimeClass, c.Handler, c.Image, err)
+		// The kubelet's newest Warning about the pod says why first: a
+		// failure's message is kept short on the node.
+		cause := r.lastWarning(ctx, pod)
+		if cause != "" {
+			cause += "; "
+		}
+		return fmt.Errorf("%w: pod %s/%s on node %s: %s%w (RuntimeClass %s, handler %s, image %s)",
+			installer.ErrCanaryFailed, pod.Namespace, pod.Name, r.Node, cause, err, c.RuntimeClass, c.Handler, c.Image)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shimkit/shimkit/installer"
 	"github.com/shimkit/shimkit/installer/canarypod"
@@ -64,6 +65,37 @@ func TestRunCanary(t *testing.T) {
 				t.Errorf("%d pods left", pods.Len())
 			}
 		})
+	}
+}
+
+// TestRunCanarySaysWhy: a canary that never runs fails with the newest
+// Warning event about its pod first (what the kubelet saw the runtime
+// say), before what the pod was waiting for; Normal events and older
+// Warnings are left out.
+func TestRunCanarySaysWhy(t *testing.T) {
+	at := func(s int) metav1.Time { return metav1.NewTime(time.Date(2026, 11, 25, 6, 0, s, 0, time.UTC)) }
+	pods := &canarypod.MemoryPods{
+		Kubelet: func(p *corev1.Pod) {
+			p.Status = corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{Name: "canary",
+				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}}}
+		},
+		Report: func(p *corev1.Pod) []corev1.Event {
+			return []corev1.Event{
+				{Type: corev1.EventTypeNormal, Reason: "Scheduled", Message: "pinned", LastTimestamp: at(1)},
+				{Type: corev1.EventTypeWarning, Reason: "FailedCreatePodSandBox", Message: "Failed to create pod sandbox: rpc error: code = Unknown desc = failed to start shim: flaky: this node is not ready", LastTimestamp: at(9)},
+				{Type: corev1.EventTypeWarning, Reason: "FailedMount", Message: "older", LastTimestamp: at(3)},
+				{Type: corev1.EventTypeNormal, Reason: "SandboxChanged", Message: "newer but Normal", LastTimestamp: at(12)},
+			}
+		},
+	}
+	r := &canarypod.Runner{Pods: pods, Node: "node-1", Poll: 10 * time.Millisecond}
+	err := r.RunCanary(context.Background(), canary(300*time.Millisecond))
+	want := "node-1: FailedCreatePodSandBox: Failed to create pod sandbox: rpc error: code = Unknown desc = failed to start shim: flaky: this node is not ready; did not succeed in time (container waiting: ContainerCreating)"
+	if !errors.Is(err, installer.ErrCanaryFailed) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("RunCanary: %v\nwant it to say %q", err, want)
+	}
+	if strings.Contains(err.Error(), "older") || strings.Contains(err.Error(), "Normal") {
+		t.Errorf("RunCanary quotes another event: %v", err)
 	}
 }
 

@@ -9,9 +9,12 @@
 //     mounts no service account token and is bounded by the canary's
 //     timeout (activeDeadlineSeconds as well as the caller's deadline);
 //   - RunCanary returns nil only when the pod Succeeded; otherwise the
-//     error wraps installer.ErrCanaryFailed and says why (the container's
-//     exit code, reason and message, the pod's reason, or what it was
-//     waiting for when the time ran out);
+//     error wraps installer.ErrCanaryFailed and says why: first the
+//     newest Warning event about the pod (the kubelet's
+//     FailedCreatePodSandBox with the runtime's error, a
+//     CreateContainerError, an image that cannot be pulled), then the
+//     container's exit code, reason and message, the pod's reason, or what
+//     it was waiting for when the time ran out;
 //   - the pod is deleted afterwards, whatever happened.
 //
 // Runner implements installer.CanaryRunner; package installer does not

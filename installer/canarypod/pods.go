@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 )
@@ -88,6 +89,8 @@ type MemoryPods struct {
 	n    int
 	// Kubelet gives a pod created its status (nil: it stays Pending).
 	Kubelet func(pod *corev1.Pod)
+	// Report returns the events about a pod (nil: none).
+	Report func(pod *corev1.Pod) []corev1.Event
 	// Created records every pod created, in order.
 	Created []*corev1.Pod
 }
@@ -100,6 +103,9 @@ func (m *MemoryPods) Create(_ context.Context, pod *corev1.Pod) (*corev1.Pod, er
 	if p.Name == "" {
 		m.n++
 		p.Name = fmt.Sprintf("%s%05d", p.GenerateName, m.n)
+	}
+	if p.UID == "" {
+		p.UID = types.UID(fmt.Sprintf("uid-%s-%d", p.Name, m.n))
 	}
 	if m.pods == nil {
 		m.pods = map[string]*corev1.Pod{}
