@@ -150,6 +150,12 @@ func (r *Reconciler) ensureRuntimeClass(ctx context.Context, shim *v1alpha1.Shim
 	}
 	res, err := ensure(ctx, r.client, spec.Spec)
 	var conflict *runtimeclass.ConflictError
+	if errors.As(err, &conflict) {
+		// The cache may hold a copy from before the operator's own write
+		// (a takeover of this reconcile or the last): what the API server
+		// has decides, so that no Event contradicts what was just done.
+		res, err = ensure(ctx, liveReads{Client: r.client, reader: r.reader}, spec.Spec)
+	}
 	switch {
 	case errors.As(err, &conflict):
 		msg := conflictMessage(conflict, spec)
@@ -220,4 +226,15 @@ func (r *Reconciler) deleteRuntimeClasses(ctx context.Context, obs *observed) er
 		errs = append(errs, runtimeclass.DeleteOwned(ctx, r.client, owned[i].Name, obs.shim.UID))
 	}
 	return errors.Join(errs...)
+}
+
+// liveReads is a client whose reads go to the API server (reader), not to
+// the cache; its writes are the client's.
+type liveReads struct {
+	client.Client
+	reader client.Reader
+}
+
+func (l liveReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	return l.reader.Get(ctx, key, obj, opts...)
 }
