@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -20,14 +21,22 @@ func FailureKey(shim string) string { return "failed." + Key(shim) }
 // lives on the Node, so that it outlives the installer's Job (garbage
 // collected after its TTL) and the operator's restarts: a node that
 // failed stays failed, and its rollout halted, until the spec changes or
-// an admin asks for a retry. Mark and Unmark remove it.
+// an admin asks for a retry. Mark and Unmark remove it. It belongs to the
+// Shim object that recorded it (ShimUID): a Shim deleted and created again
+// under the same name does not inherit it.
 type Failure struct {
+	// ShimUID is the UID of the Shim whose operation failed.
+	ShimUID types.UID `json:"shimUID,omitempty"`
 	// Op is the operation that failed: install or uninstall.
 	Op string `json:"op"`
 	// SpecHash is the spec the operation was for.
 	SpecHash string `json:"specHash,omitempty"`
 	Reason   string `json:"reason"`
 	Message  string `json:"message,omitempty"`
+	// Canary identifies the canary settings a CanaryFailed install ran
+	// with (the operator's hash of them): the node is tried again when
+	// they change.
+	Canary string `json:"canary,omitempty"`
 	// Job names the installer Job that failed.
 	Job  string    `json:"job,omitempty"`
 	Time time.Time `json:"time"`
@@ -36,9 +45,19 @@ type Failure struct {
 // maxFailureMessage bounds the message kept on the node.
 const maxFailureMessage = 512
 
-// FailureOf reads the shim's failure record on the node; nil when there is
-// none (or it does not parse, as one written by hand).
-func FailureOf(node *corev1.Node, shim string) *Failure {
+// FailureOf reads the failure record of the Shim named shim with the
+// given UID on the node; nil when there is none, it does not parse (as
+// one written by hand), or it is another Shim object's: a predecessor of
+// the same name's, or one recorded before records named their Shim's UID
+// (RecordsOf lists those as stale).
+func FailureOf(node *corev1.Node, shim string, uid types.UID) *Failure {
+	if f := failureOf(node, shim); f != nil && f.ShimUID == uid {
+		return f
+	}
+	return nil
+}
+
+func failureOf(node *corev1.Node, shim string) *Failure {
 	v, ok := node.Annotations[FailureKey(shim)]
 	if !ok {
 		return nil
@@ -50,7 +69,8 @@ func FailureOf(node *corev1.Node, shim string) *Failure {
 	return &f
 }
 
-// MarkFailed records f as the shim's failure on the node.
+// MarkFailed records f as the shim's failure on the node (f.ShimUID
+// names the Shim object it belongs to).
 func MarkFailed(ctx context.Context, c client.Client, node, shim string, f Failure) error {
 	if len(f.Message) > maxFailureMessage {
 		f.Message = f.Message[:maxFailureMessage] + "…"

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -29,20 +30,21 @@ func TestFailureRecord(t *testing.T) {
 		return n
 	}
 	when := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	f := nodelabel.Failure{Op: "install", SpecHash: "abc", Reason: "RestartFailed", Message: strings.Repeat("x", 2000), Job: "j1", Time: when}
+	const uid = types.UID("uid-1")
+	f := nodelabel.Failure{ShimUID: uid, Op: "install", SpecHash: "abc", Reason: "RestartFailed", Message: strings.Repeat("x", 2000), Job: "j1", Time: when}
 	if err := nodelabel.MarkFailed(ctx, c, "n1", "spin", f); err != nil {
 		t.Fatal(err)
 	}
-	got := nodelabel.FailureOf(get(), "spin")
+	got := nodelabel.FailureOf(get(), "spin", uid)
 	if got == nil || got.Reason != "RestartFailed" || got.SpecHash != "abc" || got.Job != "j1" || !got.Time.Equal(when) || len(got.Message) > 520 {
 		t.Fatalf("FailureOf = %+v", got)
 	}
-	if nodelabel.FailureOf(get(), "other") != nil {
+	if nodelabel.FailureOf(get(), "other", uid) != nil {
 		t.Error("another shim's failure read")
 	}
 	for name, clear := range map[string]func() error{
 		"retry":  func() error { return nodelabel.ClearFailure(ctx, c, "n1", "spin") },
-		"mark":   func() error { return nodelabel.Mark(ctx, c, "n1", "spin", "def") },
+		"mark":   func() error { return nodelabel.Mark(ctx, c, "n1", "spin", uid, "def") },
 		"unmark": func() error { return nodelabel.Unmark(ctx, c, "n1", "spin") },
 	} {
 		if err := nodelabel.MarkFailed(ctx, c, "n1", "spin", f); err != nil {
@@ -52,13 +54,13 @@ func TestFailureRecord(t *testing.T) {
 			t.Fatal(err)
 		}
 		n := get()
-		if nodelabel.FailureOf(n, "spin") != nil || n.Annotations["keep"] != "me" {
+		if nodelabel.FailureOf(n, "spin", uid) != nil || n.Annotations["keep"] != "me" {
 			t.Errorf("%s: annotations %v", name, n.Annotations)
 		}
 	}
 	bad := get()
 	bad.Annotations[nodelabel.FailureKey("spin")] = "not json"
-	if nodelabel.FailureOf(bad, "spin") != nil {
+	if nodelabel.FailureOf(bad, "spin", uid) != nil {
 		t.Error("a hand-written record read as a failure")
 	}
 }

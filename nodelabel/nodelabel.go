@@ -61,9 +61,10 @@ func AnySelector(shim string) labels.Selector {
 }
 
 // Mark labels the node as having the shim at specHash, and records the
-// install as the node's last verification (VerificationOf).
-func Mark(ctx context.Context, c client.Client, node, shim, specHash string) error {
-	return patch(ctx, c, node, shim, Installed, specHash)
+// install by the Shim object uid as the node's last verification
+// (VerificationOf).
+func Mark(ctx context.Context, c client.Client, node, shim string, uid types.UID, specHash string) error {
+	return patch(ctx, c, node, shim, Installed, specHash, uid)
 }
 
 // SetState changes only the value of the shim's label, for example to
@@ -77,17 +78,17 @@ func SetState(ctx context.Context, c client.Client, node, shim, state string) er
 // happens when they are not there), and any failure or verification
 // recorded for it.
 func Unmark(ctx context.Context, c client.Client, node, shim string) error {
-	return patch(ctx, c, node, shim, nil, nil)
+	return patch(ctx, c, node, shim, nil, nil, "")
 }
 
 // patch sends a JSON merge patch of the label and annotation only; nil
 // removes a key. The shim's failure record goes in the same request: a
 // node that reached a state no longer has a failure.
-func patch(ctx context.Context, c client.Client, node, shim string, label, annotation any) error {
+func patch(ctx context.Context, c client.Client, node, shim string, label, annotation any, uid types.UID) error {
 	k := Key(shim)
 	var verified any // removed with the shim
 	if spec, ok := annotation.(string); ok {
-		verified = installedVerification(spec)
+		verified = installedVerification(uid, spec)
 	}
 	return mergePatch(ctx, c, node, map[string]any{
 		"labels":      map[string]any{k: label},

@@ -47,7 +47,7 @@ func TestMarkAndUnmark(t *testing.T) {
 	if err := env.Client.Update(ctx, node); err != nil {
 		t.Fatal(err)
 	}
-	if err := nodelabel.Mark(ctx, env.Client, stale.Name, "spin", "hash-1"); err != nil {
+	if err := nodelabel.Mark(ctx, env.Client, stale.Name, "spin", "uid-1", "hash-1"); err != nil {
 		t.Fatal(err)
 	}
 	got := &corev1.Node{}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -18,8 +19,13 @@ func VerifiedKey(shim string) string { return "verified." + Key(shim) }
 // its install recorded (the install itself counts), and what did not
 // match. It lives on the Node, so that the verification period outlasts
 // the installer's Jobs and the operator's restarts, and `kubectl describe
-// node` shows it. Mark writes it, Unmark removes it.
+// node` shows it. Mark writes it, Unmark removes it. It names the Shim
+// object that installed or verified the node (ShimUID), and so tells whose
+// the shim's label on the node is (Owner).
 type Verification struct {
+	// ShimUID is the UID of the Shim that installed or verified the node
+	// (empty in records of before UIDs: taken as the current Shim's).
+	ShimUID types.UID `json:"shimUID,omitempty"`
 	// SpecHash is the spec the node was verified at.
 	SpecHash string    `json:"specHash"`
 	Time     time.Time `json:"time"`
@@ -34,9 +40,19 @@ type Verification struct {
 // maxDrift bounds the mismatches kept on the node.
 const maxDrift = 5
 
-// VerificationOf reads the shim's verification record on the node; nil
-// when there is none (or it does not parse, as one written by hand).
-func VerificationOf(node *corev1.Node, shim string) *Verification {
+// VerificationOf reads the verification record of the Shim named shim
+// with the given UID on the node; nil when there is none, it does not
+// parse (as one written by hand), or another Shim object of the same name
+// wrote it. A record without a UID (written before records named their
+// Shim) is taken as the Shim's: the label and hash it came with are.
+func VerificationOf(node *corev1.Node, shim string, uid types.UID) *Verification {
+	if v := verificationOf(node, shim); v != nil && (v.ShimUID == "" || v.ShimUID == uid) {
+		return v
+	}
+	return nil
+}
+
+func verificationOf(node *corev1.Node, shim string) *Verification {
 	raw, ok := node.Annotations[VerifiedKey(shim)]
 	if !ok {
 		return nil
@@ -60,9 +76,9 @@ func MarkVerified(ctx context.Context, c client.Client, node, shim string, v Ver
 	return mergePatch(ctx, c, node, map[string]any{"annotations": map[string]any{VerifiedKey(shim): string(data)}}, VerifiedKey(shim))
 }
 
-// installedVerification is what Mark records: the install verified the
-// node at its spec, now.
-func installedVerification(specHash string) string {
-	data, _ := json.Marshal(Verification{SpecHash: specHash, Time: time.Now().UTC().Truncate(time.Second)})
+// installedVerification is what Mark records: the install of the Shim
+// uid verified the node at its spec, now.
+func installedVerification(uid types.UID, specHash string) string {
+	data, _ := json.Marshal(Verification{ShimUID: uid, SpecHash: specHash, Time: time.Now().UTC().Truncate(time.Second)})
 	return string(data)
 }

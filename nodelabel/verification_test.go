@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -29,11 +30,12 @@ func TestVerificationRecord(t *testing.T) {
 		return n
 	}
 	before := time.Now().Add(-time.Second)
-	if err := nodelabel.Mark(ctx, c, "n1", "spin", "abc"); err != nil {
+	const uid = types.UID("uid-1")
+	if err := nodelabel.Mark(ctx, c, "n1", "spin", uid, "abc"); err != nil {
 		t.Fatal(err)
 	}
-	v := nodelabel.VerificationOf(get(), "spin")
-	if v == nil || v.SpecHash != "abc" || v.Time.Before(before) || v.Job != "" || len(v.Drift) != 0 {
+	v := nodelabel.VerificationOf(get(), "spin", uid)
+	if v == nil || v.ShimUID != uid || v.SpecHash != "abc" || v.Time.Before(before) || v.Job != "" || len(v.Drift) != 0 {
 		t.Fatalf("after Mark: %+v", v)
 	}
 
@@ -42,29 +44,29 @@ func TestVerificationRecord(t *testing.T) {
 		drift = append(drift, fmt.Sprintf("file f%d was changed", i))
 	}
 	when := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
-	if err := nodelabel.MarkVerified(ctx, c, "n1", "spin", nodelabel.Verification{SpecHash: "abc", Time: when, Job: "j1", Drift: drift}); err != nil {
+	if err := nodelabel.MarkVerified(ctx, c, "n1", "spin", nodelabel.Verification{ShimUID: uid, SpecHash: "abc", Time: when, Job: "j1", Drift: drift}); err != nil {
 		t.Fatal(err)
 	}
-	v = nodelabel.VerificationOf(get(), "spin")
+	v = nodelabel.VerificationOf(get(), "spin", uid)
 	if v == nil || v.Job != "j1" || !v.Time.Equal(when) || len(v.Drift) != 6 || v.Drift[0] != "file f0 was changed" || v.Drift[5] != "and 3 more" {
 		t.Fatalf("after MarkVerified: %+v", v)
 	}
 	if len(drift) != 8 {
 		t.Error("MarkVerified changed the caller's slice")
 	}
-	if nodelabel.VerificationOf(get(), "other") != nil {
+	if nodelabel.VerificationOf(get(), "other", uid) != nil {
 		t.Error("another shim's verification read")
 	}
 
 	if err := nodelabel.Unmark(ctx, c, "n1", "spin"); err != nil {
 		t.Fatal(err)
 	}
-	if v := nodelabel.VerificationOf(get(), "spin"); v != nil {
+	if v := nodelabel.VerificationOf(get(), "spin", uid); v != nil {
 		t.Errorf("after Unmark: %+v", v)
 	}
 	n := get()
 	n.Annotations = map[string]string{nodelabel.VerifiedKey("spin"): "not json"}
-	if nodelabel.VerificationOf(n, "spin") != nil {
+	if nodelabel.VerificationOf(n, "spin", uid) != nil {
 		t.Error("a record that does not parse was read")
 	}
 }

@@ -34,6 +34,8 @@ type member struct {
 	Shim     string `json:"shim"`
 	SpecHash string `json:"specHash"`
 	Digest   string `json:"digest,omitempty"`
+	// Canary is the hash of the member's canary (annotationCanary).
+	Canary string `json:"canary,omitempty"`
 }
 
 // membersOf returns a batch Job's members; nil for a Job of one Shim.
@@ -74,7 +76,7 @@ func jobFor(j *batchv1.Job, shim *v1alpha1.Shim) (*jobView, bool) {
 	for _, m := range ms {
 		if m.Shim == shim.Name {
 			v := viewJob(j)
-			v.op, v.specHash, v.digest, v.batch = opInstall, m.SpecHash, m.Digest, len(ms)
+			v.op, v.specHash, v.digest, v.canary, v.batch = opInstall, m.SpecHash, m.Digest, m.Canary, len(ms)
 			return v, true
 		}
 	}

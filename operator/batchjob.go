@@ -87,7 +87,7 @@ func othersWillOffer(obs *observed, shims []v1alpha1.Shim, nodes map[string]bool
 			if s.Name == obs.shim.Name || !s.DeletionTimestamp.IsZero() {
 				continue
 			}
-			if _, been := n.Labels[nodelabel.Key(s.Name)]; been || nodelabel.FailureOf(n, s.Name) != nil {
+			if _, been := n.Labels[nodelabel.Key(s.Name)]; been || nodelabel.FailureOf(n, s.Name, s.UID) != nil {
 				continue
 			}
 			if matches(s, n) && eligibility(s, n) == nil {
@@ -226,9 +226,9 @@ func (r *Reconciler) buildBatchJob(obs *observed, v *nodeView, b *installStart) 
 	if err != nil {
 		return nil, fmt.Errorf("plans of Shims %s for node %s: %w", obs.shim.Name, v.node.Name, err)
 	}
-	members := []member{{Shim: obs.shim.Name, SpecHash: obs.hash, Digest: digestOf(v.plan)}}
+	members := []member{{Shim: obs.shim.Name, SpecHash: obs.hash, Digest: digestOf(v.plan), Canary: planCanary(obs.shim, v.plan)}}
 	for k, o := range b.partners {
-		members = append(members, member{Shim: o.shim.Name, SpecHash: o.target.hash, Digest: digestOf(b.plans[k])})
+		members = append(members, member{Shim: o.shim.Name, SpecHash: o.target.hash, Digest: digestOf(b.plans[k]), Canary: planCanary(o.shim, b.plans[k])})
 		job.OwnerReferences = append(job.OwnerReferences, metav1.OwnerReference{
 			APIVersion: v1alpha1.GroupVersion.String(), Kind: "Shim", Name: o.shim.Name, UID: o.shim.UID, BlockOwnerDeletion: ptr.To(true),
 		})
@@ -240,11 +240,21 @@ func (r *Reconciler) buildBatchJob(obs *observed, v *nodeView, b *installStart) 
 	job.Name = b.job
 	job.Annotations[MembersAnnotation] = string(raw)
 	delete(job.Annotations, annotationDigest)
+	delete(job.Annotations, annotationCanary)
 	job.Spec.Template.Annotations[PlanAnnotation] = string(doc)
 	if slices.ContainsFunc(plans, func(p *plan.NodePlan) bool { return p.Canary != nil }) {
 		job.Spec.Template.Spec.AutomountServiceAccountToken = ptr.To(true)
 	}
 	return job, nil
+}
+
+// planCanary is the hash of the Shim's canary when the plan runs it ("":
+// none).
+func planCanary(shim *v1alpha1.Shim, p *plan.NodePlan) string {
+	if p.Canary == nil {
+		return ""
+	}
+	return canaryHash(shim)
 }
 
 // digestOf is the artifact digest the plan pins ("" without one).

@@ -25,7 +25,12 @@
 // succeeds, the node gets the shim's label (package nodelabel) and counts
 // as updated; when one fails (a failed canary included), the Shim is
 // Degraded and no new node starts until the failure is resolved (the retry
-// annotation) or the spec changes. The RuntimeClasses are
+// annotation) or the spec changes; a node whose canary failed is also
+// tried again when spec.canary changes (the canary is not part of the spec
+// hash: the nodes installed are left alone). The failure, verification and
+// label records a Shim leaves on nodes name its UID and are removed when it
+// is deleted (records.go): a Shim created again under the same name starts
+// clean. The RuntimeClasses are
 // applied once the first node has the shim, scheduling only onto labelled
 // nodes. Requeues continue until every node is done; then Ready is True.
 //

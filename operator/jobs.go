@@ -35,6 +35,10 @@ const (
 	// annotationCreated is when the operator created the Job, in
 	// nanoseconds (newer).
 	annotationCreated = "shim.containerd.x-k8s.io/created"
+	// annotationCanary on an install Job is the hash of the canary it runs
+	// (canaryHash): a node whose canary failed is tried again when the
+	// canary changes.
+	annotationCanary = "shim.containerd.x-k8s.io/canary"
 )
 
 // jobView is what the reconciler reads from a Job.
@@ -43,6 +47,7 @@ type jobView struct {
 	op       string
 	specHash string
 	digest   string // the pinned digest (annotationDigest)
+	canary   string // the canary's hash (annotationCanary)
 	// result is the installer's NodeResult, once read from a finished
 	// Job's pod (resultRead: read, even when none was found).
 	result     *plan.NodeResult
@@ -52,7 +57,7 @@ type jobView struct {
 }
 
 func viewJob(j *batchv1.Job) *jobView {
-	return &jobView{job: j, op: j.Labels[labelOp], specHash: j.Labels[labelSpecHash], digest: j.Annotations[annotationDigest]}
+	return &jobView{job: j, op: j.Labels[labelOp], specHash: j.Labels[labelSpecHash], digest: j.Annotations[annotationDigest], canary: j.Annotations[annotationCanary]}
 }
 
 func (v *jobView) condition(t batchv1.JobConditionType) *batchv1.JobCondition {

@@ -45,6 +45,9 @@ func (r *Reconciler) buildJob(shim *v1alpha1.Shim, node *corev1.Node, p *plan.No
 	if p.Artifact != nil && p.Artifact.Digest != "" {
 		annotations[annotationDigest] = p.Artifact.Digest
 	}
+	if c := planCanary(shim, p); c != "" {
+		annotations[annotationCanary] = c
+	}
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: jobName(shim.Name, node.Name, op, hash), Namespace: o.Namespace, Labels: lbls, Annotations: annotations,

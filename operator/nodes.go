@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/nodelabel"
@@ -76,6 +77,21 @@ func specHash(shim *v1alpha1.Shim) string {
 	return hex.EncodeToString(sum[:])[:16]
 }
 
+// canaryHash identifies the Shim's canary settings (spec.canary, on or
+// off included): it is not part of the spec hash, so changing it
+// reinstalls no node, but a node whose canary failed is tried again with
+// the new one.
+func canaryHash(shim *v1alpha1.Shim) string {
+	c := v1alpha1.Canary{}
+	if shim.Spec.Canary != nil {
+		c = *shim.Spec.Canary
+	}
+	c.Enabled = ptr.To(shim.Spec.CanaryEnabled())
+	data, _ := json.Marshal(c)
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])[:16]
+}
+
 // migrateFrom identifies the migration in the spec hash: the group and
 // name of the runtime-class-manager Shim ("" without one).
 func migrateFrom(m *v1alpha1.MigrateFrom) string {
@@ -118,10 +134,15 @@ type nodeView struct {
 	// verified the node's record of its last verification.
 	verify   *jobView
 	verified *nodelabel.Verification
+	// stale are the keys of records on the node that another Shim object
+	// of the same name left (nodelabel.RecordsOf): dropped.
+	stale []string
 	// plan is the node's install plan, built when the node needs one;
 	// planErr says why none could be built.
 	plan    *plan.NodePlan
 	planErr error
+	// canary is the hash of the Shim's canary now (canaryHash).
+	canary string
 	// drifted says what drifted on a node labelled as having the Shim at
 	// the target (a handler its kubelet no longer reports, or what its last
 	// verification found): it is installed again ("": no drift).
@@ -155,17 +176,26 @@ func (v nodeView) state(current string, removing bool) rollout.State {
 		case j.sibling():
 			// Undone with another Shim's plan: as before the Job.
 		case j.failed():
-			if removing == (j.op == opUninstall) && (j.op == opUninstall || j.specHash == current) {
+			reason, _ := j.failure()
+			if removing == (j.op == opUninstall) && (j.op == opUninstall || j.specHash == current) && !v.canaryChanged(reason, j.canary) {
 				return rollout.Failed
 			}
 		}
-	} else if f := v.failure; f != nil && removing == (f.Op == opUninstall) && (f.Op == opUninstall || f.SpecHash == current) {
+	} else if f := v.failure; f != nil && removing == (f.Op == opUninstall) && (f.Op == opUninstall || f.SpecHash == current) && !v.canaryChanged(f.Reason, f.Canary) {
 		return rollout.Failed // the Job is gone; the node's record stands
 	}
 	if v.installed() {
 		return rollout.Installed
 	}
 	return rollout.Absent
+}
+
+// canaryChanged: the node failed its canary (reason), run with the canary
+// of hash ran, and the Shim's canary has changed since (spec.canary): the
+// failure says nothing about the new canary, and the node is tried again
+// (not the nodes installed: the canary is not part of the spec hash).
+func (v nodeView) canaryChanged(reason, ran string) bool {
+	return reason == string(plan.ReasonCanaryFailed) && ran != v.canary
 }
 
 // needsInstall: the node lacks the current spec and nothing is changing
@@ -192,15 +222,20 @@ func (v nodeView) plannerNode(current string, removing bool) rollout.Node {
 	return rollout.Node{Name: v.node.Name, UID: string(v.node.UID), State: st, SpecHash: hash}
 }
 
-func viewNode(shim *v1alpha1.Shim, node *corev1.Node) nodeView {
-	v := nodeView{node: node, matching: matches(shim, node)}
+func viewNode(shim *v1alpha1.Shim, node *corev1.Node, canary string) nodeView {
+	v := nodeView{node: node, matching: matches(shim, node), canary: canary}
 	if v.matching {
 		v.skip = eligibility(shim, node)
 	}
 	v.label = node.Labels[nodelabel.Key(shim.Name)]
 	v.specHash = node.Annotations[nodelabel.Key(shim.Name)]
-	v.failure = nodelabel.FailureOf(node, shim.Name)
-	v.verified = nodelabel.VerificationOf(node, shim.Name)
+	recs := nodelabel.RecordsOf(node, shim.Name, shim.UID)
+	v.failure, v.verified, v.stale = recs.Failure, recs.Verification, recs.Stale
+	if recs.LabelledByOther {
+		// A predecessor of the same name's, at a spec unknown: installed
+		// again (an upgrade), which makes the label this Shim's.
+		v.specHash = ""
+	}
 	return v
 }
 

@@ -103,7 +103,7 @@ func (r *Reconciler) startVerifies(ctx context.Context, obs *observed, budget in
 // marks the node drifted when it found something.
 func (r *Reconciler) recordVerify(ctx context.Context, obs *observed, v *nodeView) error {
 	j := v.verify
-	found := nodelabel.Verification{SpecHash: j.specHash, Time: time.Now().UTC().Truncate(time.Second), Job: j.job.Name, JobUID: string(j.job.UID)}
+	found := nodelabel.Verification{ShimUID: obs.shim.UID, SpecHash: j.specHash, Time: time.Now().UTC().Truncate(time.Second), Job: j.job.Name, JobUID: string(j.job.UID)}
 	if done := j.job.Status.CompletionTime; done != nil {
 		found.Time = done.UTC()
 	}

@@ -38,7 +38,7 @@ func TestVerifyRepairsChangedFiles(t *testing.T) {
 		if err := env.Client.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
 			t.Fatal(err)
 		}
-		return nodelabel.VerificationOf(n, "alpha")
+		return nodelabel.VerificationOf(n, "alpha", getShim(t, env.Client, "alpha").UID)
 	}
 	for i := range 2 {
 		waitFor(t, 30*time.Second, "a verification of "+nodeName(i), func() (bool, string) {

@@ -190,8 +190,9 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	}
 	obs.hash = targetHash(shim, obs.specHash, obs.art)
 	current := map[types.UID]bool{}
+	canary := canaryHash(shim)
 	for _, n := range nodes {
-		v := viewNode(shim, n)
+		v := viewNode(shim, n, canary)
 		if j := latest[v.node.Name]; j != nil {
 			v.job = j
 			v.job.result, v.job.resultRead = r.results.get(shim.Name, j.job.UID)
@@ -243,6 +244,9 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 		return ctrl.Result{}, err
 	}
 	if err := r.releaseRCMLabels(ctx, obs); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.dropStaleRecords(ctx, obs); err != nil {
 		return ctrl.Result{}, err
 	}
 	p := r.planner(obs)
@@ -411,7 +415,11 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed) (ctrl.Resu
 		}
 		return ctrl.Result{RequeueAfter: r.opts.ResyncPeriod}, nil
 	}
-	// Every node is clean: the RuntimeClasses go last, then the Shim.
+	// Every node is clean: what the Shim recorded on nodes goes, then the
+	// RuntimeClasses, then the Shim.
+	if err := r.forgetNodes(ctx, obs); err != nil {
+		return ctrl.Result{}, err
+	}
 	if err := r.deleteRuntimeClasses(ctx, obs); err != nil {
 		return ctrl.Result{}, err
 	}

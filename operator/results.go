@@ -133,11 +133,11 @@ func (r *Reconciler) recordJob(ctx context.Context, obs *observed, v *nodeView) 
 	}
 	switch j.op {
 	case opInstall:
-		if err := nodelabel.Mark(ctx, r.client, v.node.Name, obs.shim.Name, j.specHash); err != nil {
+		if err := nodelabel.Mark(ctx, r.client, v.node.Name, obs.shim.Name, obs.shim.UID, j.specHash); err != nil {
 			return err
 		}
 		v.label, v.specHash = nodelabel.Installed, j.specHash
-		v.verified = &nodelabel.Verification{SpecHash: j.specHash, Time: time.Now()} // as Mark wrote
+		v.verified = &nodelabel.Verification{ShimUID: obs.shim.UID, SpecHash: j.specHash, Time: time.Now()} // as Mark wrote
 		digest := ""
 		if j.result != nil && j.result.Digest != "" {
 			digest = ", " + j.result.Digest
@@ -147,7 +147,7 @@ func (r *Reconciler) recordJob(ctx context.Context, obs *observed, v *nodeView) 
 		if err := nodelabel.Unmark(ctx, r.client, v.node.Name, obs.shim.Name); err != nil {
 			return err
 		}
-		v.label, v.specHash, v.verified = "", "", nil
+		v.label, v.specHash, v.verified, v.failure = "", "", nil, nil // as Unmark removed
 		obs.events.add("Uninstalled", "Uninstall", "node "+v.node.Name)
 	}
 	return nil
@@ -157,11 +157,15 @@ func (r *Reconciler) recordJob(ctx context.Context, obs *observed, v *nodeView) 
 // the failure outlives the Job.
 func (r *Reconciler) recordFailure(ctx context.Context, obs *observed, v *nodeView) error {
 	j := v.job
-	if f := v.failure; f != nil && f.Job == j.job.Name && f.Op == j.op && f.SpecHash == j.specHash {
+	reason, msg := j.failure()
+	canary := ""
+	if reason == string(plan.ReasonCanaryFailed) {
+		canary = j.canary
+	}
+	if f := v.failure; f != nil && f.Job == j.job.Name && f.Op == j.op && f.SpecHash == j.specHash && f.Reason == reason && f.Canary == canary {
 		return nil
 	}
-	reason, msg := j.failure()
-	f := nodelabel.Failure{Op: j.op, SpecHash: j.specHash, Reason: reason, Message: msg, Job: j.job.Name, Time: time.Now().UTC().Truncate(time.Second)}
+	f := nodelabel.Failure{ShimUID: obs.shim.UID, Op: j.op, SpecHash: j.specHash, Reason: reason, Message: msg, Canary: canary, Job: j.job.Name, Time: time.Now().UTC().Truncate(time.Second)}
 	if err := nodelabel.MarkFailed(ctx, r.client, v.node.Name, obs.shim.Name, f); err != nil {
 		return err
 	}

@@ -2,6 +2,10 @@ package operator_test
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
@@ -47,7 +52,7 @@ func TestDurableFailureAndRetry(t *testing.T) {
 	if err := env.Client.Get(ctx, client.ObjectKey{Name: bad}, node); err != nil {
 		t.Fatal(err)
 	}
-	f := nodelabel.FailureOf(node, "dur")
+	f := nodelabel.FailureOf(node, "dur", getShim(t, env.Client, "dur").UID)
 	if f == nil || f.Op != "install" || f.Reason == "" || f.SpecHash != getShim(t, env.Client, "dur").Status.SpecHash {
 		t.Fatalf("failure on the node: %+v (annotations %v)", f, node.Annotations)
 	}
@@ -84,10 +89,87 @@ func TestDurableFailureAndRetry(t *testing.T) {
 	if err := env.Client.Get(ctx, client.ObjectKey{Name: bad}, node); err != nil {
 		t.Fatal(err)
 	}
-	if f := nodelabel.FailureOf(node, "dur"); f != nil {
+	if f := nodelabel.FailureOf(node, "dur", getShim(t, env.Client, "dur").UID); f != nil {
 		t.Errorf("the failure stayed on the node: %+v", f)
 	}
 	if got := getShim(t, env.Client, "dur").Status.Retried; got != bad+"@1" {
 		t.Errorf("status.retried = %q", got)
+	}
+}
+
+// TestCanaryChangeRetriesCanaryFailures: a node whose canary failed halts
+// the rollout; changing spec.canary (here its timeout) tries that node
+// again with the new canary, and lets the rollout go on, without
+// reinstalling the node already installed (the canary is not part of the
+// spec hash). A failure that is not the canary's is not retried by it.
+func TestCanaryChangeRetriesCanaryFailures(t *testing.T) {
+	env := startCluster(t)
+	ctx := context.Background()
+	createNodes(t, env.Client, 3, map[string]string{"can": "true"}, "can")
+	// The second node to run fails its canary while the canary is the
+	// first one.
+	var mu sync.Mutex
+	runs := map[string]int{}
+	var firstCanary, bad, good string
+	startPodKubelet(t, env, 50*time.Millisecond, func(_ context.Context, j *batchv1.Job) podRun {
+		node := j.Spec.Template.Spec.NodeName
+		mu.Lock()
+		defer mu.Unlock()
+		runs[node]++
+		switch {
+		case firstCanary == "":
+			firstCanary, good = j.Annotations["shim.containerd.x-k8s.io/canary"], node
+		case bad == "":
+			bad = node
+		}
+		if node == bad && j.Annotations["shim.containerd.x-k8s.io/canary"] == firstCanary {
+			return resultRun(t, plan.ExitRolledBack, failedResult(node, plan.RolledBack, plan.ReasonCanaryFailed, "the canary pod did not succeed in time"))
+		}
+		return podRun{}
+	})
+	startOperator(t, env)
+	if err := env.Client.Create(ctx, newShim("can", "can", "1", map[string]string{"can": "true"})); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "halted on the second node", func() (bool, string) {
+		s := getShim(t, env.Client, "can")
+		return len(s.Status.FailingNodes) == 1 && s.Status.FailingNodes[0].Reason == string(plan.ReasonCanaryFailed), fmt.Sprintf("%+v", s.Status)
+	})
+	if c := condition(getShim(t, env.Client, "can"), v1alpha1.ConditionStalled); c == nil || !strings.Contains(c.Message, "spec.canary") {
+		t.Errorf("Stalled does not say what retries the node: %+v", c)
+	}
+	time.Sleep(3 * time.Second) // the halt holds
+	mu.Lock()
+	before := maps.Clone(runs)
+	mu.Unlock()
+	if f := getShim(t, env.Client, "can").Status.FailingNodes[0].Node; f != bad || len(before) != 2 {
+		t.Fatalf("failed on %s, installer runs %v: want the second node (%s) failed and the third not started", f, before, bad)
+	}
+
+	// The admin gives the canary more time.
+	s := getShim(t, env.Client, "can")
+	hash := s.Status.SpecHash
+	patch := client.MergeFrom(s.DeepCopy())
+	s.Spec.Canary = &v1alpha1.Canary{Timeout: &metav1.Duration{Duration: 90 * time.Second}}
+	if err := env.Client.Patch(ctx, s, patch); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "Ready after the canary changed", ready(env.Client, "can"))
+	mu.Lock()
+	defer mu.Unlock()
+	third := ""
+	for n := range runs {
+		if n != good && n != bad {
+			third = n
+		}
+	}
+	if len(runs) != 3 || runs[good] != 1 || runs[bad] != 2 || runs[third] != 1 {
+		t.Errorf("installer runs by node %v, want %s once (not reinstalled), %s twice, the third once", runs, good, bad)
+	}
+	if got := getShim(t, env.Client, "can").Status.SpecHash; got != hash {
+		t.Errorf("the canary changed the spec hash: %s → %s", hash, got)
+	}
+	if f := nodelabel.FailureOf(getNode(t, env.Client, bad), "can", s.UID); f != nil {
+		t.Errorf("the failure stayed on %s: %+v", bad, f)
 	}
 }

@@ -89,7 +89,7 @@ func scaleFloor(b *testing.B, nodes int, d time.Duration) {
 				var wg sync.WaitGroup
 				wg.Add(1)
 				go func() { defer wg.Done(); start() }()
-				if err := nodelabel.Mark(ctx, c, j.Spec.Template.Spec.NodeName, "spin", "h"); err != nil {
+				if err := nodelabel.Mark(ctx, c, j.Spec.Template.Spec.NodeName, "spin", j.OwnerReferences[0].UID, "h"); err != nil {
 					fail(err)
 				}
 				wg.Wait()
