@@ -149,6 +149,25 @@ func parseHTTPURL(rawURL string) (*url.URL, error) {
 	return u, nil
 }
 
+// notFoundError is a 404 or 410 answer: ErrNotFound. It reads "artifact
+// not found: <status>", or for Get's documents, which are not the artifact
+// (a signature next to it), the status alone: the caller says what was
+// not found.
+type notFoundError struct {
+	status   string
+	document bool
+}
+
+func (e notFoundError) Error() string {
+	if e.document {
+		return e.status
+	}
+	return ErrNotFound.Error() + ": " + e.status
+}
+
+// Is makes errors.Is(err, ErrNotFound) true.
+func (e notFoundError) Is(target error) bool { return target == ErrNotFound }
+
 // errServer marks a 5xx answer, which is worth retrying.
 type errServer struct{ status string }
 
@@ -168,7 +187,7 @@ func attempt(ctx context.Context, client *http.Client, rawURL string, limit int6
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone:
-		return fmt.Errorf("%w: %s", ErrNotFound, resp.Status)
+		return notFoundError{status: resp.Status}
 	case resp.StatusCode >= 500:
 		return errServer{resp.Status}
 	case resp.StatusCode != http.StatusOK:

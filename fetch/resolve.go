@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 
@@ -98,8 +99,10 @@ func (f *HTTPFetcher) Digest(ctx context.Context, p Platform) (digest.Digest, in
 
 // Get downloads a small document, such as the signature or sigstore
 // bundle published next to an artifact, into memory: with the fetcher's
-// client, retries and redirect policy. A 404 fails with ErrNotFound, a body
-// over limit bytes (limit <= 0: 1 MiB) with ErrTooLarge.
+// client, retries and redirect policy. A 404 or 410 fails with ErrNotFound
+// (its message names the URL and the status, not "artifact": the caller
+// says what is missing), a body over limit bytes (limit <= 0: 1 MiB) with
+// ErrTooLarge.
 func (f *HTTPFetcher) Get(ctx context.Context, rawURL string, limit int64) ([]byte, error) {
 	if limit <= 0 {
 		limit = defaultGetLimit
@@ -110,6 +113,10 @@ func (f *HTTPFetcher) Get(ctx context.Context, rawURL string, limit int64) ([]by
 		_, err := copyLimited(ctx, &buf, body, size, limit, nil)
 		return err
 	})
+	if nf := (notFoundError{}); errors.As(err, &nf) {
+		nf.document = true
+		err = nf
+	}
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", rawURL, err)
 	}

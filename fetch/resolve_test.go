@@ -312,3 +312,20 @@ func TestHTTPGet(t *testing.T) {
 		})
 	}
 }
+
+// TestGetNotFound: Get's 404 is ErrNotFound and names the URL and the
+// status, not "artifact" (Get reads documents next to an artifact, and
+// the caller says which); the artifact's own 404 still says "artifact not
+// found".
+func TestGetNotFound(t *testing.T) {
+	srv := testutil.StartFileServer(t)
+	f := fetch.NewHTTPFetcher(srv.URL+"/gone.tar.gz", "", fetch.Options{})
+	_, err := f.Get(context.Background(), srv.URL+"/gone.sig", 0)
+	if !errors.Is(err, fetch.ErrNotFound) || err.Error() != "get "+srv.URL+"/gone.sig: 404 Not Found" {
+		t.Errorf("Get: %v", err)
+	}
+	_, _, err = f.Digest(context.Background(), fetch.Platform{})
+	if !errors.Is(err, fetch.ErrNotFound) || !strings.Contains(err.Error(), "artifact not found: 404 Not Found") {
+		t.Errorf("Digest: %v", err)
+	}
+}

@@ -50,7 +50,9 @@ var (
 // is resolved with oras-go to the digest of its index or manifest; an
 // HTTP artifact without sha256 is streamed once through sha256 (nothing
 // is stored). With verification, the digest's signature is checked with
-// package signature before the digest is returned.
+// package signature before the digest is returned; an HTTP artifact's
+// signature is read before the artifact, which is not downloaded when its
+// signature is missing.
 type ArtifactResolver struct {
 	// Client is the HTTP client of anonHttp artifacts and signatures;
 	// nil: fetch's default (proxy variables honoured). fetch's transport
@@ -104,48 +106,81 @@ func (a *ArtifactResolver) resolveOCI(ctx context.Context, oci *v1alpha1.OCIFetc
 	return out, nil
 }
 
+// resolveHTTP pins the anonHttp artifact. With verification, every
+// signature is read first (a few KiB each): an artifact is downloaded to
+// learn its digest only when there is a signature to check it against, so
+// that a missing signature costs no download.
 func (a *ArtifactResolver) resolveHTTP(ctx context.Context, h *v1alpha1.AnonHTTPFetch, v *signature.Verifier) (*Resolved, error) {
-	out := &Resolved{}
+	var urls []artifactURL
 	if h.Location != "" {
-		d, by, err := a.resolveURL(ctx, "spec.fetchStrategy.anonHttp", h.Location, h.SHA256, h.Signature, v)
-		if err != nil {
-			return nil, err
-		}
-		out.Digest, out.VerifiedBy = d, by
+		urls = append(urls, artifactURL{field: "spec.fetchStrategy.anonHttp", url: h.Location, sum: h.SHA256, sigURL: h.Signature})
 	}
 	for i, p := range h.Platforms {
-		d, by, err := a.resolveURL(ctx, fmt.Sprintf("spec.fetchStrategy.anonHttp.platforms[%d]", i), p.Location, p.SHA256, p.Signature, v)
+		urls = append(urls, artifactURL{field: fmt.Sprintf("spec.fetchStrategy.anonHttp.platforms[%d]", i), url: p.Location, sum: p.SHA256, sigURL: p.Signature, platform: p.Platform})
+	}
+	if v != nil {
+		for i := range urls {
+			var err error
+			if urls[i].sig, err = a.signatureAt(ctx, urls[i].field, urls[i].sigURL); err != nil {
+				return nil, err
+			}
+		}
+	}
+	out := &Resolved{}
+	for _, u := range urls {
+		d, by, err := a.resolveURL(ctx, u, v)
 		if err != nil {
 			return nil, err
 		}
-		out.Platforms = append(out.Platforms, v1alpha1.PlatformDigest{Platform: p.Platform, Digest: d})
+		if u.platform == "" {
+			out.Digest = d
+		} else {
+			out.Platforms = append(out.Platforms, v1alpha1.PlatformDigest{Platform: u.platform, Digest: d})
+		}
 		out.VerifiedBy = by
 	}
 	return out, nil
 }
 
+// artifactURL is one URL of an anonHttp artifact: the spec's field, its
+// sha256 when the spec gives it, its signature's URL and, once read, the
+// signature.
+type artifactURL struct {
+	field, url, sum, sigURL, platform string
+	sig                               []byte
+}
+
+// signatureAt reads the signature document at sigURL. Nothing there
+// (404, 410) fails with signature.ErrNotFound, which is ErrMissing.
+func (a *ArtifactResolver) signatureAt(ctx context.Context, field, sigURL string) ([]byte, error) {
+	f := fetch.NewHTTPFetcher(sigURL, "", fetch.Options{})
+	f.Client = a.Client
+	sig, err := f.Get(ctx, sigURL, maxSignature)
+	switch {
+	case errors.Is(err, fetch.ErrNotFound):
+		return nil, fmt.Errorf("%s.signature: %w (%w)", field, signature.ErrNotFound, err)
+	case err != nil:
+		return nil, fmt.Errorf("%s.signature: %w", field, err)
+	}
+	return sig, nil
+}
+
 // resolveURL pins one URL: its sha256 when the spec gives it, else the
-// digest of what it serves; then verifies the signature at sigURL.
-func (a *ArtifactResolver) resolveURL(ctx context.Context, field, url, sum, sigURL string, v *signature.Verifier) (string, string, error) {
-	f := fetch.NewHTTPFetcher(url, sum, fetch.Options{Limits: a.Limits})
+// digest of what it serves; then, with v, verifies u.sig (read before)
+// over that digest.
+func (a *ArtifactResolver) resolveURL(ctx context.Context, u artifactURL, v *signature.Verifier) (string, string, error) {
+	f := fetch.NewHTTPFetcher(u.url, u.sum, fetch.Options{Limits: a.Limits})
 	f.Client = a.Client
 	d, _, err := f.Digest(ctx, fetch.Platform{})
 	if err != nil {
-		return "", "", fmt.Errorf("%s: %w", field, err)
+		return "", "", fmt.Errorf("%s: %w", u.field, err)
 	}
 	if v == nil {
 		return d.String(), "", nil
 	}
-	sig, err := f.Get(ctx, sigURL, maxSignature)
+	signer, err := v.VerifyBlob(ctx, d, u.sig)
 	if err != nil {
-		if errors.Is(err, fetch.ErrNotFound) {
-			return "", "", fmt.Errorf("%s.signature %s: %w: %w", field, sigURL, signature.ErrMissing, err)
-		}
-		return "", "", fmt.Errorf("%s.signature: %w", field, err)
-	}
-	signer, err := v.VerifyBlob(ctx, d, sig)
-	if err != nil {
-		return "", "", fmt.Errorf("%s %s (%s): %w", field, url, d, err)
+		return "", "", fmt.Errorf("%s %s (%s): %w", u.field, u.url, d, err)
 	}
 	return d.String(), signer.String(), nil
 }

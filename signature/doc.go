@@ -56,7 +56,9 @@
 //
 // # Errors
 //
-// ErrMissing: nothing that claims to sign the digest was found. ErrInvalid:
+// ErrMissing: nothing that claims to sign the digest was found (a caller
+// that found nothing at a signature URL says ErrNotFound, which is also
+// ErrMissing). ErrInvalid:
 // something was found and nothing verifies; the error says why each
 // candidate failed. A registry that cannot be read gives its own error,
 // neither of the two, so that a caller can retry it.

@@ -57,7 +57,19 @@ var (
 	ErrInvalid = errors.New("signature does not verify")
 	// ErrPolicy: the policy itself is unusable; the error names the field.
 	ErrPolicy = errors.New("invalid verification policy")
+	// ErrNotFound: the place a signature is published at (a signature
+	// URL) answered that there is nothing there. It is a kind of
+	// ErrMissing: errors.Is(err, ErrMissing) holds for it too.
+	ErrNotFound error = notFound{}
 )
+
+// notFound is ErrNotFound.
+type notFound struct{}
+
+func (notFound) Error() string { return "signature not found" }
+
+// Is makes errors.Is(ErrNotFound, ErrMissing) true.
+func (notFound) Is(target error) bool { return target == ErrMissing }
 
 // Limits against a hostile registry or signature file.
 const (

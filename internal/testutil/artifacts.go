@@ -79,6 +79,7 @@ type FileServer struct {
 	mu       sync.Mutex
 	files    map[string][]byte
 	faults   map[string][]Fault
+	byPath   map[string]int64
 	requests atomic.Int64
 }
 
@@ -100,7 +101,7 @@ func StartFileServer(t testing.TB) *FileServer {
 // this machine), for clients in other network namespaces.
 func StartFileServerOn(t testing.TB, host string) *FileServer {
 	t.Helper()
-	s := &FileServer{files: map[string][]byte{}, faults: map[string][]Fault{}}
+	s := &FileServer{files: map[string][]byte{}, faults: map[string][]Fault{}, byPath: map[string]int64{}}
 	s.Server = startServerOn(t, host, http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
@@ -138,9 +139,19 @@ func (s *FileServer) Inject(path string, faults ...Fault) {
 // Requests returns how many requests the server has answered.
 func (s *FileServer) Requests() int64 { return s.requests.Load() }
 
+// RequestsFor returns how many requests of path (a URL's path, without
+// the query) the server has answered, whatever the answer was: for an
+// artifact's path, how often it was downloaded or asked for.
+func (s *FileServer) RequestsFor(path string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.byPath[path]
+}
+
 func (s *FileServer) serve(w http.ResponseWriter, r *http.Request) {
 	s.requests.Add(1)
 	s.mu.Lock()
+	s.byPath[r.URL.Path]++
 	data, ok := s.files[r.URL.Path]
 	var f Fault
 	if q := s.faults[r.URL.Path]; len(q) > 0 {
