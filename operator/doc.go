@@ -20,8 +20,11 @@
 // name them by reason (NotLinux, NotContainerd, NoArtifact), and the
 // Ready message sums them up. A node installed at an older hash is
 // an upgrade. A node's installer runs the Shim's canary pod (spec.canary,
-// on by default, with the RuntimeClass CanaryRuntimeClass, which is
-// published before the first Job) before it commits. When a node's Job
+// on by default, with the RuntimeClass CanaryRuntimeClass) before it
+// commits. The canary's RuntimeClass is published in the reconcile that
+// starts a node's install, before its Job, and kept while a node has the
+// shim or a Job is changing one; a Shim with no such node (a refused spec,
+// a rollout halted before any node had it) has none. When a node's Job
 // succeeds, the node gets the shim's label (package nodelabel) and counts
 // as updated; when one fails (a failed canary included), the Shim is
 // Degraded and no new node starts until the failure is resolved (the retry
@@ -36,6 +39,16 @@
 //
 // Nodes that join and match are installed; nodes that stop matching (or
 // stop being eligible) are uninstalled.
+//
+// A spec whose artifact cannot be resolved or verified (ResolveFailed,
+// SignatureMissing, SignatureInvalid, InsecureTransport) is rolled out to
+// no node either. The resolution that failed is not made again (no
+// download, no registry request) until the spec, the resolve annotation,
+// the resolve interval, the pull secret or the trusted root changes, or
+// its backoff passes (30s, doubled per failure, at most 10m); an HTTP
+// artifact's signature is read before the artifact, which is not
+// downloaded when the signature is missing. A refusal makes one Warning
+// Event, when the status first shows it.
 //
 // Some specs pass the API server's validation but are rolled out to no
 // node: a pull secret outside the operator's namespace (Degraded and Ready

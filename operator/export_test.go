@@ -1,6 +1,8 @@
 package operator
 
 import (
+	"time"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
@@ -21,3 +23,7 @@ func InstallJob(shim *v1alpha1.Shim, node *corev1.Node, opts Options) (*batchv1.
 	}
 	return r.buildJob(shim, node, p, specHash(shim))
 }
+
+// SetResolveBackoff sets the first wait before a failed resolution is asked
+// again (30s in production), so that a test sees its backoff in seconds.
+func SetResolveBackoff(o *Options, base time.Duration) { o.resolveBackoff = base }

@@ -91,6 +91,11 @@ type Options struct {
 	// Resolver pins each Shim's artifact to a digest, verifying its
 	// signature when the spec asks; default an ArtifactResolver.
 	Resolver Resolver
+
+	// resolveBackoff is the first wait before a failed resolution is
+	// asked again unchanged (default the constant resolveBackoff; tests
+	// shorten it through export_test.go).
+	resolveBackoff time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -117,6 +122,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.VerifyPeriod == 0 {
 		o.VerifyPeriod = DefaultVerifyPeriod
+	}
+	if o.resolveBackoff <= 0 {
+		o.resolveBackoff = resolveBackoff
 	}
 	if o.Resolver == nil {
 		o.Resolver = &ArtifactResolver{}

@@ -109,14 +109,31 @@ func resolveDue(shim *v1alpha1.Shim, specHash string, now time.Time) string {
 	return ""
 }
 
-// nextResolve is how long until the interval resolves again (0: never).
-func nextResolve(shim *v1alpha1.Shim, art *v1alpha1.ResolvedArtifact, now time.Time) time.Duration {
-	iv := shim.Spec.FetchStrategy.ResolveInterval
-	if iv == nil || art == nil {
+// nextResolve is how long until the artifact is resolved again by time
+// (0: not by time): when the interval comes round, or, after a failed
+// resolution, not before its backoff passed (failedResolve.retryAt).
+func (r *Reconciler) nextResolve(shim *v1alpha1.Shim, art *v1alpha1.ResolvedArtifact, now time.Time) time.Duration {
+	var at time.Time
+	if iv := shim.Spec.FetchStrategy.ResolveInterval; iv != nil && art != nil {
+		at = art.ResolvedAt.Add(iv.Duration)
+	}
+	if f, ok := r.pins.lastFailure(shim); ok && (art == nil || !at.IsZero() && f.retryAt.After(at)) {
+		at = f.retryAt
+	}
+	if at.IsZero() {
 		return 0
 	}
-	return max(art.ResolvedAt.Add(iv.Duration).Sub(now), time.Second)
+	return max(at.Sub(now), time.Second)
 }
+
+// Backoff of a resolution that failed: the same question (resolveAsk) is
+// asked again resolveBackoff after the first failure, twice as long
+// after each further one, at most resolveBackoffCap (or the resolve
+// interval, when shorter) after the last.
+const (
+	resolveBackoff    = 30 * time.Second
+	resolveBackoffCap = 10 * time.Minute
+)
 
 // pin resolves the Shim's artifact when due, and returns the resolution
 // the rollout uses and, when there is none, why (a refusal). A failed
@@ -124,6 +141,14 @@ func nextResolve(shim *v1alpha1.Shim, art *v1alpha1.ResolvedArtifact, now time.T
 //
 // It returns the artifact to install, the one to show in the status (the
 // last one pinned, with the error, when resolving failed) and the refusal.
+//
+// A failed resolution is not asked again (no registry, no download) until
+// something that can change its answer changes: the spec (verification
+// included), the resolve annotation, the resolve interval, the pull
+// secret's or trusted root's content; or until its backoff passed. In
+// between, the same refusal (or the kept digest with its error) stands,
+// and no Event is emitted again: a refusal's one Warning Event is the
+// install's, once the status does not show it yet (refusal.shown).
 func (r *Reconciler) pin(ctx context.Context, shim *v1alpha1.Shim, specHash string) (use, show *v1alpha1.ResolvedArtifact, _ *refusal) {
 	now := time.Now()
 	// The status read may lag behind the last resolution (a cache not yet
@@ -137,36 +162,35 @@ func (r *Reconciler) pin(ctx context.Context, shim *v1alpha1.Shim, specHash stri
 	}
 	ctx, cancel := context.WithTimeout(ctx, resolveTimeout)
 	defer cancel()
+	// The spec pins every digest and asks for no signature: nothing to ask
+	// a registry (each installer checks the digest).
+	static := pinnedBySpec(shim.Spec.FetchStrategy) && shim.Spec.Verification == nil
+	in := ResolveInput{Fetch: shim.Spec.FetchStrategy}
+	if !static {
+		var err error
+		if in, err = r.resolveInput(ctx, shim); err != nil {
+			// A read of the cluster, no download: asked again each time.
+			return r.resolveFailed(shim, cur, resolveRefusal(err), true)
+		}
+	}
+	ask := resolveAsk(shim, specHash, in)
+	if f, ok := r.pins.failure(shim, ask); ok && now.Before(f.retryAt) {
+		return r.resolveFailed(shim, cur, f.ref, false)
+	}
 	var res *Resolved
 	var err error
-	if pinnedBySpec(shim.Spec.FetchStrategy) && shim.Spec.Verification == nil {
-		// The spec pins every digest and asks for no signature: nothing to
-		// ask a registry (each installer checks the digest).
-		res, err = StaticResolver(nil).Resolve(ctx, ResolveInput{Fetch: shim.Spec.FetchStrategy})
+	if static {
+		res, err = StaticResolver(nil).Resolve(ctx, in)
 	} else {
-		var in ResolveInput
-		if in, err = r.resolveInput(ctx, shim); err == nil {
-			res, err = r.opts.Resolver.Resolve(ctx, in)
-		}
+		res, err = r.opts.Resolver.Resolve(ctx, in)
 	}
 	if err != nil {
 		ref := resolveRefusal(err)
-		r.event(shim, nil, corev1.EventTypeWarning, ref.reason, "Resolve", "%s", ref.message)
-		lastError := truncate(ref.reason+": "+ref.message, 512)
-		if cur == nil {
-			var shown *v1alpha1.ResolvedArtifact
-			if old := shim.Status.Artifact; old != nil {
-				shown = old.DeepCopy()
-				shown.LastError = lastError
-			}
-			return nil, shown, ref
-		}
-		kept := cur.DeepCopy()
-		kept.ResolveRequest = shim.Annotations[v1alpha1.ResolveAnnotation]
-		kept.LastError = lastError
-		r.pins.put(shim, kept)
-		return kept, kept, nil
+		f := r.pins.fail(shim, ask, ref, now, r.opts.resolveBackoff)
+		log.FromContext(ctx).Info("artifact not resolved", "shim", shim.Name, "reason", ref.reason, "trigger", why, "attempt", f.attempts, "retry", f.retryAt)
+		return r.resolveFailed(shim, cur, ref, true)
 	}
+	r.pins.succeeded(shim)
 	art := &v1alpha1.ResolvedArtifact{
 		Source: sourceOf(shim.Spec.FetchStrategy), Digest: res.Digest, Platforms: res.Platforms, VerifiedBy: res.VerifiedBy,
 		ResolvedAt: metav1.NewTime(now), SpecHash: resolveKey(shim, specHash), ResolveRequest: shim.Annotations[v1alpha1.ResolveAnnotation],
@@ -183,15 +207,83 @@ func (r *Reconciler) pin(ctx context.Context, shim *v1alpha1.Shim, specHash stri
 	return art, art, nil
 }
 
-// pins remembers, per Shim, the artifact this process pinned last.
+// resolveFailed is pin's answer when resolving failed (fresh) or failed
+// before and is not asked again yet. Without a pinned digest for the spec
+// the spec is refused: the status shows the last artifact with the error,
+// and the refusal's Warning Event is the install's (pin emits none, so
+// that a refusal makes one Event, not two). With one, the pinned digest is
+// kept, with the error, and a fresh failure gets a Warning Event.
+func (r *Reconciler) resolveFailed(shim *v1alpha1.Shim, cur *v1alpha1.ResolvedArtifact, ref *refusal, fresh bool) (use, show *v1alpha1.ResolvedArtifact, _ *refusal) {
+	lastError := truncate(ref.reason+": "+ref.message, 512)
+	if cur == nil {
+		var shown *v1alpha1.ResolvedArtifact
+		if old := shim.Status.Artifact; old != nil {
+			shown = old.DeepCopy()
+			shown.LastError = lastError
+		}
+		return nil, shown, ref
+	}
+	if fresh {
+		r.event(shim, nil, corev1.EventTypeWarning, ref.reason, "Resolve", "%s", ref.message)
+	}
+	kept := cur.DeepCopy()
+	kept.ResolveRequest = shim.Annotations[v1alpha1.ResolveAnnotation]
+	kept.LastError = lastError
+	r.pins.put(shim, kept)
+	return kept, kept, nil
+}
+
+// resolveAsk identifies the question a resolution answers: the spec
+// (resolveKey), the resolve annotation, the resolve interval, and what
+// was read for it from the cluster (the pull secret's and the trusted
+// root's content). A change of any of them asks again at once.
+func resolveAsk(shim *v1alpha1.Shim, specHash string, in ResolveInput) string {
+	data, _ := json.Marshal(struct {
+		K, A string
+		I    *metav1.Duration
+		C, T []byte
+	}{resolveKey(shim, specHash), shim.Annotations[v1alpha1.ResolveAnnotation], shim.Spec.FetchStrategy.ResolveInterval, in.DockerConfigJSON, in.TrustedRoot})
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// pins remembers, per Shim, the artifact this process pinned last, and
+// its last failed resolution.
 type pins struct {
 	mu     sync.Mutex
 	byShim map[string]pinned
+	failed map[string]failedResolve
 }
 
 type pinned struct {
 	uid types.UID
 	art *v1alpha1.ResolvedArtifact
+}
+
+// failedResolve is a Shim's last failed resolution: the question asked
+// (resolveAsk), the refusal it answered, how many times in a row the same
+// question failed, and when it may be asked again.
+type failedResolve struct {
+	uid      types.UID
+	ask      string
+	ref      *refusal
+	attempts int
+	retryAt  time.Time
+}
+
+// retryAfter is how long after its attempts-th failure in a row a question
+// is asked again: base doubled per failure before, at most
+// resolveBackoffCap, and at most interval (0: none).
+func retryAfter(attempts int, base, interval time.Duration) time.Duration {
+	wait := base
+	for i := 1; i < attempts && wait < resolveBackoffCap; i++ {
+		wait *= 2
+	}
+	wait = min(wait, resolveBackoffCap)
+	if interval > 0 {
+		wait = min(wait, interval)
+	}
+	return wait
 }
 
 func (p *pins) put(shim *v1alpha1.Shim, art *v1alpha1.ResolvedArtifact) {
@@ -203,10 +295,52 @@ func (p *pins) put(shim *v1alpha1.Shim, art *v1alpha1.ResolvedArtifact) {
 	p.byShim[shim.Name] = pinned{uid: shim.UID, art: art.DeepCopy()}
 }
 
+// fail records a failed resolution of ask, and when it may be asked again.
+func (p *pins) fail(shim *v1alpha1.Shim, ask string, ref *refusal, now time.Time, base time.Duration) failedResolve {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.failed == nil {
+		p.failed = map[string]failedResolve{}
+	}
+	f := failedResolve{uid: shim.UID, ask: ask, ref: ref, attempts: 1}
+	if old, ok := p.failed[shim.Name]; ok && old.uid == shim.UID && old.ask == ask {
+		f.attempts = old.attempts + 1
+	}
+	var interval time.Duration
+	if iv := shim.Spec.FetchStrategy.ResolveInterval; iv != nil {
+		interval = iv.Duration
+	}
+	f.retryAt = now.Add(retryAfter(f.attempts, base, interval))
+	p.failed[shim.Name] = f
+	return f
+}
+
+// failure returns the Shim's last failed resolution when it asked ask.
+func (p *pins) failure(shim *v1alpha1.Shim, ask string) (failedResolve, bool) {
+	f, ok := p.lastFailure(shim)
+	return f, ok && f.ask == ask
+}
+
+// lastFailure returns the Shim's last failed resolution, whatever it asked.
+func (p *pins) lastFailure(shim *v1alpha1.Shim) (failedResolve, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f, ok := p.failed[shim.Name]
+	return f, ok && f.uid == shim.UID
+}
+
+// succeeded forgets the Shim's failed resolution.
+func (p *pins) succeeded(shim *v1alpha1.Shim) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.failed, shim.Name)
+}
+
 func (p *pins) forget(name string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.byShim, name)
+	delete(p.failed, name)
 }
 
 // latest returns shim, with the artifact pinned last in its status when

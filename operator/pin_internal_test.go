@@ -107,3 +107,126 @@ func TestStaticResolver(t *testing.T) {
 		t.Errorf("reason %s", ref.reason)
 	}
 }
+
+// TestRetryAfter: a failed resolution is asked again after the base wait,
+// doubled per failure in a row, at most 10 minutes, and at most the
+// resolve interval.
+func TestRetryAfter(t *testing.T) {
+	base := 30 * time.Second
+	for _, tt := range []struct {
+		attempts int
+		interval time.Duration
+		want     time.Duration
+	}{
+		{1, 0, 30 * time.Second},
+		{2, 0, time.Minute},
+		{3, 0, 2 * time.Minute},
+		{5, 0, 8 * time.Minute},
+		{6, 0, 10 * time.Minute},
+		{60, 0, 10 * time.Minute},
+		{1, time.Minute, 30 * time.Second},
+		{4, time.Minute, time.Minute},
+	} {
+		if got := retryAfter(tt.attempts, base, tt.interval); got != tt.want {
+			t.Errorf("retryAfter(%d, %s, %s) = %s, want %s", tt.attempts, base, tt.interval, got, tt.want)
+		}
+	}
+}
+
+// TestResolveAsk: what a failed resolution is remembered by changes with
+// everything that can change its answer, and with nothing else.
+func TestResolveAsk(t *testing.T) {
+	in := ResolveInput{DockerConfigJSON: []byte(`{"auths":{}}`)}
+	ask := func(s *v1alpha1.Shim, in ResolveInput) string { return resolveAsk(s, specHash(s), in) }
+	want := ask(tagShim(), in)
+	for _, tt := range []struct {
+		name    string
+		change  func(s *v1alpha1.Shim, in *ResolveInput)
+		changes bool
+	}{
+		{"nothing", func(*v1alpha1.Shim, *ResolveInput) {}, false},
+		{"the status", func(s *v1alpha1.Shim, _ *ResolveInput) {
+			s.Status.Artifact = &v1alpha1.ResolvedArtifact{LastError: "SignatureInvalid: ..."}
+		}, false},
+		{"the node selector", func(s *v1alpha1.Shim, _ *ResolveInput) { s.Spec.NodeSelector = map[string]string{"a": "b"} }, false},
+		{"the reference", func(s *v1alpha1.Shim, _ *ResolveInput) { s.Spec.FetchStrategy.OCI.Reference += "2" }, true},
+		{"the verification", func(s *v1alpha1.Shim, _ *ResolveInput) {
+			s.Spec.Verification = &v1alpha1.Verification{PublicKeys: []string{"-----BEGIN PUBLIC KEY-----"}}
+		}, true},
+		{"the resolve annotation", func(s *v1alpha1.Shim, _ *ResolveInput) {
+			s.Annotations = map[string]string{v1alpha1.ResolveAnnotation: "1"}
+		}, true},
+		{"the resolve interval", func(s *v1alpha1.Shim, _ *ResolveInput) {
+			s.Spec.FetchStrategy.ResolveInterval = &metav1.Duration{Duration: time.Hour}
+		}, true},
+		{"the pull secret", func(_ *v1alpha1.Shim, in *ResolveInput) { in.DockerConfigJSON = []byte(`{"auths":{"r":{}}}`) }, true},
+		{"the trusted root", func(_ *v1alpha1.Shim, in *ResolveInput) { in.TrustedRoot = []byte(`{}`) }, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, in := tagShim(), in
+			tt.change(s, &in)
+			if got := ask(s, in); (got != want) != tt.changes {
+				t.Errorf("changed %v, want %v", got != want, tt.changes)
+			}
+		})
+	}
+}
+
+// TestFailedResolveMemo: a failed resolution is remembered per Shim (a
+// Shim recreated under the same name starts afresh), counts the failures
+// of the same question in a row, and is forgotten once a resolution
+// succeeds or the Shim goes; nextResolve waits for its backoff.
+func TestFailedResolveMemo(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	r := &Reconciler{}
+	s := tagShim()
+	s.UID = "uid-1"
+	ref := &refusal{reason: v1alpha1.ReasonSignatureInvalid, message: "no"}
+	base := time.Second
+	if f := r.pins.fail(s, "q1", ref, now, base); f.attempts != 1 || !f.retryAt.Equal(now.Add(time.Second)) {
+		t.Errorf("first failure %+v", f)
+	}
+	if f := r.pins.fail(s, "q1", ref, now, base); f.attempts != 2 || !f.retryAt.Equal(now.Add(2*time.Second)) {
+		t.Errorf("second failure %+v", f)
+	}
+	if f, ok := r.pins.failure(s, "q1"); !ok || f.ref != ref || f.attempts != 2 {
+		t.Errorf("failure(q1) = %+v, %v", f, ok)
+	}
+	if _, ok := r.pins.failure(s, "q2"); ok {
+		t.Error("another question answered from memory")
+	}
+	if d := r.nextResolve(s, nil, now); d != 2*time.Second {
+		t.Errorf("nextResolve of a refused spec = %s, want its backoff 2s", d)
+	}
+	if f := r.pins.fail(s, "q2", ref, now, base); f.attempts != 1 {
+		t.Errorf("a new question counts on: %+v", f)
+	}
+	again := s.DeepCopy()
+	again.UID = "uid-2"
+	if _, ok := r.pins.failure(again, "q2"); ok {
+		t.Error("a recreated Shim inherits its predecessor's failure")
+	}
+	if d := r.nextResolve(again, nil, now); d != 0 {
+		t.Errorf("nextResolve of a recreated Shim = %s", d)
+	}
+
+	// A pinned digest whose interval passed and whose re-resolution
+	// failed: the next try after the backoff, not at once.
+	iv := s.DeepCopy()
+	iv.Spec.FetchStrategy.ResolveInterval = &metav1.Duration{Duration: time.Minute}
+	art := &v1alpha1.ResolvedArtifact{ResolvedAt: metav1.NewTime(now.Add(-2 * time.Minute))}
+	r.pins.fail(iv, "q3", ref, now, 30*time.Second)
+	if d := r.nextResolve(iv, art, now); d != 30*time.Second {
+		t.Errorf("nextResolve after a failed interval resolution = %s, want 30s", d)
+	}
+
+	r.pins.succeeded(s)
+	if _, ok := r.pins.lastFailure(s); ok {
+		t.Error("a success left the failure")
+	}
+	r.pins.fail(s, "q1", ref, now, base)
+	r.pins.forget(s.Name)
+	if _, ok := r.pins.lastFailure(s); ok {
+		t.Error("a deleted Shim's failure is kept")
+	}
+}

@@ -272,7 +272,11 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 	}
 	if obs.refusal != nil {
 		rollin.Start = nil
-		r.event(obs.shim, nil, corev1.EventTypeWarning, obs.refusal.reason, "Install", "%s", obs.refusal.message)
+		// The refusal's one Warning Event (pin emits none for it), when
+		// the status does not show it yet.
+		if !obs.refusal.shown(obs.shim) {
+			r.event(obs.shim, nil, corev1.EventTypeWarning, obs.refusal.reason, "Install", "%s", obs.refusal.message)
+		}
 	}
 	removal, err := p.Remove(stale)
 	if err != nil {
@@ -280,7 +284,7 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 	}
 	// The RuntimeClasses, the canary's among them, before an installer
 	// needs one.
-	rcs, err := r.ensureRuntimeClasses(ctx, obs)
+	rcs, err := r.ensureRuntimeClasses(ctx, obs, len(rollin.Start) > 0)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -341,7 +345,7 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 	if rollin.Done && removal.Done {
 		// A foreign RuntimeClass's change requeues through the watch; the
 		// resolve interval, through time; the next verification too.
-		after := nextResolve(obs.shim, obs.art, time.Now())
+		after := r.nextResolve(obs.shim, obs.art, time.Now())
 		if !verifyAt.IsZero() {
 			if d := time.Until(verifyAt); after == 0 || d < after {
 				after = max(d, time.Second)

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
@@ -24,6 +27,17 @@ var (
 type refusal struct {
 	reason  string
 	message string
+}
+
+// shown reports whether the Shim's status already shows the refusal: its
+// Degraded condition, of the current generation, has the refusal's reason
+// and message. The refusal's Warning Event went out when it first showed;
+// a refusal that stands makes no further Events (each would be a new
+// Event object: the Shim's resourceVersion, part of what the events API
+// folds by, changes with every status write).
+func (ref *refusal) shown(shim *v1alpha1.Shim) bool {
+	c := meta.FindStatusCondition(shim.Status.Conditions, v1alpha1.ConditionDegraded)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == shim.Generation && c.Reason == ref.reason && c.Message == ref.message
 }
 
 // refusalOf checks what the CRD's rules cannot: nil when the spec can be

@@ -101,14 +101,23 @@ type classes struct {
 }
 
 // ensureRuntimeClasses creates the Shim's RuntimeClasses once the first
-// node has the shim (the canary's at once: installers need it before any
-// node has the shim), keeps those it owns up to date, and deletes those it
+// node has the shim, keeps those it owns up to date, and deletes those it
 // owns that the spec no longer names. A RuntimeClass of one of its names
 // that it does not own is left as it is: a conflict.
-func (r *Reconciler) ensureRuntimeClasses(ctx context.Context, obs *observed) (classes, error) {
-	anyInstalled := false
+//
+// The canary's RuntimeClass (canaryClassSpec) is published only while an
+// installer may run the canary: when starting says this reconcile starts
+// an install, or while a node has the shim or a Job is changing it. Any
+// other time (a refused spec, a rollout halted before any node had the
+// shim, no node targeted) no node will run a canary, and the Shim's own
+// canary RuntimeClass is deleted, one from before included; one that
+// belongs to someone else is then not looked at (it blocks, as a
+// conflict, only a rollout that is about to start).
+func (r *Reconciler) ensureRuntimeClasses(ctx context.Context, obs *observed, starting bool) (classes, error) {
+	anyInstalled, anyTouched := false, false
 	for _, v := range obs.views {
 		anyInstalled = anyInstalled || v.label == nodelabel.Installed
+		anyTouched = anyTouched || v.touched() || v.held
 	}
 	specs := runtimeClassSpecs(obs.shim)
 	canary, withCanary := canaryClassSpec(obs.shim)
@@ -117,6 +126,12 @@ func (r *Reconciler) ensureRuntimeClasses(ctx context.Context, obs *observed) (c
 	}
 	if err := r.deleteStaleRuntimeClasses(ctx, obs.shim, specs); err != nil {
 		return classes{}, err
+	}
+	if withCanary && !starting && !anyTouched {
+		specs = specs[:len(specs)-1]
+		if err := r.deleteCanaryClass(ctx, obs.shim, canary); err != nil {
+			return classes{}, err
+		}
 	}
 	out := classes{published: true}
 	for _, spec := range specs {
@@ -134,6 +149,23 @@ func (r *Reconciler) ensureRuntimeClasses(ctx context.Context, obs *observed) (c
 		}
 	}
 	return out, nil
+}
+
+// deleteCanaryClass deletes the Shim's canary RuntimeClass, when there is
+// one and it is the Shim's, with a Normal Event.
+func (r *Reconciler) deleteCanaryClass(ctx context.Context, shim *v1alpha1.Shim, canary classSpec) error {
+	rc := &nodev1.RuntimeClass{}
+	if err := r.client.Get(ctx, client.ObjectKey{Name: canary.Name}, rc); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !ownedBy(rc, shim) {
+		return nil
+	}
+	if err := runtimeclass.DeleteOwned(ctx, r.client, canary.Name, shim.UID); err != nil {
+		return err
+	}
+	r.event(shim, rc, corev1.EventTypeNormal, "RuntimeClassDeleted", "Delete", "RuntimeClass %s: no node is being installed or has the shim (the canary's RuntimeClass is published only while one is)", canary.Name)
+	return nil
 }
 
 // ensureRuntimeClass publishes the RuntimeClass with runtimeclass.Ensure:

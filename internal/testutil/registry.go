@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -32,6 +33,8 @@ type Registry struct {
 	Password string
 
 	requests atomic.Int64
+	mu       sync.Mutex
+	byPath   map[string]int64 // "GET /v2/<repo>/blobs/<digest>" → requests
 }
 
 // StartRegistry starts a registry on loopback and closes it in t.Cleanup.
@@ -46,10 +49,13 @@ func StartRegistry(t testing.TB, username, password string) *Registry {
 // machine), for clients in other network namespaces.
 func StartRegistryOn(t testing.TB, host, username, password string) *Registry {
 	t.Helper()
-	r := &Registry{Username: username, Password: password}
+	r := &Registry{Username: username, Password: password, byPath: map[string]int64{}}
 	inner := registry.New(registry.Logger(nopLogger()))
 	r.Server = startServerOn(t, host, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.requests.Add(1)
+		r.mu.Lock()
+		r.byPath[req.Method+" "+req.URL.Path]++
+		r.mu.Unlock()
 		if username != "" {
 			u, p, ok := req.BasicAuth()
 			if !ok || u != username || p != password {
@@ -67,6 +73,30 @@ func StartRegistryOn(t testing.TB, host, username, password string) *Registry {
 
 // Requests returns how many requests the registry has answered.
 func (r *Registry) Requests() int64 { return r.requests.Load() }
+
+// RequestsFor returns how many requests of method and path the registry
+// has answered (credentials refused included), for example
+// RequestsFor("GET", "/v2/shims/spin/blobs/sha256:...") for how often a
+// blob was downloaded.
+func (r *Registry) RequestsFor(method, path string) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.byPath[method+" "+path]
+}
+
+// RequestsUnder returns how many requests of any method to paths starting
+// with prefix (a repository's "/v2/<repo>/") the registry has answered.
+func (r *Registry) RequestsUnder(prefix string) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var n int64
+	for k, c := range r.byPath {
+		if _, path, _ := strings.Cut(k, " "); strings.HasPrefix(path, prefix) {
+			n += c
+		}
+	}
+	return n
+}
 
 // Repository returns an oras client for a repository of this registry,
 // authenticated with the registry's own credentials.
