@@ -184,7 +184,7 @@ func progressingCondition(u rollup) metav1.Condition {
 	case u.refused() != nil:
 		return condition(t, false, v1alpha1.ReasonHalted, "no node starts: the spec is refused ("+u.refused().reason+")")
 	case u.halted():
-		return condition(t, false, v1alpha1.ReasonHalted, "a node failed; no new node starts until the spec changes (spec.canary too, for a node whose canary failed) or a retry (annotation " + v1alpha1.RetryAnnotation + ")")
+		return condition(t, false, v1alpha1.ReasonHalted, "a node failed; no new node starts until the spec changes (spec.canary too, for a node whose canary failed) or a retry (annotation "+v1alpha1.RetryAnnotation+")")
 	case !u.done():
 		return condition(t, true, v1alpha1.ReasonNodesChanging, fmt.Sprintf("%d nodes changing (maxUpdate %d), %d to go",
 			u.install.InFlight+u.removal.InFlight, max(u.install.Budget, u.removal.Budget), u.install.Remaining+u.removal.Remaining))
