@@ -33,6 +33,8 @@ func TestCluster(t *testing.T) {
 	// here, so that the next one starts clean.
 	t.Run("operator", func(t *testing.T) { testOperator(t, c, build) })
 	deleteShims(t, c)
+	t.Run("refusal", func(t *testing.T) { testRefusal(t, c, build) })
+	deleteShims(t, c)
 	t.Run("gvisor", func(t *testing.T) { testGVisor(t, c) })
 	deleteShims(t, c)
 	t.Run("nodes", func(t *testing.T) { testNodes(t, c, build, images) })
