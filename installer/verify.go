@@ -61,7 +61,7 @@ func (SignatureVerifier) VerifyArtifact(ctx context.Context, a *plan.Artifact) (
 		var sig []byte
 		if sig, err = f.Get(ctx, a.SignatureURL, 1<<20); err != nil {
 			if errors.Is(err, fetch.ErrNotFound) {
-				return "", fmt.Errorf("signature %s: %w: %w", a.SignatureURL, signature.ErrMissing, err)
+				return "", fmt.Errorf("%s: %w (%w)", a.SignatureURL, signature.ErrNotFound, err)
 			}
 			return "", fmt.Errorf("signature %s: %w", a.SignatureURL, err)
 		}

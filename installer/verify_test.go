@@ -64,18 +64,19 @@ func TestVerifyBeforeAnything(t *testing.T) {
 		art    *plan.Artifact
 		verify *plan.Verification
 		reason plan.Reason // "" installs
+		says   string      // in the failure's message
 	}{
-		{"oci bundle", oci("bundle", func(r string) { trusted.SignOCI(t, r) }), keys, ""},
-		{"oci cosign tag", oci("legacy", func(r string) { trusted.SignOCILegacy(t, r) }), keys, ""},
-		{"oci keyless", oci("keyless", func(r string) { keyless.SignOCI(t, r) }), identity("builder@shimkit.test"), ""},
-		{"oci keyless other subject", oci("keyless-other", func(r string) { keyless.SignOCI(t, r) }), identity("someone@else.test"), plan.ReasonSignatureInvalid},
-		{"oci unsigned", oci("unsigned", nil), keys, plan.ReasonSignatureMissing},
-		{"oci other key", oci("other", func(r string) { other.SignOCI(t, r) }), keys, plan.ReasonSignatureInvalid},
-		{"http bundle", web(trusted.SignBlob(t, d)), keys, ""},
-		{"http detached", web(trusted.DetachedSignature(t, d)), keys, ""},
-		{"http other key", web(other.DetachedSignature(t, d)), keys, plan.ReasonSignatureInvalid},
-		{"http no signature", web(nil), keys, plan.ReasonSignatureMissing},
-		{"plain http to a remote registry", remote, nil, plan.ReasonInsecureTransport},
+		{"oci bundle", oci("bundle", func(r string) { trusted.SignOCI(t, r) }), keys, "", ""},
+		{"oci cosign tag", oci("legacy", func(r string) { trusted.SignOCILegacy(t, r) }), keys, "", ""},
+		{"oci keyless", oci("keyless", func(r string) { keyless.SignOCI(t, r) }), identity("builder@shimkit.test"), "", ""},
+		{"oci keyless other subject", oci("keyless-other", func(r string) { keyless.SignOCI(t, r) }), identity("someone@else.test"), plan.ReasonSignatureInvalid, ""},
+		{"oci unsigned", oci("unsigned", nil), keys, plan.ReasonSignatureMissing, ""},
+		{"oci other key", oci("other", func(r string) { other.SignOCI(t, r) }), keys, plan.ReasonSignatureInvalid, ""},
+		{"http bundle", web(trusted.SignBlob(t, d)), keys, "", ""},
+		{"http detached", web(trusted.DetachedSignature(t, d)), keys, "", ""},
+		{"http other key", web(other.DetachedSignature(t, d)), keys, plan.ReasonSignatureInvalid, ""},
+		{"http no signature", web(nil), keys, plan.ReasonSignatureMissing, "signature not found"},
+		{"plain http to a remote registry", remote, nil, plan.ReasonInsecureTransport, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -101,8 +102,8 @@ func TestVerifyBeforeAnything(t *testing.T) {
 				}
 				return
 			}
-			if r.Outcome != plan.Failed || r.Reason != tt.reason {
-				t.Fatalf("result %s/%s (%s), want Failed/%s", r.Outcome, r.Reason, r.Message, tt.reason)
+			if r.Outcome != plan.Failed || r.Reason != tt.reason || !strings.Contains(r.Message, tt.says) {
+				t.Fatalf("result %s/%s (%s), want Failed/%s saying %q", r.Outcome, r.Reason, r.Message, tt.reason, tt.says)
 			}
 			if after := snapshot(t, n.root, "/etc", "/opt", "/usr"); after != before {
 				t.Errorf("the node changed:\n%s\nwas:\n%s", after, before)
