@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/opencontainers/go-digest"
-	eventsv1 "k8s.io/api/events/v1"
 	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -311,13 +310,9 @@ func TestRefusedArtifactBackoff(t *testing.T) {
 // shimEvents are the Events of reason about the Shim (one per series).
 func shimEvents(t testing.TB, c client.Client, shim, reason string) []string {
 	t.Helper()
-	var evs eventsv1.EventList
-	if err := c.List(context.Background(), &evs); err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, e := range evs.Items {
-		if e.Regarding.Name == shim && e.Reason == reason {
+	for _, e := range eventsOf(t, c, shim) {
+		if e.Reason == reason {
 			out = append(out, e.Action+": "+e.Note)
 		}
 	}

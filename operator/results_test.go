@@ -227,17 +227,23 @@ func TestFailedJobResultInStatus(t *testing.T) {
 // eventNotes lists the notes of the Shim's events of a type.
 func eventNotes(t testing.TB, c client.Client, shim, eventType string) []string {
 	t.Helper()
-	var evs eventsv1.EventList
-	if err := c.List(context.Background(), &evs); err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, e := range evs.Items {
-		if e.Regarding.Name == shim && e.Type == eventType {
+	for _, e := range eventsOf(t, c, shim) {
+		if e.Type == eventType {
 			out = append(out, e.Note)
 		}
 	}
 	return out
+}
+
+// eventsOf lists the Events about the Shim.
+func eventsOf(t testing.TB, c client.Client, shim string) []eventsv1.Event {
+	t.Helper()
+	var evs eventsv1.EventList
+	if err := c.List(context.Background(), &evs); err != nil {
+		t.Fatal(err)
+	}
+	return slices.DeleteFunc(evs.Items, func(e eventsv1.Event) bool { return e.Regarding.Name != shim })
 }
 
 // TestRealInstallerFailureInStatus: the real installer, run for the Job's
