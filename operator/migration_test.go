@@ -249,6 +249,13 @@ func TestMigrationFromRCM(t *testing.T) {
 		t.Error("the RuntimeClass was replaced")
 	}
 	waitFor(t, 10*time.Second, "the Shim still Ready", ready(env.Client, "spin-v2"))
+	// No Event contradicts the takeover (the cache's copy from before it
+	// made a RuntimeClassConflict in 2 of 3 migrations).
+	for _, e := range eventsOf(t, env.Client, "spin-v2") {
+		if e.Reason == v1alpha1.ReasonRuntimeClassConflict {
+			t.Errorf("Event %s %s after the takeover: %s", e.Type, e.Reason, e.Note)
+		}
+	}
 }
 
 // TestMigrationRuntimeClassConflicts: with migrateFrom, a RuntimeClass of
