@@ -9,4 +9,10 @@
 // upgrade, so pods keep scheduling onto nodes that still run the previous
 // version. Shim names longer than a label name allows are shortened with a
 // hash suffix, so keys stay valid and distinct.
+//
+// The records kept next to the label (a failure, the last verification)
+// name the UID of the Shim object that wrote them, and RecordsOf reads
+// them for one Shim object only: a Shim deleted and created again under the
+// same name does not inherit its predecessor's failure, verification or
+// label, and finds them stale (Records.Stale, Records.LabelledByOther).
 package nodelabel
