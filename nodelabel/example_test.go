@@ -18,3 +18,15 @@ func ExampleState() {
 	fmt.Println(installed, hash, nodelabel.InstalledSelector("spin"))
 	// Output: true 5d41402abc4b2a76 shim.containerd.x-k8s.io/spin=installed
 }
+
+// A Shim created again under the name of one deleted without cleaning its
+// nodes finds that one's failure stale, not its own.
+func ExampleRecordsOf() {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+		nodelabel.FailureKey("spin"): `{"shimUID":"uid-old","op":"install","reason":"Conflict","time":"2026-11-25T06:00:00Z"}`,
+	}}}
+	old := nodelabel.RecordsOf(node, "spin", "uid-old")
+	successor := nodelabel.RecordsOf(node, "spin", "uid-new")
+	fmt.Println(old.Failure.Reason, successor.Failure == nil, successor.Stale)
+	// Output: Conflict true [failed.shim.containerd.x-k8s.io/spin]
+}
