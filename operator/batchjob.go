@@ -98,21 +98,14 @@ func othersWillOffer(obs *observed, shims []v1alpha1.Shim, nodes map[string]bool
 	return false
 }
 
-// preferShared gives the nodes that other Shims would install now the
-// planner's priority, so that their installs share one Job.
-func (r *Reconciler) preferShared(obs *observed, nodes []rollout.Node) {
+// sharedNodes are the nodes that other Shims would install now (nil
+// without batching): the planner prefers them, so that their installs
+// share one Job.
+func (r *Reconciler) sharedNodes(obs *observed) map[string]bool {
 	if r.opts.BatchWindow < 0 {
-		return
+		return nil
 	}
-	wanted := r.gate.wanted(labelValue(obs.shim.Name), time.Now())
-	if len(wanted) == 0 {
-		return
-	}
-	for k := range nodes {
-		if wanted[nodes[k].Name] {
-			nodes[k].Priority = 1
-		}
-	}
+	return r.gate.wanted(labelValue(obs.shim.Name), time.Now())
 }
 
 // installStart is a node's install Job about to start: the Shim's own, or

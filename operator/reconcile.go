@@ -234,76 +234,90 @@ func (r *Reconciler) planner(obs *observed) rollout.Planner {
 
 // install rolls the current spec out to the targeted nodes (matching and
 // eligible) and removes it from nodes that stopped being targeted. A
-// refused spec starts no install; removals go on.
+// refused spec starts no install; removals go on. It reads the snapshot
+// (obs), decides (decideRollout), then carries the decision out, each
+// write a step.
 func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, error) {
-	// A migration takes the predecessor's RuntimeClasses over first, so
-	// that deleting it can no longer delete them, and releases the nodes
-	// already installed.
-	var err error
-	if obs.takeover, err = r.takeOverRuntimeClasses(ctx, obs); err != nil {
+	if err := r.prepareNodes(ctx, obs); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.releaseRCMLabels(ctx, obs); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.dropStaleRecords(ctx, obs); err != nil {
-		return ctrl.Result{}, err
-	}
-	p := r.planner(obs)
-	var targeted, stale []rollout.Node
-	byName := map[string]*nodeView{}
-	for i := range obs.views {
-		v := &obs.views[i]
-		byName[v.node.Name] = v
-		switch {
-		case v.targeted():
-			if obs.refusal == nil && v.needsInstall(obs.hash) {
-				r.preparePlan(obs, v)
-			}
-			targeted = append(targeted, v.plannerNode(obs.hash, false))
-		case v.touched():
-			stale = append(stale, v.plannerNode(obs.hash, true))
-		}
-	}
-	r.preferShared(obs, targeted)
-	rollin, err := p.Install(targeted)
+	d, err := decideRollout(obs, r.planner(obs), r.opts, r.sharedNodes(obs))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if obs.refusal != nil {
-		rollin.Start = nil
-		// The refusal's one Warning Event (pin emits none for it), when
-		// the status does not show it yet.
-		if !obs.refusal.shown(obs.shim) {
-			r.event(obs.shim, nil, corev1.EventTypeWarning, obs.refusal.reason, "Install", "%s", obs.refusal.message)
-		}
-	}
-	removal, err := p.Remove(stale)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
+	r.reportDecision(obs, d)
 	// The RuntimeClasses, the canary's among them, before an installer
 	// needs one.
-	rcs, err := r.ensureRuntimeClasses(ctx, obs, len(rollin.Start) > 0)
+	rcs, err := r.ensureRuntimeClasses(ctx, obs, len(d.rollin.Start) > 0)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if rcs.canaryBlocked {
-		rollin.Start = nil
+		d.rollin.Start = nil
 	}
 	// Other Shims with installs pending get a moment to offer theirs, so
 	// that one Job per node carries them all.
-	batchWait, err := r.offerInstalls(ctx, obs, rollin)
+	batchWait, err := r.offerInstalls(ctx, obs, d.rollin)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if batchWait > 0 {
-		rollin.Start = nil
+		d.rollin.Start = nil
 	}
+	waiting, err := r.startNodes(ctx, obs, d)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.releaseTaints(ctx, obs); err != nil {
+		return ctrl.Result{}, err
+	}
+	obs.settled = d.done() || d.rollin.Halted
+	if err := r.updateStatus(ctx, obs, d.rollin, d.removal, rcs); err != nil {
+		return ctrl.Result{}, err
+	}
+	var verifyAt time.Time
+	if d.done() && obs.refusal == nil && !rcs.canaryBlocked {
+		if verifyAt, err = r.startVerifies(ctx, obs, d.rollin.Budget); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{RequeueAfter: r.requeueAfter(obs, d, verifyAt, batchWait, waiting)}, nil
+}
+
+// prepareNodes is what comes before a decision: a migration takes the
+// predecessor's RuntimeClasses over first, so that deleting it can no
+// longer delete them, and releases the nodes already installed; records
+// another Shim object of the name left on nodes are dropped.
+func (r *Reconciler) prepareNodes(ctx context.Context, obs *observed) error {
+	var err error
+	if obs.takeover, err = r.takeOverRuntimeClasses(ctx, obs); err != nil {
+		return err
+	}
+	if err := r.releaseRCMLabels(ctx, obs); err != nil {
+		return err
+	}
+	return r.dropStaleRecords(ctx, obs)
+}
+
+// reportDecision emits the decision's Warnings: one per node no plan
+// could be built for, and the refusal's one (pin emits none for it), when
+// the status does not show it yet.
+func (r *Reconciler) reportDecision(obs *observed, d rolloutDecision) {
+	for _, v := range d.unplanned {
+		r.event(obs.shim, v.node, corev1.EventTypeWarning, "InstallFailed", "Install", "%s", failureNote(v.node.Name, string(planReason(v.planErr)), v.planErr.Error()))
+	}
+	if obs.refusal != nil && !obs.refusal.shown(obs.shim) {
+		r.event(obs.shim, nil, corev1.EventTypeWarning, obs.refusal.reason, "Install", "%s", obs.refusal.message)
+	}
+}
+
+// startNodes starts the decided installs and uninstalls, each once the
+// node gate admits it; waiting: a node was held by another Shim's
+// installer (or the cap), and is tried again soon.
+func (r *Reconciler) startNodes(ctx context.Context, obs *observed, d rolloutDecision) (waiting bool, _ error) {
 	g := r.group(ctx)
-	waiting := false
-	for _, name := range rollin.Start {
-		v := byName[name]
+	for _, name := range d.rollin.Start {
+		v := d.byName[name]
 		reason := r.installReason(obs.shim, v.node, v.installed(), v.drifted)
 		b, ok := r.admitInstall(obs, v)
 		if !ok {
@@ -318,54 +332,44 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 			return err
 		})
 	}
-	for _, name := range removal.Start {
-		v := byName[name]
+	for _, name := range d.removal.Start {
+		v := d.byName[name]
 		if !r.admit(obs, v, opUninstall) {
 			waiting = true
 			continue
 		}
 		g.Go(func() error { return r.released(obs, v, opUninstall, r.startUninstall(ctx, obs, v)) })
 	}
-	if err := g.Wait(); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.releaseTaints(ctx, obs); err != nil {
-		return ctrl.Result{}, err
-	}
-	obs.settled = rollin.Done && removal.Done || rollin.Halted
-	if err := r.updateStatus(ctx, obs, rollin, removal, rcs); err != nil {
-		return ctrl.Result{}, err
-	}
-	var verifyAt time.Time
-	if rollin.Done && removal.Done && obs.refusal == nil && !rcs.canaryBlocked {
-		if verifyAt, err = r.startVerifies(ctx, obs, rollin.Budget); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	if rollin.Done && removal.Done {
-		// A foreign RuntimeClass's change requeues through the watch; the
-		// resolve interval, through time; the next verification too.
+	return waiting, g.Wait()
+}
+
+// requeueAfter is when the Shim is looked at again. A rollout that is done
+// comes back when the artifact is resolved again, the next verification
+// is due, or a node just installed is checked for drift (a foreign
+// RuntimeClass's change requeues through the watch); one waiting for
+// other Shims' offers, after the batch window; one waiting for a node
+// another Shim's installer holds, within a Job; else the resync period.
+func (r *Reconciler) requeueAfter(obs *observed, d rolloutDecision, verifyAt time.Time, batchWait time.Duration, waiting bool) time.Duration {
+	switch {
+	case d.done():
 		after := r.nextResolve(obs.shim, obs.art, time.Now())
 		if !verifyAt.IsZero() {
-			if d := time.Until(verifyAt); after == 0 || d < after {
-				after = max(d, time.Second)
+			if w := time.Until(verifyAt); after == 0 || w < after {
+				after = max(w, time.Second)
 			}
 		}
 		if !obs.driftCheck.IsZero() {
-			if d := time.Until(obs.driftCheck) + time.Second; after == 0 || d < after {
-				after = d
+			if w := time.Until(obs.driftCheck) + time.Second; after == 0 || w < after {
+				after = w
 			}
 		}
-		return ctrl.Result{RequeueAfter: after}, nil
+		return after
+	case batchWait > 0:
+		return batchWait
+	case waiting:
+		return min(r.opts.ResyncPeriod, gateRetry)
 	}
-	if batchWait > 0 {
-		return ctrl.Result{RequeueAfter: batchWait}, nil
-	}
-	if waiting {
-		// A node another Shim's installer holds frees up within a Job.
-		return ctrl.Result{RequeueAfter: min(r.opts.ResyncPeriod, gateRetry)}, nil
-	}
-	return ctrl.Result{RequeueAfter: r.opts.ResyncPeriod}, nil
+	return r.opts.ResyncPeriod
 }
 
 // installReason is the Normal Event reason of an install starting on the
@@ -436,17 +440,6 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed) (ctrl.Resu
 	r.metrics.forget(obs.shim.Name)
 	r.results.keep(obs.shim.Name, nil)
 	return ctrl.Result{}, nil
-}
-
-// preparePlan builds the node's install plan ahead of the rollout: a node
-// the Shim cannot be planned for fails without a Job, and halts the
-// rollout as a failed Job would. (A node without an artifact for its
-// platform is skipped before, not failed.)
-func (r *Reconciler) preparePlan(obs *observed, v *nodeView) {
-	v.plan, v.planErr = buildPlan(obs.shim, v.node, plan.OpInstall, r.opts, obs.target())
-	if v.planErr != nil {
-		r.event(obs.shim, v.node, corev1.EventTypeWarning, "InstallFailed", "Install", "%s", failureNote(v.node.Name, string(planReason(v.planErr)), v.planErr.Error()))
-	}
 }
 
 // planReason classifies an error of BuildPlan as the installer would.

@@ -1,0 +1,139 @@
+package operator
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/nodelabel"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+)
+
+// decideShim is a Shim of the nodes labelled pool=a, maxUpdate 2.
+func decideShim() *v1alpha1.Shim {
+	two := intstr.FromInt32(2)
+	return &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "spin", UID: "uid-spin"}, Spec: v1alpha1.ShimSpec{
+		NodeSelector: map[string]string{"pool": "a"},
+		FetchStrategy: v1alpha1.FetchStrategy{Type: v1alpha1.FetchAnonHTTP, AnonHTTP: &v1alpha1.AnonHTTPFetch{
+			Location: "https://artifacts.invalid/spin.tar.gz", SHA256: strings.Repeat("a", 64)}},
+		RuntimeClass:    v1alpha1.RuntimeClassSpec{Name: "spin"},
+		RolloutStrategy: &v1alpha1.RolloutStrategy{Type: v1alpha1.RolloutRolling, Rolling: &v1alpha1.RollingUpdate{MaxUpdate: &two}},
+	}}
+}
+
+// nodeAt is a Linux containerd node of the pool (pool "" : none), with the
+// Shim's label and hash when hash is set, and its canary.
+func nodeAt(name, pool, hash string, annotations map[string]string) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name),
+		Labels: map[string]string{corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux"}, Annotations: map[string]string{}},
+		Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{OperatingSystem: "linux", Architecture: "amd64", ContainerRuntimeVersion: "containerd://2.2.9"}}}
+	if pool != "" {
+		n.Labels["pool"] = pool
+	}
+	if hash != "" {
+		n.Labels[nodelabel.Key("spin")] = nodelabel.Installed
+		n.Annotations[nodelabel.Key("spin")] = hash
+	}
+	for k, v := range annotations {
+		n.Annotations[k] = v
+	}
+	return n
+}
+
+func failedJob(op, hash, canary string, reason plan.Reason) *jobView {
+	j := &batchv1.Job{Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue}}}}
+	return &jobView{job: j, op: op, specHash: hash, canary: canary, resultRead: true,
+		result: &plan.NodeResult{Outcome: plan.RolledBack, Reason: reason}}
+}
+
+// TestDecideRollout: the decision of one reconcile, from a snapshot alone
+// (no API server, no client): which nodes start, and where the rollout
+// stands.
+func TestDecideRollout(t *testing.T) {
+	shim := decideShim()
+	hash := specHash(shim)
+	canary := canaryHash(shim)
+	otherUID := `{"shimUID":"uid-old","op":"install","specHash":"` + hash + `","reason":"Conflict","time":"2026-11-25T06:00:00Z"}`
+	for _, tc := range []struct {
+		name    string
+		nodes   []*corev1.Node
+		jobs    map[string]*jobView
+		refused bool
+		shared  map[string]bool
+		// want
+		start, remove, failed []string
+		halted, done          bool
+	}{
+		{name: "fresh: maxUpdate nodes start", nodes: []*corev1.Node{nodeAt("n1", "a", "", nil), nodeAt("n2", "a", "", nil), nodeAt("n3", "a", "", nil)},
+			start: []string{"*", "*"}},
+		{name: "shared nodes first", nodes: []*corev1.Node{nodeAt("n1", "a", "", nil), nodeAt("n2", "a", "", nil), nodeAt("n3", "a", "", nil)},
+			shared: map[string]bool{"n3": true}, start: []string{"n3", "*"}},
+		{name: "installed at the spec: done", nodes: []*corev1.Node{nodeAt("n1", "a", hash, nil)}, done: true},
+		{name: "an old hash upgrades", nodes: []*corev1.Node{nodeAt("n1", "a", "old", nil)}, start: []string{"n1"}},
+		{name: "a node leaving the pool is removed", nodes: []*corev1.Node{nodeAt("n1", "b", hash, nil), nodeAt("n2", "a", hash, nil)}, remove: []string{"n1"}},
+		{name: "refused: no install starts, removals go on", refused: true,
+			nodes: []*corev1.Node{nodeAt("n1", "a", "", nil), nodeAt("n2", "b", hash, nil)}, remove: []string{"n2"}},
+		{name: "a failed Job halts", nodes: []*corev1.Node{nodeAt("n1", "a", "", nil), nodeAt("n2", "a", "", nil)},
+			jobs: map[string]*jobView{"n1": failedJob(opInstall, hash, canary, plan.ReasonConflict)}, failed: []string{"n1"}, halted: true},
+		{name: "a failed canary of another canary is tried again", nodes: []*corev1.Node{nodeAt("n1", "a", "", nil)},
+			jobs: map[string]*jobView{"n1": failedJob(opInstall, hash, "older-canary", plan.ReasonCanaryFailed)}, start: []string{"n1"}},
+		{name: "a failed canary of this canary halts", nodes: []*corev1.Node{nodeAt("n1", "a", "", nil)},
+			jobs: map[string]*jobView{"n1": failedJob(opInstall, hash, canary, plan.ReasonCanaryFailed)}, failed: []string{"n1"}, halted: true},
+		{name: "another Shim object's failure record does not halt",
+			nodes: []*corev1.Node{nodeAt("n1", "a", "", map[string]string{nodelabel.FailureKey("spin"): otherUID})}, start: []string{"n1"}},
+		{name: "a label another Shim object put is installed again",
+			nodes: []*corev1.Node{nodeAt("n1", "a", hash, map[string]string{nodelabel.VerifiedKey("spin"): `{"shimUID":"uid-old","specHash":"` + hash + `","time":"2026-11-25T06:00:00Z"}`})},
+			start: []string{"n1"}},
+		{name: "control-plane nodes are left alone", nodes: []*corev1.Node{func() *corev1.Node {
+			n := nodeAt("cp", "a", "", nil)
+			n.Labels[controlPlaneLabel] = ""
+			return n
+		}()}, done: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := &observed{shim: shim, hash: hash, specHash: hash}
+			if tc.refused {
+				obs.refusal = &refusal{reason: v1alpha1.ReasonSignatureMissing, message: "no signature"}
+			}
+			for _, n := range tc.nodes {
+				v := viewNode(shim, n, canary)
+				v.job = tc.jobs[n.Name]
+				obs.views = append(obs.views, v)
+			}
+			d, err := decideRollout(obs, (&Reconciler{}).planner(obs), Options{InstallerImage: "i", Namespace: "ns"}.withDefaults(), tc.shared)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !matchNames(d.rollin.Start, tc.start) || !matchNames(d.removal.Start, tc.remove) || !slices.Equal(d.rollin.Failed, tc.failed) ||
+				d.rollin.Halted != tc.halted || d.done() != tc.done {
+				t.Errorf("start %v remove %v failed %v halted %v done %v; want %v %v %v %v %v",
+					d.rollin.Start, d.removal.Start, d.rollin.Failed, d.rollin.Halted, d.done(), tc.start, tc.remove, tc.failed, tc.halted, tc.done)
+			}
+			for _, name := range d.rollin.Start {
+				if v := d.byName[name]; v.plan == nil || v.plan.Node != name || v.plan.SpecHash != hash {
+					t.Errorf("node %s starts without its plan: %+v %v", name, v.plan, v.planErr)
+				}
+			}
+		})
+	}
+}
+
+// matchNames: got has the names of want in order, "*" matching any name.
+func matchNames(got, want []string) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range want {
+		if want[i] != "*" && got[i] != want[i] {
+			return false
+		}
+	}
+	return true
+}
