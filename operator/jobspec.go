@@ -39,8 +39,6 @@ func (r *Reconciler) buildJob(shim *v1alpha1.Shim, node *corev1.Node, p *plan.No
 	lbls := map[string]string{
 		labelManagedBy: managedBy, labelShim: labelValue(shim.Name), labelNode: labelValue(node.Name), labelOp: op, labelSpecHash: hash,
 	}
-	volumes, mounts := jobVolumes(p, o.HostRoot, pullSecretName(shim))
-	volumes, mounts = trustedRootVolume(shim, volumes, mounts)
 	annotations := map[string]string{annotationCreated: time.Now().UTC().Format(time.RFC3339Nano)}
 	if p.Artifact != nil && p.Artifact.Digest != "" {
 		annotations[annotationDigest] = p.Artifact.Digest
@@ -66,47 +64,55 @@ func (r *Reconciler) buildJob(shim *v1alpha1.Shim, node *corev1.Node, p *plan.No
 			}}},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: lbls, Annotations: map[string]string{PlanAnnotation: string(doc)}},
-				Spec: corev1.PodSpec{
-					NodeName:      node.Name, // pinned: no scheduling
-					RestartPolicy: corev1.RestartPolicyNever,
-					// The installer reaches systemd over the system D-Bus socket,
-					// which answers any root process; systemd's private socket
-					// answers only its own PID namespace, hence hostPID only on
-					// request (nodes without a system bus).
-					HostPID: o.HostPID,
-					// A node agent: it must work before (or without) the pod
-					// network, and fetches what the node itself could.
-					HostNetwork: true,
-					DNSPolicy:   corev1.DNSClusterFirstWithHostNet,
-					// Serve tainted nodes too: the shim is for every matching node.
-					Tolerations:       []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-					PriorityClassName: "system-node-critical",
-					// The token lets the installer create its canary pod, and
-					// nothing else (see Options.InstallerServiceAccount).
-					ServiceAccountName:            o.InstallerServiceAccount,
-					AutomountServiceAccountToken:  ptr.To(p.Canary != nil),
-					TerminationGracePeriodSeconds: ptr.To(gracePeriodSeconds(p.Restart)),
-					Volumes:                       volumes,
-					Containers: []corev1.Container{{
-						Name:            installerContainer,
-						Image:           o.InstallerImage,
-						ImagePullPolicy: corev1.PullPolicy(o.ImagePullPolicy),
-						Args:            []string{op, "--plan", planFile, "--host-root", o.HostRoot, "--log-format", "json", "--result", resultPath},
-						VolumeMounts:    mounts,
-						Env:             o.InstallerEnv,
-						// It edits host files, connects to containerd's and
-						// systemd's sockets and sees the node's mounts: the only
-						// privileged container (see the README's Security).
-						SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
-						// The installer writes its NodeResult there, whatever
-						// the outcome; the operator reads it back.
-						TerminationMessagePath:   resultPath,
-						TerminationMessagePolicy: corev1.TerminationMessageReadFile,
-					}},
-				},
+				Spec:       installerPod(o, shim, node.Name, p),
 			},
 		},
 	}, nil
+}
+
+// installerPod is the spec of the installer's pod for the plan on the
+// node.
+func installerPod(o Options, shim *v1alpha1.Shim, node string, p *plan.NodePlan) corev1.PodSpec {
+	volumes, mounts := jobVolumes(p, o.HostRoot, pullSecretName(shim))
+	volumes, mounts = trustedRootVolume(shim, volumes, mounts)
+	return corev1.PodSpec{
+		NodeName:      node, // pinned: no scheduling
+		RestartPolicy: corev1.RestartPolicyNever,
+		// The installer reaches systemd over the system D-Bus socket,
+		// which answers any root process; systemd's private socket
+		// answers only its own PID namespace, hence hostPID only on
+		// request (nodes without a system bus).
+		HostPID: o.HostPID,
+		// A node agent: it must work before (or without) the pod
+		// network, and fetches what the node itself could.
+		HostNetwork: true,
+		DNSPolicy:   corev1.DNSClusterFirstWithHostNet,
+		// Serve tainted nodes too: the shim is for every matching node.
+		Tolerations:       []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+		PriorityClassName: "system-node-critical",
+		// The token lets the installer create its canary pod, and
+		// nothing else (see Options.InstallerServiceAccount).
+		ServiceAccountName:            o.InstallerServiceAccount,
+		AutomountServiceAccountToken:  ptr.To(p.Canary != nil),
+		TerminationGracePeriodSeconds: ptr.To(gracePeriodSeconds(p.Restart)),
+		Volumes:                       volumes,
+		Containers: []corev1.Container{{
+			Name:            installerContainer,
+			Image:           o.InstallerImage,
+			ImagePullPolicy: corev1.PullPolicy(o.ImagePullPolicy),
+			Args:            []string{string(p.Operation), "--plan", planFile, "--host-root", o.HostRoot, "--log-format", "json", "--result", resultPath},
+			VolumeMounts:    mounts,
+			Env:             o.InstallerEnv,
+			// It edits host files, connects to containerd's and
+			// systemd's sockets and sees the node's mounts: the only
+			// privileged container (see the README's Security).
+			SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
+			// The installer writes its NodeResult there, whatever
+			// the outcome; the operator reads it back.
+			TerminationMessagePath:   resultPath,
+			TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+		}},
+	}
 }
 
 // jobVolumes are the installer's view of the node (the directories of

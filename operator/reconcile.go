@@ -162,24 +162,7 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 		return nil, fmt.Errorf("shim %s: %w", shim.Name, err)
 	}
 	r.gate.sync(jobs, time.Now())
-	// The newest install or uninstall Job of each node, and apart from
-	// them the newest verifying Job: it changes nothing, so the rollout
-	// does not see it.
-	latest, verifying := map[string]*jobView{}, map[string]*jobView{}
-	for _, j := range jobs {
-		jv, ok := jobFor(j, shim)
-		if !ok || r.retries.deleted(shim, j.UID) {
-			continue // another Shim's, an earlier Shim's of the same name, or deleted by a retry
-		}
-		byNode := latest
-		if jv.op == opVerify {
-			byNode = verifying
-		}
-		n := jobNode(j)
-		if old := byNode[n]; old == nil || newer(j, old.job) {
-			byNode[n] = jv
-		}
-	}
+	latest, verifying := r.newestJobs(shim, jobs)
 	held := r.gate.inFlight(labelValue(shim.Name))
 	obs := &observed{shim: shim, specHash: specHash(shim), refusal: refusalOf(shim, r.opts)}
 	obs.shown = shim.Status.Artifact
@@ -210,6 +193,30 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	}
 	r.results.keep(shim.Name, current)
 	return obs, nil
+}
+
+// newestJobs indexes the Shim's Jobs by node: the newest install or
+// uninstall Job of each node, and apart from them the newest verifying
+// Job (it changes nothing, so the rollout does not see it). Another
+// Shim's Jobs, an earlier Shim's of the same name and Jobs a retry
+// deleted are left out.
+func (r *Reconciler) newestJobs(shim *v1alpha1.Shim, jobs []*batchv1.Job) (latest, verifying map[string]*jobView) {
+	latest, verifying = map[string]*jobView{}, map[string]*jobView{}
+	for _, j := range jobs {
+		jv, ok := jobFor(j, shim)
+		if !ok || r.retries.deleted(shim, j.UID) {
+			continue
+		}
+		byNode := latest
+		if jv.op == opVerify {
+			byNode = verifying
+		}
+		n := jobNode(j)
+		if old := byNode[n]; old == nil || newer(j, old.job) {
+			byNode[n] = jv
+		}
+	}
+	return latest, verifying
 }
 
 // group runs a reconcile's independent API calls (one per node) a few at
