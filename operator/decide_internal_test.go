@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/rollout"
 )
 
 // decideShim is a Shim of the nodes labelled pool=a, maxUpdate 2.
@@ -136,4 +138,107 @@ func matchNames(got, want []string) bool {
 		}
 	}
 	return true
+}
+
+// FuzzDecideRollout checks the decision's invariants on random snapshots:
+// never more nodes changing than maxUpdate allows, never a failed node
+// started again without a new spec (or, for a failed canary, a new
+// canary), nothing installed while the spec is refused or the rollout
+// halted, and never an uninstall of a node the Shim has nothing on (the
+// shim's label, or a Job of its own changing it).
+func FuzzDecideRollout(f *testing.F) {
+	f.Add([]byte{3, 0, 0, 0, 0}, uint8(1), false)
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, uint8(2), false)
+	f.Add([]byte{5, 5, 5, 9, 9, 0, 2, 2}, uint8(3), true)
+	f.Add([]byte{7, 8, 1, 1, 1, 1, 1, 1, 1, 1, 6, 6, 6}, uint8(4), false)
+	shim := decideShim()
+	hash := specHash(shim)
+	canary := canaryHash(shim)
+	opts := Options{InstallerImage: "i", Namespace: "ns"}.withDefaults()
+	f.Fuzz(func(t *testing.T, states []byte, maxUpdate uint8, refused bool) {
+		if len(states) > 64 {
+			states = states[:64]
+		}
+		s := shim.DeepCopy()
+		mu := intstr.FromInt32(int32(maxUpdate%5) + 1)
+		s.Spec.RolloutStrategy.Rolling.MaxUpdate = &mu
+		obs := &observed{shim: s, hash: hash, specHash: hash}
+		if refused {
+			obs.refusal = &refusal{reason: v1alpha1.ReasonSignatureMissing, message: "no signature"}
+		}
+		for i, b := range states {
+			obs.views = append(obs.views, randomView(s, fmt.Sprintf("n%02d", i), b, hash, canary))
+		}
+		d, err := decideRollout(obs, (&Reconciler{}).planner(obs), opts, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []rollout.Plan{d.rollin, d.removal} {
+			if len(p.Start)+p.InFlight > max(p.Budget, p.InFlight) {
+				t.Errorf("%d started with %d in flight, budget %d", len(p.Start), p.InFlight, p.Budget)
+			}
+			if p.Halted && len(p.Start) > 0 {
+				t.Errorf("halted, yet %v start", p.Start)
+			}
+		}
+		if refused && len(d.rollin.Start) > 0 {
+			t.Errorf("refused, yet %v start", d.rollin.Start)
+		}
+		for _, name := range d.rollin.Start {
+			v := d.byName[name]
+			if j := v.job; j != nil && j.failed() && j.specHash == hash {
+				if reason, _ := j.failure(); reason != string(plan.ReasonCanaryFailed) || j.canary == canary {
+					t.Errorf("%s failed at this spec (%s) and starts again", name, reason)
+				}
+			}
+			if f := v.failure; v.job == nil && f != nil && f.Op == opInstall && f.SpecHash == hash && (f.Reason != string(plan.ReasonCanaryFailed) || f.Canary == canary) {
+				t.Errorf("%s's failure at this spec (%s) is not obeyed", name, f.Reason)
+			}
+			if !v.targeted() {
+				t.Errorf("%s is not targeted and starts an install", name)
+			}
+		}
+		for _, name := range d.removal.Start {
+			if v := d.byName[name]; v.label == "" && (v.job == nil || !v.job.running()) {
+				t.Errorf("%s has nothing of the Shim and is uninstalled", name)
+			}
+		}
+	})
+}
+
+// randomView is a node in one of the states b picks: in or out of the
+// pool, labelled at the spec, at another or not, with a Job running,
+// failed (a Conflict, or its canary with this canary or another), or a
+// failure record (this Shim's, or another Shim object's).
+func randomView(shim *v1alpha1.Shim, name string, b byte, hash, canary string) nodeView {
+	pool := "a"
+	if b&1 == 1 {
+		pool = "b"
+	}
+	installedAt := []string{"", hash, "old"}[int(b>>1)%3]
+	var ann map[string]string
+	switch (b >> 3) % 4 {
+	case 1:
+		ann = map[string]string{nodelabel.FailureKey("spin"): fmt.Sprintf(`{"shimUID":%q,"op":"install","specHash":%q,"reason":"Conflict","time":"2026-11-25T06:00:00Z"}`, shim.UID, hash)}
+	case 2:
+		ann = map[string]string{nodelabel.FailureKey("spin"): fmt.Sprintf(`{"shimUID":%q,"op":"install","specHash":%q,"reason":"CanaryFailed","canary":"older","time":"2026-11-25T06:00:00Z"}`, shim.UID, hash)}
+	case 3:
+		ann = map[string]string{nodelabel.FailureKey("spin"): fmt.Sprintf(`{"shimUID":"uid-old","op":"install","specHash":%q,"reason":"Conflict","time":"2026-11-25T06:00:00Z"}`, hash)}
+	}
+	v := viewNode(shim, nodeAt(name, pool, installedAt, ann), canary)
+	switch (b >> 5) % 8 {
+	case 1:
+		v.job = &jobView{job: &batchv1.Job{}, op: opInstall, specHash: hash}
+	case 2:
+		v.job = failedJob(opInstall, hash, canary, plan.ReasonConflict)
+	case 3:
+		v.job = failedJob(opInstall, hash, canary, plan.ReasonCanaryFailed)
+	case 4:
+		v.job = failedJob(opInstall, hash, "older", plan.ReasonCanaryFailed)
+	case 5:
+		v.job = &jobView{job: &batchv1.Job{}, op: opUninstall, specHash: installedAt}
+	case 6:
+		v.job = failedJob(opInstall, "old", canary, plan.ReasonConflict)
+	}
+	return v
 }
