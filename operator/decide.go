@@ -64,6 +64,26 @@ func decideRollout(obs *observed, p rollout.Planner, o Options, shared map[strin
 	return d, nil
 }
 
+// decideRemoval decides for a deleted Shim: every node that has the shim
+// (or a Job changing it) is planned towards none, under the same strategy
+// (install Jobs still running finish first).
+func decideRemoval(obs *observed, p rollout.Planner) (rolloutDecision, error) {
+	d := rolloutDecision{byName: make(map[string]*nodeView, len(obs.views))}
+	var targets []rollout.Node
+	for i := range obs.views {
+		v := &obs.views[i]
+		d.byName[v.node.Name] = v
+		if v.touched() {
+			targets = append(targets, v.plannerNode(obs.hash, true))
+		}
+	}
+	var err error
+	if d.removal, err = p.Remove(targets); err != nil {
+		return rolloutDecision{}, err
+	}
+	return d, nil
+}
+
 // done: every targeted node has the current spec and no other node has
 // the shim.
 func (d rolloutDecision) done() bool { return d.rollin.Done && d.removal.Done }

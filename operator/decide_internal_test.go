@@ -242,3 +242,24 @@ func randomView(shim *v1alpha1.Shim, name string, b byte, hash, canary string) n
 	}
 	return v
 }
+
+// TestDecideRemoval: a deleted Shim removes itself from the nodes that
+// have it, maxUpdate at a time, whether they still match or not; a node
+// whose install was refused (a failure record, no label) has nothing to
+// uninstall.
+func TestDecideRemoval(t *testing.T) {
+	shim := decideShim()
+	hash := specHash(shim)
+	refused := map[string]string{nodelabel.FailureKey("spin"): `{"shimUID":"uid-spin","op":"install","specHash":"` + hash + `","reason":"Conflict","time":"2026-11-25T06:00:00Z"}`}
+	obs := &observed{shim: shim, hash: hash, specHash: hash}
+	for _, n := range []*corev1.Node{nodeAt("n1", "a", hash, nil), nodeAt("n2", "b", "old", nil), nodeAt("n3", "a", hash, nil), nodeAt("n4", "a", "", refused)} {
+		obs.views = append(obs.views, viewNode(shim, n, canaryHash(shim)))
+	}
+	d, err := decideRemoval(obs, (&Reconciler{}).planner(obs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.removal.Start) != 2 || slices.Contains(d.removal.Start, "n4") || d.removal.Remaining != 3 || len(d.rollin.Start) != 0 {
+		t.Errorf("removal %+v, install %+v: want two of n1-n3 started (maxUpdate 2), three remaining, n4 left alone", d.removal, d.rollin)
+	}
+}

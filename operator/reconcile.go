@@ -399,54 +399,41 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed) (ctrl.Resu
 	if !controllerutil.ContainsFinalizer(obs.shim, Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	var targets []rollout.Node
-	byName := map[string]*nodeView{}
-	for i := range obs.views {
-		v := &obs.views[i]
-		byName[v.node.Name] = v
-		if v.touched() {
-			targets = append(targets, v.plannerNode(obs.hash, true))
-		}
-	}
-	removal, err := r.planner(obs).Remove(targets)
+	d, err := decideRemoval(obs, r.planner(obs))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	g := r.group(ctx)
-	for _, name := range removal.Start {
-		v := byName[name]
-		if !r.admit(obs, v, opUninstall) {
-			continue
-		}
-		g.Go(func() error { return r.released(obs, v, opUninstall, r.startUninstall(ctx, obs, v)) })
-	}
-	if err := g.Wait(); err != nil {
+	if _, err := r.startNodes(ctx, obs, d); err != nil {
 		return ctrl.Result{}, err
 	}
-	obs.settled = removal.Done || removal.Halted
-	if !removal.Done {
-		if err := r.updateStatus(ctx, obs, rollout.Plan{}, removal, classes{}); err != nil {
+	obs.settled = d.removal.Done || d.removal.Halted
+	if !d.removal.Done {
+		if err := r.updateStatus(ctx, obs, rollout.Plan{}, d.removal, classes{}); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{RequeueAfter: r.opts.ResyncPeriod}, nil
 	}
-	// Every node is clean: what the Shim recorded on nodes goes, then the
-	// RuntimeClasses, then the Shim.
+	return ctrl.Result{}, r.release(ctx, obs)
+}
+
+// release lets a deleted Shim go once every node is clean: what it
+// recorded on nodes goes, then its RuntimeClasses, then its finalizer.
+func (r *Reconciler) release(ctx context.Context, obs *observed) error {
 	if err := r.forgetNodes(ctx, obs); err != nil {
-		return ctrl.Result{}, err
+		return err
 	}
 	if err := r.deleteRuntimeClasses(ctx, obs); err != nil {
-		return ctrl.Result{}, err
+		return err
 	}
 	patch := client.MergeFrom(obs.shim.DeepCopy())
 	controllerutil.RemoveFinalizer(obs.shim, Finalizer)
 	if err := r.client.Patch(ctx, obs.shim, patch); err != nil && !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, err
+		return err
 	}
 	log.FromContext(ctx).Info("shim removed from every node", "shim", obs.shim.Name)
 	r.metrics.forget(obs.shim.Name)
 	r.results.keep(obs.shim.Name, nil)
-	return ctrl.Result{}, nil
+	return nil
 }
 
 // planReason classifies an error of BuildPlan as the installer would.
