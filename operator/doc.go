@@ -5,6 +5,25 @@
 // them. Another operator can add it to its own manager with
 // Reconciler.SetupWithManager.
 //
+// # A reconcile
+//
+// A reconcile reads once, decides in pure code, then acts, each write a
+// step of its own:
+//
+//	observe            the snapshot: the Shim, its nodes' views (label, hash,
+//	  │                records, newest Jobs and their results), the pinned
+//	  │                artifact (pin), read from the cache once
+//	  ▼
+//	decideRollout      pure (no client, no context, no clock): the plans,
+//	decideRemoval      the nodes to start under maxUpdate (rollout.Planner),
+//	  │                halts, refusals; table- and fuzz-tested
+//	  ▼
+//	startNodes         the node gate, the Jobs (one installer per node,
+//	  │                batches across Shims), labels, taints, RuntimeClasses
+//	  ▼
+//	updateStatus       conditions with reason constants, counts, failing
+//	                   nodes; the requeue (requeueAfter)
+//
 // # Lifecycle
 //
 // Install: the targeted nodes that lack the current spec hash are handed
