@@ -111,9 +111,10 @@ func TestRefusedArtifactCosts(t *testing.T) {
 		return s
 	}
 	// A canary RuntimeClass from before (an operator that published it
-	// for a refused Shim).
+	// for a refused Shim), with the labels the operator gives its own.
 	stale := create("cost-stale-canary", tests[3].fetch)
 	staleRC := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: operator.CanaryRuntimeClass(stale.Name),
+		Labels:          map[string]string{"app.kubernetes.io/managed-by": "shimkit", "shim.containerd.x-k8s.io/shim": stale.Name},
 		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(stale, v1alpha1.GroupVersion.WithKind("Shim"))}}, Handler: "cost-stale-canary"}
 	if err := env.Client.Create(ctx, staleRC); err != nil {
 		t.Fatal(err)

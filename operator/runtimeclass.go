@@ -121,17 +121,13 @@ func (r *Reconciler) ensureRuntimeClasses(ctx context.Context, obs *observed, st
 	}
 	specs := runtimeClassSpecs(obs.shim)
 	canary, withCanary := canaryClassSpec(obs.shim)
-	if withCanary {
+	if withCanary && (starting || anyTouched) {
 		specs = append(specs, canary)
 	}
+	// A canary RuntimeClass no installer will use goes as a handler
+	// dropped from the spec does.
 	if err := r.deleteStaleRuntimeClasses(ctx, obs.shim, specs); err != nil {
 		return classes{}, err
-	}
-	if withCanary && !starting && !anyTouched {
-		specs = specs[:len(specs)-1]
-		if err := r.deleteCanaryClass(ctx, obs.shim, canary); err != nil {
-			return classes{}, err
-		}
 	}
 	out := classes{published: true}
 	for _, spec := range specs {
@@ -149,23 +145,6 @@ func (r *Reconciler) ensureRuntimeClasses(ctx context.Context, obs *observed, st
 		}
 	}
 	return out, nil
-}
-
-// deleteCanaryClass deletes the Shim's canary RuntimeClass, when there is
-// one and it is the Shim's, with a Normal Event.
-func (r *Reconciler) deleteCanaryClass(ctx context.Context, shim *v1alpha1.Shim, canary classSpec) error {
-	rc := &nodev1.RuntimeClass{}
-	if err := r.client.Get(ctx, client.ObjectKey{Name: canary.Name}, rc); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if !ownedBy(rc, shim) {
-		return nil
-	}
-	if err := runtimeclass.DeleteOwned(ctx, r.client, canary.Name, shim.UID); err != nil {
-		return err
-	}
-	r.event(shim, rc, corev1.EventTypeNormal, "RuntimeClassDeleted", "Delete", "RuntimeClass %s: no node is being installed or has the shim (the canary's RuntimeClass is published only while one is)", canary.Name)
-	return nil
 }
 
 // ensureRuntimeClass publishes the RuntimeClass with runtimeclass.Ensure:
@@ -241,7 +220,11 @@ func (r *Reconciler) deleteStaleRuntimeClasses(ctx context.Context, shim *v1alph
 		if err := runtimeclass.DeleteOwned(ctx, r.client, rc.Name, shim.UID); err != nil {
 			return err
 		}
-		r.event(shim, rc, corev1.EventTypeNormal, "RuntimeClassDeleted", "Delete", "RuntimeClass %s: no longer in the spec", rc.Name)
+		why := "no longer in the spec"
+		if rc.Name == CanaryRuntimeClass(shim.Name) {
+			why = "no node is being installed or has the shim (the canary's RuntimeClass is published only while one is)"
+		}
+		r.event(shim, rc, corev1.EventTypeNormal, "RuntimeClassDeleted", "Delete", "RuntimeClass %s: %s", rc.Name, why)
 	}
 	return nil
 }
