@@ -51,11 +51,15 @@ const maxFailureMessage = 512
 // the same name's, or one recorded before records named their Shim's UID
 // (RecordsOf lists those as stale).
 func FailureOf(node *corev1.Node, shim string, uid types.UID) *Failure {
-	if f := failureOf(node, shim); f != nil && f.ShimUID == uid {
+	if f := failureOf(node, shim); f.of(uid) {
 		return f
 	}
 	return nil
 }
+
+// of: the failure is the Shim object uid's (one naming no Shim is not:
+// it cannot be told from a predecessor's).
+func (f *Failure) of(uid types.UID) bool { return f != nil && f.ShimUID == uid }
 
 func failureOf(node *corev1.Node, shim string) *Failure {
 	v, ok := node.Annotations[FailureKey(shim)]

@@ -38,17 +38,15 @@ type Records struct {
 // on the node.
 func RecordsOf(node *corev1.Node, shim string, uid types.UID) Records {
 	var r Records
-	if f := failureOf(node, shim); f != nil {
-		if f.ShimUID == uid {
-			r.Failure = f
-		} else {
-			r.Stale = append(r.Stale, FailureKey(shim))
-		}
+	if f := failureOf(node, shim); f.of(uid) {
+		r.Failure = f
+	} else if f != nil {
+		r.Stale = append(r.Stale, FailureKey(shim))
 	}
 	if v := verificationOf(node, shim); v != nil {
 		_, labelled := node.Labels[Key(shim)]
 		switch {
-		case v.ShimUID == "" || v.ShimUID == uid:
+		case v.of(uid):
 			r.Verification = v
 		case labelled:
 			// It tells whose the label is until the Shim installs the node

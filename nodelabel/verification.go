@@ -46,10 +46,16 @@ const maxDrift = 5
 // wrote it. A record without a UID (written before records named their
 // Shim) is taken as the Shim's: the label and hash it came with are.
 func VerificationOf(node *corev1.Node, shim string, uid types.UID) *Verification {
-	if v := verificationOf(node, shim); v != nil && (v.ShimUID == "" || v.ShimUID == uid) {
+	if v := verificationOf(node, shim); v.of(uid) {
 		return v
 	}
 	return nil
+}
+
+// of: the verification is the Shim object uid's, or names no Shim (it
+// came with the label of then, which is taken as the Shim's).
+func (v *Verification) of(uid types.UID) bool {
+	return v != nil && (v.ShimUID == "" || v.ShimUID == uid)
 }
 
 func verificationOf(node *corev1.Node, shim string) *Verification {
