@@ -3,74 +3,32 @@ package nodelabel
 import (
 	"context"
 	"encoding/json"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shimkit/shimkit/nodelabel/record"
 )
 
 // FailurePrefix is the annotation prefix of failure records.
-const FailurePrefix = "failed." + Prefix
+const FailurePrefix = record.FailurePrefix
 
 // FailureKey returns the annotation key of the shim's failure record on a
-// node: failed.shim.containerd.x-k8s.io/<shim>.
-func FailureKey(shim string) string { return "failed." + Key(shim) }
+// node (record.FailureKey).
+func FailureKey(shim string) string { return record.FailureKey(shim) }
 
-// Failure records why the last operation of a shim failed on a node. It
-// lives on the Node, so that it outlives the installer's Job (garbage
-// collected after its TTL) and the operator's restarts: a node that
-// failed stays failed, and its rollout halted, until the spec changes or
-// an admin asks for a retry. Mark and Unmark remove it. It belongs to the
-// Shim object that recorded it (ShimUID): a Shim deleted and created again
-// under the same name does not inherit it.
-type Failure struct {
-	// ShimUID is the UID of the Shim whose operation failed.
-	ShimUID types.UID `json:"shimUID,omitempty"`
-	// Op is the operation that failed: install or uninstall.
-	Op string `json:"op"`
-	// SpecHash is the spec the operation was for.
-	SpecHash string `json:"specHash,omitempty"`
-	Reason   string `json:"reason"`
-	Message  string `json:"message,omitempty"`
-	// Canary identifies the canary settings a CanaryFailed install ran
-	// with (the operator's hash of them): the node is tried again when
-	// they change.
-	Canary string `json:"canary,omitempty"`
-	// Job names the installer Job that failed.
-	Job  string    `json:"job,omitempty"`
-	Time time.Time `json:"time"`
-}
+// Failure records why the last operation of a shim failed on a node
+// (record.Failure). MarkFailed writes it; Mark and Unmark remove it.
+type Failure = record.Failure
 
 // maxFailureMessage bounds the message kept on the node.
 const maxFailureMessage = 512
 
 // FailureOf reads the failure record of the Shim named shim with the
-// given UID on the node; nil when there is none, it does not parse (as
-// one written by hand), or it is another Shim object's: a predecessor of
-// the same name's, or one recorded before records named their Shim's UID
-// (RecordsOf lists those as stale).
+// given UID on the node (record.FailureOf).
 func FailureOf(node *corev1.Node, shim string, uid types.UID) *Failure {
-	if f := failureOf(node, shim); f.of(uid) {
-		return f
-	}
-	return nil
-}
-
-// of: the failure is the Shim object uid's (one naming no Shim is not:
-// it cannot be told from a predecessor's).
-func (f *Failure) of(uid types.UID) bool { return f != nil && f.ShimUID == uid }
-
-func failureOf(node *corev1.Node, shim string) *Failure {
-	v, ok := node.Annotations[FailureKey(shim)]
-	if !ok {
-		return nil
-	}
-	var f Failure
-	if err := json.Unmarshal([]byte(v), &f); err != nil || f.Op == "" {
-		return nil
-	}
-	return &f
+	return record.FailureOf(node, shim, uid)
 }
 
 // MarkFailed records f as the shim's failure on the node (f.ShimUID

@@ -2,63 +2,37 @@ package nodelabel
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shimkit/shimkit/nodelabel/record"
 )
 
 // Prefix is the label and annotation prefix of shimkit.
-const Prefix = "shim.containerd.x-k8s.io/"
+const Prefix = record.Prefix
 
 // Installed is the label value of a node that has the shim.
-const Installed = "installed"
+const Installed = record.Installed
 
-// maxName is the longest name part of a label key.
-const maxName = 63
+// Key returns the label (and annotation) key for a shim (record.Key).
+func Key(shim string) string { return record.Key(shim) }
 
-// Key returns the label (and annotation) key for a shim: the prefix and
-// the shim name, shortened with a hash suffix when the name is too long.
-func Key(shim string) string {
-	if len(shim) <= maxName {
-		return Prefix + shim
-	}
-	sum := sha256.Sum256([]byte(shim))
-	suffix := hex.EncodeToString(sum[:])[:10]
-	head := shim[:maxName-len(suffix)-1]
-	for head != "" && !isAlnum(head[len(head)-1]) {
-		head = head[:len(head)-1]
-	}
-	return Prefix + head + "-" + suffix
-}
-
-func isAlnum(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c >= 'A' && c <= 'Z'
-}
-
-// State reads a node's state for a shim: whether it is labelled installed,
-// and the spec hash it was installed at.
+// State reads a node's state for a shim (record.State): whether it is
+// labelled installed, and the spec hash it was installed at.
 func State(node *corev1.Node, shim string) (installed bool, specHash string) {
-	k := Key(shim)
-	return node.Labels[k] == Installed, node.Annotations[k]
+	return record.State(node, shim)
 }
 
 // InstalledSelector selects the nodes labelled as having the shim.
-func InstalledSelector(shim string) labels.Selector {
-	return labels.SelectorFromSet(labels.Set{Key(shim): Installed})
-}
+func InstalledSelector(shim string) labels.Selector { return record.InstalledSelector(shim) }
 
 // AnySelector selects the nodes carrying the shim's label with any value.
-func AnySelector(shim string) labels.Selector {
-	r, _ := labels.NewRequirement(Key(shim), selection.Exists, nil)
-	return labels.NewSelector().Add(*r)
-}
+func AnySelector(shim string) labels.Selector { return record.AnySelector(shim) }
 
 // Mark labels the node as having the shim at specHash, and records the
 // install by the Shim object uid as the node's last verification

@@ -2,34 +2,15 @@ package nodelabel_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shimkit/shimkit/internal/testutil"
 	"github.com/shimkit/shimkit/nodelabel"
 )
-
-func TestKeyIsValidAndDistinct(t *testing.T) {
-	long1 := strings.Repeat("a", 100) + "-one"
-	long2 := strings.Repeat("a", 100) + "-two"
-	for _, name := range []string{"spin", "wasmtime-spin-v2", long1, long2, strings.Repeat("x.", 40) + "y"} {
-		k := nodelabel.Key(name)
-		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
-			t.Errorf("Key(%q) = %q is not a valid label key: %v", name, k, errs)
-		}
-	}
-	if nodelabel.Key(long1) == nodelabel.Key(long2) {
-		t.Error("long names collide")
-	}
-	if nodelabel.Key("spin") != "shim.containerd.x-k8s.io/spin" {
-		t.Error(nodelabel.Key("spin"))
-	}
-}
 
 // TestMarkAndUnmark patches real Nodes: only the shim's label and
 // annotation change, the kubelet's labels and a concurrent change stay.

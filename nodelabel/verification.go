@@ -9,65 +9,26 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shimkit/shimkit/nodelabel/record"
 )
 
 // VerifiedKey returns the annotation key of the shim's last verification
-// on a node: verified.shim.containerd.x-k8s.io/<shim>.
-func VerifiedKey(shim string) string { return "verified." + Key(shim) }
+// on a node (record.VerifiedKey).
+func VerifiedKey(shim string) string { return record.VerifiedKey(shim) }
 
-// Verification records when a node last had the shim checked against what
-// its install recorded (the install itself counts), and what did not
-// match. It lives on the Node, so that the verification period outlasts
-// the installer's Jobs and the operator's restarts, and `kubectl describe
-// node` shows it. Mark writes it, Unmark removes it. It names the Shim
-// object that installed or verified the node (ShimUID), and so tells whose
-// the shim's label on the node is (Owner).
-type Verification struct {
-	// ShimUID is the UID of the Shim that installed or verified the node
-	// (empty in records of before UIDs: taken as the current Shim's).
-	ShimUID types.UID `json:"shimUID,omitempty"`
-	// SpecHash is the spec the node was verified at.
-	SpecHash string    `json:"specHash"`
-	Time     time.Time `json:"time"`
-	// Job names the verifying installer Job ("": the install), JobUID
-	// tells its runs apart (a Job of the same name verifies every period).
-	Job    string `json:"job,omitempty"`
-	JobUID string `json:"jobUID,omitempty"`
-	// Drift lists what did not match (empty: the node is as installed).
-	Drift []string `json:"drift,omitempty"`
-}
+// Verification records when a node last had the shim checked
+// (record.Verification). Mark writes it, MarkVerified after a verifying
+// Job, Unmark removes it.
+type Verification = record.Verification
 
 // maxDrift bounds the mismatches kept on the node.
 const maxDrift = 5
 
 // VerificationOf reads the verification record of the Shim named shim
-// with the given UID on the node; nil when there is none, it does not
-// parse (as one written by hand), or another Shim object of the same name
-// wrote it. A record without a UID (written before records named their
-// Shim) is taken as the Shim's: the label and hash it came with are.
+// with the given UID on the node (record.VerificationOf).
 func VerificationOf(node *corev1.Node, shim string, uid types.UID) *Verification {
-	if v := verificationOf(node, shim); v.of(uid) {
-		return v
-	}
-	return nil
-}
-
-// of: the verification is the Shim object uid's, or names no Shim (it
-// came with the label of then, which is taken as the Shim's).
-func (v *Verification) of(uid types.UID) bool {
-	return v != nil && (v.ShimUID == "" || v.ShimUID == uid)
-}
-
-func verificationOf(node *corev1.Node, shim string) *Verification {
-	raw, ok := node.Annotations[VerifiedKey(shim)]
-	if !ok {
-		return nil
-	}
-	var v Verification
-	if err := json.Unmarshal([]byte(raw), &v); err != nil || v.Time.IsZero() {
-		return nil
-	}
-	return &v
+	return record.VerificationOf(node, shim, uid)
 }
 
 // MarkVerified records v as the shim's last verification on the node.
