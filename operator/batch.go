@@ -1,16 +1,12 @@
 package operator
 
 import (
-	"encoding/json"
 	"maps"
 	"slices"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/jobview"
 )
 
 // Batches: when several Shims have installs pending on the same node, the
@@ -21,73 +17,9 @@ import (
 // claims a slot of each partner's budget, and the partners count the node
 // as changing from then on.
 
-// MembersAnnotation on a batch Job lists the Shims whose install plans it
-// carries: a JSON list of {"shim", "specHash", "digest"}, one per plan.
-const MembersAnnotation = "shim.containerd.x-k8s.io/members"
-
 // offerTTL is how long an offer stands without being renewed: a Shim
 // rolling out reconciles at least every resync period.
 const offerTTL = time.Minute
-
-// member is one Shim of a batch Job.
-type member struct {
-	Shim     string `json:"shim"`
-	SpecHash string `json:"specHash"`
-	Digest   string `json:"digest,omitempty"`
-	// Canary is the hash of the member's canary (annotationCanary).
-	Canary string `json:"canary,omitempty"`
-}
-
-// membersOf returns a batch Job's members; nil for a Job of one Shim.
-func membersOf(j *batchv1.Job) []member {
-	raw := j.Annotations[MembersAnnotation]
-	if raw == "" {
-		return nil
-	}
-	var ms []member
-	if err := json.Unmarshal([]byte(raw), &ms); err != nil {
-		return nil
-	}
-	return ms
-}
-
-// memberLabels returns the label values of a batch Job's Shims.
-func memberLabels(j *batchv1.Job) []string {
-	var out []string
-	for _, m := range membersOf(j) {
-		out = append(out, labelValue(m.Shim))
-	}
-	return out
-}
-
-// jobFor returns the view of a Job as the shim's: its own Job, or a batch
-// Job carrying its plan (whose spec hash and digest are the member's).
-func jobFor(j *batchv1.Job, shim *v1alpha1.Shim) (*jobView, bool) {
-	ms := membersOf(j)
-	if ms == nil {
-		if j.Labels[labelShim] != labelValue(shim.Name) || !metav1.IsControlledBy(j, shim) {
-			return nil, false
-		}
-		return viewJob(j), true
-	}
-	if !hasOwner(j, shim.UID) {
-		return nil, false
-	}
-	for _, m := range ms {
-		if m.Shim == shim.Name {
-			v := viewJob(j)
-			v.op, v.specHash, v.digest, v.canary, v.batch = opInstall, m.SpecHash, m.Digest, m.Canary, len(ms)
-			return v, true
-		}
-	}
-	return nil, false
-}
-
-// hasOwner: one of the Job's owner references names the UID (a batch
-// Job's partners are owners, not its controller).
-func hasOwner(j *batchv1.Job, uid types.UID) bool {
-	return slices.ContainsFunc(j.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == uid })
-}
 
 // offer is what one Shim would install now.
 type offer struct {
@@ -181,7 +113,7 @@ func (g *nodeGate) unclaim(node string, partners ...*offer) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, o := range partners {
-		if g.offers[labelValue(o.shim.Name)] == o {
+		if g.offers[jobview.LabelValue(o.shim.Name)] == o {
 			o.free++
 			o.nodes[node] = true
 		}

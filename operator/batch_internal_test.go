@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/jobview"
 )
 
 func testOffer(name, hash string, free int, nodes ...string) *offer {
@@ -74,7 +75,7 @@ func TestBatchOffers(t *testing.T) {
 	}
 
 	job := gateJob("batch-n1", "a", "n1", true, now)
-	job.Annotations = map[string]string{MembersAnnotation: `[{"shim":"a","specHash":"h1"},{"shim":"b","specHash":"h2"}]`}
+	job.Annotations = map[string]string{jobview.MembersAnnotation: `[{"shim":"a","specHash":"h1"},{"shim":"b","specHash":"h2"}]`}
 	g.sync([]*batchv1.Job{job}, now.Add(time.Second))
 	if a, b := g.offers["a"].free, ps[0].free; a != 1 || b != 1 {
 		t.Errorf("after the batch completed: free a=%d b=%d, want 1 and 1", a, b)

@@ -16,6 +16,8 @@ import (
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/fleet"
+	"github.com/shimkit/shimkit/operator/jobview"
 	"github.com/shimkit/shimkit/rollout"
 )
 
@@ -25,7 +27,7 @@ import (
 // install, or no other Shim and no new change of its own, it offers
 // nothing and never waits.
 func (r *Reconciler) offerInstalls(ctx context.Context, obs *observed, rollin rollout.Plan) (time.Duration, error) {
-	key, now := labelValue(obs.shim.Name), time.Now()
+	key, now := jobview.LabelValue(obs.shim.Name), time.Now()
 	if r.opts.BatchWindow < 0 || rollin.Halted || len(rollin.Start) == 0 && rollin.InFlight == 0 {
 		r.gate.offer(key, nil, false, now)
 		return 0, nil
@@ -56,13 +58,13 @@ func (r *Reconciler) offerInstalls(ctx context.Context, obs *observed, rollin ro
 	for i := range obs.views {
 		v := &obs.views[i]
 		// A node undone with another Shim's plan is installed alone.
-		if v.targeted() && v.plan != nil && !v.held && v.needsInstall(obs.hash) && (v.job == nil || !v.job.sibling()) {
-			o.nodes[v.node.Name] = true
-			if v.installed() {
-				o.installed[v.node.Name] = true
+		if v.Targeted() && v.Plan != nil && !v.Held && v.NeedsInstall(obs.hash) && (v.Job == nil || !v.Job.Sibling()) {
+			o.nodes[v.Node.Name] = true
+			if v.Installed() {
+				o.installed[v.Node.Name] = true
 			}
-			if v.drifted != "" {
-				o.drifted[v.node.Name] = v.drifted
+			if v.Drifted != "" {
+				o.drifted[v.Node.Name] = v.Drifted
 			}
 		}
 	}
@@ -78,7 +80,7 @@ func (r *Reconciler) offerInstalls(ctx context.Context, obs *observed, rollin ro
 // reach.
 func othersWillOffer(obs *observed, shims []v1alpha1.Shim, nodes map[string]bool) bool {
 	for i := range obs.views {
-		n := obs.views[i].node
+		n := obs.views[i].Node
 		if !nodes[n.Name] {
 			continue
 		}
@@ -105,7 +107,7 @@ func (r *Reconciler) sharedNodes(obs *observed) map[string]bool {
 	if r.opts.BatchWindow < 0 {
 		return nil
 	}
-	return r.gate.wanted(labelValue(obs.shim.Name), time.Now())
+	return r.gate.wanted(jobview.LabelValue(obs.shim.Name), time.Now())
 }
 
 // installStart is a node's install Job about to start: the Shim's own, or
@@ -119,14 +121,14 @@ type installStart struct {
 // admitInstall takes along the Shims that offered the node (and fit one
 // installer run with this one), then asks the node gate for the node;
 // false: another Shim's installer runs there, or the cap is reached.
-func (r *Reconciler) admitInstall(obs *observed, v *nodeView) (*installStart, bool) {
-	now, leader := time.Now(), labelValue(obs.shim.Name)
-	b := &installStart{job: jobName(obs.shim.Name, v.node.Name, opInstall, obs.hash)}
-	if r.opts.BatchWindow >= 0 && v.plan != nil && (v.job == nil || !v.job.sibling()) {
-		for _, o := range r.gate.claim(v.node.Name, leader, now) {
+func (r *Reconciler) admitInstall(obs *observed, v *fleet.NodeView) (*installStart, bool) {
+	now, leader := time.Now(), jobview.LabelValue(obs.shim.Name)
+	b := &installStart{job: jobview.JobName(obs.shim.Name, v.Node.Name, jobview.OpInstall, obs.hash)}
+	if r.opts.BatchWindow >= 0 && v.Plan != nil && (v.Job == nil || !v.Job.Sibling()) {
+		for _, o := range r.gate.claim(v.Node.Name, leader, now) {
 			p, ok := r.partnerPlan(obs, v, o, b.plans)
 			if !ok {
-				r.gate.unclaim(v.node.Name, o)
+				r.gate.unclaim(v.Node.Name, o)
 				continue
 			}
 			b.partners, b.plans = append(b.partners, o), append(b.plans, p)
@@ -138,12 +140,12 @@ func (r *Reconciler) admitInstall(obs *observed, v *nodeView) (*installStart, bo
 		members = []string{leader}
 		for _, o := range b.partners {
 			ids = append(ids, o.shim.Name, o.target.hash)
-			members = append(members, labelValue(o.shim.Name))
+			members = append(members, jobview.LabelValue(o.shim.Name))
 		}
-		b.job = jobName(obs.shim.Name, v.node.Name, opInstall, strings.Join(ids, "+"))
+		b.job = jobview.JobName(obs.shim.Name, v.Node.Name, jobview.OpInstall, strings.Join(ids, "+"))
 	}
-	if !r.gate.acquire(v.node.Name, leader, b.job, members, now) {
-		r.gate.unclaim(v.node.Name, b.partners...)
+	if !r.gate.acquire(v.Node.Name, leader, b.job, members, now) {
+		r.gate.unclaim(v.Node.Name, b.partners...)
 		return nil, false
 	}
 	return b, true
@@ -153,15 +155,15 @@ func (r *Reconciler) admitInstall(obs *observed, v *nodeView) (*installStart, bo
 // leader's installer run: the same credentials and trusted root to mount,
 // and no handler of the same name as the leader's or an earlier
 // partner's.
-func (r *Reconciler) partnerPlan(obs *observed, v *nodeView, o *offer, earlier []*plan.NodePlan) (*plan.NodePlan, bool) {
+func (r *Reconciler) partnerPlan(obs *observed, v *fleet.NodeView, o *offer, earlier []*plan.NodePlan) (*plan.NodePlan, bool) {
 	if pullSecretName(o.shim) != pullSecretName(obs.shim) || trustedRootRef(o.shim) != trustedRootRef(obs.shim) {
 		return nil, false
 	}
-	p, err := buildPlan(o.shim, v.node, plan.OpInstall, r.opts, o.target)
+	p, err := buildPlan(o.shim, v.Node, plan.OpInstall, r.opts, o.target)
 	if err != nil {
 		return nil, false
 	}
-	for _, other := range append([]*plan.NodePlan{v.plan}, earlier...) {
+	for _, other := range append([]*plan.NodePlan{v.Plan}, earlier...) {
 		for _, h := range p.Handlers {
 			if slices.ContainsFunc(other.Handlers, func(x plan.Handler) bool { return x.Name == h.Name }) {
 				return nil, false
@@ -182,26 +184,26 @@ func trustedRootRef(shim *v1alpha1.Shim) string {
 
 // startInstall creates the node's install Job: the Shim's own, or the
 // batch Job with its partners' plans.
-func (r *Reconciler) startInstall(ctx context.Context, obs *observed, v *nodeView, b *installStart, reason string) error {
+func (r *Reconciler) startInstall(ctx context.Context, obs *observed, v *fleet.NodeView, b *installStart, reason string) error {
 	if len(b.partners) == 0 {
-		return r.startJob(ctx, obs, v, opInstall, reason)
+		return r.startJob(ctx, obs, v, jobview.OpInstall, reason)
 	}
 	job, err := r.buildBatchJob(obs, v, b)
 	if err != nil {
 		return err
 	}
-	created, err := r.createJob(ctx, job, v.node.Name)
+	created, err := r.createJob(ctx, job, v.Node.Name)
 	if err != nil || !created {
 		return err
 	}
-	v.held = true
+	v.Held = true
 	names := make([]string, len(b.partners))
 	for k, o := range b.partners {
 		names[k] = o.shim.Name
-		why := r.installReason(o.shim, v.node, o.installed[v.node.Name], o.drifted[v.node.Name])
-		r.event(o.shim, v.node, corev1.EventTypeNormal, why, "Install", "node %s: with Shim %s in one installer run, one containerd restart (Job %s)", v.node.Name, obs.shim.Name, job.Name)
+		why := r.installReason(o.shim, v.Node, o.installed[v.Node.Name], o.drifted[v.Node.Name])
+		r.event(o.shim, v.Node, corev1.EventTypeNormal, why, "Install", "node %s: with Shim %s in one installer run, one containerd restart (Job %s)", v.Node.Name, obs.shim.Name, job.Name)
 	}
-	obs.events.add(reason, "Install", fmt.Sprintf("node %s with Shims %s (Job %s)", v.node.Name, strings.Join(names, ", "), job.Name))
+	obs.events.add(reason, "Install", fmt.Sprintf("node %s with Shims %s (Job %s)", v.Node.Name, strings.Join(names, ", "), job.Name))
 	return nil
 }
 
@@ -209,19 +211,19 @@ func (r *Reconciler) startInstall(ctx context.Context, obs *observed, v *nodeVie
 // plan as a NodePlanList: the partners own it too (not as its
 // controller), and its members annotation gives each member's spec hash
 // and pinned digest.
-func (r *Reconciler) buildBatchJob(obs *observed, v *nodeView, b *installStart) (*batchv1.Job, error) {
-	job, err := r.buildJob(obs.shim, v.node, v.plan, obs.hash)
+func (r *Reconciler) buildBatchJob(obs *observed, v *fleet.NodeView, b *installStart) (*batchv1.Job, error) {
+	job, err := r.buildJob(obs.shim, v.Node, v.Plan, obs.hash)
 	if err != nil {
 		return nil, err
 	}
-	plans := append([]*plan.NodePlan{v.plan}, b.plans...)
+	plans := append([]*plan.NodePlan{v.Plan}, b.plans...)
 	doc, err := plan.EncodeList(plan.NewList(plans...))
 	if err != nil {
-		return nil, fmt.Errorf("plans of Shims %s for node %s: %w", obs.shim.Name, v.node.Name, err)
+		return nil, fmt.Errorf("plans of Shims %s for node %s: %w", obs.shim.Name, v.Node.Name, err)
 	}
-	members := []member{{Shim: obs.shim.Name, SpecHash: obs.hash, Digest: digestOf(v.plan), Canary: planCanary(obs.shim, v.plan)}}
+	members := []jobview.Member{{Shim: obs.shim.Name, SpecHash: obs.hash, Digest: digestOf(v.Plan), Canary: planCanary(obs.shim, v.Plan)}}
 	for k, o := range b.partners {
-		members = append(members, member{Shim: o.shim.Name, SpecHash: o.target.hash, Digest: digestOf(b.plans[k]), Canary: planCanary(o.shim, b.plans[k])})
+		members = append(members, jobview.Member{Shim: o.shim.Name, SpecHash: o.target.hash, Digest: digestOf(b.plans[k]), Canary: planCanary(o.shim, b.plans[k])})
 		job.OwnerReferences = append(job.OwnerReferences, metav1.OwnerReference{
 			APIVersion: v1alpha1.GroupVersion.String(), Kind: "Shim", Name: o.shim.Name, UID: o.shim.UID, BlockOwnerDeletion: ptr.To(true),
 		})
@@ -231,9 +233,9 @@ func (r *Reconciler) buildBatchJob(obs *observed, v *nodeView, b *installStart) 
 		return nil, err
 	}
 	job.Name = b.job
-	job.Annotations[MembersAnnotation] = string(raw)
-	delete(job.Annotations, annotationDigest)
-	delete(job.Annotations, annotationCanary)
+	job.Annotations[jobview.MembersAnnotation] = string(raw)
+	delete(job.Annotations, jobview.AnnotationDigest)
+	delete(job.Annotations, jobview.AnnotationCanary)
 	job.Spec.Template.Annotations[PlanAnnotation] = string(doc)
 	if slices.ContainsFunc(plans, func(p *plan.NodePlan) bool { return p.Canary != nil }) {
 		job.Spec.Template.Spec.AutomountServiceAccountToken = ptr.To(true)

@@ -8,21 +8,31 @@
 // # A reconcile
 //
 // A reconcile reads once, decides in pure code, then acts, each write a
-// step of its own:
+// step of its own. The rooms it goes through are packages of their own,
+// imported one way (operator → fleet, nodejob → jobview; none imports
+// operator, fleet imports no client):
 //
-//	observe            the snapshot: the Shim, its nodes' views (label, hash,
-//	  │                records, newest Jobs and their results), the pinned
-//	  │                artifact (pin), read from the cache once
+//	observe              the snapshot (fleet.Snapshot): the Shim, a
+//	  │                  fleet.NodeView per node (label, hash, records read
+//	  │                  by nodelabel/record, its newest Jobs read by
+//	  │                  jobview and their results), the pinned artifact
+//	  │                  (pin.go), read from the cache once
 //	  ▼
-//	decideRollout      pure (no client, no context, no clock): the plans,
-//	decideRemoval      the nodes to start under maxUpdate (rollout.Planner),
-//	  │                halts, refusals; table- and fuzz-tested
+//	fleet.Decide         pure (no client, no context, no clock): each node's
+//	fleet.DecideRemoval  state, the install plans, the nodes to start under
+//	  │                  maxUpdate (rollout.Planner), halts, refusals;
+//	  │                  golden-, table- and fuzz-tested
 //	  ▼
-//	startNodes         the node gate, the Jobs (one installer per node,
-//	  │                batches across Shims), labels, taints, RuntimeClasses
+//	startNodes           the node gate, the Jobs (nodejob.Build: one
+//	  │                  installer per node, batches across Shims), labels
+//	  │                  (nodelabel), taints, RuntimeClasses (runtimeclass)
 //	  ▼
-//	updateStatus       conditions with reason constants, counts, failing
-//	                   nodes; the requeue (requeueAfter)
+//	updateStatus         conditions with reason constants, counts, failing
+//	                     nodes; the requeue (requeueAfter)
+//
+// Package nodejob is the executor alone: an embedder with its own custom
+// resource runs a plan on a node and reads its result without the Shim
+// type, the rollout or the node gate (nodejob.Executor).
 //
 // # Lifecycle
 //
@@ -207,7 +217,7 @@
 // its own PID namespace (restarts go over the system D-Bus socket;
 // Options.HostPID for nodes without one), and its grace period covers a
 // containerd restart in flight plus the whole rollback the installer runs
-// on SIGTERM (gracePeriodSeconds).
+// on SIGTERM (nodejob.GracePeriodSeconds).
 //
 // The installer writes its plan.NodeResult as the container's termination
 // message. For a finished Job the operator reads it from the Job's newest

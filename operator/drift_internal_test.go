@@ -10,6 +10,8 @@ import (
 
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/fleet"
+	"github.com/shimkit/shimkit/operator/jobview"
 )
 
 // TestDetectDrift: a node labelled at the target whose kubelet no longer
@@ -29,17 +31,17 @@ func TestDetectDrift(t *testing.T) {
 		}
 		return out
 	}
-	finished := func(ago time.Duration) *jobView {
+	finished := func(ago time.Duration) *jobview.View {
 		j := &batchv1.Job{Status: batchv1.JobStatus{CompletionTime: &metav1.Time{Time: now.Add(-ago)},
 			Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}}}
-		return viewJob(j)
+		return jobview.ViewOf(j)
 	}
 	for _, tc := range []struct {
 		name     string
 		label    string
 		hash     string
 		reported []corev1.NodeRuntimeHandler
-		job      *jobView
+		job      *jobview.View
 		drifted  string
 		recheck  time.Time
 	}{
@@ -53,12 +55,12 @@ func TestDetectDrift(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{RuntimeHandlers: tc.reported}}
-			v := nodeView{node: node, matching: true, label: tc.label, specHash: tc.hash, job: tc.job}
-			recheck := v.detectDrift(shim, "h1", now)
-			if v.drifted != tc.drifted || !recheck.Equal(tc.recheck) {
-				t.Errorf("drifted %q, recheck %v; want %q, %v", v.drifted, recheck, tc.drifted, tc.recheck)
+			v := fleet.NodeView{Node: node, Matching: true, Label: tc.label, SpecHash: tc.hash, Job: tc.job}
+			recheck := v.DetectDrift(shim, "h1", now)
+			if v.Drifted != tc.drifted || !recheck.Equal(tc.recheck) {
+				t.Errorf("drifted %q, recheck %v; want %q, %v", v.Drifted, recheck, tc.drifted, tc.recheck)
 			}
-			if v.drifted != "" && (!v.needsInstall("h1") || v.plannerNode("h1", false).SpecHash == "h1") {
+			if v.Drifted != "" && (!v.NeedsInstall("h1") || v.PlannerNode("h1", false).SpecHash == "h1") {
 				t.Error("a drifted node is not installed again")
 			}
 		})

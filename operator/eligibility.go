@@ -10,21 +10,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/fleet"
 )
 
 // containerdRuntimePrefix starts the containerRuntimeVersion a kubelet
 // reports for containerd (k3s's and RKE2's embedded one too).
 const containerdRuntimePrefix = "containerd://"
-
-// skip says why a node that matches the selector cannot run the shim.
-type skip struct {
-	// reason is one of v1alpha1.SkipNotLinux, SkipNotContainerd,
-	// SkipNoArtifact.
-	reason string
-	// detail says what the node has instead ("windows", "cri-o://1.31.0",
-	// "linux/riscv64").
-	detail string
-}
 
 // eligibility returns why the node cannot run the shim, or nil. A node
 // is eligible when it is Linux (its kubernetes.io/os label, else
@@ -32,15 +23,15 @@ type skip struct {
 // (status.nodeInfo.containerRuntimeVersion containerd://...), and the
 // Shim has an artifact for its platform. A value the node does not report
 // (no kubelet has posted its status yet) rules nothing out.
-func eligibility(shim *v1alpha1.Shim, node *corev1.Node) *skip {
+func eligibility(shim *v1alpha1.Shim, node *corev1.Node) *fleet.Skip {
 	if name := osOf(node); name != "" && name != "linux" {
-		return &skip{reason: v1alpha1.SkipNotLinux, detail: name}
+		return &fleet.Skip{Reason: v1alpha1.SkipNotLinux, Detail: name}
 	}
 	if rt := node.Status.NodeInfo.ContainerRuntimeVersion; rt != "" && !strings.HasPrefix(rt, containerdRuntimePrefix) {
-		return &skip{reason: v1alpha1.SkipNotContainerd, detail: rt}
+		return &fleet.Skip{Reason: v1alpha1.SkipNotContainerd, Detail: rt}
 	}
 	if _, err := artifactFor(shim, node, nil); errors.Is(err, ErrNoArtifact) {
-		return &skip{reason: v1alpha1.SkipNoArtifact, detail: platformOf(node)}
+		return &fleet.Skip{Reason: v1alpha1.SkipNoArtifact, Detail: platformOf(node)}
 	}
 	return nil
 }
@@ -58,20 +49,20 @@ const maxSkippedNames = 10
 
 // skippedNodes groups the skipped matching nodes by reason, for the status:
 // a count per reason and the first node names, in reason order.
-func skippedNodes(views []nodeView) (total int32, groups []v1alpha1.SkippedNodes) {
+func skippedNodes(views []fleet.NodeView) (total int32, groups []v1alpha1.SkippedNodes) {
 	byReason := map[string]*v1alpha1.SkippedNodes{}
 	for _, v := range views {
-		if !v.matching || v.skip == nil {
+		if !v.Matching || v.Skip == nil {
 			continue
 		}
 		total++
-		g := byReason[v.skip.reason]
+		g := byReason[v.Skip.Reason]
 		if g == nil {
-			g = &v1alpha1.SkippedNodes{Reason: v.skip.reason}
-			byReason[v.skip.reason] = g
+			g = &v1alpha1.SkippedNodes{Reason: v.Skip.Reason}
+			byReason[v.Skip.Reason] = g
 		}
 		g.Count++
-		g.Nodes = append(g.Nodes, v.node.Name)
+		g.Nodes = append(g.Nodes, v.Node.Name)
 	}
 	for _, reason := range slices.Sorted(maps.Keys(byReason)) {
 		g := byReason[reason]
@@ -85,15 +76,15 @@ func skippedNodes(views []nodeView) (total int32, groups []v1alpha1.SkippedNodes
 // skippedNote says how many nodes were skipped and why, for the Ready
 // condition: "; 3 nodes skipped: NoArtifact 1 (rv-1: linux/riscv64),
 // NotLinux 2 (win-1, win-2)", or "".
-func skippedNote(views []nodeView) string {
+func skippedNote(views []fleet.NodeView) string {
 	total, groups := skippedNodes(views)
 	if total == 0 {
 		return ""
 	}
 	details := map[string]string{}
 	for _, v := range views {
-		if v.matching && v.skip != nil {
-			details[v.node.Name] = v.skip.detail
+		if v.Matching && v.Skip != nil {
+			details[v.Node.Name] = v.Skip.Detail
 		}
 	}
 	parts := make([]string, 0, len(groups))

@@ -6,6 +6,9 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+
+	"github.com/shimkit/shimkit/operator/fleet"
+	"github.com/shimkit/shimkit/operator/jobview"
 )
 
 // gateRetry is how soon a Shim waiting for a node held by another Shim's
@@ -37,7 +40,7 @@ type nodeGate struct {
 
 type hold struct {
 	shim, job string
-	// members are the Shims (labelValue) whose plans the Job carries: the
+	// members are the Shims (jobview.LabelValue) whose plans the Job carries: the
 	// leader (shim) alone, or every Shim of a batch.
 	members []string
 	since   time.Time
@@ -57,14 +60,14 @@ func (g *nodeGate) sync(jobs []*batchv1.Job, now time.Time) {
 	state := map[string]bool{}    // Job name → running
 	complete := map[string]bool{} // Job name → completed
 	for _, j := range jobs {
-		v := viewJob(j)
-		running := v.running()
+		v := jobview.ViewOf(j)
+		running := v.Running()
 		state[j.Name] = running
-		complete[j.Name] = v.condition(batchv1.JobComplete) != nil
-		node := jobNode(j)
+		complete[j.Name] = v.Condition(batchv1.JobComplete) != nil
+		node := jobview.NodeOf(j)
 		if running && node != "" {
 			if h, ok := g.held[node]; !ok || h.job == j.Name || !h.seen {
-				g.held[node] = hold{shim: j.Labels[labelShim], job: j.Name, members: memberLabels(j), since: j.CreationTimestamp.Time, seen: true, verify: j.Labels[labelOp] == opVerify}
+				g.held[node] = hold{shim: j.Labels[jobview.LabelShim], job: j.Name, members: jobview.MemberLabels(j), since: j.CreationTimestamp.Time, seen: true, verify: j.Labels[jobview.LabelOp] == jobview.OpVerify}
 			}
 		}
 	}
@@ -145,22 +148,22 @@ func (g *nodeGate) release(node, job string) {
 }
 
 // jobHash is the spec hash a node's Job of op is named by.
-func (o *observed) jobHash(v *nodeView, op string) string {
-	if op == opUninstall {
-		return v.specHash
+func (o *observed) jobHash(v *fleet.NodeView, op string) string {
+	if op == jobview.OpUninstall {
+		return v.SpecHash
 	}
 	return o.hash
 }
 
 // admit asks the node gate for the node before its Job is started.
-func (r *Reconciler) admit(obs *observed, v *nodeView, op string) bool {
-	return r.gate.acquire(v.node.Name, labelValue(obs.shim.Name), jobName(obs.shim.Name, v.node.Name, op, obs.jobHash(v, op)), nil, time.Now())
+func (r *Reconciler) admit(obs *observed, v *fleet.NodeView, op string) bool {
+	return r.gate.acquire(v.Node.Name, jobview.LabelValue(obs.shim.Name), jobview.JobName(obs.shim.Name, v.Node.Name, op, obs.jobHash(v, op)), nil, time.Now())
 }
 
 // released gives the node back when its Job could not be started.
-func (r *Reconciler) released(obs *observed, v *nodeView, op string, err error) error {
+func (r *Reconciler) released(obs *observed, v *fleet.NodeView, op string, err error) error {
 	if err != nil {
-		r.gate.release(v.node.Name, jobName(obs.shim.Name, v.node.Name, op, obs.jobHash(v, op)))
+		r.gate.release(v.Node.Name, jobview.JobName(obs.shim.Name, v.Node.Name, op, obs.jobHash(v, op)))
 	}
 	return err
 }

@@ -7,10 +7,12 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/shimkit/shimkit/operator/jobview"
 )
 
 func gateJob(name, shim, node string, done bool, created time.Time) *batchv1.Job {
-	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{labelShim: shim, labelNode: node}, CreationTimestamp: metav1.NewTime(created)}}
+	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{jobview.LabelShim: shim, jobview.LabelNode: node}, CreationTimestamp: metav1.NewTime(created)}}
 	j.Spec.Template.Spec.NodeName = node
 	if done {
 		j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}

@@ -198,6 +198,6 @@ func TestMain(m *testing.M) {
 		ctrl.SetLogger(logr.Discard())
 	}
 	code := m.Run()
-	removeInstaller()
+	testutil.RemoveInstallerBinary()
 	os.Exit(code)
 }

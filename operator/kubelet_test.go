@@ -2,8 +2,6 @@ package operator_test
 
 import (
 	"context"
-	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,7 +9,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -35,7 +32,7 @@ type kubelet struct {
 	reader client.Reader
 	delay  time.Duration
 	fail   func(job *batchv1.Job) bool
-	pod    func(ctx context.Context, job *batchv1.Job) podRun
+	pod    func(ctx context.Context, job *batchv1.Job) testutil.PodRun
 
 	mu       sync.Mutex
 	wg       sync.WaitGroup
@@ -57,7 +54,7 @@ func startKubelet(t testing.TB, env *testutil.Env, delay time.Duration, fail fun
 }
 
 // startPodKubelet starts a kubelet that runs each Job's pod with run.
-func startPodKubelet(t testing.TB, env *testutil.Env, delay time.Duration, run func(context.Context, *batchv1.Job) podRun) *kubelet {
+func startPodKubelet(t testing.TB, env *testutil.Env, delay time.Duration, run func(context.Context, *batchv1.Job) testutil.PodRun) *kubelet {
 	t.Helper()
 	return startKubeletWith(t, env, &kubelet{delay: delay, pod: run})
 }
@@ -187,39 +184,21 @@ func finished(j *batchv1.Job) bool {
 	return false
 }
 
-// finish writes the status the Job controller would.
+// finish writes the status the Job controller would, after the pod the
+// kubelet would run (k.pod), or with k.fail's verdict (a rollback).
 func (k *kubelet) finish(ctx context.Context, j *batchv1.Job) bool {
-	now := metav1.Now()
-	start := j.CreationTimestamp
-	j.Status.StartTime = &start
-	failed := k.fail != nil && k.fail(j)
-	reason, msg := "PodFailurePolicy", "Container installer exited with 3 (rolled back)"
+	code := int32(0)
+	if k.fail != nil && k.fail(j) {
+		code = plan.ExitRolledBack
+	}
 	if k.pod != nil {
 		run := k.pod(ctx, j)
-		if err := k.runPod(ctx, j, run); err != nil {
+		if err := testutil.CreateJobPod(ctx, k.c, j, run); err != nil {
 			return false
 		}
-		failed = run.ExitCode != 0
-		if !slices.Contains(plan.FinalExitCodes(), run.ExitCode) {
-			reason, msg = "BackoffLimitExceeded", "Job has reached the specified backoff limit"
-		} else {
-			msg = fmt.Sprintf("Container installer for pod %s/%s failed with exit code %d matching FailJob rule at index 0", j.Namespace, j.Name, run.ExitCode)
-		}
+		code = run.ExitCode
 	}
-	if failed {
-		j.Status.Failed = 1
-		j.Status.Conditions = []batchv1.JobCondition{
-			{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: reason, Message: msg, LastTransitionTime: now},
-			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: reason, Message: msg, LastTransitionTime: now},
-		}
-	} else {
-		j.Status.Succeeded = 1
-		j.Status.CompletionTime = &now
-		j.Status.Conditions = []batchv1.JobCondition{
-			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
-			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
-		}
-	}
+	testutil.EndJob(j, code)
 	if err := k.c.Status().Update(ctx, j); err != nil {
 		return false
 	}

@@ -179,14 +179,14 @@ func (r *Reconciler) releaseRCMLabels(ctx context.Context, obs *observed) error 
 	g := r.group(ctx)
 	for i := range obs.views {
 		v := &obs.views[i]
-		if v.label != nodelabel.Installed || !hasRCMLabel(v.node, key) {
+		if v.Label != nodelabel.Installed || !hasRCMLabel(v.Node, key) {
 			continue
 		}
 		g.Go(func() error {
-			if err := unlabelNode(ctx, r.client, v.node.Name, key); err != nil {
+			if err := unlabelNode(ctx, r.client, v.Node.Name, key); err != nil {
 				return err
 			}
-			r.event(obs.shim, v.node, corev1.EventTypeNormal, "Migrated", "Migrate", "node %s: runtime-class-manager's label %s=%s removed", v.node.Name, key, v.node.Labels[key])
+			r.event(obs.shim, v.Node, corev1.EventTypeNormal, "Migrated", "Migrate", "node %s: runtime-class-manager's label %s=%s removed", v.Node.Name, key, v.Node.Labels[key])
 			return nil
 		})
 	}

@@ -15,19 +15,12 @@ import (
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/nodejob"
 )
 
 // ErrNoArtifact: the Shim names no artifact for the node's platform (only
 // per-platform artifacts, none of them the node's).
 var ErrNoArtifact = errors.New("no artifact for the node's platform")
-
-// Where the installer pod finds what the Job mounts.
-const (
-	pullSecretDir   = "/etc/shimkit/pull-secret"
-	pullSecretPath  = pullSecretDir + "/config.json"
-	trustedRootDir  = "/etc/shimkit/trusted-root"
-	trustedRootPath = trustedRootDir + "/" + v1alpha1.DefaultTrustedRootKey
-)
 
 // Defaults of sandboxer daemons.
 const (
@@ -210,7 +203,7 @@ func artifactFor(shim *v1alpha1.Shim, node *corev1.Node, art *v1alpha1.ResolvedA
 			a.Digest = art.Digest
 		}
 		if fs.OCI.PullSecretRef != nil {
-			a.PullSecretPath = pullSecretPath
+			a.PullSecretPath = nodejob.PullSecretPath
 		}
 	default:
 		return nil, fmt.Errorf("spec.fetchStrategy: type %q without its settings", fs.Type)
@@ -240,7 +233,7 @@ func verificationOf(v *v1alpha1.Verification) *plan.Verification {
 	}
 	out := &plan.Verification{PublicKeys: v.PublicKeys}
 	if k := v.Keyless; k != nil {
-		out.Keyless = &plan.Keyless{Issuer: k.Issuer, Subject: k.Subject, SubjectRegExp: k.SubjectRegExp, TrustedRootPath: trustedRootPath}
+		out.Keyless = &plan.Keyless{Issuer: k.Issuer, Subject: k.Subject, SubjectRegExp: k.SubjectRegExp, TrustedRootPath: nodejob.TrustedRootPath}
 	}
 	return out
 }

@@ -9,17 +9,12 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 
-	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
-	"github.com/shimkit/shimkit/rollout"
+	"github.com/shimkit/shimkit/operator/fleet"
 )
 
 const controlPlaneLabel = "node-role.kubernetes.io/control-plane"
-
-// labelUninstalling is the node label value while the shim is removed: the
-// RuntimeClass no longer selects the node, so no new pod lands there.
-const labelUninstalling = "uninstalling"
 
 // matches reports whether a node is targeted by the Shim: its selector,
 // and no control-plane node unless the selector names that label. A
@@ -115,126 +110,19 @@ func rawOptions(shim *v1alpha1.Shim) []byte {
 	return shim.Spec.RuntimeOptions.Raw
 }
 
-// nodeView is what the reconciler knows of one node for one Shim.
-type nodeView struct {
-	node     *corev1.Node
-	matching bool
-	// skip says why a matching node cannot run the shim (nil: it can).
-	skip     *skip
-	label    string // the shim's label value: "", installed, uninstalling
-	specHash string // the annotation: the hash installed
-	// failure is the failure recorded on the node (nodelabel.Failure):
-	// what is left of a failed Job once it is garbage collected.
-	failure *nodelabel.Failure
-	job     *jobView
-	// held: a Job carrying the Shim's plan runs on the node that the cache
-	// does not show yet (the node gate's hold): the node is changing.
-	held bool
-	// verify is the node's newest verifying Job (nil: none in the cache);
-	// verified the node's record of its last verification.
-	verify   *jobView
-	verified *nodelabel.Verification
-	// stale are the keys of records on the node that another Shim object
-	// of the same name left (nodelabel.RecordsOf): dropped.
-	stale []string
-	// plan is the node's install plan, built when the node needs one;
-	// planErr says why none could be built.
-	plan    *plan.NodePlan
-	planErr error
-	// canary is the hash of the Shim's canary now (canaryHash).
-	canary string
-	// drifted says what drifted on a node labelled as having the Shim at
-	// the target (a handler its kubelet no longer reports, or what its last
-	// verification found): it is installed again ("": no drift).
-	drifted string
-}
-
-// targeted: the node matches the selector and can run the shim.
-func (v nodeView) targeted() bool { return v.matching && v.skip == nil }
-
-// installed: the node has the shim at some hash (its label says so).
-func (v nodeView) installed() bool { return v.label != "" }
-
-// touched: the node has the shim, or a Job is changing it.
-func (v nodeView) touched() bool { return v.installed() || v.job != nil && v.job.running() }
-
-// state maps a node to the planner's states.
-func (v nodeView) state(current string, removing bool) rollout.State {
-	if v.held {
-		if removing {
-			return rollout.Uninstalling
-		}
-		return rollout.Installing
+func viewNode(shim *v1alpha1.Shim, node *corev1.Node, canary string) fleet.NodeView {
+	v := fleet.NodeView{Node: node, Matching: matches(shim, node), Canary: canary}
+	if v.Matching {
+		v.Skip = eligibility(shim, node)
 	}
-	if j := v.job; j != nil {
-		switch {
-		case j.running():
-			if j.op == opUninstall {
-				return rollout.Uninstalling
-			}
-			return rollout.Installing
-		case j.sibling():
-			// Undone with another Shim's plan: as before the Job.
-		case j.failed():
-			reason, _ := j.failure()
-			if removing == (j.op == opUninstall) && (j.op == opUninstall || j.specHash == current) && !v.canaryChanged(reason, j.canary) {
-				return rollout.Failed
-			}
-		}
-	} else if f := v.failure; f != nil && removing == (f.Op == opUninstall) && (f.Op == opUninstall || f.SpecHash == current) && !v.canaryChanged(f.Reason, f.Canary) {
-		return rollout.Failed // the Job is gone; the node's record stands
-	}
-	if v.installed() {
-		return rollout.Installed
-	}
-	return rollout.Absent
-}
-
-// canaryChanged: the node failed its canary (reason), run with the canary
-// of hash ran, and the Shim's canary has changed since (spec.canary): the
-// failure says nothing about the new canary, and the node is tried again
-// (not the nodes installed: the canary is not part of the spec hash).
-func (v nodeView) canaryChanged(reason, ran string) bool {
-	return reason == string(plan.ReasonCanaryFailed) && ran != v.canary
-}
-
-// needsInstall: the node lacks the current spec and nothing is changing
-// it.
-func (v nodeView) needsInstall(current string) bool {
-	st := v.state(current, false)
-	return st == rollout.Absent || st == rollout.Installed && (v.specHash != current || v.drifted != "")
-}
-
-func (v nodeView) plannerNode(current string, removing bool) rollout.Node {
-	if v.planErr != nil && !removing {
-		return rollout.Node{Name: v.node.Name, UID: string(v.node.UID), State: rollout.Failed, SpecHash: current}
-	}
-	st := v.state(current, removing)
-	hash := v.specHash
-	switch {
-	case (st == rollout.Failed || st == rollout.Installing) && v.job != nil:
-		hash = v.job.specHash
-	case st == rollout.Failed:
-		hash = v.failure.SpecHash
-	case st == rollout.Installed && v.drifted != "":
-		hash = "" // not what it was installed at any more: installed again
-	}
-	return rollout.Node{Name: v.node.Name, UID: string(v.node.UID), State: st, SpecHash: hash}
-}
-
-func viewNode(shim *v1alpha1.Shim, node *corev1.Node, canary string) nodeView {
-	v := nodeView{node: node, matching: matches(shim, node), canary: canary}
-	if v.matching {
-		v.skip = eligibility(shim, node)
-	}
-	v.label = node.Labels[nodelabel.Key(shim.Name)]
-	v.specHash = node.Annotations[nodelabel.Key(shim.Name)]
+	v.Label = node.Labels[nodelabel.Key(shim.Name)]
+	v.SpecHash = node.Annotations[nodelabel.Key(shim.Name)]
 	recs := nodelabel.RecordsOf(node, shim.Name, shim.UID)
-	v.failure, v.verified, v.stale = recs.Failure, recs.Verification, recs.Stale
+	v.Failure, v.Verified, v.Stale = recs.Failure, recs.Verification, recs.Stale
 	if recs.LabelledByOther {
 		// A predecessor of the same name's, at a spec unknown: installed
 		// again (an upgrade), which makes the label this Shim's.
-		v.specHash = ""
+		v.SpecHash = ""
 	}
 	return v
 }

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/shimkit/shimkit/nodelabel"
+	"github.com/shimkit/shimkit/operator/fleet"
+	"github.com/shimkit/shimkit/operator/jobview"
 )
 
 // Verification: a node that has the Shim at its current spec is checked,
@@ -24,21 +26,6 @@ import (
 // Verifying Jobs hold their node in the node gate like any installer, and
 // at most maxUpdate of a Shim's run at once; they start only once the
 // rollout is done, and never count as nodes changing.
-
-// verifyDue says when the node is next due for verification, and whether
-// it is one to verify at all: it has the Shim at the current spec, has not
-// drifted, and nothing runs on it.
-func (v *nodeView) verifyDue(current string, period time.Duration) (time.Time, bool) {
-	if !v.targeted() || v.label != nodelabel.Installed || v.specHash != current || v.drifted != "" || v.held ||
-		v.job != nil && v.job.running() || v.verify != nil && v.verify.running() {
-		return time.Time{}, false
-	}
-	var last time.Time
-	if f := v.verified; f != nil && f.SpecHash == current {
-		last = f.Time
-	}
-	return last.Add(period), true
-}
 
 // startVerifies starts verifying Jobs on the nodes that are due, the
 // longest due first, as many as budget leaves beside the verifications
@@ -56,16 +43,16 @@ func (r *Reconciler) startVerifies(ctx context.Context, obs *observed, budget in
 	}
 	running := 0
 	type dueNode struct {
-		v  *nodeView
+		v  *fleet.NodeView
 		at time.Time
 	}
 	var due []dueNode
 	for i := range obs.views {
 		v := &obs.views[i]
-		if v.verify != nil && v.verify.running() {
+		if v.Verify != nil && v.Verify.Running() {
 			running++
 		}
-		at, ok := v.verifyDue(obs.hash, r.opts.VerifyPeriod)
+		at, ok := v.VerifyDue(obs.hash, r.opts.VerifyPeriod)
 		switch {
 		case !ok:
 		case at.After(now):
@@ -82,16 +69,16 @@ func (r *Reconciler) startVerifies(ctx context.Context, obs *observed, budget in
 		if started >= budget-running {
 			break // the next ones when these finish (their Jobs' events)
 		}
-		job := jobName(obs.shim.Name, v.node.Name, opVerify, obs.hash)
-		if !r.gate.acquireVerify(v.node.Name, labelValue(obs.shim.Name), job, now) {
+		job := jobview.JobName(obs.shim.Name, v.Node.Name, jobview.OpVerify, obs.hash)
+		if !r.gate.acquireVerify(v.Node.Name, jobview.LabelValue(obs.shim.Name), job, now) {
 			later(now.Add(gateRetry)) // another Shim's installer runs there
 			continue
 		}
 		started++
 		g.Go(func() error {
-			err := r.startJob(ctx, obs, v, opVerify, "Verifying")
+			err := r.startJob(ctx, obs, v, jobview.OpVerify, "Verifying")
 			if err != nil {
-				r.gate.release(v.node.Name, job)
+				r.gate.release(v.Node.Name, job)
 			}
 			return err
 		})
@@ -101,49 +88,31 @@ func (r *Reconciler) startVerifies(ctx context.Context, obs *observed, budget in
 
 // recordVerify records a finished verifying Job's finding on the node, and
 // marks the node drifted when it found something.
-func (r *Reconciler) recordVerify(ctx context.Context, obs *observed, v *nodeView) error {
-	j := v.verify
-	found := nodelabel.Verification{ShimUID: obs.shim.UID, SpecHash: j.specHash, Time: time.Now().UTC().Truncate(time.Second), Job: j.job.Name, JobUID: string(j.job.UID)}
-	if done := j.job.Status.CompletionTime; done != nil {
+func (r *Reconciler) recordVerify(ctx context.Context, obs *observed, v *fleet.NodeView) error {
+	j := v.Verify
+	found := nodelabel.Verification{ShimUID: obs.shim.UID, SpecHash: j.SpecHash, Time: time.Now().UTC().Truncate(time.Second), Job: j.Object.Name, JobUID: string(j.Object.UID)}
+	if done := j.Object.Status.CompletionTime; done != nil {
 		found.Time = done.UTC()
 	}
-	res, err := r.readResult(ctx, j.job, obs.shim.Name)
+	res, err := r.readResult(ctx, j.Object, obs.shim.Name)
 	if err != nil {
-		return fmt.Errorf("verification of node %s: %w", v.node.Name, err)
+		return fmt.Errorf("verification of node %s: %w", v.Node.Name, err)
 	}
-	j.result, j.resultRead = res, true
-	r.results.put(obs.shim.Name, j.job.UID, res)
-	if j.failed() {
+	j.Result, j.ResultRead = res, true
+	r.results.put(obs.shim.Name, j.Object.UID, res)
+	if j.Failed() {
 		// Nothing found either way: looked at again a period later.
-		reason, msg := j.failure()
-		r.event(obs.shim, v.node, corev1.EventTypeWarning, "VerifyFailed", "Verify", "%s", failureNote(v.node.Name, reason, msg))
+		reason, msg := j.Failure()
+		r.event(obs.shim, v.Node, corev1.EventTypeWarning, "VerifyFailed", "Verify", "%s", failureNote(v.Node.Name, reason, msg))
 	} else if res != nil {
 		found.Drift = res.Drift
 	}
-	if err := nodelabel.MarkVerified(ctx, r.client, v.node.Name, obs.shim.Name, found); err != nil {
+	if err := nodelabel.MarkVerified(ctx, r.client, v.Node.Name, obs.shim.Name, found); err != nil {
 		return err
 	}
-	v.verified = &found
+	v.Verified = &found
 	if len(found.Drift) == 0 {
-		obs.events.add("Verified", "Verify", "node "+v.node.Name)
+		obs.events.add("Verified", "Verify", "node "+v.Node.Name)
 	}
 	return nil
-}
-
-// unverified: the node's record does not yet say what its finished
-// verifying Job found, nor anything newer (an install since).
-func (v *nodeView) unverified() bool {
-	j := v.verify
-	if j == nil || j.running() {
-		return false
-	}
-	f := v.verified
-	if f == nil {
-		return true
-	}
-	done := j.job.CreationTimestamp.Time
-	if c := j.job.Status.CompletionTime; c != nil {
-		done = c.Time
-	}
-	return f.JobUID != string(j.job.UID) && f.Time.Before(done.Truncate(time.Second))
 }

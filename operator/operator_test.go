@@ -200,7 +200,7 @@ func TestFailureHaltsRollout(t *testing.T) {
 	if c := condition(s, v1alpha1.ConditionDegraded); !strings.Contains(c.Message, failing) {
 		t.Errorf("Degraded does not name %s: %s", failing, c.Message)
 	}
-	if len(s.Status.FailingNodes) != 1 || s.Status.FailingNodes[0].Node != failing || !strings.Contains(s.Status.FailingNodes[0].Message, "rolled back") {
+	if len(s.Status.FailingNodes) != 1 || s.Status.FailingNodes[0].Node != failing || !strings.Contains(s.Status.FailingNodes[0].Message, "exit code 3") {
 		t.Errorf("failingNodes %+v", s.Status.FailingNodes)
 	}
 	// Let in-flight Jobs finish, then nothing more may start.

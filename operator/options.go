@@ -52,7 +52,7 @@ type Options struct {
 	ConfigMode string
 	// RestartTimeout is how long containerd may take to come back healthy
 	// after a restart; 0: the installer's default. The installer pods'
-	// grace period follows from it (gracePeriodSeconds).
+	// grace period follows from it (nodejob.GracePeriodSeconds).
 	RestartTimeout time.Duration
 	// HostPID runs the installer pods in the node's PID namespace. The
 	// installer restarts containerd over the system D-Bus socket

@@ -43,8 +43,8 @@ func startFleet(t *testing.T, env *testutil.Env, nodes int) *fleet {
 	for i := range nodes {
 		f.prepare(t, nodeName(i))
 	}
-	run := realInstallerOn(t, func(j *batchv1.Job) string { return f.root(j.Spec.Template.Spec.NodeName) }, "--offline")
-	startPodKubelet(t, env, 100*time.Millisecond, func(ctx context.Context, j *batchv1.Job) podRun {
+	run := testutil.RealInstaller(t, func(j *batchv1.Job) string { return f.root(j.Spec.Template.Spec.NodeName) }, "--offline")
+	startPodKubelet(t, env, 100*time.Millisecond, func(ctx context.Context, j *batchv1.Job) testutil.PodRun {
 		node := j.Spec.Template.Spec.NodeName
 		f.mu.Lock()
 		f.running++
@@ -260,8 +260,8 @@ func TestInstalledDigestMustMatch(t *testing.T) {
 	env := startCluster(t)
 	createNodes(t, env.Client, 2, map[string]string{"pin": "true"}, "pin")
 	other := "sha256:" + strings.Repeat("e", 64)
-	startPodKubelet(t, env, 50*time.Millisecond, func(_ context.Context, j *batchv1.Job) podRun {
-		return resultRun(t, 0, &plan.NodeResult{APIVersion: plan.APIVersion, Kind: plan.KindNodeResult, Operation: plan.OpInstall, Outcome: plan.Succeeded, Digest: other})
+	startPodKubelet(t, env, 50*time.Millisecond, func(_ context.Context, j *batchv1.Job) testutil.PodRun {
+		return testutil.ResultRun(t, 0, &plan.NodeResult{APIVersion: plan.APIVersion, Kind: plan.KindNodeResult, Operation: plan.OpInstall, Outcome: plan.Succeeded, Digest: other})
 	})
 	startOperator(t, env)
 	sum := strings.Repeat("a", 64)

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/shimkit/shimkit/nodelabel"
+	"github.com/shimkit/shimkit/operator/jobview"
 )
 
 // The watches pass only the changes a reconcile acts on. A reconcile
@@ -64,8 +65,8 @@ func jobChanged() predicate.Funcs {
 
 // jobDone: the Job has its Complete or Failed condition.
 func jobDone(j *batchv1.Job) bool {
-	v := viewJob(j)
-	return v.condition(batchv1.JobComplete) != nil || v.condition(batchv1.JobFailed) != nil
+	v := jobview.ViewOf(j)
+	return v.Condition(batchv1.JobComplete) != nil || v.Condition(batchv1.JobFailed) != nil
 }
 
 // foreignLabelChanged passes a node whose labels changed outside shimkit's

@@ -23,6 +23,8 @@ import (
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/fleet"
+	"github.com/shimkit/shimkit/operator/jobview"
 	"github.com/shimkit/shimkit/rollout"
 )
 
@@ -79,7 +81,7 @@ type observed struct {
 	art, shown *v1alpha1.ResolvedArtifact
 	// retried is the retry request acted on (status.retried).
 	retried string
-	views   []nodeView
+	views   []fleet.NodeView
 	// refusal says why the spec is rolled out to no node (nil: it is).
 	refusal *refusal
 	// takeover holds, by name, why a RuntimeClass of the runtime-class-
@@ -163,7 +165,7 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	}
 	r.gate.sync(jobs, time.Now())
 	latest, verifying := r.newestJobs(shim, jobs)
-	held := r.gate.inFlight(labelValue(shim.Name))
+	held := r.gate.inFlight(jobview.LabelValue(shim.Name))
 	obs := &observed{shim: shim, specHash: specHash(shim), refusal: refusalOf(shim, r.opts)}
 	obs.shown = shim.Status.Artifact
 	if obs.refusal == nil && shim.DeletionTimestamp.IsZero() {
@@ -176,18 +178,18 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	canary := canaryHash(shim)
 	for _, n := range nodes {
 		v := viewNode(shim, n, canary)
-		if j := latest[v.node.Name]; j != nil {
-			v.job = j
-			v.job.result, v.job.resultRead = r.results.get(shim.Name, j.job.UID)
-			current[j.job.UID] = true
+		if j := latest[v.Node.Name]; j != nil {
+			v.Job = j
+			v.Job.Result, v.Job.ResultRead = r.results.get(shim.Name, j.Object.UID)
+			current[j.Object.UID] = true
 		}
-		if j := verifying[v.node.Name]; j != nil {
-			v.verify = j
-			v.verify.result, v.verify.resultRead = r.results.get(shim.Name, j.job.UID)
-			current[j.job.UID] = true
+		if j := verifying[v.Node.Name]; j != nil {
+			v.Verify = j
+			v.Verify.Result, v.Verify.ResultRead = r.results.get(shim.Name, j.Object.UID)
+			current[j.Object.UID] = true
 		}
-		if job, ok := held[v.node.Name]; ok && (v.job == nil || v.job.job.Name != job) {
-			v.held = true
+		if job, ok := held[v.Node.Name]; ok && (v.Job == nil || v.Job.Object.Name != job) {
+			v.Held = true
 		}
 		obs.views = append(obs.views, v)
 	}
@@ -200,19 +202,19 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 // Job (it changes nothing, so the rollout does not see it). Another
 // Shim's Jobs, an earlier Shim's of the same name and Jobs a retry
 // deleted are left out.
-func (r *Reconciler) newestJobs(shim *v1alpha1.Shim, jobs []*batchv1.Job) (latest, verifying map[string]*jobView) {
-	latest, verifying = map[string]*jobView{}, map[string]*jobView{}
+func (r *Reconciler) newestJobs(shim *v1alpha1.Shim, jobs []*batchv1.Job) (latest, verifying map[string]*jobview.View) {
+	latest, verifying = map[string]*jobview.View{}, map[string]*jobview.View{}
 	for _, j := range jobs {
-		jv, ok := jobFor(j, shim)
+		jv, ok := jobview.For(j, shim)
 		if !ok || r.retries.deleted(shim, j.UID) {
 			continue
 		}
 		byNode := latest
-		if jv.op == opVerify {
+		if jv.Op == jobview.OpVerify {
 			byNode = verifying
 		}
-		n := jobNode(j)
-		if old := byNode[n]; old == nil || newer(j, old.job) {
+		n := jobview.NodeOf(j)
+		if old := byNode[n]; old == nil || jobview.Newer(j, old.Object) {
 			byNode[n] = jv
 		}
 	}
@@ -242,34 +244,34 @@ func (r *Reconciler) planner(obs *observed) rollout.Planner {
 // install rolls the current spec out to the targeted nodes (matching and
 // eligible) and removes it from nodes that stopped being targeted. A
 // refused spec starts no install; removals go on. It reads the snapshot
-// (obs), decides (decideRollout), then carries the decision out, each
+// (obs), decides (fleet.Decide), then carries the decision out, each
 // write a step.
 func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, error) {
 	if err := r.prepareNodes(ctx, obs); err != nil {
 		return ctrl.Result{}, err
 	}
-	d, err := decideRollout(obs, r.planner(obs), r.opts, r.sharedNodes(obs))
+	d, err := fleet.Decide(obs.snapshot(), fleet.Policy{Planner: r.planner(obs), Shared: r.sharedNodes(obs), PlanFor: obs.planFor(r.opts)})
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	r.reportDecision(obs, d)
 	// The RuntimeClasses, the canary's among them, before an installer
 	// needs one.
-	rcs, err := r.ensureRuntimeClasses(ctx, obs, len(d.rollin.Start) > 0)
+	rcs, err := r.ensureRuntimeClasses(ctx, obs, len(d.Rollin.Start) > 0)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if rcs.canaryBlocked {
-		d.rollin.Start = nil
+		d.Rollin.Start = nil
 	}
 	// Other Shims with installs pending get a moment to offer theirs, so
 	// that one Job per node carries them all.
-	batchWait, err := r.offerInstalls(ctx, obs, d.rollin)
+	batchWait, err := r.offerInstalls(ctx, obs, d.Rollin)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if batchWait > 0 {
-		d.rollin.Start = nil
+		d.Rollin.Start = nil
 	}
 	waiting, err := r.startNodes(ctx, obs, d)
 	if err != nil {
@@ -278,13 +280,13 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 	if err := r.releaseTaints(ctx, obs); err != nil {
 		return ctrl.Result{}, err
 	}
-	obs.settled = d.done() || d.rollin.Halted
-	if err := r.updateStatus(ctx, obs, d.rollin, d.removal, rcs); err != nil {
+	obs.settled = d.Done() || d.Rollin.Halted
+	if err := r.updateStatus(ctx, obs, d.Rollin, d.Removal, rcs); err != nil {
 		return ctrl.Result{}, err
 	}
 	var verifyAt time.Time
-	if d.done() && obs.refusal == nil && !rcs.canaryBlocked {
-		if verifyAt, err = r.startVerifies(ctx, obs, d.rollin.Budget); err != nil {
+	if d.Done() && obs.refusal == nil && !rcs.canaryBlocked {
+		if verifyAt, err = r.startVerifies(ctx, obs, d.Rollin.Budget); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -309,9 +311,9 @@ func (r *Reconciler) prepareNodes(ctx context.Context, obs *observed) error {
 // reportDecision emits the decision's Warnings: one per node no plan
 // could be built for, and the refusal's one (pin emits none for it), when
 // the status does not show it yet.
-func (r *Reconciler) reportDecision(obs *observed, d rolloutDecision) {
-	for _, v := range d.unplanned {
-		r.event(obs.shim, v.node, corev1.EventTypeWarning, "InstallFailed", "Install", "%s", failureNote(v.node.Name, string(planReason(v.planErr)), v.planErr.Error()))
+func (r *Reconciler) reportDecision(obs *observed, d fleet.Decision) {
+	for _, v := range d.Unplanned {
+		r.event(obs.shim, v.Node, corev1.EventTypeWarning, "InstallFailed", "Install", "%s", failureNote(v.Node.Name, string(planReason(v.PlanErr)), v.PlanErr.Error()))
 	}
 	if obs.refusal != nil && !obs.refusal.shown(obs.shim) {
 		r.event(obs.shim, nil, corev1.EventTypeWarning, obs.refusal.reason, "Install", "%s", obs.refusal.message)
@@ -321,11 +323,11 @@ func (r *Reconciler) reportDecision(obs *observed, d rolloutDecision) {
 // startNodes starts the decided installs and uninstalls, each once the
 // node gate admits it; waiting: a node was held by another Shim's
 // installer (or the cap), and is tried again soon.
-func (r *Reconciler) startNodes(ctx context.Context, obs *observed, d rolloutDecision) (waiting bool, _ error) {
+func (r *Reconciler) startNodes(ctx context.Context, obs *observed, d fleet.Decision) (waiting bool, _ error) {
 	g := r.group(ctx)
-	for _, name := range d.rollin.Start {
-		v := d.byName[name]
-		reason := r.installReason(obs.shim, v.node, v.installed(), v.drifted)
+	for _, name := range d.Rollin.Start {
+		v := d.ByName[name]
+		reason := r.installReason(obs.shim, v.Node, v.Installed(), v.Drifted)
 		b, ok := r.admitInstall(obs, v)
 		if !ok {
 			waiting = true
@@ -334,18 +336,18 @@ func (r *Reconciler) startNodes(ctx context.Context, obs *observed, d rolloutDec
 		g.Go(func() error {
 			err := r.startInstall(ctx, obs, v, b, reason)
 			if err != nil {
-				r.gate.release(v.node.Name, b.job)
+				r.gate.release(v.Node.Name, b.job)
 			}
 			return err
 		})
 	}
-	for _, name := range d.removal.Start {
-		v := d.byName[name]
-		if !r.admit(obs, v, opUninstall) {
+	for _, name := range d.Removal.Start {
+		v := d.ByName[name]
+		if !r.admit(obs, v, jobview.OpUninstall) {
 			waiting = true
 			continue
 		}
-		g.Go(func() error { return r.released(obs, v, opUninstall, r.startUninstall(ctx, obs, v)) })
+		g.Go(func() error { return r.released(obs, v, jobview.OpUninstall, r.startUninstall(ctx, obs, v)) })
 	}
 	return waiting, g.Wait()
 }
@@ -356,9 +358,9 @@ func (r *Reconciler) startNodes(ctx context.Context, obs *observed, d rolloutDec
 // RuntimeClass's change requeues through the watch); one waiting for
 // other Shims' offers, after the batch window; one waiting for a node
 // another Shim's installer holds, within a Job; else the resync period.
-func (r *Reconciler) requeueAfter(obs *observed, d rolloutDecision, verifyAt time.Time, batchWait time.Duration, waiting bool) time.Duration {
+func (r *Reconciler) requeueAfter(obs *observed, d fleet.Decision, verifyAt time.Time, batchWait time.Duration, waiting bool) time.Duration {
 	switch {
-	case d.done():
+	case d.Done():
 		after := r.nextResolve(obs.shim, obs.art, time.Now())
 		if !verifyAt.IsZero() {
 			if w := time.Until(verifyAt); after == 0 || w < after {
@@ -399,16 +401,16 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed) (ctrl.Resu
 	if !controllerutil.ContainsFinalizer(obs.shim, Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	d, err := decideRemoval(obs, r.planner(obs))
+	d, err := fleet.DecideRemoval(obs.snapshot(), r.planner(obs))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if _, err := r.startNodes(ctx, obs, d); err != nil {
 		return ctrl.Result{}, err
 	}
-	obs.settled = d.removal.Done || d.removal.Halted
-	if !d.removal.Done {
-		if err := r.updateStatus(ctx, obs, rollout.Plan{}, d.removal, classes{}); err != nil {
+	obs.settled = d.Removal.Done || d.Removal.Halted
+	if !d.Removal.Done {
+		if err := r.updateStatus(ctx, obs, rollout.Plan{}, d.Removal, classes{}); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{RequeueAfter: r.opts.ResyncPeriod}, nil
@@ -446,42 +448,42 @@ func planReason(err error) plan.Reason {
 
 // startUninstall takes the node out of the RuntimeClass's selection, then
 // starts its uninstall Job.
-func (r *Reconciler) startUninstall(ctx context.Context, obs *observed, v *nodeView) error {
-	if v.label != "" && v.label != labelUninstalling {
-		if err := nodelabel.SetState(ctx, r.client, v.node.Name, obs.shim.Name, labelUninstalling); err != nil {
+func (r *Reconciler) startUninstall(ctx context.Context, obs *observed, v *fleet.NodeView) error {
+	if v.Label != "" && v.Label != fleet.LabelUninstalling {
+		if err := nodelabel.SetState(ctx, r.client, v.Node.Name, obs.shim.Name, fleet.LabelUninstalling); err != nil {
 			return err
 		}
-		v.label = labelUninstalling
+		v.Label = fleet.LabelUninstalling
 	}
-	return r.startJob(ctx, obs, v, opUninstall, "Uninstalling")
+	return r.startJob(ctx, obs, v, jobview.OpUninstall, "Uninstalling")
 }
 
 // startJob creates the node's Job. A finished Job of the same name (an
 // earlier round of the same operation) is deleted first.
-func (r *Reconciler) startJob(ctx context.Context, obs *observed, v *nodeView, op, reason string) error {
+func (r *Reconciler) startJob(ctx context.Context, obs *observed, v *fleet.NodeView, op, reason string) error {
 	hash := obs.hash
-	if op == opUninstall {
-		hash = v.specHash
+	if op == jobview.OpUninstall {
+		hash = v.SpecHash
 	}
-	p := v.plan
+	p := v.Plan
 	if p == nil || p.Operation != plan.Operation(op) {
 		var err error
-		if p, err = buildPlan(obs.shim, v.node, plan.Operation(op), r.opts, obs.target()); err != nil {
+		if p, err = buildPlan(obs.shim, v.Node, plan.Operation(op), r.opts, obs.target()); err != nil {
 			return err
 		}
 	}
-	job, err := r.buildJob(obs.shim, v.node, p, hash)
+	job, err := r.buildJob(obs.shim, v.Node, p, hash)
 	if err != nil {
 		return err
 	}
-	created, err := r.createJob(ctx, job, v.node.Name)
+	created, err := r.createJob(ctx, job, v.Node.Name)
 	if err != nil || !created {
 		return err
 	}
-	if op != opVerify {
-		v.held = true // changing from now on, before the cache shows its Job
+	if op != jobview.OpVerify {
+		v.Held = true // changing from now on, before the cache shows its Job
 	}
-	obs.events.add(reason, action(op), fmt.Sprintf("node %s (Job %s)", v.node.Name, job.Name))
+	obs.events.add(reason, action(op), fmt.Sprintf("node %s (Job %s)", v.Node.Name, job.Name))
 	return nil
 }
 
@@ -496,7 +498,7 @@ func (r *Reconciler) createJob(ctx context.Context, job *batchv1.Job, node strin
 			// Not in the cache yet: created by an earlier reconcile.
 			return false, client.IgnoreNotFound(gerr)
 		}
-		if ov := viewJob(old); ov.running() {
+		if ov := jobview.ViewOf(old); ov.Running() {
 			return false, nil
 		}
 		// The node is free until the next reconcile creates the Job anew
@@ -512,7 +514,7 @@ func (r *Reconciler) createJob(ctx context.Context, job *batchv1.Job, node strin
 
 // action names an operation for events.
 func action(op string) string {
-	if op == opUninstall {
+	if op == jobview.OpUninstall {
 		return "Uninstall"
 	}
 	return "Install"
@@ -533,17 +535,17 @@ func failedNodes(obs *observed, install, removal rollout.Plan) []v1alpha1.NodeFa
 	var out []v1alpha1.NodeFailure
 	for _, name := range slices.Concat(install.Failed, removal.Failed) {
 		for _, v := range obs.views {
-			if v.node.Name != name {
+			if v.Node.Name != name {
 				continue
 			}
 			switch {
-			case v.planErr != nil:
-				out = append(out, v1alpha1.NodeFailure{Node: name, Reason: string(planReason(v.planErr)), Message: truncate(v.planErr.Error(), 512)})
-			case v.job != nil:
-				reason, msg := v.job.failure()
+			case v.PlanErr != nil:
+				out = append(out, v1alpha1.NodeFailure{Node: name, Reason: string(planReason(v.PlanErr)), Message: truncate(v.PlanErr.Error(), 512)})
+			case v.Job != nil:
+				reason, msg := v.Job.Failure()
 				out = append(out, v1alpha1.NodeFailure{Node: name, Reason: reason, Message: truncate(msg, 512)})
-			case v.failure != nil:
-				out = append(out, v1alpha1.NodeFailure{Node: name, Reason: v.failure.Reason, Message: truncate(v.failure.Message, 512)})
+			case v.Failure != nil:
+				out = append(out, v1alpha1.NodeFailure{Node: name, Reason: v.Failure.Reason, Message: truncate(v.Failure.Message, 512)})
 			}
 		}
 	}
@@ -559,3 +561,17 @@ func truncate(s string, n int) string {
 
 // target is what the rollout installs: the hash and the pinned artifact.
 func (o *observed) target() target { return target{hash: o.hash, art: o.art} }
+
+// snapshot is what the decision reads of the reconcile's observations
+// (its node views are the reconcile's own: a decision fills in their
+// plans).
+func (o *observed) snapshot() fleet.Snapshot {
+	return fleet.Snapshot{Shim: o.shim, Hash: o.hash, Refused: o.refusal != nil, Nodes: o.views}
+}
+
+// planFor builds a node's install plan towards the rollout's target.
+func (o *observed) planFor(opts Options) func(*corev1.Node) (*plan.NodePlan, error) {
+	return func(n *corev1.Node) (*plan.NodePlan, error) {
+		return buildPlan(o.shim, n, plan.OpInstall, opts, o.target())
+	}
+}

@@ -24,10 +24,10 @@ func (r *Reconciler) dropStaleRecords(ctx context.Context, obs *observed) error 
 	g := r.group(ctx)
 	for i := range obs.views {
 		v := &obs.views[i]
-		if len(v.stale) == 0 {
+		if len(v.Stale) == 0 {
 			continue
 		}
-		g.Go(func() error { return nodelabel.DropRecords(ctx, r.client, v.node.Name, v.stale...) })
+		g.Go(func() error { return nodelabel.DropRecords(ctx, r.client, v.Node.Name, v.Stale...) })
 	}
 	return g.Wait()
 }
@@ -40,16 +40,10 @@ func (r *Reconciler) forgetNodes(ctx context.Context, obs *observed) error {
 	g := r.group(ctx)
 	for i := range obs.views {
 		v := &obs.views[i]
-		if !v.hasRecords() {
+		if !v.HasRecords() {
 			continue
 		}
-		g.Go(func() error { return nodelabel.Unmark(ctx, r.client, v.node.Name, obs.shim.Name) })
+		g.Go(func() error { return nodelabel.Unmark(ctx, r.client, v.Node.Name, obs.shim.Name) })
 	}
 	return g.Wait()
-}
-
-// hasRecords: the node carries something of the Shim, as far as this
-// reconcile knows (an uninstall recorded in it cleared its fields).
-func (v *nodeView) hasRecords() bool {
-	return v.label != "" || v.specHash != "" || v.failure != nil || v.verified != nil || len(v.stale) > 0
 }

@@ -14,10 +14,10 @@ import (
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/nodelabel"
+	"github.com/shimkit/shimkit/operator/fleet"
+	"github.com/shimkit/shimkit/operator/jobview"
+	"github.com/shimkit/shimkit/operator/nodejob"
 )
-
-// labelControllerUID is set by the Job controller on a Job's pods.
-const labelControllerUID = "batch.kubernetes.io/controller-uid"
 
 // results remembers the NodeResults read from finished Jobs' pods, per
 // Shim and Job, so that each Job's pods are read once (and its failure
@@ -67,10 +67,10 @@ func (r *Reconciler) recordFinishedJobs(ctx context.Context, obs *observed) erro
 	g := r.group(ctx)
 	for i := range obs.views {
 		v := &obs.views[i]
-		if j := v.job; j != nil && (j.failed() || j.succeeded() && v.unrecorded()) {
+		if j := v.Job; j != nil && (j.Failed() || j.Succeeded() && v.Unrecorded()) {
 			g.Go(func() error { return r.recordJob(ctx, obs, v) })
 		}
-		if v.unverified() {
+		if v.Unverified() {
 			g.Go(func() error { return r.recordVerify(ctx, obs, v) })
 		}
 	}
@@ -81,150 +81,91 @@ func (r *Reconciler) recordFinishedJobs(ctx context.Context, obs *observed) erro
 	// is drift from now on; what the installs repaired is not.
 	now := time.Now()
 	for i := range obs.views {
-		if at := obs.views[i].detectDrift(obs.shim, obs.hash, now); !at.IsZero() && (obs.driftCheck.IsZero() || at.Before(obs.driftCheck)) {
+		if at := obs.views[i].DetectDrift(obs.shim, obs.hash, now); !at.IsZero() && (obs.driftCheck.IsZero() || at.Before(obs.driftCheck)) {
 			obs.driftCheck = at
 		}
 	}
 	return nil
 }
 
-// unrecorded: the node's labels do not yet say what its succeeded Job did.
-func (v *nodeView) unrecorded() bool {
-	if v.job.op == opInstall {
-		return v.label != labelUninstalling && (v.label != nodelabel.Installed || v.specHash != v.job.specHash || v.repaired())
-	}
-	return v.label != ""
-}
-
-// repaired: the node's Job reinstalled the spec after a verification found
-// it drifted (created since): Mark records the repair, and with it a clean
-// verification.
-func (v *nodeView) repaired() bool {
-	f := v.verified
-	return f != nil && len(f.Drift) > 0 && f.SpecHash == v.job.specHash && !v.job.job.CreationTimestamp.Time.Before(f.Time.Truncate(time.Second))
-}
-
-func (r *Reconciler) recordJob(ctx context.Context, obs *observed, v *nodeView) error {
-	j := v.job
-	if !j.resultRead {
-		res, err := r.readResult(ctx, j.job, obs.shim.Name)
+func (r *Reconciler) recordJob(ctx context.Context, obs *observed, v *fleet.NodeView) error {
+	j := v.Job
+	if !j.ResultRead {
+		res, err := r.readResult(ctx, j.Object, obs.shim.Name)
 		if err != nil {
 			// Not fatal: the Job's condition stands in, and a failed Job's
 			// pods are read again next time.
-			log.FromContext(ctx).Error(err, "reading the installer's result", "node", v.node.Name)
+			log.FromContext(ctx).Error(err, "reading the installer's result", "node", v.Node.Name)
 		} else {
-			j.result, j.resultRead = res, true
-			r.results.put(obs.shim.Name, j.job.UID, res)
+			j.Result, j.ResultRead = res, true
+			r.results.put(obs.shim.Name, j.Object.UID, res)
 		}
-		if j.failed() && err == nil {
-			reason, msg := j.failure()
-			r.event(obs.shim, v.node, corev1.EventTypeWarning, action(j.op)+"Failed", action(j.op), "%s", failureNote(v.node.Name, reason, msg))
+		if j.Failed() && err == nil {
+			reason, msg := j.Failure()
+			r.event(obs.shim, v.Node, corev1.EventTypeWarning, action(j.Op)+"Failed", action(j.Op), "%s", failureNote(v.Node.Name, reason, msg))
 		}
 	}
 	switch {
-	case j.sibling():
-		obs.events.add("RetryAlone", "Install", fmt.Sprintf("node %s (Job %s: another Shim's plan failed; installing this one again, alone)", v.node.Name, j.job.Name))
+	case j.Sibling():
+		obs.events.add("RetryAlone", "Install", fmt.Sprintf("node %s (Job %s: another Shim's plan failed; installing this one again, alone)", v.Node.Name, j.Object.Name))
 		return nil
-	case j.failed() && j.batch > 0 && !j.resultRead:
+	case j.Failed() && j.Batch > 0 && !j.ResultRead:
 		// Whose plan failed is in the result: read again next time.
 		return nil
-	case j.failed():
+	case j.Failed():
 		return r.recordFailure(ctx, obs, v)
 	}
-	switch j.op {
-	case opInstall:
-		if err := nodelabel.Mark(ctx, r.client, v.node.Name, obs.shim.Name, obs.shim.UID, j.specHash); err != nil {
+	switch j.Op {
+	case jobview.OpInstall:
+		if err := nodelabel.Mark(ctx, r.client, v.Node.Name, obs.shim.Name, obs.shim.UID, j.SpecHash); err != nil {
 			return err
 		}
-		v.label, v.specHash = nodelabel.Installed, j.specHash
-		v.verified = &nodelabel.Verification{ShimUID: obs.shim.UID, SpecHash: j.specHash, Time: time.Now()} // as Mark wrote
+		v.Label, v.SpecHash = nodelabel.Installed, j.SpecHash
+		v.Verified = &nodelabel.Verification{ShimUID: obs.shim.UID, SpecHash: j.SpecHash, Time: time.Now()} // as Mark wrote
 		digest := ""
-		if j.result != nil && j.result.Digest != "" {
-			digest = ", " + j.result.Digest
+		if j.Result != nil && j.Result.Digest != "" {
+			digest = ", " + j.Result.Digest
 		}
-		obs.events.add("Installed", "Install", fmt.Sprintf("node %s (spec %s%s)", v.node.Name, j.specHash, digest))
-	case opUninstall:
-		if err := nodelabel.Unmark(ctx, r.client, v.node.Name, obs.shim.Name); err != nil {
+		obs.events.add("Installed", "Install", fmt.Sprintf("node %s (spec %s%s)", v.Node.Name, j.SpecHash, digest))
+	case jobview.OpUninstall:
+		if err := nodelabel.Unmark(ctx, r.client, v.Node.Name, obs.shim.Name); err != nil {
 			return err
 		}
-		v.label, v.specHash, v.verified, v.failure = "", "", nil, nil // as Unmark removed
-		obs.events.add("Uninstalled", "Uninstall", "node "+v.node.Name)
+		v.Label, v.SpecHash, v.Verified, v.Failure = "", "", nil, nil // as Unmark removed
+		obs.events.add("Uninstalled", "Uninstall", "node "+v.Node.Name)
 	}
 	return nil
 }
 
 // recordFailure writes the failed Job's reason on the node, once, so that
 // the failure outlives the Job.
-func (r *Reconciler) recordFailure(ctx context.Context, obs *observed, v *nodeView) error {
-	j := v.job
-	reason, msg := j.failure()
+func (r *Reconciler) recordFailure(ctx context.Context, obs *observed, v *fleet.NodeView) error {
+	j := v.Job
+	reason, msg := j.Failure()
 	canary := ""
 	if reason == string(plan.ReasonCanaryFailed) {
-		canary = j.canary
+		canary = j.Canary
 	}
-	if f := v.failure; f != nil && f.Job == j.job.Name && f.Op == j.op && f.SpecHash == j.specHash && f.Reason == reason && f.Canary == canary {
+	if f := v.Failure; f != nil && f.Job == j.Object.Name && f.Op == j.Op && f.SpecHash == j.SpecHash && f.Reason == reason && f.Canary == canary {
 		return nil
 	}
-	f := nodelabel.Failure{ShimUID: obs.shim.UID, Op: j.op, SpecHash: j.specHash, Reason: reason, Message: msg, Canary: canary, Job: j.job.Name, Time: time.Now().UTC().Truncate(time.Second)}
-	if err := nodelabel.MarkFailed(ctx, r.client, v.node.Name, obs.shim.Name, f); err != nil {
+	f := nodelabel.Failure{ShimUID: obs.shim.UID, Op: j.Op, SpecHash: j.SpecHash, Reason: reason, Message: msg, Canary: canary, Job: j.Object.Name, Time: time.Now().UTC().Truncate(time.Second)}
+	if err := nodelabel.MarkFailed(ctx, r.client, v.Node.Name, obs.shim.Name, f); err != nil {
 		return err
 	}
-	v.failure = &f
+	v.Failure = &f
 	return nil
 }
 
 // readResult returns the shim's NodeResult that the installer wrote as the
-// termination message of the Job's newest pod that has one (a batch Job's
-// is a NodeResultList), or nil when none is readable (pods gone, killed
-// before writing, an older installer).
+// termination message of the Job's newest pod that has one
+// (nodejob.ResultOf), or nil when none is readable.
 func (r *Reconciler) readResult(ctx context.Context, job *batchv1.Job, shim string) (*plan.NodeResult, error) {
 	var pods corev1.PodList
-	if err := r.reader.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{labelControllerUID: string(job.UID)}); err != nil {
+	if err := r.reader.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{nodejob.LabelControllerUID: string(job.UID)}); err != nil {
 		return nil, fmt.Errorf("pods of Job %s: %w", job.Name, err)
 	}
-	var best *plan.NodeResult
-	var bestPod *corev1.Pod
-	for i := range pods.Items {
-		pod := &pods.Items[i]
-		res := podResult(pod, shim)
-		if res == nil || bestPod != nil && !newerPod(pod, bestPod) {
-			continue
-		}
-		best, bestPod = res, pod
-	}
-	return best, nil
-}
-
-// podResult decodes the shim's result from the installer container's
-// termination message.
-func podResult(pod *corev1.Pod, shim string) *plan.NodeResult {
-	for _, cs := range pod.Status.ContainerStatuses {
-		if cs.Name != installerContainer {
-			continue
-		}
-		for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
-			if t == nil || t.Message == "" {
-				continue
-			}
-			rs, err := plan.DecodeResults([]byte(t.Message))
-			if err != nil {
-				continue
-			}
-			for _, res := range rs {
-				// One result is the Job's whole answer (a plan the
-				// installer could not read names no Shim).
-				if len(rs) == 1 || res.Shim.Name == shim {
-					return res
-				}
-			}
-		}
-	}
-	return nil
-}
-
-func newerPod(a, b *corev1.Pod) bool {
-	return a.CreationTimestamp.After(b.CreationTimestamp.Time) ||
-		a.CreationTimestamp.Equal(&b.CreationTimestamp) && a.Name > b.Name
+	return nodejob.ResultOf(pods.Items, shim), nil
 }
 
 // failureNote says why a node failed, for events and conditions:

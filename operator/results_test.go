@@ -178,12 +178,12 @@ func TestFailedJobResultInStatus(t *testing.T) {
 		"n-0003": failedResult("n-0003", plan.RollbackFailed, plan.ReasonConcurrentEdit,
 			"/etc/containerd/config.toml: changed by another writer since shimkit wrote it; left as it is"),
 	}
-	startPodKubelet(t, env, 50*time.Millisecond, func(_ context.Context, j *batchv1.Job) podRun {
+	startPodKubelet(t, env, 50*time.Millisecond, func(_ context.Context, j *batchv1.Job) testutil.PodRun {
 		node := j.Spec.Template.Spec.NodeName
 		if r := failures[node]; r != nil {
-			return resultRun(t, 3, r)
+			return testutil.ResultRun(t, 3, r)
 		}
-		return resultRun(t, 0, &plan.NodeResult{APIVersion: plan.APIVersion, Kind: plan.KindNodeResult, Outcome: plan.Succeeded, Digest: "sha256:" + strings.Repeat("a", 64)})
+		return testutil.ResultRun(t, 0, &plan.NodeResult{APIVersion: plan.APIVersion, Kind: plan.KindNodeResult, Outcome: plan.Succeeded, Digest: "sha256:" + strings.Repeat("a", 64)})
 	})
 	startOperator(t, env)
 	if err := env.Client.Create(ctx, newShim("spin", "spin", "5", nil)); err != nil {
@@ -261,7 +261,7 @@ func TestRealInstallerFailureInStatus(t *testing.T) {
 	art := testutil.NewShimArchive(t, "spin", "/bin/true", nil)
 	srv := testutil.StartFileServer(t)
 	url := srv.Add("/spin.tar.gz", art.Data)
-	run := realInstaller(t, hostRoot)
+	run := testutil.RealInstaller(t, func(*batchv1.Job) string { return hostRoot })
 
 	env := startCluster(t)
 	ctx := context.Background()

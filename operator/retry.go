@@ -30,15 +30,6 @@ func retrySelection(value string) (all bool, nodes map[string]bool) {
 	return all, nodes
 }
 
-// failedNode: the node's last operation failed, by its Job or by the
-// record on the node.
-func (v *nodeView) failedNode() bool {
-	if v.job != nil {
-		return v.job.failed() && !v.job.sibling()
-	}
-	return v.failure != nil
-}
-
 // retry acts on a new retry annotation: the selected failed nodes lose
 // their failure (the failed Job and the node's record), so that the
 // planner starts them again under maxUpdate.
@@ -53,23 +44,23 @@ func (r *Reconciler) retry(ctx context.Context, obs *observed) error {
 	var retried []string
 	for i := range obs.views {
 		v := &obs.views[i]
-		if !v.failedNode() || !all && !names[v.node.Name] {
+		if !v.FailedNode() || !all && !names[v.Node.Name] {
 			continue
 		}
-		if j := v.job; j != nil {
-			if err := r.client.Delete(ctx, j.job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("retry node %s: delete Job %s: %w", v.node.Name, j.job.Name, err)
+		if j := v.Job; j != nil {
+			if err := r.client.Delete(ctx, j.Object, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("retry node %s: delete Job %s: %w", v.Node.Name, j.Object.Name, err)
 			}
-			r.retries.forgetJob(shim, j.job.UID)
-			v.job = nil
+			r.retries.forgetJob(shim, j.Object.UID)
+			v.Job = nil
 		}
-		if v.failure != nil {
-			if err := nodelabel.ClearFailure(ctx, r.client, v.node.Name, shim.Name); err != nil {
+		if v.Failure != nil {
+			if err := nodelabel.ClearFailure(ctx, r.client, v.Node.Name, shim.Name); err != nil {
 				return err
 			}
-			v.failure = nil
+			v.Failure = nil
 		}
-		retried = append(retried, v.node.Name)
+		retried = append(retried, v.Node.Name)
 	}
 	obs.retried = req
 	r.retries.put(shim, req)

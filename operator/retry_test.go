@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/internal/testutil"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
@@ -111,7 +112,7 @@ func TestCanaryChangeRetriesCanaryFailures(t *testing.T) {
 	var mu sync.Mutex
 	runs := map[string]int{}
 	var firstCanary, bad, good string
-	startPodKubelet(t, env, 50*time.Millisecond, func(_ context.Context, j *batchv1.Job) podRun {
+	startPodKubelet(t, env, 50*time.Millisecond, func(_ context.Context, j *batchv1.Job) testutil.PodRun {
 		node := j.Spec.Template.Spec.NodeName
 		mu.Lock()
 		defer mu.Unlock()
@@ -123,9 +124,9 @@ func TestCanaryChangeRetriesCanaryFailures(t *testing.T) {
 			bad = node
 		}
 		if node == bad && j.Annotations["shim.containerd.x-k8s.io/canary"] == firstCanary {
-			return resultRun(t, plan.ExitRolledBack, failedResult(node, plan.RolledBack, plan.ReasonCanaryFailed, "the canary pod did not succeed in time"))
+			return testutil.ResultRun(t, plan.ExitRolledBack, failedResult(node, plan.RolledBack, plan.ReasonCanaryFailed, "the canary pod did not succeed in time"))
 		}
-		return podRun{}
+		return testutil.PodRun{}
 	})
 	startOperator(t, env)
 	if err := env.Client.Create(ctx, newShim("can", "can", "1", map[string]string{"can": "true"})); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/jobview"
 	"github.com/shimkit/shimkit/runtimeclass"
 )
 
@@ -37,7 +38,7 @@ func runtimeClassSpecs(shim *v1alpha1.Shim) []classSpec {
 			Name:         rc.Name,
 			Handler:      rc.HandlerName(),
 			NodeSelector: map[string]string{nodelabel.Key(shim.Name): nodelabel.Installed},
-			Labels:       map[string]string{labelManagedBy: managedBy, labelShim: labelValue(shim.Name)},
+			Labels:       map[string]string{jobview.LabelManagedBy: jobview.ManagedBy, jobview.LabelShim: jobview.LabelValue(shim.Name)},
 			Owner:        metav1.NewControllerRef(shim, v1alpha1.GroupVersion.WithKind("Shim")),
 		}, field: "spec.runtimeClass.name"}
 		if i > 0 {
@@ -63,7 +64,7 @@ func CanaryRuntimeClass(shim string) string {
 	if len(name) <= maxName {
 		return name
 	}
-	return shorten(name, maxName-hashLen-1) + "-" + nameHash(shim)
+	return jobview.Shorten(name, maxName-jobview.HashLen-1) + "-" + jobview.NameHash(shim)
 }
 
 // maxName is the longest name of a cluster-scoped object.
@@ -78,7 +79,7 @@ func canaryClassSpec(shim *v1alpha1.Shim) (classSpec, bool) {
 	return classSpec{Spec: runtimeclass.Spec{
 		Name:    CanaryRuntimeClass(shim.Name),
 		Handler: shim.Spec.RuntimeClass.HandlerName(),
-		Labels:  map[string]string{labelManagedBy: managedBy, labelShim: labelValue(shim.Name)},
+		Labels:  map[string]string{jobview.LabelManagedBy: jobview.ManagedBy, jobview.LabelShim: jobview.LabelValue(shim.Name)},
 		Owner:   metav1.NewControllerRef(shim, v1alpha1.GroupVersion.WithKind("Shim")),
 	}, field: "spec.canary"}, true
 }
@@ -116,8 +117,8 @@ type classes struct {
 func (r *Reconciler) ensureRuntimeClasses(ctx context.Context, obs *observed, starting bool) (classes, error) {
 	anyInstalled, anyTouched := false, false
 	for _, v := range obs.views {
-		anyInstalled = anyInstalled || v.label == nodelabel.Installed
-		anyTouched = anyTouched || v.touched() || v.held
+		anyInstalled = anyInstalled || v.Label == nodelabel.Installed
+		anyTouched = anyTouched || v.Touched() || v.Held
 	}
 	specs := runtimeClassSpecs(obs.shim)
 	canary, withCanary := canaryClassSpec(obs.shim)
@@ -197,7 +198,7 @@ func conflictMessage(c *runtimeclass.ConflictError, spec classSpec) string {
 // ownedRuntimeClasses lists the RuntimeClasses the Shim controls.
 func (r *Reconciler) ownedRuntimeClasses(ctx context.Context, shim *v1alpha1.Shim) ([]nodev1.RuntimeClass, error) {
 	var list nodev1.RuntimeClassList
-	if err := r.client.List(ctx, &list, client.MatchingLabels{labelShim: labelValue(shim.Name)}); err != nil {
+	if err := r.client.List(ctx, &list, client.MatchingLabels{jobview.LabelShim: jobview.LabelValue(shim.Name)}); err != nil {
 		return nil, fmt.Errorf("list RuntimeClasses of Shim %s: %w", shim.Name, err)
 	}
 	return slices.DeleteFunc(list.Items, func(rc nodev1.RuntimeClass) bool { return !ownedBy(&rc, shim) }), nil

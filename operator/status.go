@@ -132,16 +132,16 @@ func equalConditions(a, b []metav1.Condition) bool {
 func counts(obs *observed) v1alpha1.ShimStatus {
 	st := v1alpha1.ShimStatus{ObservedGeneration: obs.shim.Generation, SpecHash: obs.hash, Artifact: obs.shown, Retried: obs.retried}
 	for _, v := range obs.views {
-		if v.targeted() {
+		if v.Targeted() {
 			st.Nodes++
-			if v.label == nodelabel.Installed && v.specHash == obs.hash && v.drifted == "" {
+			if v.Label == nodelabel.Installed && v.SpecHash == obs.hash && v.Drifted == "" {
 				st.UpdatedNodes++
 			}
-			if v.drifted != "" {
+			if v.Drifted != "" {
 				st.DriftedNodes++
 			}
 		}
-		if v.held || v.job != nil && v.job.running() {
+		if v.Held || v.Job != nil && v.Job.Running() {
 			st.InProgressNodes++
 		}
 	}

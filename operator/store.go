@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/shimkit/shimkit/operator/jobview"
 )
 
 // store holds pointers to the informer cache's own objects of one kind, so
@@ -117,11 +119,11 @@ func (r *Reconciler) listNodes(ctx context.Context) ([]*corev1.Node, error) {
 func (r *Reconciler) listJobs(ctx context.Context) ([]*batchv1.Job, error) {
 	if r.jobs != nil {
 		return r.jobs.list(func(j *batchv1.Job) bool {
-			return j.Namespace == r.opts.Namespace && j.Labels[labelManagedBy] == managedBy
+			return j.Namespace == r.opts.Namespace && j.Labels[jobview.LabelManagedBy] == jobview.ManagedBy
 		}), nil
 	}
 	var jobs batchv1.JobList
-	if err := r.client.List(ctx, &jobs, client.InNamespace(r.opts.Namespace), client.MatchingLabels{labelManagedBy: managedBy}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.client.List(ctx, &jobs, client.InNamespace(r.opts.Namespace), client.MatchingLabels{jobview.LabelManagedBy: jobview.ManagedBy}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list Jobs in %s: %w", r.opts.Namespace, err)
 	}
 	return pointers(jobs.Items), nil

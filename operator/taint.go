@@ -30,7 +30,7 @@ func (r *Reconciler) releaseTaints(ctx context.Context, obs *observed) error {
 	listed := false
 	for i := range obs.views {
 		v := &obs.views[i]
-		if !v.targeted() || !hasPendingTaint(v.node) || v.label != nodelabel.Installed || v.specHash != obs.hash {
+		if !v.Targeted() || !hasPendingTaint(v.Node) || v.Label != nodelabel.Installed || v.SpecHash != obs.hash {
 			continue
 		}
 		if !listed {
@@ -39,14 +39,14 @@ func (r *Reconciler) releaseTaints(ctx context.Context, obs *observed) error {
 			}
 			listed = true
 		}
-		if !allInstalled(obs, shims.Items, v.node) {
+		if !allInstalled(obs, shims.Items, v.Node) {
 			continue
 		}
-		node := v.node.DeepCopy()
+		node := v.Node.DeepCopy()
 		node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == PendingTaint })
 		// A patch with the resourceVersion read: a taint list changed
 		// meanwhile is read again on the next reconcile, not overwritten.
-		patch := client.MergeFromWithOptions(v.node, client.MergeFromWithOptimisticLock{})
+		patch := client.MergeFromWithOptions(v.Node, client.MergeFromWithOptimisticLock{})
 		if err := r.client.Patch(ctx, node, patch); err != nil {
 			if apierrors.IsConflict(err) {
 				continue

@@ -1,4 +1,4 @@
-package operator_test
+package testutil
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,21 +16,36 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shimkit/shimkit/installer/plan"
-	"github.com/shimkit/shimkit/internal/testutil"
 )
 
-// podRun is how a stand-in installer pod ended.
-type podRun struct {
+// An envtest API server runs no Job controller and no kubelet: these
+// helpers stand in for them for an installer Job, running the real
+// installer binary for its pod (RealInstaller) and writing what the Job
+// controller and the kubelet would (FinishJob).
+
+// PodRun is how an installer pod ended.
+type PodRun struct {
 	ExitCode int32
 	Message  string // the container's termination message
 }
 
-// runPod creates the Job's pod as the Job controller would (its template,
-// the controller-uid label, owned by the Job) and writes the status the
-// kubelet would: terminated with run's exit code and message.
-func (k *kubelet) runPod(ctx context.Context, j *batchv1.Job, run podRun) error {
+// ResultRun is a pod that wrote r as its termination message.
+func ResultRun(t testing.TB, code int32, r *plan.NodeResult) PodRun {
+	t.Helper()
+	data, err := plan.EncodeResult(r, plan.MaxTerminationMessage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return PodRun{ExitCode: code, Message: string(data)}
+}
+
+// CreateJobPod creates the Job's pod as the Job controller would (its
+// template, the controller-uid label, owned by the Job) and writes the
+// status the kubelet would: terminated with run's exit code and message.
+func CreateJobPod(ctx context.Context, c client.Client, j *batchv1.Job, run PodRun) error {
 	tmpl := j.Spec.Template.DeepCopy()
 	pod := &corev1.Pod{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}
 	// A Job recreated under the same name gets a pod of its own name, as
@@ -41,7 +57,7 @@ func (k *kubelet) runPod(ctx context.Context, j *batchv1.Job, run podRun) error 
 	pod.Labels["batch.kubernetes.io/controller-uid"] = string(j.UID)
 	pod.Labels["batch.kubernetes.io/job-name"] = j.Name
 	pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(j, batchv1.SchemeGroupVersion.WithKind("Job"))}
-	if err := k.c.Create(ctx, pod); err != nil {
+	if err := c.Create(ctx, pod); err != nil {
 		return fmt.Errorf("create pod of Job %s: %w", j.Name, err)
 	}
 	phase, reason := corev1.PodSucceeded, "Completed"
@@ -55,20 +71,38 @@ func (k *kubelet) runPod(ctx context.Context, j *batchv1.Job, run podRun) error 
 			ExitCode: run.ExitCode, Reason: reason, Message: run.Message, StartedAt: now, FinishedAt: now,
 		}},
 	}}}
-	if err := k.c.Status().Update(ctx, pod); err != nil {
+	if err := c.Status().Update(ctx, pod); err != nil {
 		return fmt.Errorf("status of pod %s: %w", pod.Name, err)
 	}
 	return nil
 }
 
-// resultRun is a pod that wrote r as its termination message.
-func resultRun(t testing.TB, code int32, r *plan.NodeResult) podRun {
-	t.Helper()
-	data, err := plan.EncodeResult(r, plan.MaxTerminationMessage)
-	if err != nil {
-		t.Fatal(err)
+// EndJob sets in j the status the Job controller writes once its pod
+// ended with exit code (0: complete): a final exit code
+// (plan.FinalExitCodes) fails it by its pod failure policy, another
+// after its backoff limit.
+func EndJob(j *batchv1.Job, code int32) {
+	now := metav1.Now()
+	start := j.CreationTimestamp
+	j.Status.StartTime = &start
+	if code == 0 {
+		j.Status.Succeeded = 1
+		j.Status.CompletionTime = &now
+		j.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		}
+		return
 	}
-	return podRun{ExitCode: code, Message: string(data)}
+	reason, msg := "BackoffLimitExceeded", "Job has reached the specified backoff limit"
+	if slices.Contains(plan.FinalExitCodes(), code) {
+		reason, msg = "PodFailurePolicy", fmt.Sprintf("Container installer for pod %s/%s failed with exit code %d matching FailJob rule at index 0", j.Namespace, j.Name, code)
+	}
+	j.Status.Failed = 1
+	j.Status.Conditions = []batchv1.JobCondition{
+		{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: reason, Message: msg, LastTransitionTime: now},
+		{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: reason, Message: msg, LastTransitionTime: now},
+	}
 }
 
 var installerBin = struct {
@@ -77,18 +111,19 @@ var installerBin = struct {
 	err  error
 }{}
 
-// buildInstaller builds cmd/shimkit-installer once per test binary.
-func buildInstaller(t testing.TB) string {
+// InstallerBinary builds cmd/shimkit-installer once per test binary;
+// RemoveInstallerBinary (from TestMain) removes it.
+func InstallerBinary(t testing.TB) string {
 	t.Helper()
 	installerBin.once.Do(func() {
-		dir, err := os.MkdirTemp("", "shimkit-operator-test-")
+		dir, err := os.MkdirTemp("", "shimkit-installer-test-")
 		if err != nil {
 			installerBin.err = err
 			return
 		}
 		installerBin.path = filepath.Join(dir, "shimkit-installer")
 		cmd := exec.Command("go", "build", "-o", installerBin.path, "./cmd/shimkit-installer")
-		cmd.Dir = testutil.RepoRoot()
+		cmd.Dir = RepoRoot()
 		if out, err := cmd.CombinedOutput(); err != nil {
 			installerBin.err = fmt.Errorf("go build ./cmd/shimkit-installer: %w\n%s", err, out)
 		}
@@ -99,8 +134,8 @@ func buildInstaller(t testing.TB) string {
 	return installerBin.path
 }
 
-// removeInstaller removes what buildInstaller built (from TestMain).
-func removeInstaller() {
+// RemoveInstallerBinary removes what InstallerBinary built.
+func RemoveInstallerBinary() {
 	if installerBin.path != "" {
 		_ = os.RemoveAll(filepath.Dir(installerBin.path))
 	}
@@ -108,28 +143,23 @@ func removeInstaller() {
 
 var annotationRef = regexp.MustCompile(`^metadata\.annotations\['([^']+)'\]$`)
 
-// realInstaller runs the real installer for a Job's pod, as the kubelet
+// RealInstaller runs the real installer for a Job's pod, as the kubelet
 // would run its container: the pod's args, the files its volumes mount
 // (the plan, from the pod's annotation through the downward API), the
-// node's / at hostRoot, and the termination message file.
-func realInstaller(t testing.TB, hostRoot string) func(context.Context, *batchv1.Job) podRun {
-	return realInstallerOn(t, func(*batchv1.Job) string { return hostRoot })
-}
-
-// realInstallerOn is realInstaller with each node's / where rootOf says
-// and extra arguments (such as --offline, for nodes without containerd).
-func realInstallerOn(t testing.TB, rootOf func(*batchv1.Job) string, extra ...string) func(context.Context, *batchv1.Job) podRun {
-	bin := buildInstaller(t)
-	return func(ctx context.Context, j *batchv1.Job) podRun {
+// node's / where rootOf says, extra arguments (such as --offline, for
+// nodes without containerd), and the termination message file.
+func RealInstaller(t testing.TB, rootOf func(*batchv1.Job) string, extra ...string) func(context.Context, *batchv1.Job) PodRun {
+	bin := InstallerBinary(t)
+	return func(ctx context.Context, j *batchv1.Job) PodRun {
 		pod := j.Spec.Template
 		c := pod.Spec.Containers[0]
 		dir, err := os.MkdirTemp("", "pod-")
 		if err != nil {
-			return podRun{ExitCode: 128, Message: err.Error()}
+			return PodRun{ExitCode: 128, Message: err.Error()}
 		}
 		defer os.RemoveAll(dir)
 		if err := mountVolumes(pod, c, dir); err != nil {
-			return podRun{ExitCode: 128, Message: err.Error()}
+			return PodRun{ExitCode: 128, Message: err.Error()}
 		}
 		message := filepath.Join(dir, "termination-log")
 		args := make([]string, len(c.Args))
@@ -151,11 +181,11 @@ func realInstallerOn(t testing.TB, rootOf func(*batchv1.Job) string, extra ...st
 		if exit := (*exec.ExitError)(nil); errors.As(err, &exit) {
 			code = int32(exit.ExitCode())
 		} else if err != nil {
-			return podRun{ExitCode: 128, Message: err.Error()}
+			return PodRun{ExitCode: 128, Message: err.Error()}
 		}
 		t.Logf("installer %v: exit %d\n%s", c.Args, code, out)
 		data, _ := os.ReadFile(message)
-		return podRun{ExitCode: code, Message: string(data)}
+		return PodRun{ExitCode: code, Message: string(data)}
 	}
 }
 

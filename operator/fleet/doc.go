@@ -1,0 +1,24 @@
+// Package fleet decides, for one Shim, what happens next on its nodes,
+// from a snapshot alone: no client, no context, no I/O, no clock read.
+//
+// A reconcile reads a Snapshot once (the Shim, a NodeView per node: its
+// labels and records, its newest installer Job and what that Job
+// reported), calls Decide (or DecideRemoval for a deleted Shim), then
+// carries the Decision out. Decide classifies every node (targeted or
+// skipped and why, installed, changing, failed, drifted), builds the
+// install plan of each node that needs one (Policy.PlanFor), and plans
+// the rollout under the Shim's strategy (rollout.Planner): which nodes
+// start now, which are in flight, whether the rollout is done or halted.
+//
+// Guarantees, checked by table tests and a fuzz test on random snapshots:
+//   - never more nodes changing than maxUpdate allows;
+//   - never a failed node started again without a new spec (or, for a
+//     failed canary, a new canary) or a retry that cleared its failure;
+//   - nothing installed while the spec is refused or the rollout halted;
+//   - never an uninstall of a node on which the Shim has nothing (its
+//     label, or a Job of its own changing it).
+//
+// The package imports neither client-go nor controller-runtime
+// (TestImportBoundary), so that every decision is testable without an API
+// server and usable by another controller.
+package fleet

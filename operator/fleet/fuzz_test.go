@@ -1,0 +1,122 @@
+package fleet_test
+
+import (
+	"fmt"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/nodelabel/record"
+	"github.com/shimkit/shimkit/operator/fleet"
+	"github.com/shimkit/shimkit/operator/jobview"
+	"github.com/shimkit/shimkit/rollout"
+)
+
+// FuzzDecide checks the decision's invariants on random snapshots: never
+// more nodes changing than maxUpdate allows, never a failed node started
+// again without a new spec (or, for a failed canary, a new canary),
+// nothing installed while the spec is refused or the rollout halted, and
+// never an uninstall of a node the Shim has nothing on (the shim's label,
+// or a Job of its own changing it).
+func FuzzDecide(f *testing.F) {
+	f.Add([]byte{3, 0, 0, 0, 0}, uint8(1), false)
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, uint8(2), false)
+	f.Add([]byte{5, 5, 5, 9, 9, 0, 2, 2}, uint8(3), true)
+	f.Add([]byte{7, 8, 1, 1, 1, 1, 1, 1, 1, 1, 6, 6, 6}, uint8(4), false)
+	f.Add([]byte{0x60, 0x61, 0xe0, 0x18, 0x10, 0x08}, uint8(0), false)
+	f.Fuzz(func(t *testing.T, states []byte, maxUpdate uint8, refused bool) {
+		if len(states) > 64 {
+			states = states[:64]
+		}
+		mu := intstr.FromInt32(int32(maxUpdate%5) + 1)
+		planner := rollout.Planner{Strategy: rollout.Strategy{MaxUpdate: &mu}, ShimUID: "uid-spin", SpecHash: target}
+		snap := fleet.Snapshot{Hash: target, Refused: refused}
+		for i, b := range states {
+			snap.Nodes = append(snap.Nodes, randomView(fmt.Sprintf("n%02d", i), b))
+		}
+		planFor := func(n *corev1.Node) (*plan.NodePlan, error) {
+			p := plan.New(plan.ShimRef{Name: "spin"}, plan.OpInstall)
+			p.Node, p.SpecHash = n.Name, target
+			return p, nil
+		}
+		d, err := fleet.Decide(snap, fleet.Policy{Planner: planner, PlanFor: planFor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []rollout.Plan{d.Rollin, d.Removal} {
+			if len(p.Start)+p.InFlight > max(p.Budget, p.InFlight) {
+				t.Errorf("%d started with %d in flight, budget %d", len(p.Start), p.InFlight, p.Budget)
+			}
+			if p.Halted && len(p.Start) > 0 {
+				t.Errorf("halted, yet %v start", p.Start)
+			}
+		}
+		if refused && len(d.Rollin.Start) > 0 {
+			t.Errorf("refused, yet %v start", d.Rollin.Start)
+		}
+		for _, name := range d.Rollin.Start {
+			v := d.ByName[name]
+			if j := v.Job; j != nil && j.Failed() && j.SpecHash == target {
+				if reason, _ := j.Failure(); reason != string(plan.ReasonCanaryFailed) || j.Canary == canary {
+					t.Errorf("%s failed at this spec (%s) and starts again", name, reason)
+				}
+			}
+			if f := v.Failure; v.Job == nil && f != nil && f.Op == jobview.OpInstall && f.SpecHash == target && (f.Reason != string(plan.ReasonCanaryFailed) || f.Canary == canary) {
+				t.Errorf("%s's failure at this spec (%s) is not obeyed", name, f.Reason)
+			}
+			if !v.Targeted() {
+				t.Errorf("%s is not targeted and starts an install", name)
+			}
+			if v.Plan == nil || v.Plan.Node != name {
+				t.Errorf("%s starts without its plan", name)
+			}
+		}
+		for _, name := range d.Removal.Start {
+			if v := d.ByName[name]; v.Label == "" && (v.Job == nil || !v.Job.Running()) {
+				t.Errorf("%s has nothing of the Shim and is uninstalled", name)
+			}
+		}
+	})
+}
+
+// randomView is a node in one of the states b picks: targeted or not,
+// labelled at the target, at another spec or not, with a Job running,
+// failed (a Conflict, or its canary with this canary or another), or a
+// failure record (a Conflict, or a canary of before).
+func randomView(name string, b byte) fleet.NodeView {
+	v := node(name, []string{"", target, "old"}[int(b>>1)%3])
+	v.Matching = b&1 == 0
+	switch (b >> 3) % 4 {
+	case 1:
+		v.Failure = &record.Failure{ShimUID: "uid-spin", Op: jobview.OpInstall, SpecHash: target, Reason: string(plan.ReasonConflict)}
+	case 2:
+		v.Failure = &record.Failure{ShimUID: "uid-spin", Op: jobview.OpInstall, SpecHash: target, Reason: string(plan.ReasonCanaryFailed), Canary: "older"}
+	case 3:
+		v.Stale = []string{record.FailureKey("spin")} // a predecessor's: not the Shim's failure
+	}
+	failed := func(at, ran string, reason plan.Reason) *jobview.View {
+		j := job(jobview.OpInstall, at, batchv1.JobFailed, rolledBack(reason))
+		j.Canary = ran
+		return j
+	}
+	switch (b >> 5) % 8 {
+	case 1:
+		v.Job = job(jobview.OpInstall, target, "", nil)
+	case 2:
+		v.Job = failed(target, canary, plan.ReasonConflict)
+	case 3:
+		v.Job = failed(target, canary, plan.ReasonCanaryFailed)
+	case 4:
+		v.Job = failed(target, "older", plan.ReasonCanaryFailed)
+	case 5:
+		v.Job = job(jobview.OpUninstall, v.SpecHash, "", nil)
+	case 6:
+		v.Job = failed("old", canary, plan.ReasonConflict)
+	case 7:
+		v.Held = true
+	}
+	return v
+}

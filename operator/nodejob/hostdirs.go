@@ -1,0 +1,72 @@
+package nodejob
+
+import (
+	"path"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+)
+
+// HostDir is a directory of the node that the installer sees at the same
+// path under its host root.
+type HostDir struct {
+	Path     string
+	ReadOnly bool
+	// Create lets the kubelet create the directory when the node lacks
+	// it; only for a directory no preset detection looks at.
+	Create bool
+}
+
+// HostDirs are the node directories the installer reads and writes,
+// instead of the node's whole /. Each one but /usr/local/bin must exist
+// (hostPath type Directory): the kubelet never creates a directory that
+// could change what containerdconfig.Detect finds, and the parents are
+// mounted whole because detection looks for directories that only some
+// nodes have (/var/lib/rancher/k3s, /var/snap/microk8s, /etc/k0s).
+// Parents come before the directories mounted inside them.
+func HostDirs() []HostDir {
+	return []HostDir{
+		// containerd's config, its imports and drop-ins (/etc/containerd,
+		// k0s's /etc/k0s), the sandboxers' units (/etc/systemd/system).
+		{Path: "/etc"},
+		// The installer's state and download cache (/var/lib/shimkit),
+		// k3s's and RKE2's containerd (/var/lib/rancher), MicroK8s's
+		// (/var/snap/microk8s).
+		{Path: "/var"},
+		// Sockets: containerd's CRI (/run/containerd, /run/k3s, /run/k0s),
+		// the system D-Bus and systemd's, the sandboxers' (/run/shimkit).
+		{Path: "/run"},
+		// The bundles, /opt/shimkit: its parent, so that the installer can
+		// remove /opt/shimkit with the last Shim.
+		{Path: "/opt"},
+		// containerd's PATH, read only: no link may shadow a binary there.
+		{Path: "/usr", ReadOnly: true},
+		{Path: "/bin", ReadOnly: true},
+		{Path: "/sbin", ReadOnly: true},
+		// The one writable directory of that PATH: the links containerd
+		// 1.6 needs for pod sandboxes.
+		{Path: "/usr/local/bin", Create: true},
+	}
+}
+
+// hostVolumes are the hostPath volumes of HostDirs and their mounts under
+// hostRoot. HostToContainer propagation lets the installer see what the
+// node mounts later (a containerd restart's new mounts under /run).
+func hostVolumes(hostRoot string) ([]corev1.Volume, []corev1.VolumeMount) {
+	var volumes []corev1.Volume
+	var mounts []corev1.VolumeMount
+	for _, d := range HostDirs() {
+		name := "host" + strings.ReplaceAll(d.Path, "/", "-")
+		typ := corev1.HostPathDirectory
+		if d.Create {
+			typ = corev1.HostPathDirectoryOrCreate
+		}
+		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: d.Path, Type: ptr.To(typ)}}})
+		mounts = append(mounts, corev1.VolumeMount{
+			Name: name, MountPath: path.Join(hostRoot, d.Path), ReadOnly: d.ReadOnly,
+			MountPropagation: ptr.To(corev1.MountPropagationHostToContainer),
+		})
+	}
+	return volumes, mounts
+}
