@@ -16,6 +16,7 @@ import (
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/nodejob"
+	"github.com/shimkit/shimkit/operator/resolve"
 )
 
 // ErrNoArtifact: the Shim names no artifact for the node's platform (only
@@ -197,7 +198,7 @@ func artifactFor(shim *v1alpha1.Shim, node *corev1.Node, art *v1alpha1.ResolvedA
 		}
 	case fs.Type == v1alpha1.FetchOCI && fs.OCI != nil:
 		a.Type, a.Reference, a.PlainHTTP, a.Insecure = plan.SourceOCI, fs.OCI.Reference, fs.OCI.PlainHTTP, fs.OCI.Insecure
-		if _, sum, ok := cutDigest(fs.OCI.Reference); ok {
+		if _, sum, ok := resolve.CutDigest(fs.OCI.Reference); ok {
 			a.Digest = "sha256:" + sum
 		} else if art != nil {
 			a.Digest = art.Digest

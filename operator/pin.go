@@ -18,6 +18,7 @@ import (
 
 	"github.com/shimkit/shimkit/fetch"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/resolve"
 	"github.com/shimkit/shimkit/signature"
 )
 
@@ -45,7 +46,7 @@ func resolveKey(shim *v1alpha1.Shim, specHash string) string {
 func pinnedBySpec(fs v1alpha1.FetchStrategy) bool {
 	switch {
 	case fs.OCI != nil:
-		_, _, ok := cutDigest(fs.OCI.Reference)
+		_, _, ok := resolve.CutDigest(fs.OCI.Reference)
 		return ok
 	case fs.AnonHTTP != nil:
 		if fs.AnonHTTP.Location != "" && fs.AnonHTTP.SHA256 == "" {
@@ -59,13 +60,6 @@ func pinnedBySpec(fs v1alpha1.FetchStrategy) bool {
 		return true
 	}
 	return false
-}
-
-// cutDigest splits registry/repo@sha256:<hex> into the repository and the
-// hex digest.
-func cutDigest(ref string) (repo, hexDigest string, ok bool) {
-	repo, d, ok := strings.Cut(ref, "@sha256:")
-	return repo, d, ok
 }
 
 // targetHash identifies what a node installs: the spec and, unless the

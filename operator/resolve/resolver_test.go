@@ -1,4 +1,4 @@
-package operator_test
+package resolve_test
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 
 	"github.com/shimkit/shimkit/internal/testutil"
 	"github.com/shimkit/shimkit/internal/testutil/signtest"
-	"github.com/shimkit/shimkit/operator"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/resolve"
 	"github.com/shimkit/shimkit/signature"
 )
 
@@ -64,7 +64,7 @@ func TestResolverReadsSignatureFirst(t *testing.T) {
 			for p := range tt.downloads {
 				before[p] = srv.RequestsFor(p)
 			}
-			res, err := (&operator.ArtifactResolver{}).Resolve(context.Background(), operator.ResolveInput{
+			res, err := (&resolve.ArtifactResolver{}).Resolve(context.Background(), resolve.Input{
 				Fetch: v1alpha1.FetchStrategy{Type: v1alpha1.FetchAnonHTTP, AnonHTTP: tt.http}, Verification: keys,
 			})
 			for p, want := range tt.downloads {

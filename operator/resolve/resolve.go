@@ -1,10 +1,11 @@
-package operator
+package resolve
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/opencontainers/go-digest"
 
@@ -16,11 +17,11 @@ import (
 // Resolver pins a Shim's artifact once per spec: the digest every node of
 // the rollout installs, its signature verified when the spec asks for it.
 type Resolver interface {
-	Resolve(ctx context.Context, in ResolveInput) (*Resolved, error)
+	Resolve(ctx context.Context, in Input) (*Resolved, error)
 }
 
-// ResolveInput is what a Resolver needs of a Shim.
-type ResolveInput struct {
+// Input is what a Resolver needs of a Shim.
+type Input struct {
 	Fetch        v1alpha1.FetchStrategy
 	Verification *v1alpha1.Verification
 	// TrustedRoot is the trusted_root.json that keyless verification
@@ -66,7 +67,7 @@ type ArtifactResolver struct {
 const maxSignature = 1 << 20
 
 // Resolve pins in's artifact.
-func (a *ArtifactResolver) Resolve(ctx context.Context, in ResolveInput) (*Resolved, error) {
+func (a *ArtifactResolver) Resolve(ctx context.Context, in Input) (*Resolved, error) {
 	var v *signature.Verifier
 	if in.Verification != nil {
 		var err error
@@ -204,7 +205,7 @@ func policyOf(v *v1alpha1.Verification, trustedRoot []byte) signature.Policy {
 type StaticResolver map[string]digest.Digest
 
 // Resolve pins in's artifact from the map.
-func (s StaticResolver) Resolve(_ context.Context, in ResolveInput) (*Resolved, error) {
+func (s StaticResolver) Resolve(_ context.Context, in Input) (*Resolved, error) {
 	lookup := func(source, sum string) (string, error) {
 		if sum != "" {
 			return "sha256:" + sum, nil
@@ -218,7 +219,7 @@ func (s StaticResolver) Resolve(_ context.Context, in ResolveInput) (*Resolved, 
 	var err error
 	switch fs := in.Fetch; {
 	case fs.OCI != nil:
-		_, pinned, _ := cutDigest(fs.OCI.Reference)
+		_, pinned, _ := CutDigest(fs.OCI.Reference)
 		out.Digest, err = lookup(fs.OCI.Reference, pinned)
 	case fs.AnonHTTP != nil:
 		if fs.AnonHTTP.Location != "" {
@@ -238,4 +239,11 @@ func (s StaticResolver) Resolve(_ context.Context, in ResolveInput) (*Resolved, 
 		return nil, err
 	}
 	return out, nil
+}
+
+// CutDigest splits registry/repo@sha256:<hex> into the repository and the
+// hex digest.
+func CutDigest(ref string) (repo, hexDigest string, ok bool) {
+	repo, d, ok := strings.Cut(ref, "@sha256:")
+	return repo, d, ok
 }
