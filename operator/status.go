@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,54 +14,34 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/rollout"
 )
-
-// rollup is what a reconcile found, from which the status is written.
-type rollup struct {
-	obs              *observed
-	st               v1alpha1.ShimStatus // the counts
-	install, removal rollout.Plan
-	classes          classes
-}
-
-func (u rollup) deleting() bool { return !u.obs.shim.DeletionTimestamp.IsZero() }
-func (u rollup) halted() bool   { return u.install.Halted || u.removal.Halted }
-func (u rollup) done() bool     { return u.install.Done && u.removal.Done && !u.deleting() }
-func (u rollup) ready() bool    { return u.done() && u.classes.published && u.refused() == nil }
-
-// refused is the spec's refusal, unless the Shim is being deleted (its
-// nodes are uninstalled whatever the spec).
-func (u rollup) refused() *refusal {
-	if u.deleting() {
-		return nil
-	}
-	return u.obs.refusal
-}
 
 // updateStatus writes counts and conditions with server-side apply (field
 // owner shimkit), skipping the request when nothing changed.
 func (r *Reconciler) updateStatus(ctx context.Context, obs *observed, install, removal rollout.Plan, rcs classes) error {
 	shim := obs.shim
-	u := rollup{obs: obs, st: counts(obs), install: install, removal: removal, classes: rcs}
-	st := u.st
+	snap := obs.snapshot()
+	st := fleet.Counts(snap)
+	st.Artifact, st.Retried = obs.shown, obs.retried
+	u := fleet.Rollup{Shim: shim, Nodes: snap.Nodes, Counts: st, Install: install, Removal: removal,
+		Classes: fleet.Classes{Published: rcs.published, Conflicts: rcs.conflicts}}
+	if ref := obs.refusal; ref != nil {
+		u.Refusal = &fleet.Refusal{Reason: ref.reason, Message: ref.message}
+	}
 	failing := failedNodes(obs, install, removal)
 	st.FailedNodes = int32(len(failing))
 	st.FailingNodes = failing[:min(len(failing), 10)]
 	// A copy: SetStatusCondition changes conditions in place, and the
 	// Shim's own must stay as read, to compare with.
 	conditions := slices.Clone(shim.Status.Conditions)
-	for _, c := range []metav1.Condition{
-		readyCondition(u), progressingCondition(u), degradedCondition(u, st.FailingNodes),
-		reconcilingCondition(u), stalledCondition(u),
-	} {
-		c.ObservedGeneration = shim.Generation
+	for _, c := range fleet.Conditions(u, st.FailingNodes) {
 		meta.SetStatusCondition(&conditions, c)
 	}
 	st.Conditions = conditions
-	r.metrics.observe(shim, st, u.ready())
+	r.metrics.observe(shim, st, u.Ready())
 
 	if equalStatus(shim.Status, st) {
 		return nil
@@ -128,146 +107,6 @@ func equalConditions(a, b []metav1.Condition) bool {
 	})
 }
 
-// counts are the node counts of the status.
-func counts(obs *observed) v1alpha1.ShimStatus {
-	st := v1alpha1.ShimStatus{ObservedGeneration: obs.shim.Generation, SpecHash: obs.hash, Artifact: obs.shown, Retried: obs.retried}
-	for _, v := range obs.views {
-		if v.Targeted() {
-			st.Nodes++
-			if v.Label == nodelabel.Installed && v.SpecHash == obs.hash && v.Drifted == "" {
-				st.UpdatedNodes++
-			}
-			if v.Drifted != "" {
-				st.DriftedNodes++
-			}
-		}
-		if v.Held || v.Job != nil && v.Job.Running() {
-			st.InProgressNodes++
-		}
-	}
-	st.SkippedNodes, st.Skipped = skippedNodes(obs.views)
-	return st
-}
-
-func condition(t string, ok bool, reason, msg string) metav1.Condition {
-	s := metav1.ConditionFalse
-	if ok {
-		s = metav1.ConditionTrue
-	}
-	return metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg}
-}
-
-// readyCondition: every targeted node has the current spec and every
-// RuntimeClass is published; else why not.
-func readyCondition(u rollup) metav1.Condition {
-	const t = v1alpha1.ConditionReady
-	skipped := skippedNote(u.obs.views)
-	switch {
-	case u.deleting():
-		return condition(t, false, v1alpha1.ReasonDeleting, fmt.Sprintf("removing the shim from %d nodes", u.removal.Remaining))
-	case u.refused() != nil:
-		return condition(t, false, u.refused().reason, u.refused().message)
-	case u.ready():
-		return condition(t, true, v1alpha1.ReasonRolledOut, fmt.Sprintf("%d of %d nodes have the current spec; %s published%s", u.st.UpdatedNodes, u.st.Nodes, runtimeClassNames(u.obs.shim), skipped))
-	case u.done() && len(u.classes.conflicts) > 0:
-		return condition(t, false, v1alpha1.ReasonRuntimeClassConflict, strings.Join(u.classes.conflicts, "; "))
-	case u.done():
-		return condition(t, false, v1alpha1.ReasonNoNodes, "no node that can run the shim matches the selector; no RuntimeClass is published"+skipped)
-	}
-	return condition(t, false, v1alpha1.ReasonRollingOut, fmt.Sprintf("%d of %d nodes have the current spec%s", u.st.UpdatedNodes, u.st.Nodes, skipped))
-}
-
-// progressingCondition: nodes are changing, or why none starts.
-func progressingCondition(u rollup) metav1.Condition {
-	const t = v1alpha1.ConditionProgressing
-	switch {
-	case u.refused() != nil:
-		return condition(t, false, v1alpha1.ReasonHalted, "no node starts: the spec is refused ("+u.refused().reason+")")
-	case u.halted():
-		return condition(t, false, v1alpha1.ReasonHalted, "a node failed; no new node starts until the spec changes (spec.canary too, for a node whose canary failed) or a retry (annotation "+v1alpha1.RetryAnnotation+")")
-	case !u.done():
-		return condition(t, true, v1alpha1.ReasonNodesChanging, fmt.Sprintf("%d nodes changing (maxUpdate %d), %d to go",
-			u.install.InFlight+u.removal.InFlight, max(u.install.Budget, u.removal.Budget), u.install.Remaining+u.removal.Remaining))
-	}
-	return condition(t, false, v1alpha1.ReasonIdle, "every node is done")
-}
-
-// degradedCondition: the first of a refused spec, failed nodes and
-// RuntimeClasses of someone else; each names what it refused.
-func degradedCondition(u rollup, failing []v1alpha1.NodeFailure) metav1.Condition {
-	const t = v1alpha1.ConditionDegraded
-	switch {
-	case u.refused() != nil:
-		return condition(t, true, u.refused().reason, u.refused().message)
-	case u.halted():
-		names := make([]string, 0, len(failing))
-		for _, f := range failing {
-			names = append(names, f.Node+" ("+f.Reason+")")
-		}
-		return condition(t, true, v1alpha1.ReasonNodeFailed, "failed on "+strings.Join(names, ", "))
-	case len(u.classes.conflicts) > 0 && !u.deleting():
-		return condition(t, true, v1alpha1.ReasonRuntimeClassConflict, strings.Join(u.classes.conflicts, "; "))
-	}
-	return condition(t, false, v1alpha1.ReasonNoFailures, "no node failed")
-}
-
-// stall says why the operator can make no progress without a change of
-// the spec or the cluster (reason "" when it can, or has nothing left to
-// do): a refused spec, a failed node, a RuntimeClass of someone else, or
-// no node to install. A failed resolution is no stall: it is retried.
-func stall(u rollup) (reason, msg string) {
-	ref := u.refused()
-	switch {
-	case ref != nil && ref.reason != v1alpha1.ReasonResolveFailed:
-		return ref.reason, ref.message
-	case u.halted():
-		return v1alpha1.ReasonNodeFailed, "a node failed (status.failingNodes); no new node starts until the spec changes (spec.canary too, for a node whose canary failed) or the annotation " + v1alpha1.RetryAnnotation + " retries it"
-	case ref != nil, u.deleting(), !u.done(), u.ready():
-		return "", ""
-	case len(u.classes.conflicts) > 0:
-		return v1alpha1.ReasonRuntimeClassConflict, strings.Join(u.classes.conflicts, "; ")
-	case u.st.Nodes == 0:
-		return v1alpha1.ReasonNoNodes, "no node that can run the shim matches the selector" + skippedNote(u.obs.views)
-	}
-	return "", "" // a RuntimeClass is still to be published
-}
-
-// reconcilingCondition (kstatus): True while the operator works towards
-// the spec: nodes changing, the Shim's nodes being cleaned up before it
-// goes, the artifact to be resolved again, or a RuntimeClass to be
-// published.
-func reconcilingCondition(u rollup) metav1.Condition {
-	const t = v1alpha1.ConditionReconciling
-	if reason, _ := stall(u); reason != "" {
-		return condition(t, false, v1alpha1.ReasonStalled, "waiting for a change: "+reason+" (see the Stalled condition)")
-	}
-	switch {
-	case u.deleting():
-		return condition(t, true, v1alpha1.ReasonDeleting, fmt.Sprintf("removing the shim from %d nodes", u.removal.Remaining))
-	case u.refused() != nil:
-		return condition(t, true, u.refused().reason, "resolving again: "+u.refused().message)
-	case !u.done():
-		return condition(t, true, v1alpha1.ReasonNodesChanging, fmt.Sprintf("%d of %d nodes have the current spec", u.st.UpdatedNodes, u.st.Nodes))
-	case !u.ready():
-		return condition(t, true, v1alpha1.ReasonRuntimeClassPending, "every node has the current spec; a RuntimeClass is still to be published")
-	}
-	return condition(t, false, v1alpha1.ReasonRolledOut, "the spec is rolled out")
-}
-
-// stalledCondition (kstatus): True when no progress is possible without a
-// change; the reason is the refusal's, NodeFailed, RuntimeClassConflict or
-// NoNodes.
-func stalledCondition(u rollup) metav1.Condition {
-	const t = v1alpha1.ConditionStalled
-	if reason, msg := stall(u); reason != "" {
-		return condition(t, true, reason, msg)
-	}
-	if u.ready() {
-		return condition(t, false, v1alpha1.ReasonRolledOut, "the spec is rolled out")
-	}
-	return condition(t, false, v1alpha1.ReasonReconciling, "the operator is working towards the spec (see the Reconciling condition)")
-}
-
 const fieldOwner = "shimkit"
 
 // statusApply is the apply request for the status subresource.
@@ -293,17 +132,4 @@ func equalStatus(a, b v1alpha1.ShimStatus) bool {
 		return s
 	}
 	return equality.Semantic.DeepEqual(strip(a), strip(b))
-}
-
-// runtimeClassNames says which RuntimeClasses a Shim publishes:
-// "RuntimeClass kata is" or "RuntimeClasses kata, kata-qemu are".
-func runtimeClassNames(shim *v1alpha1.Shim) string {
-	names := []string{shim.Spec.RuntimeClass.Name}
-	for _, h := range shim.Spec.Handlers {
-		names = append(names, h.RuntimeClass.Name)
-	}
-	if len(names) == 1 {
-		return "RuntimeClass " + names[0] + " is"
-	}
-	return "RuntimeClasses " + strings.Join(names, ", ") + " are"
 }

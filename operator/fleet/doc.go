@@ -9,6 +9,10 @@
 // install plan of each node that needs one (Policy.PlanFor), and plans
 // the rollout under the Shim's strategy (rollout.Planner): which nodes
 // start now, which are in flight, whether the rollout is done or halted.
+// Counts and Conditions turn a Rollup (the decision and what the writes
+// found: the RuntimeClasses, a refusal) into the Shim's status: the node
+// counts and the Ready, Progressing, Degraded, Reconciling and Stalled
+// conditions with their reason constants.
 //
 // Guarantees, checked by table tests and a fuzz test on random snapshots:
 //   - never more nodes changing than maxUpdate allows;

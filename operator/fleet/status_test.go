@@ -1,0 +1,71 @@
+package fleet_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/fleet"
+	"github.com/shimkit/shimkit/rollout"
+)
+
+// TestConditions: the status conditions of a rollup, without an API
+// server: each one's status and reason, kstatus's Reconciling and Stalled
+// consistent with them.
+func TestConditions(t *testing.T) {
+	shim := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "spin", Generation: 4}, Spec: v1alpha1.ShimSpec{RuntimeClass: v1alpha1.RuntimeClassSpec{Name: "spin"}}}
+	deleting := shim.DeepCopy()
+	now := metav1.Now()
+	deleting.DeletionTimestamp = &now
+	rolling := rollout.Plan{Budget: 2, InFlight: 2, Remaining: 3}
+	done := rollout.Plan{Budget: 2, Done: true}
+	halted := rollout.Plan{Budget: 2, Halted: true, Failed: []string{"n1"}}
+	nodes := []fleet.NodeView{node("n0", target), node("n1", "")}
+	for _, tc := range []struct {
+		name  string
+		u     fleet.Rollup
+		want  string // Ready Progressing Degraded Reconciling Stalled, as status/reason
+		ready bool
+	}{
+		{"rolling out", fleet.Rollup{Shim: shim, Nodes: nodes, Install: rolling, Removal: done},
+			"False/RollingOut True/NodesChanging False/NoFailures True/NodesChanging False/Reconciling", false},
+		{"rolled out", fleet.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Classes: fleet.Classes{Published: true}},
+			"True/RolledOut False/Idle False/NoFailures False/RolledOut False/RolledOut", true},
+		// RuntimeClasses are published once the first node has the shim:
+		// every node done and none published is a rollout to no node.
+		{"a RuntimeClass to publish", fleet.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Counts: v1alpha1.ShimStatus{Nodes: 2}},
+			"False/NoNodes False/Idle False/NoFailures True/RuntimeClassPending False/Reconciling", false},
+		{"halted", fleet.Rollup{Shim: shim, Nodes: nodes, Install: halted, Removal: done},
+			"False/RollingOut False/Halted True/NodeFailed False/Stalled True/NodeFailed", false},
+		{"refused", fleet.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Refusal: &fleet.Refusal{Reason: v1alpha1.ReasonSignatureMissing, Message: "no signature"}},
+			"False/SignatureMissing False/Halted True/SignatureMissing False/Stalled True/SignatureMissing", false},
+		{"resolution failed: retried, not stalled", fleet.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Refusal: &fleet.Refusal{Reason: v1alpha1.ReasonResolveFailed, Message: "timeout"}},
+			"False/ResolveFailed False/Halted True/ResolveFailed True/ResolveFailed False/Reconciling", false},
+		{"conflict", fleet.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Counts: v1alpha1.ShimStatus{Nodes: 2}, Classes: fleet.Classes{Conflicts: []string{"RuntimeClass spin is someone else's"}}},
+			"False/RuntimeClassConflict False/Idle True/RuntimeClassConflict False/Stalled True/RuntimeClassConflict", false},
+		{"no nodes", fleet.Rollup{Shim: shim, Install: done, Removal: done},
+			"False/NoNodes False/Idle False/NoFailures False/Stalled True/NoNodes", false},
+		{"deleting", fleet.Rollup{Shim: deleting, Nodes: nodes, Install: done, Removal: rolling},
+			"False/Deleting True/NodesChanging False/NoFailures True/Deleting False/Reconciling", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := fleet.Conditions(tc.u, nil)
+			got := make([]string, len(cs))
+			for i, c := range cs {
+				got[i] = fmt.Sprintf("%s/%s", c.Status, c.Reason)
+				if c.ObservedGeneration != 4 || c.Message == "" {
+					t.Errorf("%s: observedGeneration %d, message %q", c.Type, c.ObservedGeneration, c.Message)
+				}
+			}
+			if strings.Join(got, " ") != tc.want {
+				t.Errorf("conditions\n got  %s\n want %s", strings.Join(got, " "), tc.want)
+			}
+			if tc.u.Ready() != tc.ready {
+				t.Errorf("Ready() = %v", tc.u.Ready())
+			}
+		})
+	}
+}
