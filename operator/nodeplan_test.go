@@ -1,7 +1,6 @@
 package operator_test
 
 import (
-	"bytes"
 	"errors"
 	"flag"
 	"maps"
@@ -17,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/internal/golden"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
@@ -78,19 +78,7 @@ func TestBuildPlanGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden := filepath.Join("testdata/plans", tt.golden+".json")
-			if *update {
-				if err := os.WriteFile(golden, data, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(data, want) {
-				t.Errorf("plan differs from %s (-update rewrites it):\n%s", golden, data)
-			}
+			golden.Check(t, filepath.Join("testdata/plans", tt.golden+".json"), data, *update)
 			back, err := plan.Decode(data)
 			if err != nil {
 				t.Fatalf("the installer would refuse it: %v", err)

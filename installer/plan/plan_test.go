@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/internal/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -21,20 +21,7 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 // it with -update) and returns the file's content.
 func assertGolden(t *testing.T, name string, data []byte) []byte {
 	t.Helper()
-	golden := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(golden, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(data, want) {
-		t.Errorf("encoding differs from %s:\n%s", golden, cmp.Diff(string(want), string(data)))
-	}
-	return want
+	return golden.Check(t, filepath.Join("testdata", name), data, *update)
 }
 
 // gvisorPlan is the plan of a gVisor bundle: runsc, its shim and a config

@@ -1,7 +1,6 @@
 package migrate_test
 
 import (
-	"bytes"
 	"errors"
 	"flag"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/shimkit/shimkit/internal/golden"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/migrate"
 )
@@ -65,19 +65,7 @@ func TestConvertGolden(t *testing.T) {
 					t.Errorf("the YAML does not read back as the Shim (%v):\n%#v\n%#v", err, back, shim)
 				}
 			}
-			golden := filepath.Join(testdata, "golden", name)
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("differs from %s (-update rewrites it):\n%s", golden, got)
-			}
+			golden.Check(t, filepath.Join(testdata, "golden", name), got, *update)
 		})
 	}
 }

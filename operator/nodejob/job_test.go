@@ -1,7 +1,6 @@
 package nodejob_test
 
 import (
-	"bytes"
 	"flag"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/internal/golden"
 	"github.com/shimkit/shimkit/operator/nodejob"
 )
 
@@ -72,19 +72,7 @@ func TestBuildGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden := filepath.Join("testdata", name+".job.yaml")
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("Job of %s differs from %s (go test ./operator/nodejob -run Golden -update):\n%s", name, golden, got)
-			}
+			golden.Check(t, filepath.Join("testdata", name+".job.yaml"), got, *update)
 		})
 	}
 }
