@@ -78,7 +78,7 @@ func (e *Executor) Start(ctx context.Context, p *plan.NodePlan) (*batchv1.Job, e
 	if apierrors.IsAlreadyExists(err) {
 		old := &batchv1.Job{}
 		if err := e.c.Get(ctx, client.ObjectKeyFromObject(job), old); err != nil {
-			return nil, fmt.Errorf("Job %s for node %s: %w", job.Name, p.Node, err)
+			return nil, fmt.Errorf("read installer Job %s for node %s: %w", job.Name, p.Node, err)
 		}
 		return old, nil
 	}
@@ -115,12 +115,12 @@ func (e *Executor) running(ctx context.Context, node string) (*batchv1.Job, erro
 func (e *Executor) Result(ctx context.Context, job *batchv1.Job) (*plan.NodeResult, error) {
 	j := &batchv1.Job{}
 	if err := e.c.Get(ctx, client.ObjectKeyFromObject(job), j); err != nil {
-		return nil, fmt.Errorf("Job %s: %w", job.Name, err)
+		return nil, fmt.Errorf("read installer Job %s: %w", job.Name, err)
 	}
 	v := jobview.ViewOf(j)
 	complete, failed := v.Condition(batchv1.JobComplete), v.Condition(batchv1.JobFailed)
 	if complete == nil && failed == nil {
-		return nil, fmt.Errorf("Job %s on node %s: %w", j.Name, jobview.NodeOf(j), ErrRunning)
+		return nil, fmt.Errorf("installer Job %s on node %s: %w", j.Name, jobview.NodeOf(j), ErrRunning)
 	}
 	var pods corev1.PodList
 	if err := e.c.List(ctx, &pods, client.InNamespace(j.Namespace), client.MatchingLabels{LabelControllerUID: string(j.UID)}); err != nil {
@@ -132,5 +132,5 @@ func (e *Executor) Result(ctx context.Context, job *batchv1.Job) (*plan.NodeResu
 	if complete != nil {
 		return &plan.NodeResult{Outcome: plan.Succeeded, Node: jobview.NodeOf(j)}, nil
 	}
-	return nil, fmt.Errorf("Job %s on node %s: %w (%s: %s)", j.Name, jobview.NodeOf(j), ErrNoResult, failed.Reason, failed.Message)
+	return nil, fmt.Errorf("installer Job %s on node %s: %w (%s: %s)", j.Name, jobview.NodeOf(j), ErrNoResult, failed.Reason, failed.Message)
 }

@@ -83,11 +83,11 @@ type Spec struct {
 // Build returns the Job that carries out the plan on its node (p.Node).
 func Build(p *plan.NodePlan, s Spec) (*batchv1.Job, error) {
 	if s.Name == "" || s.Namespace == "" || s.Image == "" {
-		return nil, fmt.Errorf("Job of plan for node %s: Spec.Name, Namespace and Image are required", p.Node)
+		return nil, fmt.Errorf("installer Job of the plan for node %s: nodejob.Spec.Name, Namespace and Image are required", p.Node)
 	}
 	doc, err := plan.Encode(p)
 	if err != nil {
-		return nil, fmt.Errorf("Job %s for node %s: %w", s.Name, p.Node, err)
+		return nil, fmt.Errorf("installer Job %s for node %s: %w", s.Name, p.Node, err)
 	}
 	if s.HostRoot == "" {
 		s.HostRoot = DefaultHostRoot
