@@ -39,7 +39,7 @@ func (r *Reconciler) buildJob(shim *v1alpha1.Shim, node *corev1.Node, p *plan.No
 	s.Owners = []metav1.OwnerReference{*metav1.NewControllerRef(shim, v1alpha1.GroupVersion.WithKind("Shim"))}
 	job, err := nodejob.Build(p, s)
 	if err != nil {
-		return nil, fmt.Errorf("Shim %s: %w", shim.Name, err)
+		return nil, fmt.Errorf("installer Job of Shim %s: %w", shim.Name, err)
 	}
 	return job, nil
 }
