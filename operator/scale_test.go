@@ -49,6 +49,37 @@ func BenchmarkScale5000Nodes(b *testing.B) {
 	b.Run("D=1s/qps=default/batch-window=0", func(b *testing.B) { scale(b, 5000, time.Second, "", "0") })
 }
 
+// BenchmarkScale15000Nodes is the same rollout on 15,000 nodes, for the
+// operator's peak memory and writes per node (issue #27: at most 300 MiB
+// and 2 writes per node).
+//
+//	go test ./operator -run '^$' -bench Scale15000Nodes -benchtime 1x -v -timeout 60m
+func BenchmarkScale15000Nodes(b *testing.B) {
+	b.Run("D=1s/qps=default/batch-window=0", func(b *testing.B) { scale(b, 15000, time.Second, "", "0") })
+}
+
+// BenchmarkScaleVsFloor1000Nodes runs the floor (BenchmarkScaleFloor1000Nodes)
+// and the operator (BenchmarkScale1000Nodes, default QPS, no batch window)
+// at 1,000 nodes and D = 1 s one after the other in one process, and logs
+// the operator's wall time over the floor's (issue #27: at most 1.05).
+// SHIMKIT_SCALE_PAIRS=n runs n such pairs (default 1), each with its ratio.
+//
+//	go test ./operator -run '^$' -bench ScaleVsFloor1000Nodes -benchtime 1x -v -timeout 60m
+func BenchmarkScaleVsFloor1000Nodes(b *testing.B) {
+	pairs, err := strconv.Atoi(os.Getenv("SHIMKIT_SCALE_PAIRS"))
+	if err != nil || pairs < 1 {
+		pairs = 1
+	}
+	for i := range pairs {
+		var floor, op time.Duration
+		b.Run(fmt.Sprintf("pair=%d/floor/D=1s", i), func(b *testing.B) { floor = scaleFloor(b, 1000, time.Second) })
+		b.Run(fmt.Sprintf("pair=%d/operator/D=1s/qps=default/batch-window=0", i), func(b *testing.B) { op = scale(b, 1000, time.Second, "", "0") })
+		if floor > 0 && op > 0 {
+			b.Logf("pair %d, 1,000 nodes, D=1s: floor %v, operator %v: operator/floor %.3f", i, floor.Round(time.Millisecond), op.Round(time.Millisecond), op.Seconds()/floor.Seconds())
+		}
+	}
+}
+
 func orDefault(qps string) string {
 	if qps == "" {
 		return "default"
@@ -60,7 +91,7 @@ func orDefault(qps string) string {
 // ("": its default): a single Shim has nothing to share a Job with, and
 // with the default its first installs wait the window once, for Shims
 // applied with it (see BENCHMARKS.md).
-func scale(b *testing.B, nodes int, d time.Duration, qps, window string) {
+func scale(b *testing.B, nodes int, d time.Duration, qps, window string) (last time.Duration) {
 	env := startCluster(b)
 	createNodes(b, env.Client, nodes, map[string]string{"wasm": "true"}, "node")
 	k := startKubelet(b, env, d, nil)
@@ -84,6 +115,9 @@ func scale(b *testing.B, nodes int, d time.Duration, qps, window string) {
 		if window != "" {
 			args = append(args, "--batch-window", window)
 		}
+		// More of the operator's flags, say a memory limit as a
+		// deployment's would set it.
+		args = append(args, strings.Fields(os.Getenv("SHIMKIT_SCALE_OPERATOR_ARGS"))...)
 		pprof := os.Getenv("SHIMKIT_SCALE_PPROF") // a file for the operator's CPU profile
 		pprofAddr := freeAddr(b)
 		if pprof != "" {
@@ -107,7 +141,13 @@ func scale(b *testing.B, nodes int, d time.Duration, qps, window string) {
 		plane0 := controlPlaneCPU()
 		start := time.Now()
 		if pprof != "" {
-			go profile(b, pprofAddr, pprof, 10*d+5*time.Second)
+			// The whole rollout: 10 waves of D, and the API server's share
+			// of a large one (SHIMKIT_SCALE_PPROF_SECONDS overrides).
+			secs := 10*d + 5*time.Second + time.Duration(nodes/100)*100*time.Millisecond
+			if v, err := strconv.Atoi(os.Getenv("SHIMKIT_SCALE_PPROF_SECONDS")); err == nil && v > 0 {
+				secs = time.Duration(v) * time.Second
+			}
+			go profile(b, pprofAddr, pprof, secs)
 		}
 		if err := env.Client.Create(context.Background(), newShim("spin", "spin", "10%", map[string]string{"wasm": "true"})); err != nil {
 			b.Fatal(err)
@@ -118,6 +158,7 @@ func scale(b *testing.B, nodes int, d time.Duration, qps, window string) {
 			return ready(env.Client, "spin")()
 		})
 		wall := time.Since(start)
+		last = wall
 		if os.Getenv("SHIMKIT_SCALE_TIMELINE") != "" {
 			hist := map[int]int{}
 			k.mu.Lock()
@@ -171,6 +212,7 @@ func scale(b *testing.B, nodes int, d time.Duration, qps, window string) {
 			nodes, d, orDefault(qps), orDefault(window), wall.Round(time.Millisecond), ideal, requests, writes, peak, operatorCPU,
 			plane1["kube-apiserver"]-plane0["kube-apiserver"], plane1["etcd"]-plane0["etcd"], 100*float64(busy1-busy0)/float64(cpu1-cpu0))
 	}
+	return last
 }
 
 func freeAddr(b *testing.B) string {
