@@ -19,24 +19,43 @@ func CacheOptions(namespace string) cache.Options {
 }
 
 // TrimJob is the cache transform of the installer Jobs: it keeps their
-// metadata (without managed fields), their pod template's nodeName and
-// their status, and drops the rest of the pod template (the plan, the
-// volumes, the container), most of a Job's size.
+// metadata (without managed fields), their pod template's nodeName and,
+// of their status, the Complete and Failed conditions and the completion
+// time; it drops the rest of the spec (the pod template with the plan,
+// the volumes and the container, the selector, the pod failure policy),
+// most of a Job's size, and the rest of the status (counts, start time,
+// the Job controller's other conditions), none of which the reconciler
+// reads.
 func TrimJob(obj any) (any, error) {
 	if j, ok := obj.(*batchv1.Job); ok {
 		j.ManagedFields = nil
-		j.Spec.Template = corev1.PodTemplateSpec{Spec: corev1.PodSpec{NodeName: j.Spec.Template.Spec.NodeName}}
+		j.Spec = batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{NodeName: j.Spec.Template.Spec.NodeName}}}
+		var conds []batchv1.JobCondition
+		for _, c := range j.Status.Conditions {
+			if c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed {
+				conds = append(conds, c)
+			}
+		}
+		j.Status = batchv1.JobStatus{Conditions: conds, CompletionTime: j.Status.CompletionTime}
 	}
 	return obj, nil
 }
 
-// TrimNode is the cache transform of Nodes: it drops their managed fields
-// and the images list (tens of kilobytes per node on real clusters),
-// which the reconciler never reads.
+// TrimNode is the cache transform of Nodes: it keeps their metadata
+// (without managed fields), their spec (the taints: the startup taint is
+// patched from the cached node) and, of their status, the operating
+// system, architecture and container runtime the kubelet reports and its
+// runtime handlers. It drops the images (tens of kilobytes per node on
+// real clusters), the conditions, addresses, capacity and the rest of the
+// system info, which the reconciler never reads.
 func TrimNode(obj any) (any, error) {
 	if n, ok := obj.(*corev1.Node); ok {
 		n.ManagedFields = nil
-		n.Status.Images = nil
+		info := n.Status.NodeInfo
+		n.Status = corev1.NodeStatus{
+			NodeInfo:        corev1.NodeSystemInfo{OperatingSystem: info.OperatingSystem, Architecture: info.Architecture, ContainerRuntimeVersion: info.ContainerRuntimeVersion},
+			RuntimeHandlers: n.Status.RuntimeHandlers,
+		}
 	}
 	return obj, nil
 }

@@ -176,6 +176,7 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	obs.hash = targetHash(shim, obs.specHash, obs.art)
 	current := map[types.UID]bool{}
 	canary := canaryHash(shim)
+	obs.views = make([]nodeView, 0, len(nodes))
 	for _, n := range nodes {
 		v := viewNode(shim, n, canary)
 		if j := latest[v.Node.Name]; j != nil {
