@@ -8,12 +8,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	corev1 "k8s.io/api/core/v1"
 	"log/slog"
 	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -54,6 +58,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	// a 1,000-node rollout's time at 50 per second).
 	fs.Float64Var(&m.qps, "kube-api-qps", -1, "requests per second to the API server (0 or less: no client-side limit; the API server's priority and fairness applies)")
 	fs.IntVar(&m.burst, "kube-api-burst", 100, "request burst to the API server (with a positive --kube-api-qps)")
+	fs.StringVar(&m.memoryLimit, "memory-limit", "auto", `soft memory limit of the Go runtime, as a quantity (230Mi); "auto": 90% of the container's memory limit (its cgroup's), unless GOMEMLIMIT is set; "0": none`)
 	fs.StringVar(&opts.InstallerImage, "installer-image", env("SHIMKIT_INSTALLER_IMAGE", ""), "image of shimkit-installer [SHIMKIT_INSTALLER_IMAGE]")
 	fs.StringVar(&opts.Namespace, "namespace", env("POD_NAMESPACE", "shimkit-system"), "namespace of the per-node Jobs [POD_NAMESPACE]")
 	fs.DurationVar(&opts.JobTTL, "job-ttl", time.Hour, "how long finished Jobs are kept")
@@ -68,6 +73,14 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	fs.BoolVar(&opts.HostPID, "installer-host-pid", false, "run the installer pods in the node's PID namespace (only for nodes with systemd but no D-Bus daemon)")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	limit, err := memoryLimit(m.memoryLimit, getenv("GOMEMLIMIT"), cgroupMemoryLimit)
+	if err != nil {
+		fmt.Fprintf(stderr, "--memory-limit: %v\n", err)
+		return 2
+	}
+	if limit > 0 {
+		debug.SetMemoryLimit(limit)
 	}
 	// The flags' 0 is "off"; the Options' 0 is "the default".
 	if opts.BatchWindow == 0 {
@@ -100,6 +113,52 @@ type managerFlags struct {
 	metricsAddr, probeAddr, pprofAddr string
 	qps                               float64
 	burst                             int
+	memoryLimit                       string
+}
+
+// memoryLimit is the soft memory limit the flag asks for (0: leave the
+// runtime's, which GOMEMLIMIT sets). The collector's headroom (GOGC=100:
+// a heap twice what is live) is most of the operator's peak memory at
+// thousands of nodes (BENCHMARKS.md); under a limit the collector runs
+// more often as the heap nears it instead of the container being killed.
+// "auto" leaves a tenth of the container's limit to what the runtime does
+// not count: the binary's pages, the stacks' slack.
+func memoryLimit(flag, gomemlimit string, cgroup func() int64) (int64, error) {
+	switch flag {
+	case "auto":
+		if gomemlimit != "" {
+			return 0, nil
+		}
+		return cgroup() / 10 * 9, nil
+	case "", "0":
+		return 0, nil
+	}
+	q, err := resource.ParseQuantity(flag)
+	if err != nil {
+		return 0, err
+	}
+	if q.Sign() < 0 {
+		return 0, fmt.Errorf("%s: negative", flag)
+	}
+	return q.Value(), nil
+}
+
+// cgroupMemoryLimit is this process's cgroup memory limit in bytes (0:
+// none, or not found): cgroup v2's memory.max, else v1's
+// memory.limit_in_bytes (whose "no limit" is a huge number).
+func cgroupMemoryLimit() int64 {
+	for _, f := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+		if err != nil || n <= 0 || n >= 1<<62 { // "max", or v1's unlimited
+			return 0
+		}
+		return n
+	}
+	return 0
 }
 
 func run(ctx context.Context, opts operator.Options, m managerFlags) error {
