@@ -94,7 +94,7 @@ func (r *Reconciler) recordVerify(ctx context.Context, obs *observed, v *fleet.N
 	if done := j.Object.Status.CompletionTime; done != nil {
 		found.Time = done.UTC()
 	}
-	res, err := r.readResult(ctx, j.Object, obs.shim.Name)
+	res, err := r.resultOf(ctx, j.Object, obs.shim.Name)
 	if err != nil {
 		return fmt.Errorf("verification of node %s: %w", v.Node.Name, err)
 	}

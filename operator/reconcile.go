@@ -41,6 +41,8 @@ type Reconciler struct {
 	opts     Options
 	metrics  *metrics
 	results  results
+	// prefetch are the results of completed Jobs read ahead (prefetch.go).
+	prefetch prefetches
 	pins     pins
 	retries  retries
 	gate     *nodeGate
@@ -176,7 +178,7 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	obs.hash = targetHash(shim, obs.specHash, obs.art)
 	current := map[types.UID]bool{}
 	canary := canaryHash(shim)
-	obs.views = make([]nodeView, 0, len(nodes))
+	obs.views = make([]fleet.NodeView, 0, len(nodes))
 	for _, n := range nodes {
 		v := viewNode(shim, n, canary)
 		if j := latest[v.Node.Name]; j != nil {

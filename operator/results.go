@@ -91,7 +91,7 @@ func (r *Reconciler) recordFinishedJobs(ctx context.Context, obs *observed) erro
 func (r *Reconciler) recordJob(ctx context.Context, obs *observed, v *fleet.NodeView) error {
 	j := v.Job
 	if !j.ResultRead {
-		res, err := r.readResult(ctx, j.Object, obs.shim.Name)
+		res, err := r.resultOf(ctx, j.Object, obs.shim.Name)
 		if err != nil {
 			// Not fatal: the Job's condition stands in, and a failed Job's
 			// pods are read again next time.
@@ -161,11 +161,20 @@ func (r *Reconciler) recordFailure(ctx context.Context, obs *observed, v *fleet.
 // termination message of the Job's newest pod that has one
 // (nodejob.ResultOf), or nil when none is readable.
 func (r *Reconciler) readResult(ctx context.Context, job *batchv1.Job, shim string) (*plan.NodeResult, error) {
+	pods, err := r.resultPods(ctx, job)
+	if err != nil {
+		return nil, err
+	}
+	return nodejob.ResultOf(pods, shim), nil
+}
+
+// resultPods lists the Job's pods.
+func (r *Reconciler) resultPods(ctx context.Context, job *batchv1.Job) ([]corev1.Pod, error) {
 	var pods corev1.PodList
 	if err := r.reader.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{nodejob.LabelControllerUID: string(job.UID)}); err != nil {
 		return nil, fmt.Errorf("pods of Job %s: %w", job.Name, err)
 	}
-	return nodejob.ResultOf(pods.Items, shim), nil
+	return pods.Items, nil
 }
 
 // failureNote says why a node failed, for events and conditions:

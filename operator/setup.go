@@ -76,7 +76,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("shim").
 		For(&v1alpha1.Shim{}, builder.WithPredicates(shimChanged())).
 		// Every Shim that owns a Job: a batch Job's partners too.
-		Watches(&batchv1.Job{}, r.jobs.handler(handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.Shim{}), jobChanged())).
+		Watches(&batchv1.Job{}, r.jobs.handler(r.prefetching(handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.Shim{})), jobChanged())).
 		Watches(&nodev1.RuntimeClass{}, shimsNaming).
 		Watches(&corev1.Node{}, r.nodes.handler(allShims, predicate.Or(foreignLabelChanged(), nodeLifecycle(), nodeInfoChanged()))).
 		Complete(r)
