@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -158,5 +159,28 @@ func TestDecideRemoval(t *testing.T) {
 	}
 	if len(d.Removal.Start) != 2 || slices.Contains(d.Removal.Start, "n4") || d.Removal.Remaining != 3 || len(d.Rollin.Start) != 0 {
 		t.Errorf("removal %+v, install %+v: want two of n1-n3 started (maxUpdate 2), three remaining, n4 left alone", d.Removal, d.Rollin)
+	}
+}
+
+// BenchmarkObserveDecide1000Nodes is a reconcile's pure part at 1,000
+// nodes, none of them installed yet: the node views, the plans and the
+// decision (go test ./operator -run '^$' -bench ObserveDecide -benchmem).
+func BenchmarkObserveDecide1000Nodes(b *testing.B) {
+	shim := decideShim()
+	hash := specHash(shim)
+	canary := canaryHash(shim)
+	opts := Options{InstallerImage: "i", Namespace: "ns"}.withDefaults()
+	nodes := make([]*corev1.Node, 1000)
+	for i := range nodes {
+		nodes[i] = nodeAt(fmt.Sprintf("n%04d", i), "a", "", nil)
+	}
+	for b.Loop() {
+		obs := &observed{shim: shim, hash: hash, specHash: hash, views: make([]fleet.NodeView, 0, len(nodes))}
+		for _, n := range nodes {
+			obs.views = append(obs.views, viewNode(shim, n, canary))
+		}
+		if _, err := fleet.Decide(obs.snapshot(), fleet.Policy{Planner: (&Reconciler{}).planner(obs), PlanFor: obs.planFor(opts)}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
