@@ -80,6 +80,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- with .Values.containerd.batchWindow }}
 - {{ printf "--batch-window=%v" . | quote }}
 {{- end }}
+{{- with .Values.memoryLimit }}
+- {{ printf "--memory-limit=%v" . | quote }}
+{{- end }}
 {{- if ne (toString .Values.kubeAPI.qps) "" }}
 - {{ printf "--kube-api-qps=%v" .Values.kubeAPI.qps | quote }}
 {{- end }}
