@@ -14,8 +14,9 @@
 //     the rollback the installer starts on SIGTERM: never a SIGKILL half-way
 //     through a rollback.
 //   - One installer at a time per node: Executor.Start refuses with
-//     ErrNodeBusy while another installer Job (of any owner) runs on the
-//     node, as the installer's own node lock would make it wait.
+//     ErrNodeBusy while another installer Job of its namespace (labelled
+//     app.kubernetes.io/managed-by=shimkit, whoever started it) runs on
+//     the node; the installer's own node lock serializes any others.
 //   - Result reads the installer's NodeResult from the termination message
 //     of the Job's newest pod that has one; a finished Job without one (its
 //     pods gone, killed before writing) gives the Job's own condition.
