@@ -6,7 +6,6 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -134,6 +133,9 @@ func (r *Reconciler) resultOf(ctx context.Context, job *batchv1.Job, shim string
 	return r.readResult(ctx, job, shim)
 }
 
+// complete: the Job has its Complete condition.
+func complete(j *batchv1.Job) bool { return jobview.ViewOf(j).Condition(batchv1.JobComplete) != nil }
+
 // prefetching wraps the Jobs' event handler: a Job of the operator's
 // that just completed has its results read ahead before its Shims are
 // enqueued; a deleted Job's are dropped.
@@ -144,7 +146,7 @@ func (r *Reconciler) prefetching(next handler.EventHandler) handler.EventHandler
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
 			a, aok := e.ObjectOld.(*batchv1.Job)
 			b, bok := e.ObjectNew.(*batchv1.Job)
-			if aok && bok && b.Namespace == r.opts.Namespace && b.Labels[jobview.LabelManagedBy] == jobview.ManagedBy && !jobComplete(a) && jobComplete(b) {
+			if aok && bok && b.Namespace == r.opts.Namespace && b.Labels[jobview.LabelManagedBy] == jobview.ManagedBy && !complete(a) && complete(b) {
 				r.prefetchResults(b)
 			}
 			next.Update(ctx, e, q)
@@ -157,14 +159,4 @@ func (r *Reconciler) prefetching(next handler.EventHandler) handler.EventHandler
 		},
 		GenericFunc: func(ctx context.Context, e event.GenericEvent, q queue) { next.Generic(ctx, e, q) },
 	}
-}
-
-// jobComplete: the Job has its Complete condition.
-func jobComplete(j *batchv1.Job) bool {
-	for _, c := range j.Status.Conditions {
-		if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
 }
