@@ -9,7 +9,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/shimkit/shimkit/installer/plan"
@@ -161,20 +160,11 @@ func (r *Reconciler) recordFailure(ctx context.Context, obs *observed, v *fleet.
 // termination message of the Job's newest pod that has one
 // (nodejob.ResultOf), or nil when none is readable.
 func (r *Reconciler) readResult(ctx context.Context, job *batchv1.Job, shim string) (*plan.NodeResult, error) {
-	pods, err := r.resultPods(ctx, job)
+	pods, err := nodejob.Pods(ctx, r.reader, job)
 	if err != nil {
 		return nil, err
 	}
 	return nodejob.ResultOf(pods, shim), nil
-}
-
-// resultPods lists the Job's pods.
-func (r *Reconciler) resultPods(ctx context.Context, job *batchv1.Job) ([]corev1.Pod, error) {
-	var pods corev1.PodList
-	if err := r.reader.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{nodejob.LabelControllerUID: string(job.UID)}); err != nil {
-		return nil, fmt.Errorf("pods of Job %s: %w", job.Name, err)
-	}
-	return pods.Items, nil
 }
 
 // failureNote says why a node failed, for events and conditions:

@@ -7,7 +7,6 @@ import (
 	"maps"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -122,15 +121,16 @@ func (e *Executor) Result(ctx context.Context, job *batchv1.Job) (*plan.NodeResu
 	if complete == nil && failed == nil {
 		return nil, fmt.Errorf("installer Job %s on node %s: %w", j.Name, jobview.NodeOf(j), ErrRunning)
 	}
-	var pods corev1.PodList
-	if err := e.c.List(ctx, &pods, client.InNamespace(j.Namespace), client.MatchingLabels{LabelControllerUID: string(j.UID)}); err != nil {
-		return nil, fmt.Errorf("pods of Job %s: %w", j.Name, err)
+	pods, err := Pods(ctx, e.c, j)
+	if err != nil {
+		return nil, err
 	}
-	if res := ResultOf(pods.Items, j.Labels[jobview.LabelShim]); res != nil {
+	if res := ResultOf(pods, j.Labels[jobview.LabelShim]); res != nil {
 		return res, nil
 	}
 	if complete != nil {
 		return &plan.NodeResult{Outcome: plan.Succeeded, Node: jobview.NodeOf(j)}, nil
 	}
-	return nil, fmt.Errorf("installer Job %s on node %s: %w (%s: %s)", j.Name, jobview.NodeOf(j), ErrNoResult, failed.Reason, failed.Message)
+	reason, message := v.Failure() // the Job's condition: no result was read
+	return nil, fmt.Errorf("installer Job %s on node %s: %w (%s: %s)", j.Name, jobview.NodeOf(j), ErrNoResult, reason, message)
 }
