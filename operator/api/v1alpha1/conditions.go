@@ -95,6 +95,31 @@ const (
 	// ReasonStalled: Reconciling is False because the Shim is stalled;
 	// the Stalled condition says why.
 	ReasonStalled = "Stalled"
+	// ReasonPaused: spec.rolloutStrategy.paused; no node starts.
+	ReasonPaused = "Paused"
+	// ReasonWaitingForWindow: the nodes left run workloads and no
+	// maintenance window is open; status.rollout.nextWindow says when one
+	// opens.
+	ReasonWaitingForWindow = "WaitingForWindow"
+	// ReasonBaking: the current step's nodes are updated and bake until
+	// status.rollout.bakeUntil, watched by the health gate.
+	ReasonBaking = "Baking"
+	// ReasonReverting: the nodes updated go back to the previous revision
+	// (onFailure: Revert).
+	ReasonReverting = "Reverting"
+)
+
+// Reasons of the Degraded condition a rollout's health gate or failure
+// policy sets (besides NodeFailed).
+const (
+	// ReasonWorkloadFailures: workload pods of the Shim's RuntimeClasses
+	// failed on updated nodes beyond spec.rolloutStrategy.healthGate; the
+	// message names the pods and nodes. The rollout halts until the spec
+	// changes.
+	ReasonWorkloadFailures = "WorkloadFailures"
+	// ReasonReverted: the rollout failed and its nodes went back to the
+	// previous revision; it stays so until the spec changes.
+	ReasonReverted = "Reverted"
 )
 
 // Reasons of the Stalled condition. True: a refusal of the spec (any

@@ -626,14 +626,119 @@ func (s *ShimSpec) CanaryEnabled() bool {
 	return s.Canary == nil || s.Canary.Enabled == nil || *s.Canary.Enabled
 }
 
-// RolloutStrategy says how many nodes change at once.
+// RolloutStrategy says how many nodes change at once, when, in which
+// stages, and what a failure does. None of it is part of the spec hash:
+// changing it reinstalls no node.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.rolling) || self.type == 'rolling'",message="rolloutStrategy.rolling is only for type rolling"
+// +kubebuilder:validation:XValidation:rule="!has(self.steps) || self.type == 'rolling'",message="rolloutStrategy.steps is only for type rolling"
 type RolloutStrategy struct {
 	// +kubebuilder:default=rolling
 	Type RolloutType `json:"type,omitempty"`
 	// +optional
 	Rolling *RollingUpdate `json:"rolling,omitempty"`
+	// paused: no node starts installing, upgrading or uninstalling while
+	// true; installer Jobs already running finish. The status says
+	// Paused (Reconciling True): a paused Shim is not Stalled.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+	// windows are the maintenance windows: a node that runs workloads
+	// starts an install, upgrade or uninstall only inside one of them (a
+	// node still carrying the startup taint shim.containerd.x-k8s.io/pending
+	// runs nothing yet and is installed at once, and so is a node annotated
+	// shim.containerd.x-k8s.io/force-rollout: "true"). Empty: always. The
+	// status says when the next window opens (status.rollout.nextWindow).
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	Windows []MaintenanceWindow `json:"windows,omitempty"`
+	// steps stage the rollout: each step names how many of the matching
+	// nodes have the new spec at its end (a count, or a percentage rounded
+	// up), then bakes for its bake time while the health gate watches the
+	// nodes updated. maxUpdate still bounds each step. The nodes after the
+	// last step follow under maxUpdate alone. The status shows the current
+	// step and when its bake ends.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	Steps []RolloutStep `json:"steps,omitempty"`
+	// healthGate halts the rollout when workload pods of the Shim's
+	// RuntimeClasses fail on updated nodes in ways that point at the
+	// runtime (reason WorkloadFailures). On by default when steps are set;
+	// set it to change the thresholds or to gate a rollout without steps.
+	// +optional
+	HealthGate *HealthGate `json:"healthGate,omitempty"`
+	// onFailure is what a failed node or a tripped health gate does:
+	// Halt (the default) stops the rollout where it is; Revert also
+	// reinstalls the previous revision (status.revisions[0]: its spec and
+	// pinned artifact) on the nodes already updated, under maxUpdate, and
+	// leaves the Shim Degraded (Reverted) until the spec changes.
+	// +optional
+	OnFailure FailurePolicy `json:"onFailure,omitempty"`
+}
+
+// FailurePolicy is what a rollout does when it fails.
+// +kubebuilder:validation:Enum=Halt;Revert
+type FailurePolicy string
+
+// Failure policies.
+const (
+	FailureHalt   FailurePolicy = "Halt"
+	FailureRevert FailurePolicy = "Revert"
+)
+
+// MaintenanceWindow is a time of the week in which nodes may change.
+//
+// +kubebuilder:validation:XValidation:rule="self.start != self.end",message="windows: start and end must differ"
+type MaintenanceWindow struct {
+	// days the window opens on (Mon, Tue, Wed, Thu, Fri, Sat, Sun); empty:
+	// every day. A window that ends before it starts closes the next day.
+	// +optional
+	// +kubebuilder:validation:MaxItems=7
+	// +kubebuilder:validation:items:Enum=Mon;Tue;Wed;Thu;Fri;Sat;Sun
+	Days []string `json:"days,omitempty"`
+	// start is the local time the window opens ("HH:MM", 24-hour).
+	// +kubebuilder:validation:Pattern=`^([01][0-9]|2[0-3]):[0-5][0-9]$`
+	Start string `json:"start"`
+	// end is the local time it closes ("HH:MM"; "00:00" is midnight).
+	// +kubebuilder:validation:Pattern=`^([01][0-9]|2[0-3]):[0-5][0-9]$`
+	End string `json:"end"`
+	// timeZone is an IANA time zone ("Europe/Berlin"); default UTC. The
+	// window follows its daylight-saving changes.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	TimeZone string `json:"timeZone,omitempty"`
+}
+
+// RolloutStep is one stage of a staged rollout.
+type RolloutStep struct {
+	// nodes is how many of the matching nodes have the new spec at the
+	// end of the step: a count (at least 1) or a percentage (1%–100%,
+	// rounded up).
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^([1-9][0-9]?|100)%$')",message="rolloutStrategy.steps[].nodes: a count of at least 1 or a percentage from 1% to 100%"
+	Nodes intstr.IntOrString `json:"nodes"`
+	// bake is how long the step's nodes run before the next step starts,
+	// watched by the health gate.
+	// +optional
+	Bake *metav1.Duration `json:"bake,omitempty"`
+}
+
+// HealthGate bounds the workload failures a rollout tolerates. A failure
+// is a pod of one of the Shim's RuntimeClasses, on a node updated by the
+// rollout, that the runtime could not run: its sandbox failed
+// (FailedCreatePodSandBox) or a container could not be created or started
+// (CreateContainerError, RunContainerError, StartError). A container that
+// ran and exited is the application's, and does not count.
+type HealthGate struct {
+	// maxFailuresPerNode halts the rollout when this many pods fail on one
+	// updated node; default 1.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MaxFailuresPerNode *int32 `json:"maxFailuresPerNode,omitempty"`
+	// maxFailures halts it when this many fail on the updated nodes
+	// together; default 3.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MaxFailures *int32 `json:"maxFailures,omitempty"`
 }
 
 // RollingUpdate bounds a rolling rollout.
@@ -711,6 +816,68 @@ type ShimStatus struct {
 	// resolved again.
 	// +optional
 	Artifact *ResolvedArtifact `json:"artifact,omitempty"`
+	// rollout is where the rollout of specHash stands: its step, bake,
+	// next maintenance window, and a halt or revert.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
+	// revisions are the targets that were rolled out to every matching
+	// node (their bakes passed), newest first: what onFailure: Revert
+	// goes back to. Each one's spec and pinned artifact are kept in the
+	// ControllerRevision it names, in the operator's namespace.
+	// +optional
+	// +kubebuilder:validation:MaxItems=5
+	Revisions []Revision `json:"revisions,omitempty"`
+}
+
+// RolloutStatus is where the rollout of a target stands.
+type RolloutStatus struct {
+	// specHash is the target this describes (status.specHash, or the
+	// target reverted from).
+	SpecHash string `json:"specHash"`
+	// startedAt is when the rollout of the target started: the health
+	// gate counts the failures seen since.
+	StartedAt metav1.Time `json:"startedAt"`
+	// step is the current step (0-based) of spec.rolloutStrategy.steps;
+	// steps is how many there are.
+	// +optional
+	Step int32 `json:"step,omitempty"`
+	// +optional
+	Steps int32 `json:"steps,omitempty"`
+	// bakeUntil is when the current step's bake ends.
+	// +optional
+	BakeUntil *metav1.Time `json:"bakeUntil,omitempty"`
+	// nextWindow is when the next maintenance window opens, while nodes
+	// wait for one.
+	// +optional
+	NextWindow *metav1.Time `json:"nextWindow,omitempty"`
+	// halt says why the rollout of the target stopped (WorkloadFailures):
+	// it stays stopped until the spec changes (or the retry annotation).
+	// +optional
+	Halt *RolloutHalt `json:"halt,omitempty"`
+	// revertedTo is the revision the nodes go back to (onFailure: Revert).
+	// +optional
+	RevertedTo string `json:"revertedTo,omitempty"`
+}
+
+// RolloutHalt is why a rollout stopped.
+type RolloutHalt struct {
+	Reason  string      `json:"reason"`
+	Message string      `json:"message"`
+	Time    metav1.Time `json:"time"`
+}
+
+// Revision is a target once rolled out to every matching node.
+type Revision struct {
+	// specHash is the target's hash (status.specHash then).
+	SpecHash string `json:"specHash"`
+	// digest is the artifact pinned for it, when the fetch pins one.
+	// +optional
+	Digest string `json:"digest,omitempty"`
+	// time is when every matching node had it.
+	Time metav1.Time `json:"time"`
+	// controllerRevision names the ControllerRevision holding its spec
+	// and pinned artifact.
+	ControllerRevision string `json:"controllerRevision"`
 }
 
 // ResolvedArtifact is the result of resolving the spec's artifact once.
