@@ -1,5 +1,5 @@
 // Package rollout decides which nodes change next. It is pure: no client,
-// no clock, no I/O; the operator gives it the matching nodes and their
+// no clock (the caller passes the time), no I/O; the operator gives it the matching nodes and their
 // states, and gets back the nodes to start now.
 //
 // # Semantics
@@ -21,4 +21,12 @@
 //     picks the same ones again.
 //   - Removal (the Shim is deleted, or a node stops matching) plans in the
 //     same way, towards no node having the shim.
+//   - Steps stage a rollout (Steps.Advance): each step bounds how many
+//     nodes have the new spec at its end, then bakes; a bake ends only at
+//     its time and while the caller says the fleet is healthy. The budget
+//     still bounds each step (Plan.Limit applies the step's bound).
+//   - Windows (Windows.Open) are weekly wall-clock windows in an IANA zone:
+//     they follow daylight-saving changes, and one that ends before it
+//     starts closes the next day. The caller passes the time: nothing here
+//     reads the clock.
 package rollout
