@@ -31,6 +31,9 @@ type Policy struct {
 	// PlanFor builds a node's install plan for the target; an error
 	// fails the node without a Job (as a failed Job would).
 	PlanFor func(node *corev1.Node) (*plan.NodePlan, error)
+	// Delivery are the progressive-delivery rules (pause, windows, steps,
+	// the health gate's verdict, the failure policy) and the time.
+	Delivery Delivery
 }
 
 // Decision is what a reconcile decides for a Shim's nodes from its
@@ -46,6 +49,9 @@ type Decision struct {
 	// Unplanned are the targeted nodes that need an install but for which
 	// no plan could be built (their PlanErr): failed without a Job.
 	Unplanned []*NodeView
+	// Delivered is where the progressive-delivery rules leave the
+	// rollout (Policy.Delivery).
+	Delivered Delivered
 }
 
 // Decide decides, without a client, a context or the clock: the targeted
@@ -54,9 +60,12 @@ type Decision struct {
 // nodes are planned towards the current spec under the Shim's strategy,
 // those in p.Shared first; the nodes that stopped being targeted and have
 // the shim are planned towards none. A refused spec starts no install;
-// removals go on.
+// removals go on. Then the progressive-delivery rules apply
+// (Policy.Delivery): a halt, steps, a pause and maintenance windows hold
+// starts back (nodes that may start outside a window come first).
 func Decide(s Snapshot, p Policy) (Decision, error) {
 	d := Decision{ByName: make(map[string]*NodeView, len(s.Nodes))}
+	open, next := p.Delivery.Windows.Open(p.Delivery.Now)
 	var targeted, stale []rollout.Node
 	for i := range s.Nodes {
 		v := &s.Nodes[i]
@@ -73,9 +82,16 @@ func Decide(s Snapshot, p Policy) (Decision, error) {
 			if p.Shared[n.Name] {
 				n.Priority = 1
 			}
+			if !open && !v.waitsForWindow() {
+				n.Priority += 2
+			}
 			targeted = append(targeted, n)
 		case v.Touched():
-			stale = append(stale, v.PlannerNode(s.Hash, true))
+			n := v.PlannerNode(s.Hash, true)
+			if !open && !v.waitsForWindow() {
+				n.Priority += 2
+			}
+			stale = append(stale, n)
 		}
 	}
 	var err error
@@ -88,24 +104,37 @@ func Decide(s Snapshot, p Policy) (Decision, error) {
 	if d.Removal, err = p.Planner.Remove(stale); err != nil {
 		return Decision{}, err
 	}
+	if err := d.deliver(s, p.Delivery, open, next); err != nil {
+		return Decision{}, err
+	}
 	return d, nil
 }
 
 // DecideRemoval decides for a deleted Shim: every node that has the shim
 // (or a Job changing it) is planned towards none, under the same strategy
-// (install Jobs still running finish first).
-func DecideRemoval(s Snapshot, p rollout.Planner) (Decision, error) {
-	d := Decision{ByName: make(map[string]*NodeView, len(s.Nodes))}
+// (install Jobs still running finish first). A pause and the maintenance
+// windows hold uninstalls back as they hold installs.
+func DecideRemoval(s Snapshot, p rollout.Planner, dl Delivery) (Decision, error) {
+	d := Decision{ByName: make(map[string]*NodeView, len(s.Nodes)), Rollin: rollout.Plan{Done: true}}
+	open, next := dl.Windows.Open(dl.Now)
 	var targets []rollout.Node
 	for i := range s.Nodes {
 		v := &s.Nodes[i]
 		d.ByName[v.Node.Name] = v
 		if v.Touched() {
-			targets = append(targets, v.PlannerNode(s.Hash, true))
+			n := v.PlannerNode(s.Hash, true)
+			if !open && !v.waitsForWindow() {
+				n.Priority += 2
+			}
+			targets = append(targets, n)
 		}
 	}
 	var err error
 	if d.Removal, err = p.Remove(targets); err != nil {
+		return Decision{}, err
+	}
+	removal := Delivery{Now: dl.Now, Paused: dl.Paused, Windows: dl.Windows}
+	if err := d.deliver(s, removal, open, next); err != nil {
 		return Decision{}, err
 	}
 	return d, nil

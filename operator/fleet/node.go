@@ -50,6 +50,10 @@ type NodeView struct {
 	// the target (a handler its kubelet no longer reports, or what its last
 	// verification found): it is installed again ("": no drift).
 	Drifted string
+	// Fresh: the node carries the startup taint, so no workload runs
+	// there yet; Forced: an admin annotated it to change outside the
+	// maintenance windows. Either starts outside a window.
+	Fresh, Forced bool
 }
 
 // Targeted: the node matches the selector and can run the shim.

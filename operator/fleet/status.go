@@ -3,6 +3,7 @@ package fleet
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -22,6 +23,11 @@ type Rollup struct {
 	Classes          Classes
 	// Refusal says why the spec is rolled out to no node (nil: it is).
 	Refusal *Refusal
+	// Delivered is where the progressive-delivery rules left the rollout.
+	Delivered Delivered
+	// Reverted names the target the rollout failed at when the nodes go
+	// (or went) back to the previous revision instead ("": they do not).
+	Reverted string
 }
 
 // Refusal is why a spec is rolled out to no node: a reason constant of
@@ -39,6 +45,15 @@ type Classes struct {
 
 func (u Rollup) deleting() bool { return !u.Shim.DeletionTimestamp.IsZero() }
 func (u Rollup) halted() bool   { return u.Install.Halted || u.Removal.Halted }
+func (u Rollup) hold() Hold     { return u.Delivered.Hold }
+
+// tripped is the rollout's halt by its health gate (nil: none).
+func (u Rollup) tripped() *Trip {
+	if u.deleting() || u.Reverted != "" {
+		return nil
+	}
+	return u.Delivered.Halt
+}
 func (u Rollup) done() bool     { return u.Install.Done && u.Removal.Done && !u.deleting() }
 func (u Rollup) Ready() bool    { return u.done() && u.Classes.Published && u.refused() == nil }
 
@@ -91,6 +106,10 @@ func readyCondition(u Rollup) metav1.Condition {
 		return condition(t, false, v1alpha1.ReasonDeleting, fmt.Sprintf("removing the shim from %d nodes", u.Removal.Remaining))
 	case u.refused() != nil:
 		return condition(t, false, u.refused().Reason, u.refused().Message)
+	case u.Reverted != "":
+		return condition(t, false, revertReason(u), revertNote(u))
+	case u.tripped() != nil:
+		return condition(t, false, u.tripped().Reason, u.tripped().Message)
 	case u.Ready():
 		return condition(t, true, v1alpha1.ReasonRolledOut, fmt.Sprintf("%d of %d nodes have the current spec; %s published%s", u.Counts.UpdatedNodes, u.Counts.Nodes, runtimeClassNames(u.Shim), skipped))
 	case u.done() && len(u.Classes.Conflicts) > 0:
@@ -98,7 +117,45 @@ func readyCondition(u Rollup) metav1.Condition {
 	case u.done():
 		return condition(t, false, v1alpha1.ReasonNoNodes, "no node that can run the shim matches the selector; no RuntimeClass is published"+skipped)
 	}
+	if h := u.hold(); h != HoldNone {
+		return condition(t, false, string(h), fmt.Sprintf("%d of %d nodes have the current spec; %s%s", u.Counts.UpdatedNodes, u.Counts.Nodes, holdNote(u), skipped))
+	}
 	return condition(t, false, v1alpha1.ReasonRollingOut, fmt.Sprintf("%d of %d nodes have the current spec%s", u.Counts.UpdatedNodes, u.Counts.Nodes, skipped))
+}
+
+// revertReason: Reverting while nodes go back, Reverted once they are.
+func revertReason(u Rollup) string {
+	if u.done() {
+		return v1alpha1.ReasonReverted
+	}
+	return v1alpha1.ReasonReverting
+}
+
+// revertNote says what failed and where the nodes stand.
+func revertNote(u Rollup) string {
+	why := "a node failed"
+	if h := u.Delivered.Halt; h != nil {
+		why = h.Message
+	}
+	return fmt.Sprintf("the rollout of %s failed (%s); %d of %d nodes are back on the previous revision %s; change the spec to roll out again",
+		u.Reverted, why, u.Counts.UpdatedNodes, u.Counts.Nodes, u.Counts.SpecHash)
+}
+
+// holdNote says why no node starts now.
+func holdNote(u Rollup) string {
+	d := u.Delivered
+	switch d.Hold {
+	case HoldPaused:
+		return "the rollout is paused (spec.rolloutStrategy.paused)"
+	case HoldWindow:
+		if d.NextWindow.IsZero() {
+			return "waiting for a maintenance window"
+		}
+		return "waiting for the next maintenance window, at " + d.NextWindow.UTC().Format(time.RFC3339)
+	case HoldBaking:
+		return fmt.Sprintf("step %d bakes until %s", d.Stage.Step+1, d.Stage.BakeUntil.UTC().Format(time.RFC3339))
+	}
+	return string(d.Hold)
 }
 
 // progressingCondition: nodes are changing, or why none starts.
@@ -107,8 +164,16 @@ func progressingCondition(u Rollup) metav1.Condition {
 	switch {
 	case u.refused() != nil:
 		return condition(t, false, v1alpha1.ReasonHalted, "no node starts: the spec is refused ("+u.refused().Reason+")")
+	case u.Reverted != "" && !u.done():
+		return condition(t, true, v1alpha1.ReasonReverting, revertNote(u))
+	case u.tripped() != nil:
+		return condition(t, false, v1alpha1.ReasonHalted, "no new node starts until the spec changes or a retry (annotation "+v1alpha1.RetryAnnotation+"): "+u.tripped().Message)
 	case u.halted():
 		return condition(t, false, v1alpha1.ReasonHalted, "a node failed; no new node starts until the spec changes (spec.canary too, for a node whose canary failed) or a retry (annotation "+v1alpha1.RetryAnnotation+")")
+	case u.hold() == HoldPaused || u.hold() == HoldWindow:
+		return condition(t, false, string(u.hold()), holdNote(u))
+	case u.hold() == HoldBaking:
+		return condition(t, true, string(u.hold()), holdNote(u))
 	case !u.done():
 		return condition(t, true, v1alpha1.ReasonNodesChanging, fmt.Sprintf("%d nodes changing (maxUpdate %d), %d to go",
 			u.Install.InFlight+u.Removal.InFlight, max(u.Install.Budget, u.Removal.Budget), u.Install.Remaining+u.Removal.Remaining))
@@ -123,6 +188,10 @@ func degradedCondition(u Rollup, failing []v1alpha1.NodeFailure) metav1.Conditio
 	switch {
 	case u.refused() != nil:
 		return condition(t, true, u.refused().Reason, u.refused().Message)
+	case u.Reverted != "":
+		return condition(t, true, v1alpha1.ReasonReverted, revertNote(u))
+	case u.tripped() != nil:
+		return condition(t, true, u.tripped().Reason, u.tripped().Message)
 	case u.halted():
 		names := make([]string, 0, len(failing))
 		for _, f := range failing {
@@ -144,6 +213,12 @@ func stall(u Rollup) (reason, msg string) {
 	switch {
 	case ref != nil && ref.Reason != v1alpha1.ReasonResolveFailed:
 		return ref.Reason, ref.Message
+	case u.Reverted != "" && u.done() && !u.deleting():
+		return v1alpha1.ReasonReverted, revertNote(u)
+	case u.Reverted != "" && !u.deleting():
+		return "", ""
+	case u.tripped() != nil:
+		return u.tripped().Reason, u.tripped().Message + "; no new node starts until the spec changes or the annotation " + v1alpha1.RetryAnnotation + " retries it"
 	case u.halted():
 		return v1alpha1.ReasonNodeFailed, "a node failed (status.failingNodes); no new node starts until the spec changes (spec.canary too, for a node whose canary failed) or the annotation " + v1alpha1.RetryAnnotation + " retries it"
 	case ref != nil, u.deleting(), !u.done(), u.Ready():
@@ -170,6 +245,10 @@ func reconcilingCondition(u Rollup) metav1.Condition {
 		return condition(t, true, v1alpha1.ReasonDeleting, fmt.Sprintf("removing the shim from %d nodes", u.Removal.Remaining))
 	case u.refused() != nil:
 		return condition(t, true, u.refused().Reason, "resolving again: "+u.refused().Message)
+	case u.Reverted != "" && !u.done():
+		return condition(t, true, v1alpha1.ReasonReverting, revertNote(u))
+	case u.hold() != HoldNone && !u.done():
+		return condition(t, true, string(u.hold()), holdNote(u))
 	case !u.done():
 		return condition(t, true, v1alpha1.ReasonNodesChanging, fmt.Sprintf("%d of %d nodes have the current spec", u.Counts.UpdatedNodes, u.Counts.Nodes))
 	case !u.Ready():
