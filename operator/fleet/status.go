@@ -54,8 +54,10 @@ func (u Rollup) tripped() *Trip {
 	}
 	return u.Delivered.Halt
 }
-func (u Rollup) done() bool     { return u.Install.Done && u.Removal.Done && !u.deleting() }
-func (u Rollup) Ready() bool    { return u.done() && u.Classes.Published && u.refused() == nil }
+func (u Rollup) done() bool { return u.Install.Done && u.Removal.Done && !u.deleting() }
+func (u Rollup) Ready() bool {
+	return u.done() && u.Classes.Published && u.refused() == nil && u.Reverted == ""
+}
 
 // refused is the spec's refusal, unless the Shim is being deleted (its
 // nodes are uninstalled whatever the spec).

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -24,6 +25,7 @@ func TestConditions(t *testing.T) {
 	done := rollout.Plan{Budget: 2, Done: true}
 	halted := rollout.Plan{Budget: 2, Halted: true, Failed: []string{"n1"}}
 	nodes := []fleet.NodeView{node("n0", target), node("n1", "")}
+	trip := &fleet.Trip{Reason: v1alpha1.ReasonWorkloadFailures, Message: "2 workload pods failing on 1 updated node"}
 	for _, tc := range []struct {
 		name  string
 		u     fleet.Rollup
@@ -50,6 +52,23 @@ func TestConditions(t *testing.T) {
 			"False/NoNodes False/Idle False/NoFailures False/Stalled True/NoNodes", false},
 		{"deleting", fleet.Rollup{Shim: deleting, Nodes: nodes, Install: done, Removal: rolling},
 			"False/Deleting True/NodesChanging False/NoFailures True/Deleting False/Reconciling", false},
+		// Progressive delivery: a paused rollout is not stalled, nor is one
+		// waiting for a window or baking; a tripped gate stalls it; a
+		// revert is reconciling until its nodes are back, then stalled.
+		{"paused", fleet.Rollup{Shim: shim, Nodes: nodes, Install: rolling, Removal: done, Delivered: fleet.Delivered{Hold: fleet.HoldPaused}},
+			"False/Paused False/Paused False/NoFailures True/Paused False/Reconciling", false},
+		{"waiting for a window", fleet.Rollup{Shim: shim, Nodes: nodes, Install: rolling, Removal: done, Delivered: fleet.Delivered{Hold: fleet.HoldWindow, NextWindow: time.Date(2026, 11, 26, 2, 0, 0, 0, time.UTC)}},
+			"False/WaitingForWindow False/WaitingForWindow False/NoFailures True/WaitingForWindow False/Reconciling", false},
+		{"baking", fleet.Rollup{Shim: shim, Nodes: nodes, Install: rolling, Removal: done, Delivered: fleet.Delivered{Hold: fleet.HoldBaking, Stage: rollout.Stage{BakeUntil: time.Date(2026, 11, 26, 2, 0, 0, 0, time.UTC)}}},
+			"False/Baking True/Baking False/NoFailures True/Baking False/Reconciling", false},
+		{"gate tripped", fleet.Rollup{Shim: shim, Nodes: nodes, Install: rolling, Removal: done, Delivered: fleet.Delivered{Hold: fleet.HoldHalted, Halt: trip}},
+			"False/WorkloadFailures False/Halted True/WorkloadFailures False/Stalled True/WorkloadFailures", false},
+		{"reverting", fleet.Rollup{Shim: shim, Nodes: nodes, Install: rolling, Removal: done, Reverted: "h3", Delivered: fleet.Delivered{Halt: trip}},
+			"False/Reverting True/Reverting True/Reverted True/Reverting False/Reconciling", false},
+		{"reverted", fleet.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Reverted: "h3", Classes: fleet.Classes{Published: true}},
+			"False/Reverted False/Idle True/Reverted False/Stalled True/Reverted", false},
+		{"paused once rolled out: ready", fleet.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Classes: fleet.Classes{Published: true}},
+			"True/RolledOut False/Idle False/NoFailures False/RolledOut False/RolledOut", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cs := fleet.Conditions(tc.u, nil)
