@@ -6,6 +6,9 @@ package main
 
 import (
 	"os"
+	// The maintenance windows' time zones (spec.rolloutStrategy.windows)
+	// on an image without /usr/share/zoneinfo.
+	_ "time/tzdata"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
