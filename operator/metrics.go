@@ -6,9 +6,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/jobview"
 )
 
 // metrics of the reconciler: nodes per state per shim, how long a rollout
@@ -31,7 +34,23 @@ type metrics struct {
 	mu      sync.Mutex
 	started map[string]startedRollout // shim → the rollout in progress
 	conds   map[string][]string       // shim → condition types exported
+	// seen are the finished Jobs jobFinished counted, the last
+	// maxSeenJobs of them (seenRing, oldest at seenNext once full).
+	seen     map[jobKey]struct{}
+	seenRing []jobKey
+	seenNext int
 }
+
+// jobKey is one Shim's part of a Job (a batch Job carries several Shims').
+type jobKey struct {
+	shim string
+	uid  types.UID
+}
+
+// maxSeenJobs bounds the finished Jobs jobFinished remembers: far more
+// than are finished at once (a finished Job is recorded within a few
+// reconciles, its node's record then keeps it from being counted again).
+const maxSeenJobs = 4096
 
 type startedRollout struct {
 	hash string
@@ -85,6 +104,7 @@ func newMetrics() *metrics {
 		}, []string{"shim", "type", "status"}),
 		started: map[string]startedRollout{},
 		conds:   map[string][]string{},
+		seen:    map[jobKey]struct{}{},
 	}
 }
 
@@ -156,6 +176,65 @@ func (m *metrics) nodeOperation(shim, op, result, reason string, d time.Duration
 	if result == resultFailed {
 		m.nodeFailures.WithLabelValues(shim, op, reason).Inc()
 	}
+}
+
+// jobFinished counts a finished installer Job of shim, once per Job
+// (later calls for the same Job are ignored): its operation's duration and
+// result (nodeOperation), and containerd's restart when the installer
+// reports one. Call it where the Job's outcome is recorded on the node.
+func (m *metrics) jobFinished(shim string, j *jobview.View) {
+	if j == nil || j.Object == nil || !m.firstTime(jobKey{shim, j.Object.UID}) {
+		return
+	}
+	result, reason := resultSucceeded, ""
+	if j.Failed() {
+		result = resultFailed
+		reason, _ = j.Failure()
+	}
+	m.nodeOperation(shim, j.Op, result, reason, jobDuration(j))
+	if j.Result != nil && j.Result.Restarted {
+		m.containerdRestarted(shim)
+	}
+}
+
+// firstTime reports whether k was not seen yet, and remembers it.
+func (m *metrics) firstTime(k jobKey) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.seen[k]; ok {
+		return false
+	}
+	if len(m.seenRing) < maxSeenJobs {
+		m.seenRing = append(m.seenRing, k)
+	} else {
+		delete(m.seen, m.seenRing[m.seenNext])
+		m.seenRing[m.seenNext] = k
+		m.seenNext = (m.seenNext + 1) % maxSeenJobs
+	}
+	m.seen[k] = struct{}{}
+	return true
+}
+
+// jobDuration is how long the Job's operation took: as the installer
+// measured it, else from the Job's start to its end.
+func jobDuration(j *jobview.View) time.Duration {
+	if j.Result != nil && j.Result.Duration > 0 {
+		return time.Duration(j.Result.Duration)
+	}
+	st := j.Object.Status
+	if st.StartTime == nil {
+		return 0
+	}
+	end := st.CompletionTime
+	if end == nil {
+		if c := j.Condition(batchv1.JobFailed); c != nil {
+			end = &c.LastTransitionTime
+		}
+	}
+	if end == nil || end.Before(st.StartTime) {
+		return 0
+	}
+	return end.Sub(st.StartTime.Time)
 }
 
 // containerdRestarted counts one restart of containerd by a Job of shim.
@@ -232,5 +311,10 @@ func (m *metrics) forget(shim string) {
 	m.mu.Lock()
 	delete(m.started, shim)
 	delete(m.conds, shim)
+	for k := range m.seen {
+		if k.shim == shim {
+			delete(m.seen, k)
+		}
+	}
 	m.mu.Unlock()
 }

@@ -70,7 +70,13 @@ func (r *Reconciler) recordFinishedJobs(ctx context.Context, obs *observed) erro
 			g.Go(func() error { return r.recordJob(ctx, obs, v) })
 		}
 		if v.Unverified() {
-			g.Go(func() error { return r.recordVerify(ctx, obs, v) })
+			g.Go(func() error {
+				if err := r.recordVerify(ctx, obs, v); err != nil {
+					return err
+				}
+				r.metrics.jobFinished(obs.shim.Name, v.Verify)
+				return nil
+			})
 		}
 	}
 	if err := g.Wait(); err != nil {
@@ -133,6 +139,7 @@ func (r *Reconciler) recordJob(ctx context.Context, obs *observed, v *fleet.Node
 		v.Label, v.SpecHash, v.Verified, v.Failure = "", "", nil, nil // as Unmark removed
 		obs.events.add("Uninstalled", "Uninstall", "node "+v.Node.Name)
 	}
+	r.metrics.jobFinished(obs.shim.Name, j)
 	return nil
 }
 
@@ -153,6 +160,7 @@ func (r *Reconciler) recordFailure(ctx context.Context, obs *observed, v *fleet.
 		return err
 	}
 	v.Failure = &f
+	r.metrics.jobFinished(obs.shim.Name, j)
 	return nil
 }
 
