@@ -10,12 +10,21 @@ import (
 // CacheOptions are the manager cache settings the reconciler is built for:
 // Jobs watched in namespace only (where its RBAC allows), and Jobs and
 // Nodes trimmed to what it reads (TrimJob, TrimNode), which keeps the
-// operator's memory down at thousands of nodes.
+// operator's memory down at thousands of nodes. For the health gate
+// (workloads.go), Pods outside namespace are trimmed (TrimPod) and indexed
+// by RuntimeClass, and only the FailedCreatePodSandBox Events are cached,
+// trimmed (TrimEvent); neither is watched until a Shim's gate first reads
+// them. (A host operator whose own controllers read whole Pods, or other
+// Events, through the same cache would leave those out, and give the
+// reconciler a client reading Pods and Events from the API server:
+// client.CacheOptions.DisableFor.)
 func CacheOptions(namespace string) cache.Options {
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&batchv1.Job{}: {Namespaces: map[string]cache.Config{namespace: {}}, Transform: TrimJob},
 		&corev1.Node{}: {Transform: TrimNode},
 	}}
+	workloadCache(&opts, namespace)
+	return opts
 }
 
 // TrimJob is the cache transform of the installer Jobs: it keeps their

@@ -36,9 +36,10 @@ import (
 // Shim publish its own), and Nodes (a node that joins, leaves, changes
 // labels or its operating system, architecture or container runtime
 // requeues every Shim). The installer pods' results are read from the API
-// server directly (list, once per finished Job), so the manager caches no
-// pods. The Node and Job handlers also keep the reconciler's stores of the
-// cache's own objects (store.go).
+// server directly (list, once per finished Job). Pods and Events are not
+// watched: the health gate's reads (workloadFailures) start their
+// informers, on a Shim's first gate. The Node and Job handlers also keep
+// the reconciler's stores of the cache's own objects (store.go).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.reader = mgr.GetAPIReader()
 	r.nodes, r.jobs = newStore[*corev1.Node](), newStore[*batchv1.Job]()
