@@ -153,7 +153,7 @@ func TestDecideRemoval(t *testing.T) {
 	for _, n := range []*corev1.Node{nodeAt("n1", "a", hash, nil), nodeAt("n2", "b", "old", nil), nodeAt("n3", "a", hash, nil), nodeAt("n4", "a", "", refused)} {
 		obs.views = append(obs.views, viewNode(shim, n, canaryHash(shim)))
 	}
-	d, err := fleet.DecideRemoval(obs.snapshot(), (&Reconciler{}).planner(obs))
+	d, err := fleet.DecideRemoval(obs.snapshot(), (&Reconciler{}).planner(obs), fleet.Delivery{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,7 +111,8 @@ func rawOptions(shim *v1alpha1.Shim) []byte {
 }
 
 func viewNode(shim *v1alpha1.Shim, node *corev1.Node, canary string) fleet.NodeView {
-	v := fleet.NodeView{Node: node, Matching: matches(shim, node), Canary: canary}
+	v := fleet.NodeView{Node: node, Matching: matches(shim, node), Canary: canary,
+		Fresh: hasPendingTaint(node), Forced: node.Annotations[ForceRolloutAnnotation] == "true"}
 	if v.Matching {
 		v.Skip = eligibility(shim, node)
 	}

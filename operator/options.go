@@ -4,6 +4,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 )
 
 // DefaultInstallerServiceAccount is the installer pods' ServiceAccount
@@ -12,6 +13,9 @@ const DefaultInstallerServiceAccount = "shimkit-installer"
 
 // DefaultBatchWindow is Options.BatchWindow's default.
 const DefaultBatchWindow = 2 * time.Second
+
+// DefaultGatePeriod is Options.GatePeriod's default.
+const DefaultGatePeriod = 10 * time.Second
 
 // DefaultVerifyPeriod is Options.VerifyPeriod's default.
 const DefaultVerifyPeriod = 6 * time.Hour
@@ -91,6 +95,12 @@ type Options struct {
 	// Resolver pins each Shim's artifact to a digest, verifying its
 	// signature when the spec asks; default an ArtifactResolver.
 	Resolver Resolver
+	// Clock tells the progressive-delivery rules the time (maintenance
+	// windows, bakes); default the real clock.
+	Clock clock.PassiveClock
+	// GatePeriod is how often a rollout whose health gate watches is
+	// looked at again; default DefaultGatePeriod.
+	GatePeriod time.Duration
 
 	// resolveBackoff is the first wait before a failed resolution is
 	// asked again unchanged (default the constant resolveBackoff; tests
@@ -134,6 +144,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ImagePullPolicy == "" {
 		o.ImagePullPolicy = "IfNotPresent"
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.GatePeriod <= 0 {
+		o.GatePeriod = DefaultGatePeriod
 	}
 	return o
 }

@@ -100,6 +100,23 @@ type observed struct {
 	// written (zero: none).
 	settled bool
 	due     time.Time
+
+	// windows and steps are the Shim's rollout rules (delivery.go);
+	// tripped is the health gate's trip (nil: healthy, or no gate).
+	windows rollout.Windows
+	steps   rollout.Steps
+	tripped *fleet.Trip
+	// reverted is the target whose rollout failed, while the reconcile's
+	// target is the previous revision (revisions.go: revert).
+	reverted string
+	// retriedNow: this reconcile acted on a new retry request, which
+	// lifts a halt of the health gate.
+	retriedNow bool
+	// delivered is where the decision left the rollout; rollout and
+	// revisions are what the status records of it (nil: as it was).
+	delivered fleet.Delivered
+	rollout   *v1alpha1.RolloutStatus
+	revisions []v1alpha1.Revision
 }
 
 // Reconcile drives one Shim towards its spec (or, when deleted, towards no
@@ -176,6 +193,11 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 		obs.art = pinOf(shim, obs.specHash)
 	}
 	obs.hash = targetHash(shim, obs.specHash, obs.art)
+	obs.windows, obs.steps, _ = rolloutRules(shim) // wrong ones are refused (refusalOf)
+	if err := r.revert(ctx, obs); err != nil {
+		return nil, err
+	}
+	shim = obs.shim
 	current := map[types.UID]bool{}
 	canary := canaryHash(shim)
 	obs.views = make([]fleet.NodeView, 0, len(nodes))
@@ -253,11 +275,15 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 	if err := r.prepareNodes(ctx, obs); err != nil {
 		return ctrl.Result{}, err
 	}
-	d, err := fleet.Decide(obs.snapshot(), fleet.Policy{Planner: r.planner(obs), Shared: r.sharedNodes(obs), PlanFor: obs.planFor(r.opts)})
+	if err := r.checkGate(ctx, obs); err != nil {
+		return ctrl.Result{}, err
+	}
+	d, err := fleet.Decide(obs.snapshot(), fleet.Policy{Planner: r.planner(obs), Shared: r.sharedNodes(obs), PlanFor: obs.planFor(r.opts), Delivery: r.delivery(obs)})
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	r.reportDecision(obs, d)
+	r.reportDelivery(obs, d.Delivered)
 	// The RuntimeClasses, the canary's among them, before an installer
 	// needs one.
 	rcs, err := r.ensureRuntimeClasses(ctx, obs, len(d.Rollin.Start) > 0)
@@ -283,7 +309,7 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 	if err := r.releaseTaints(ctx, obs); err != nil {
 		return ctrl.Result{}, err
 	}
-	obs.settled = d.Done() || d.Rollin.Halted
+	obs.settled = d.Done() || d.Rollin.Halted || d.Delivered.Hold != fleet.HoldNone
 	if err := r.updateStatus(ctx, obs, d.Rollin, d.Removal, rcs); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -293,7 +319,7 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 			return ctrl.Result{}, err
 		}
 	}
-	return ctrl.Result{RequeueAfter: r.requeueAfter(obs, d, verifyAt, batchWait, waiting)}, nil
+	return ctrl.Result{RequeueAfter: r.deliveryRequeue(obs, d, r.requeueAfter(obs, d, verifyAt, batchWait, waiting))}, nil
 }
 
 // prepareNodes is what comes before a decision: a migration takes the
@@ -391,6 +417,7 @@ func (r *Reconciler) installReason(shim *v1alpha1.Shim, node *corev1.Node, insta
 	switch {
 	case drifted != "":
 		r.event(shim, node, corev1.EventTypeWarning, "Drifted", "Install", "node %s drifted (%s): installing the shim again", node.Name, drifted)
+		r.metrics.driftDetected(shim.Name, node.Name)
 		return "Repairing"
 	case installed:
 		return "Upgrading"
@@ -404,7 +431,7 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed) (ctrl.Resu
 	if !controllerutil.ContainsFinalizer(obs.shim, Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	d, err := fleet.DecideRemoval(obs.snapshot(), r.planner(obs))
+	d, err := fleet.DecideRemoval(obs.snapshot(), r.planner(obs), r.delivery(obs))
 	if err != nil {
 		return ctrl.Result{}, err
 	}

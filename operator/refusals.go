@@ -65,6 +65,9 @@ func validateSpec(shim *v1alpha1.Shim, o Options) error {
 	if err := checkMigrateFrom(shim); err != nil {
 		return err
 	}
+	if err := checkRolloutRules(shim); err != nil {
+		return err
+	}
 	return checkReservedTypes(shim)
 }
 

@@ -40,6 +40,7 @@ func (r *Reconciler) retry(ctx context.Context, obs *observed) error {
 	if req == "" || req == obs.retried {
 		return nil
 	}
+	obs.retriedNow = true
 	all, names := retrySelection(req)
 	var retried []string
 	for i := range obs.views {

@@ -31,6 +31,17 @@ func (r *Reconciler) updateStatus(ctx context.Context, obs *observed, install, r
 	if ref := obs.refusal; ref != nil {
 		u.Refusal = &fleet.Refusal{Reason: ref.reason, Message: ref.message}
 	}
+	u.Delivered, u.Reverted = obs.delivered, obs.reverted
+	st.Rollout, st.Revisions = shim.Status.Rollout, shim.Status.Revisions
+	if obs.rollout != nil {
+		st.Rollout = obs.rollout
+	}
+	if u.Ready() && obs.reverted == "" {
+		if err := r.recordRevision(ctx, obs); err != nil {
+			return err
+		}
+		st.Revisions = obs.revisions
+	}
 	failing := failedNodes(obs, install, removal)
 	st.FailedNodes = int32(len(failing))
 	st.FailingNodes = failing[:min(len(failing), 10)]

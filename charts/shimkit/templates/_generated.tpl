@@ -83,6 +83,14 @@
   - get
   - list
 - apiGroups:
+  - apps
+  resources:
+  - controllerrevisions
+  verbs:
+  - create
+  - delete
+  - get
+- apiGroups:
   - batch
   resources:
   - jobs

@@ -658,7 +658,7 @@ type RolloutStrategy struct {
 	// last step follow under maxUpdate alone. The status shows the current
 	// step and when its bake ends.
 	// +optional
-	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:MaxItems=10
 	Steps []RolloutStep `json:"steps,omitempty"`
 	// healthGate halts the rollout when workload pods of the Shim's
 	// RuntimeClasses fail on updated nodes in ways that point at the
@@ -714,6 +714,7 @@ type RolloutStep struct {
 	// end of the step: a count (at least 1) or a percentage (1%–100%,
 	// rounded up).
 	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=4
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^([1-9][0-9]?|100)%$')",message="rolloutStrategy.steps[].nodes: a count of at least 1 or a percentage from 1% to 100%"
 	Nodes intstr.IntOrString `json:"nodes"`
 	// bake is how long the step's nodes run before the next step starts,

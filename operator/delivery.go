@@ -1,0 +1,146 @@
+package operator
+
+import (
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/fleet"
+	"github.com/shimkit/shimkit/rollout"
+)
+
+// ForceRolloutAnnotation on a node ("true") lets it change outside the
+// maintenance windows (spec.rolloutStrategy.windows): an admin's way to
+// install, upgrade or uninstall one node now. A pause still holds it.
+const ForceRolloutAnnotation = "shim.containerd.x-k8s.io/force-rollout"
+
+// rolloutRules reads the Shim's maintenance windows and steps, naming the
+// field that is wrong (an unknown time zone passes the API server's
+// validation: the spec is refused, InvalidSpec).
+func rolloutRules(shim *v1alpha1.Shim) (rollout.Windows, rollout.Steps, error) {
+	rs := shim.Spec.RolloutStrategy
+	if rs == nil {
+		return nil, nil, nil
+	}
+	var ws rollout.Windows
+	for i, w := range rs.Windows {
+		pw, err := rollout.ParseWindow(w.Days, w.Start, w.End, w.TimeZone)
+		if err != nil {
+			return nil, nil, fmt.Errorf("spec.rolloutStrategy.windows[%d]: %w", i, err)
+		}
+		ws = append(ws, pw)
+	}
+	var ss rollout.Steps
+	for i, s := range rs.Steps {
+		st := rollout.Step{Nodes: s.Nodes}
+		if s.Bake != nil {
+			st.Bake = s.Bake.Duration
+		}
+		if _, err := st.Count(1); err != nil {
+			return nil, nil, fmt.Errorf("spec.rolloutStrategy.steps[%d]: %w", i, err)
+		}
+		ss = append(ss, st)
+	}
+	return ws, ss, nil
+}
+
+// checkRolloutRules refuses rules that cannot be read.
+func checkRolloutRules(shim *v1alpha1.Shim) error {
+	_, _, err := rolloutRules(shim)
+	return err
+}
+
+// rolloutOf is what the status recorded of the rollout of target (nil: a
+// rollout not started yet).
+func rolloutOf(shim *v1alpha1.Shim, target string) *v1alpha1.RolloutStatus {
+	if st := shim.Status.Rollout; st != nil && st.SpecHash == target {
+		return st
+	}
+	return nil
+}
+
+// failurePolicy is the Shim's onFailure (default Halt).
+func failurePolicy(shim *v1alpha1.Shim) v1alpha1.FailurePolicy {
+	if rs := shim.Spec.RolloutStrategy; rs != nil && rs.OnFailure != "" {
+		return rs.OnFailure
+	}
+	return v1alpha1.FailureHalt
+}
+
+// delivery is what the decision reads of the progressive-delivery rules:
+// the Shim's, and where the status says the rollout of the target stands.
+// A rollout that goes back to the previous revision keeps to the pause
+// and the windows; it has no steps, gate or revert of its own.
+func (r *Reconciler) delivery(obs *observed) fleet.Delivery {
+	dl := fleet.Delivery{Now: r.opts.Clock.Now(), Windows: obs.windows}
+	if rs := obs.shim.Spec.RolloutStrategy; rs != nil {
+		dl.Paused = rs.Paused
+	}
+	if obs.reverted != "" {
+		return dl
+	}
+	dl.Steps, dl.Gate = obs.steps, obs.tripped
+	if st := rolloutOf(obs.shim, obs.hash); st != nil {
+		dl.Stage = rollout.Stage{Step: int(st.Step)}
+		if st.BakeUntil != nil {
+			dl.Stage.BakeUntil = st.BakeUntil.Time
+		}
+		if h := st.Halt; h != nil && !obs.retriedNow {
+			dl.Halt = &fleet.Trip{Reason: h.Reason, Message: h.Message}
+		}
+	}
+	prev := obs.previousRevision()
+	dl.CanRevert = failurePolicy(obs.shim) == v1alpha1.FailureRevert && prev != nil
+	return dl
+}
+
+// previousRevision is the newest revision rolled out before the target
+// (nil: none).
+func (o *observed) previousRevision() *v1alpha1.Revision {
+	for i := range o.shim.Status.Revisions {
+		if rev := &o.shim.Status.Revisions[i]; rev.SpecHash != o.hash {
+			return rev
+		}
+	}
+	return nil
+}
+
+// recordRollout is what the status records of the rollout of the target
+// after the decision: when it started, its stage, the next window, a halt
+// (the gate's, new or kept), and the revision it goes back to.
+func (r *Reconciler) recordRollout(obs *observed, d fleet.Delivered) *v1alpha1.RolloutStatus {
+	now := r.opts.Clock.Now()
+	if obs.reverted != "" {
+		st := obs.shim.Status.Rollout.DeepCopy()
+		st.NextWindow = timeOrNil(d.NextWindow)
+		return st
+	}
+	st := &v1alpha1.RolloutStatus{SpecHash: obs.hash, StartedAt: metav1.NewTime(now.Truncate(time.Second))}
+	if old := rolloutOf(obs.shim, obs.hash); old != nil && !obs.retriedNow {
+		st.StartedAt = old.StartedAt
+	}
+	st.Steps = int32(len(obs.steps))
+	st.Step = int32(min(d.Stage.Step, len(obs.steps)))
+	st.BakeUntil = timeOrNil(d.Stage.BakeUntil)
+	st.NextWindow = timeOrNil(d.NextWindow)
+	if h := d.Halt; h != nil {
+		st.Halt = &v1alpha1.RolloutHalt{Reason: h.Reason, Message: h.Message, Time: metav1.NewTime(now.Truncate(time.Second))}
+		if old := rolloutOf(obs.shim, obs.hash); old != nil && old.Halt != nil && !d.Tripped {
+			st.Halt.Time = old.Halt.Time
+		}
+	}
+	if d.Revert {
+		st.RevertedTo = obs.previousRevision().SpecHash
+	}
+	return st
+}
+
+func timeOrNil(t time.Time) *metav1.Time {
+	if t.IsZero() {
+		return nil
+	}
+	mt := metav1.NewTime(t.Truncate(time.Second))
+	return &mt
+}

@@ -1,0 +1,139 @@
+package operator
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/shimkit/shimkit/nodelabel"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/fleet"
+	"github.com/shimkit/shimkit/operator/health"
+)
+
+// Health gate defaults (spec.rolloutStrategy.healthGate).
+const (
+	DefaultMaxFailuresPerNode = 1
+	DefaultMaxFailures        = 3
+)
+
+// gateOf is the Shim's health gate: on when spec.rolloutStrategy sets
+// healthGate or steps.
+func gateOf(shim *v1alpha1.Shim) (health.Thresholds, bool) {
+	rs := shim.Spec.RolloutStrategy
+	if rs == nil || rs.HealthGate == nil && len(rs.Steps) == 0 {
+		return health.Thresholds{}, false
+	}
+	t := health.Thresholds{PerNode: DefaultMaxFailuresPerNode, Total: DefaultMaxFailures}
+	if g := rs.HealthGate; g != nil {
+		if g.MaxFailuresPerNode != nil {
+			t.PerNode = int(*g.MaxFailuresPerNode)
+		}
+		if g.MaxFailures != nil {
+			t.Total = int(*g.MaxFailures)
+		}
+	}
+	return t, true
+}
+
+// gateWatches: the health gate watches the target's rollout, which has
+// not yet been recorded as rolled out (its last bake passed) nor halted,
+// nor is it going back to a previous revision.
+func (o *observed) gateWatches() bool {
+	if _, on := gateOf(o.shim); !on || o.reverted != "" || o.refusal != nil {
+		return false
+	}
+	if revs := o.shim.Status.Revisions; len(revs) > 0 && revs[0].SpecHash == o.hash {
+		return false
+	}
+	st := rolloutOf(o.shim, o.hash)
+	return st == nil || st.Halt == nil || o.retriedNow
+}
+
+// checkGate judges the workloads of the Shim's RuntimeClasses on the nodes
+// that have the target (obs.tripped): the pods whose runtime failed them
+// since the rollout started count against the Shim's thresholds.
+func (r *Reconciler) checkGate(ctx context.Context, obs *observed) error {
+	limits, _ := gateOf(obs.shim)
+	if !obs.gateWatches() {
+		return nil
+	}
+	updated := map[string]bool{}
+	for i := range obs.views {
+		if v := &obs.views[i]; v.Targeted() && v.Label == nodelabel.Installed && v.SpecHash == obs.hash {
+			updated[v.Node.Name] = true
+		}
+	}
+	if len(updated) == 0 {
+		return nil
+	}
+	since := r.opts.Clock.Now()
+	if st := rolloutOf(obs.shim, obs.hash); st != nil && !obs.retriedNow {
+		since = st.StartedAt.Time
+	}
+	var classes []string
+	for _, c := range runtimeClassSpecs(obs.shim) {
+		classes = append(classes, c.Name)
+	}
+	fs, err := r.workloadFailures(ctx, classes, updated, since)
+	if err != nil {
+		return err
+	}
+	if v := limits.Check(fs); v.Tripped {
+		obs.tripped = &fleet.Trip{Reason: v1alpha1.ReasonWorkloadFailures, Message: v.Message}
+	}
+	return nil
+}
+
+// reportDelivery records where the decision left the rollout (for the
+// status), and tells of a tripped gate and of a revert with a Warning
+// Event each, once.
+func (r *Reconciler) reportDelivery(obs *observed, d fleet.Delivered) {
+	obs.delivered = d
+	old := rolloutOf(obs.shim, obs.hash)
+	obs.rollout = r.recordRollout(obs, d)
+	name := obs.shim.Name
+	if d.Tripped {
+		r.metrics.gateTripped(name, d.Halt.Reason)
+		r.event(obs.shim, nil, corev1.EventTypeWarning, d.Halt.Reason, "Rollout", "the rollout halts: %s", d.Halt.Message)
+	}
+	if d.Revert && obs.reverted == "" && (old == nil || old.RevertedTo == "") {
+		r.event(obs.shim, nil, corev1.EventTypeWarning, v1alpha1.ReasonReverting, "Rollout", "the rollout of %s failed: the nodes updated go back to revision %s", obs.hash, obs.rollout.RevertedTo)
+	}
+	step := -1
+	if len(obs.steps) > 0 && obs.reverted == "" {
+		step = d.Stage.Step
+	}
+	r.metrics.rolloutStep(name, step)
+	r.metrics.rolloutPaused(name, d.Hold == fleet.HoldPaused)
+}
+
+// deliveryRequeue is when a rollout is looked at again (after: when it
+// would be otherwise; 0: not by time): at once to start a revert; when a
+// bake ends, a window opens, or the gate looks at the workloads again.
+func (r *Reconciler) deliveryRequeue(obs *observed, d fleet.Decision, after time.Duration) time.Duration {
+	dl := d.Delivered
+	if dl.Revert && obs.reverted == "" {
+		return time.Second
+	}
+	now := r.opts.Clock.Now()
+	sooner := func(at time.Time) {
+		if w := max(at.Sub(now), time.Second); !at.IsZero() && (after == 0 || w < after) {
+			after = w
+		}
+	}
+	switch dl.Hold {
+	case fleet.HoldBaking:
+		sooner(dl.Stage.BakeUntil)
+	case fleet.HoldWindow:
+		sooner(dl.NextWindow)
+	}
+	if !dl.NextWindow.IsZero() {
+		sooner(dl.NextWindow)
+	}
+	if obs.gateWatches() && dl.Halt == nil {
+		sooner(now.Add(r.opts.GatePeriod))
+	}
+	return after
+}

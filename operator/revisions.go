@@ -1,0 +1,161 @@
+package operator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/jobview"
+)
+
+// +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;create;delete,namespace=shimkit-system
+
+// maxRevisions is how many revisions the status (and the operator's
+// namespace) keeps per Shim.
+const maxRevisions = 5
+
+// RevisionData is what a Shim's ControllerRevision holds: the spec and
+// the artifact pinned for it, all a node needs to install that revision
+// again.
+type RevisionData struct {
+	Spec     v1alpha1.ShimSpec           `json:"spec"`
+	Artifact *v1alpha1.ResolvedArtifact `json:"artifact,omitempty"`
+}
+
+// revisionName names the ControllerRevision of a Shim's target.
+func revisionName(shim *v1alpha1.Shim, target string) string {
+	return jobview.Shorten("shim-"+shim.Name, 52) + "-" + target[:min(len(target), 10)]
+}
+
+// recordRevision records the target as rolled out to every node: a
+// ControllerRevision of the Shim (owned by it, so it goes with it) holds
+// its spec and pinned artifact, and the status lists it first. The
+// oldest beyond maxRevisions go, with their ControllerRevisions.
+func (r *Reconciler) recordRevision(ctx context.Context, obs *observed) error {
+	revs := obs.shim.Status.Revisions
+	if len(revs) > 0 && revs[0].SpecHash == obs.hash {
+		obs.revisions = revs
+		return nil
+	}
+	data, err := json.Marshal(RevisionData{Spec: obs.shim.Spec, Artifact: obs.art})
+	if err != nil {
+		return err
+	}
+	now := r.opts.Clock.Now()
+	cr := &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: revisionName(obs.shim, obs.hash), Namespace: r.opts.Namespace,
+			Labels:          map[string]string{jobview.LabelShim: jobview.LabelValue(obs.shim.Name), jobview.LabelManagedBy: jobview.ManagedBy},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(obs.shim, v1alpha1.GroupVersion.WithKind("Shim"))},
+		},
+		Data:     runtime.RawExtension{Raw: data},
+		Revision: now.Unix(),
+	}
+	if err := r.client.Create(ctx, cr); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("shim %s: record revision %s: %w", obs.shim.Name, cr.Name, err)
+	}
+	rev := v1alpha1.Revision{SpecHash: obs.hash, Time: metav1.NewTime(now.Truncate(time.Second)), ControllerRevision: cr.Name}
+	if obs.art != nil {
+		rev.Digest = obs.art.Digest
+	}
+	kept := []v1alpha1.Revision{rev}
+	for _, old := range revs {
+		switch {
+		case old.SpecHash == obs.hash:
+		case len(kept) < maxRevisions:
+			kept = append(kept, old)
+		default:
+			if err := r.deleteRevision(ctx, obs.shim, old.ControllerRevision); err != nil {
+				return err
+			}
+		}
+	}
+	obs.revisions = kept
+	return nil
+}
+
+// deleteRevision deletes a ControllerRevision the Shim owns (another's of
+// the name is left alone).
+func (r *Reconciler) deleteRevision(ctx context.Context, shim *v1alpha1.Shim, name string) error {
+	cr := &appsv1.ControllerRevision{}
+	err := r.reader.Get(ctx, client.ObjectKey{Namespace: r.opts.Namespace, Name: name}, cr)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("shim %s: revision %s: %w", shim.Name, name, err)
+	case !revisionOwnedBy(cr, shim):
+		return nil
+	}
+	err = r.client.Delete(ctx, cr, client.Preconditions{UID: &cr.UID})
+	if client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("shim %s: delete revision %s: %w", shim.Name, name, err)
+	}
+	return nil
+}
+
+// loadRevision reads a revision's spec and pinned artifact back from its
+// ControllerRevision, which must be the Shim's.
+func (r *Reconciler) loadRevision(ctx context.Context, shim *v1alpha1.Shim, rev v1alpha1.Revision) (*RevisionData, error) {
+	cr := &appsv1.ControllerRevision{}
+	if err := r.reader.Get(ctx, client.ObjectKey{Namespace: r.opts.Namespace, Name: rev.ControllerRevision}, cr); err != nil {
+		return nil, fmt.Errorf("shim %s: revision %s: %w", shim.Name, rev.ControllerRevision, err)
+	}
+	if !revisionOwnedBy(cr, shim) {
+		return nil, fmt.Errorf("shim %s: revision %s belongs to another object", shim.Name, rev.ControllerRevision)
+	}
+	data := &RevisionData{}
+	if err := json.Unmarshal(cr.Data.Raw, data); err != nil {
+		return nil, fmt.Errorf("shim %s: revision %s: %w", shim.Name, rev.ControllerRevision, err)
+	}
+	return data, nil
+}
+
+// revert makes the previous revision the reconcile's target when the
+// status says the rollout of the current one failed and goes back
+// (status.rollout.revertedTo): its spec (with the current rollout
+// strategy) and its pinned artifact. A revision that cannot be read
+// leaves the target as it is (halted), with a Warning Event.
+func (r *Reconciler) revert(ctx context.Context, obs *observed) error {
+	st := obs.shim.Status.Rollout
+	if st == nil || st.RevertedTo == "" || st.SpecHash != obs.hash || !obs.shim.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	var rev *v1alpha1.Revision
+	for i := range obs.shim.Status.Revisions {
+		if obs.shim.Status.Revisions[i].SpecHash == st.RevertedTo {
+			rev = &obs.shim.Status.Revisions[i]
+		}
+	}
+	if rev == nil {
+		return nil
+	}
+	data, err := r.loadRevision(ctx, obs.shim, *rev)
+	if apierrors.IsNotFound(err) {
+		r.event(obs.shim, nil, "Warning", "RevertFailed", "Revert", "%v: the rollout stays halted", err)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	prev := obs.shim.DeepCopy()
+	prev.Spec = data.Spec
+	prev.Spec.RolloutStrategy = obs.shim.Spec.RolloutStrategy
+	obs.reverted = obs.hash
+	obs.shim, obs.art, obs.shown, obs.hash, obs.specHash = prev, data.Artifact, data.Artifact, rev.SpecHash, specHash(prev)
+	return nil
+}
+
+// revisionOwnedBy: the ControllerRevision is the Shim's (this object's, by UID).
+func revisionOwnedBy(cr *appsv1.ControllerRevision, shim *v1alpha1.Shim) bool {
+	return slices.ContainsFunc(cr.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == shim.UID })
+}
