@@ -3,7 +3,7 @@
 // the Service, ServiceMonitor and dashboard ConfigMap. It needs helm
 // (bin/helm, make tools; or $HELM) and promtool (Debian's prometheus
 // package; or $PROMTOOL): missing, the tests fail under CI=true and are
-// skipped otherwise.
+// skipped otherwise (and always with -short: make test-unit).
 package charttest
 
 import (
@@ -34,6 +34,9 @@ func chartDir() string { return filepath.Join(repoRoot(), "charts", "shimkit") }
 // looked up in PATH). Missing, it fails the test in CI and skips it elsewhere.
 func tool(t *testing.T, env, fallback, install string) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skipf("needs %s; run without -short", filepath.Base(fallback))
+	}
 	p := os.Getenv(env)
 	if p == "" {
 		p = fallback
