@@ -27,7 +27,7 @@ const maxRevisions = 5
 // the artifact pinned for it, all a node needs to install that revision
 // again.
 type RevisionData struct {
-	Spec     v1alpha1.ShimSpec           `json:"spec"`
+	Spec     v1alpha1.ShimSpec          `json:"spec"`
 	Artifact *v1alpha1.ResolvedArtifact `json:"artifact,omitempty"`
 }
 

@@ -53,6 +53,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, obs *observed, install, r
 	}
 	st.Conditions = conditions
 	r.metrics.observe(shim, st, u.Ready())
+	r.metrics.conditions(shim.Name, st.Conditions)
 
 	if equalStatus(shim.Status, st) {
 		return nil

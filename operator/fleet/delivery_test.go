@@ -20,7 +20,9 @@ func TestDeliver(t *testing.T) {
 	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC) // a Wednesday
 	three := intstr.FromInt32(3)
 	planner := rollout.Planner{Strategy: rollout.Strategy{MaxUpdate: &three}, ShimUID: "uid-spin", SpecHash: target}
-	planFor := func(n *corev1.Node) (*plan.NodePlan, error) { return plan.New(plan.ShimRef{Name: "spin"}, plan.OpInstall), nil }
+	planFor := func(n *corev1.Node) (*plan.NodePlan, error) {
+		return plan.New(plan.ShimRef{Name: "spin"}, plan.OpInstall), nil
+	}
 	fresh := func(n string) fleet.NodeView { return with(node(n, ""), func(v *fleet.NodeView) { v.Fresh = true }) }
 	forced := func(n string) fleet.NodeView { return with(node(n, "h1"), func(v *fleet.NodeView) { v.Forced = true }) }
 	old := func(names ...string) []fleet.NodeView {
@@ -62,16 +64,16 @@ func TestDeliver(t *testing.T) {
 		{name: "bake over: maxUpdate again", nodes: append(old("n1", "n2", "n3"), node("n0", target)),
 			dl: fleet.Delivery{Now: t0.Add(30 * time.Minute), Steps: canarySteps, Stage: rollout.Stage{BakeUntil: t0.Add(30 * time.Minute)}}, start: 3, stage: rollout.Stage{Step: 1}},
 		{name: "gate trips during the bake: halt", nodes: append(old("n1", "n2", "n3"), node("n0", target)),
-			dl: fleet.Delivery{Now: t0.Add(30 * time.Minute), Steps: canarySteps, Stage: rollout.Stage{BakeUntil: t0.Add(30 * time.Minute)}, Gate: trip},
+			dl:   fleet.Delivery{Now: t0.Add(30 * time.Minute), Steps: canarySteps, Stage: rollout.Stage{BakeUntil: t0.Add(30 * time.Minute)}, Gate: trip},
 			hold: fleet.HoldHalted, stage: rollout.Stage{BakeUntil: t0.Add(30 * time.Minute)}},
 		{name: "a recorded halt stands", nodes: append(old("n1", "n2", "n3"), node("n0", target)), dl: fleet.Delivery{Now: t0, Halt: trip}, hold: fleet.HoldHalted},
 		{name: "halt with Revert: revert", nodes: append(old("n1", "n2", "n3"), node("n0", target)), dl: fleet.Delivery{Now: t0, Gate: trip, CanRevert: true},
 			hold: fleet.HoldHalted, revert: true},
 		{name: "the last step bakes before done", nodes: []fleet.NodeView{node("n0", target), node("n1", target)},
-			dl: fleet.Delivery{Now: t0, Steps: rollout.Steps{{Nodes: intstr.FromString("100%"), Bake: time.Hour}}},
+			dl:   fleet.Delivery{Now: t0, Steps: rollout.Steps{{Nodes: intstr.FromString("100%"), Bake: time.Hour}}},
 			hold: fleet.HoldBaking, stage: rollout.Stage{BakeUntil: t0.Add(time.Hour)}},
 		{name: "the last bake over: done", nodes: []fleet.NodeView{node("n0", target), node("n1", target)},
-			dl: fleet.Delivery{Now: t0.Add(time.Hour), Steps: rollout.Steps{{Nodes: intstr.FromString("100%"), Bake: time.Hour}}, Stage: rollout.Stage{BakeUntil: t0.Add(time.Hour)}},
+			dl:    fleet.Delivery{Now: t0.Add(time.Hour), Steps: rollout.Steps{{Nodes: intstr.FromString("100%"), Bake: time.Hour}}, Stage: rollout.Stage{BakeUntil: t0.Add(time.Hour)}},
 			stage: rollout.Stage{Step: 1}, done: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
