@@ -102,7 +102,7 @@ func (r *Reconciler) reportDelivery(obs *observed, d fleet.Delivered) {
 		r.event(obs.shim, nil, corev1.EventTypeWarning, v1alpha1.ReasonReverting, "Rollout", "the rollout of %s failed: the nodes updated go back to revision %s", obs.hash, obs.rollout.RevertedTo)
 	}
 	step := -1
-	if len(obs.steps) > 0 && obs.reverted == "" {
+	if len(obs.steps) > 0 && obs.reverted == "" && d.Stage.Step < len(obs.steps) {
 		step = d.Stage.Step
 	}
 	r.metrics.rolloutStep(name, step)
