@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,14 +21,18 @@ import (
 // again without a new spec (or, for a failed canary, a new canary),
 // nothing installed while the spec is refused or the rollout halted, and
 // never an uninstall of a node the Shim has nothing on (the shim's label,
-// or a Job of its own changing it).
+// or a Job of its own changing it); and the delivery rules (rules picks
+// them): nothing starts while paused or halted by the gate, outside a
+// window only fresh or forced nodes, and no more nodes towards the target
+// than the current step allows.
 func FuzzDecide(f *testing.F) {
-	f.Add([]byte{3, 0, 0, 0, 0}, uint8(1), false)
-	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, uint8(2), false)
-	f.Add([]byte{5, 5, 5, 9, 9, 0, 2, 2}, uint8(3), true)
-	f.Add([]byte{7, 8, 1, 1, 1, 1, 1, 1, 1, 1, 6, 6, 6}, uint8(4), false)
-	f.Add([]byte{0x60, 0x61, 0xe0, 0x18, 0x10, 0x08}, uint8(0), false)
-	f.Fuzz(func(t *testing.T, states []byte, maxUpdate uint8, refused bool) {
+	f.Add([]byte{3, 0, 0, 0, 0}, uint8(1), false, uint8(0))
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, uint8(2), false, uint8(1))
+	f.Add([]byte{5, 5, 5, 9, 9, 0, 2, 2}, uint8(3), true, uint8(2))
+	f.Add([]byte{7, 8, 1, 1, 1, 1, 1, 1, 1, 1, 6, 6, 6}, uint8(4), false, uint8(4))
+	f.Add([]byte{0x60, 0x61, 0xe0, 0x18, 0x10, 0x08}, uint8(0), false, uint8(8))
+	f.Add([]byte{0, 2, 4, 6, 8, 10, 12, 14}, uint8(4), false, uint8(16))
+	f.Fuzz(func(t *testing.T, states []byte, maxUpdate uint8, refused bool, rules uint8) {
 		if len(states) > 64 {
 			states = states[:64]
 		}
@@ -35,17 +40,21 @@ func FuzzDecide(f *testing.F) {
 		planner := rollout.Planner{Strategy: rollout.Strategy{MaxUpdate: &mu}, ShimUID: "uid-spin", SpecHash: target}
 		snap := fleet.Snapshot{Hash: target, Refused: refused}
 		for i, b := range states {
-			snap.Nodes = append(snap.Nodes, randomView(fmt.Sprintf("n%02d", i), b))
+			v := randomView(fmt.Sprintf("n%02d", i), b)
+			v.Fresh, v.Forced = i%5 == 1, i%7 == 3
+			snap.Nodes = append(snap.Nodes, v)
 		}
+		dl := randomDelivery(rules)
 		planFor := func(n *corev1.Node) (*plan.NodePlan, error) {
 			p := plan.New(plan.ShimRef{Name: "spin"}, plan.OpInstall)
 			p.Node, p.SpecHash = n.Name, target
 			return p, nil
 		}
-		d, err := fleet.Decide(snap, fleet.Policy{Planner: planner, PlanFor: planFor})
+		d, err := fleet.Decide(snap, fleet.Policy{Planner: planner, PlanFor: planFor, Delivery: dl})
 		if err != nil {
 			t.Fatal(err)
 		}
+		checkDelivery(t, snap, dl, d)
 		for _, p := range []rollout.Plan{d.Rollin, d.Removal} {
 			if len(p.Start)+p.InFlight > max(p.Budget, p.InFlight) {
 				t.Errorf("%d started with %d in flight, budget %d", len(p.Start), p.InFlight, p.Budget)
@@ -119,4 +128,59 @@ func randomView(name string, b byte) fleet.NodeView {
 		v.Held = true
 	}
 	return v
+}
+
+// randomDelivery picks delivery rules from the bits of b: paused, a
+// closed window, a gate trip, and steps (a one-node first step, baking or
+// not).
+func randomDelivery(b uint8) fleet.Delivery {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	dl := fleet.Delivery{Now: now, Paused: b&1 != 0}
+	if b&2 != 0 {
+		w, _ := rollout.ParseWindow(nil, "22:00", "04:00", "")
+		dl.Windows = rollout.Windows{w}
+	}
+	if b&4 != 0 {
+		dl.Gate = &fleet.Trip{Reason: "WorkloadFailures", Message: "pods fail"}
+	}
+	if b&8 != 0 {
+		dl.Steps = rollout.Steps{{Nodes: intstr.FromInt32(1), Bake: time.Hour}, {Nodes: intstr.FromString("50%")}}
+	}
+	if b&16 != 0 {
+		dl.Stage.BakeUntil = now.Add(time.Minute)
+	}
+	return dl
+}
+
+// checkDelivery checks the delivery rules' invariants on a decision.
+func checkDelivery(t *testing.T, s fleet.Snapshot, dl fleet.Delivery, d fleet.Decision) {
+	t.Helper()
+	starts := append(append([]string(nil), d.Rollin.Start...), d.Removal.Start...)
+	if dl.Paused && len(starts) > 0 {
+		t.Errorf("paused, yet %v start", starts)
+	}
+	if dl.Gate != nil && len(d.Rollin.Start) > 0 {
+		t.Errorf("the gate tripped, yet %v start", d.Rollin.Start)
+	}
+	if open, _ := dl.Windows.Open(dl.Now); !open {
+		for _, n := range starts {
+			if v := d.ByName[n]; !v.Fresh && !v.Forced {
+				t.Errorf("window closed, yet %s (running workloads) starts", n)
+			}
+		}
+	}
+	if len(dl.Steps) > 0 && d.Delivered.Stage.Step == 0 {
+		total, toward := 0, len(d.Rollin.Start)
+		for _, v := range s.Nodes {
+			if v.Targeted() {
+				total++
+				if v.Label == record.Installed && v.SpecHash == s.Hash && v.Drifted == "" {
+					toward++
+				}
+			}
+		}
+		if want, _ := dl.Steps[0].Count(total); len(d.Rollin.Start) > 0 && toward+d.Rollin.InFlight > max(want, d.Rollin.InFlight) {
+			t.Errorf("step 1 allows %d of %d nodes, yet %d updated, %d in flight and %v start", want, total, toward-len(d.Rollin.Start), d.Rollin.InFlight, d.Rollin.Start)
+		}
+	}
 }
