@@ -81,7 +81,7 @@ func (r *Reconciler) delivery(obs *observed) fleet.Delivery {
 	if obs.reverted != "" {
 		return dl
 	}
-	dl.Steps, dl.Gate = obs.steps, obs.tripped
+	dl.Steps, dl.Gate, dl.Unjudged = obs.steps, obs.tripped, obs.unjudged
 	if st := rolloutOf(obs.shim, obs.hash); st != nil {
 		dl.Stage = rollout.Stage{Step: int(st.Step)}
 		if st.BakeUntil != nil {

@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/fleet"
@@ -78,7 +80,11 @@ func (r *Reconciler) checkGate(ctx context.Context, obs *observed) error {
 	}
 	fs, err := r.workloadFailures(ctx, classes, updated, since)
 	if err != nil {
-		return err
+		// Not judged yet (the workloads' informers are still filling, or
+		// RBAC is missing): no bake ends, and the gate looks again soon.
+		log.FromContext(ctx).Info("health gate: workloads not judged", "shim", obs.shim.Name, "error", err.Error())
+		obs.unjudged = true
+		return nil
 	}
 	if v := limits.Check(fs); v.Tripped {
 		obs.tripped = &fleet.Trip{Reason: v1alpha1.ReasonWorkloadFailures, Message: v.Message}

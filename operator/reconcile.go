@@ -103,9 +103,10 @@ type observed struct {
 
 	// windows and steps are the Shim's rollout rules (delivery.go);
 	// tripped is the health gate's trip (nil: healthy, or no gate).
-	windows rollout.Windows
-	steps   rollout.Steps
-	tripped *fleet.Trip
+	windows  rollout.Windows
+	steps    rollout.Steps
+	tripped  *fleet.Trip
+	unjudged bool
 	// reverted is the target whose rollout failed, while the reconcile's
 	// target is the previous revision (revisions.go: revert).
 	reverted string

@@ -25,6 +25,9 @@ type Delivery struct {
 	// set; Halt is the halt the status recorded for the target: it stands
 	// until the target changes.
 	Gate, Halt *Trip
+	// Unjudged: the gate could not judge the workloads now (their
+	// informers are still filling): no bake ends until it can.
+	Unjudged bool
 	// CanRevert: onFailure is Revert and there is a previous revision to
 	// go back to.
 	CanRevert bool
@@ -97,7 +100,7 @@ func (d *Decision) deliver(s Snapshot, dl Delivery, open bool, next time.Time) e
 			}
 		}
 		if total > 0 {
-			st, err := dl.Steps.Advance(dl.Stage, rollout.Progress{Total: total, Updated: updated, InFlight: d.Rollin.InFlight}, dl.Now, dl.Gate == nil)
+			st, err := dl.Steps.Advance(dl.Stage, rollout.Progress{Total: total, Updated: updated, InFlight: d.Rollin.InFlight}, dl.Now, dl.Gate == nil && !dl.Unjudged)
 			if err != nil {
 				return err
 			}
