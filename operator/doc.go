@@ -16,19 +16,27 @@
 //	  │                  fleet.NodeView per node (label, hash, records read
 //	  │                  by nodelabel/record, its newest Jobs read by
 //	  │                  jobview and their results), the pinned artifact
-//	  │                  (pin.go), read from the cache once
+//	  │                  (pin.go), read from the cache once; a failed
+//	  │                  rollout's previous revision as the target
+//	  │                  (revisions.go); the health gate's verdict on the
+//	  │                  workloads of updated nodes (healthgate.go,
+//	  │                  judged by package health)
 //	  ▼
-//	fleet.Decide         pure (no client, no context, no clock): each node's
-//	fleet.DecideRemoval  state, the install plans, the nodes to start under
-//	  │                  maxUpdate (rollout.Planner), halts, refusals;
-//	  │                  golden-, table- and fuzz-tested
+//	fleet.Decide         pure (no client, no context, no clock read): each
+//	fleet.DecideRemoval  node's state, the install plans, the nodes to start
+//	  │                  under maxUpdate (rollout.Planner), halts, refusals,
+//	  │                  then pause, windows, steps and bakes, the gate's
+//	  │                  halt and revert (delivery.go gives the time and
+//	  │                  the rules); golden-, table- and fuzz-tested
 //	  ▼
 //	startNodes           the node gate, the Jobs (nodejob.Build: one
 //	  │                  installer per node, batches across Shims), labels
 //	  │                  (nodelabel), taints, RuntimeClasses (runtimeclass)
 //	  ▼
 //	updateStatus         conditions with reason constants, counts, failing
-//	                     nodes; the requeue (requeueAfter)
+//	                     nodes, status.rollout, a revision once rolled out
+//	                     (a ControllerRevision); the requeue (requeueAfter,
+//	                     deliveryRequeue: a bake's end, the next window)
 //
 // Package nodejob is the executor alone: an embedder with its own custom
 // resource runs a plan on a node and reads its result without the Shim
