@@ -37,6 +37,8 @@ func TestCluster(t *testing.T) {
 	deleteShims(t, c)
 	t.Run("gvisor", func(t *testing.T) { testGVisor(t, c) })
 	deleteShims(t, c)
+	t.Run("progressive", func(t *testing.T) { testProgressive(t, c, build) })
+	deleteShims(t, c)
 	t.Run("nodes", func(t *testing.T) { testNodes(t, c, build, images) })
 	deleteShims(t, c)
 

@@ -1,0 +1,320 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shimkit/shimkit/internal/testutil"
+	"github.com/shimkit/shimkit/nodelabel"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+)
+
+// progressiveLabel selects the nodes of the progressive-delivery scenario.
+const progressiveLabel = "shimkit.test/progressive"
+
+// gatedWrapper passes every start to the runc shim of its bundle; with
+// canaryOnly it refuses to start the sandbox of any pod outside
+// shimkit-system: a shim that passes its canary and fails the workloads
+// after it. containerd runs "<shim> ... start" in the bundle's directory,
+// whose config.json carries the CRI's sandbox annotations.
+func gatedWrapper(canaryOnly bool) string {
+	check := ""
+	if canaryOnly {
+		check = `for a; do last=$a; done
+if [ "$last" = start ] && grep -q '"io.kubernetes.cri.container-type":"sandbox"' config.json &&
+   ! grep -q '"io.kubernetes.cri.sandbox-namespace":"shimkit-system"' config.json; then
+	echo "gated: this build serves only the canary" >&2
+	exit 1
+fi
+`
+	}
+	return "#!/bin/sh\n" + check + "exec $(BUNDLE_DIR)/runc-shim \"$@\"\n"
+}
+
+// gatedShim is the Shim "gated" of the scenario's nodes, its bundle the
+// wrapper and the runc shim, served at a path of its own (a new spec).
+func gatedShim(t *testing.T, srv *testutil.FileServer, runc []byte, version string, canaryOnly bool) v1alpha1.ShimSpec {
+	t.Helper()
+	a := testutil.NewArchive(t,
+		testutil.ArchiveFile{Name: "containerd-shim-gated-v2", Mode: 0o755, Data: []byte(gatedWrapper(canaryOnly))},
+		testutil.ArchiveFile{Name: "runc-shim", Mode: 0o755, Data: runc},
+	)
+	three := intstr.FromInt32(3)
+	return v1alpha1.ShimSpec{
+		NodeSelector:  map[string]string{progressiveLabel: "yes"},
+		FetchStrategy: v1alpha1.FetchStrategy{Type: v1alpha1.FetchAnonHTTP, AnonHTTP: &v1alpha1.AnonHTTPFetch{Location: srv.Add("/gated-"+version+".tar.gz", a.Data), SHA256: a.SHA256}},
+		RuntimeClass:  v1alpha1.RuntimeClassSpec{Name: "gated", Handler: "gated"},
+		Files: []v1alpha1.BundleFile{
+			{Path: "containerd-shim-gated-v2", Mode: ptr.To[int32](0o755), Substitute: true},
+			{Path: "runc-shim", Mode: ptr.To[int32](0o755)},
+		},
+		RolloutStrategy: &v1alpha1.RolloutStrategy{Type: v1alpha1.RolloutRolling, Rolling: &v1alpha1.RollingUpdate{MaxUpdate: &three}},
+	}
+}
+
+// testProgressive: progressive delivery on real kubelets and containerds.
+//   - v1 of a shim rolls out to the three nodes; a pod of its
+//     RuntimeClass runs on each;
+//   - v2, staged [1 node, bake; 100%], passes its canary on the first
+//     node, then fails the workload pods there (their sandboxes): the
+//     health gate halts the rollout (WorkloadFailures) with the other two
+//     nodes untouched (their containerd units not restarted);
+//   - onFailure: Revert puts the first node back on v1: its bundle and
+//     containerd config byte-identical to before the upgrade, its v1 pod
+//     still running as it was (Reverted);
+//   - a paused Shim starts nothing; unpaused outside its maintenance
+//     window it waits (WaitingForWindow, nextWindow), and rolls out once
+//     the window opens (a real one, a minute or two on).
+func testProgressive(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBuild) {
+	ctx := context.Background()
+	for _, n := range c.Nodes {
+		kubectl(t, c, "label", "node", n.Name, progressiveLabel+"=yes")
+	}
+	t.Cleanup(func() {
+		for _, n := range c.Nodes {
+			kubectl(t, c, "label", "node", n.Name, progressiveLabel+"-")
+		}
+	})
+	runc, err := os.ReadFile(build.Binary("containerd-shim-runc-v2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := c.StartFileServer(t)
+
+	shim := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "gated"}, Spec: gatedShim(t, srv, runc, "v1", false)}
+	if err := c.Client.Create(ctx, shim); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, c, "wait", "--for=condition=Ready", "shim/gated", "--timeout=180s")
+	v1 := getShimStatus(t, c, "gated")
+	before := map[string]map[string][]byte{}
+	keepers := map[string]string{}
+	for _, n := range c.Nodes {
+		before[n.Name] = nodeFiles(t, n.Node, "gated")
+		keepers[n.Name] = runPodOn(t, c, "keeper-"+n.Name, n.Name, "gated")
+	}
+	starts := restartWindows(t, c)
+
+	// v2, staged: the first node passes its canary, then its workloads fail.
+	v2 := gatedShim(t, srv, runc, "v2", true)
+	v2.RolloutStrategy.Steps = []v1alpha1.RolloutStep{{Nodes: intstr.FromInt32(1), Bake: &metav1.Duration{Duration: 10 * time.Minute}}, {Nodes: intstr.FromString("100%")}}
+	updateSpec(t, c, "gated", func(s *v1alpha1.ShimSpec) { *s = v2 })
+	var first string
+	waitFor(t, 180*time.Second, "v2's first step to bake", func() bool {
+		s := getShimStatus(t, c, "gated")
+		first = nodeAt(t, c, "gated", s.SpecHash)
+		return s.SpecHash != v1.SpecHash && conditionReason(s, v1alpha1.ConditionReconciling) == v1alpha1.ReasonBaking && first != ""
+	})
+	t.Logf("v2 on %s (canary passed), baking", first)
+	if err := c.Client.Create(ctx, workloadPod("web-1", first, "gated")); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, c, "wait", "--for=condition=Stalled", "shim/gated", "--timeout=120s")
+	s := getShimStatus(t, c, "gated")
+	deg := conditionOf(s, v1alpha1.ConditionDegraded)
+	t.Logf("halted: %s", deg.Message)
+	if deg.Reason != v1alpha1.ReasonWorkloadFailures || !strings.Contains(deg.Message, "default/web-1") || !strings.Contains(deg.Message, first) {
+		t.Errorf("Degraded %s: %s; want WorkloadFailures naming default/web-1 on %s", deg.Reason, deg.Message, first)
+	}
+	time.Sleep(3 * time.Second) // the halt holds
+	// The other nodes untouched: containerd not restarted, the bundle and
+	// config as they were. (The first node's containerd needed no restart:
+	// v2 changed the bundle only, and its current link moved.)
+	now := restartWindows(t, c)
+	for i, n := range c.Nodes {
+		files := nodeFiles(t, n.Node, "gated")
+		if n.Name == first {
+			if bytes.Equal(files["/opt/shimkit/gated/current"], before[n.Name]["/opt/shimkit/gated/current"]) {
+				t.Errorf("%s: v2's bundle is not current", n.Name)
+			}
+			continue
+		}
+		if now[i].enter != starts[i].enter {
+			t.Errorf("%s: containerd restarted during the halted rollout (v2's node %s)", n.Name, first)
+		}
+		assertSameFiles(t, n.Name, before[n.Name], files)
+	}
+
+	// Revert: the first node back on v1, byte for byte; its v1 pod ran on.
+	kubectl(t, c, "patch", "shim", "gated", "--type=merge", "-p", `{"spec":{"rolloutStrategy":{"onFailure":"Revert"}}}`)
+	waitFor(t, 180*time.Second, "the revert", func() bool {
+		return conditionReason(getShimStatus(t, c, "gated"), v1alpha1.ConditionReady) == v1alpha1.ReasonReverted
+	})
+	for _, n := range c.Nodes {
+		assertSameFiles(t, n.Name, before[n.Name], nodeFiles(t, n.Node, "gated"))
+		p := &corev1.Pod{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "keeper-" + n.Name}, p); err != nil || p.Status.Phase != corev1.PodRunning ||
+			p.Status.ContainerStatuses[0].ContainerID != keepers[n.Name] || p.Status.ContainerStatuses[0].RestartCount != 0 {
+			t.Errorf("%s: the v1 pod did not keep running: %v %+v", n.Name, err, p.Status)
+		}
+	}
+	if s := getShimStatus(t, c, "gated"); s.SpecHash != v1.SpecHash || s.UpdatedNodes != 3 {
+		t.Errorf("after the revert: specHash %s (v1 %s), %d nodes updated", s.SpecHash, v1.SpecHash, s.UpdatedNodes)
+	}
+	kubectl(t, c, "delete", "pod", "web-1", "--wait=false")
+
+	// Paused, then a window a minute or two on: nothing starts before it.
+	starts = restartWindows(t, c)
+	open := time.Now().UTC().Add(80 * time.Second).Truncate(time.Minute)
+	v3 := gatedShim(t, srv, runc, "v3", false)
+	v3.RolloutStrategy.Paused = true
+	v3.RolloutStrategy.Windows = []v1alpha1.MaintenanceWindow{{Start: open.Format("15:04"), End: open.Add(10 * time.Minute).Format("15:04")}}
+	updateSpec(t, c, "gated", func(s *v1alpha1.ShimSpec) { *s = v3 })
+	waitFor(t, 30*time.Second, "Paused", func() bool {
+		return conditionReason(getShimStatus(t, c, "gated"), v1alpha1.ConditionReady) == v1alpha1.ReasonPaused
+	})
+	time.Sleep(3 * time.Second)
+	kubectl(t, c, "patch", "shim", "gated", "--type=merge", "-p", `{"spec":{"rolloutStrategy":{"paused":false}}}`)
+	waitFor(t, 30*time.Second, "WaitingForWindow", func() bool {
+		s := getShimStatus(t, c, "gated")
+		return conditionReason(s, v1alpha1.ConditionReady) == v1alpha1.ReasonWaitingForWindow && s.Rollout != nil && s.Rollout.NextWindow != nil
+	})
+	if next := getShimStatus(t, c, "gated").Rollout.NextWindow.Time; !next.Equal(open) {
+		t.Errorf("nextWindow %s, want %s", next, open)
+	}
+	time.Sleep(time.Until(open) - 2*time.Second)
+	now = restartWindows(t, c)
+	for i, n := range c.Nodes {
+		if now[i].enter != starts[i].enter {
+			t.Errorf("%s: containerd restarted while paused or before the window", n.Name)
+		}
+	}
+	kubectl(t, c, "wait", "--for=condition=Ready", "shim/gated", "--timeout=180s")
+	for _, n := range c.Nodes {
+		_ = c.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "keeper-" + n.Name}})
+	}
+	if err := c.Client.Delete(ctx, shim); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func getShimStatus(t *testing.T, c *testutil.Cluster, name string) v1alpha1.ShimStatus {
+	t.Helper()
+	s := &v1alpha1.Shim{}
+	if err := c.Client.Get(context.Background(), client.ObjectKey{Name: name}, s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Status.ObservedGeneration != s.Generation {
+		return v1alpha1.ShimStatus{}
+	}
+	return s.Status
+}
+
+func conditionOf(s v1alpha1.ShimStatus, typ string) metav1.Condition {
+	for _, c := range s.Conditions {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return metav1.Condition{}
+}
+
+func conditionReason(s v1alpha1.ShimStatus, typ string) string { return conditionOf(s, typ).Reason }
+
+func updateSpec(t *testing.T, c *testutil.Cluster, name string, change func(*v1alpha1.ShimSpec)) {
+	t.Helper()
+	s := &v1alpha1.Shim{}
+	for range 5 {
+		if err := c.Client.Get(context.Background(), client.ObjectKey{Name: name}, s); err != nil {
+			t.Fatal(err)
+		}
+		change(&s.Spec)
+		if err := c.Client.Update(context.Background(), s); err == nil {
+			return
+		}
+	}
+	t.Fatalf("update Shim %s: conflicts", name)
+}
+
+// nodeAt names a node that has the Shim at hash ("" for none).
+func nodeAt(t *testing.T, c *testutil.Cluster, shim, hash string) string {
+	t.Helper()
+	nodes := &corev1.NodeList{}
+	if err := c.Client.List(context.Background(), nodes); err != nil {
+		t.Fatal(err)
+	}
+	for i := range nodes.Items {
+		if ok, h := nodelabel.State(&nodes.Items[i], shim); ok && h == hash && hash != "" {
+			return nodes.Items[i].Name
+		}
+	}
+	return ""
+}
+
+// nodeFiles reads what the shim's install consists of on a node: the
+// bundle and containerd's configuration.
+func nodeFiles(t *testing.T, n *testutil.Node, shim string) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	for _, dir := range []string{"/opt/shimkit/" + shim, "/etc/containerd"} {
+		err := filepath.WalkDir(n.Local(dir), func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			if d.Type()&fs.ModeSymlink != 0 { // the bundle's current version
+				target, err := os.Readlink(p)
+				files[strings.TrimPrefix(p, n.Root)] = []byte("-> " + target)
+				return err
+			}
+			data, err := os.ReadFile(p)
+			files[strings.TrimPrefix(p, n.Root)] = data
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return files
+}
+
+func assertSameFiles(t *testing.T, node string, want, got map[string][]byte) {
+	t.Helper()
+	for p, w := range want {
+		if g, ok := got[p]; !ok || !bytes.Equal(g, w) {
+			t.Errorf("%s: %s differs (%d bytes, was %d)", node, p, len(g), len(w))
+		}
+	}
+	for p := range got {
+		if _, ok := want[p]; !ok {
+			t.Errorf("%s: %s is new", node, p)
+		}
+	}
+}
+
+// runPodOn runs a pause pod of the RuntimeClass on the node and returns
+// its container's ID.
+func runPodOn(t *testing.T, c *testutil.Cluster, name, node, class string) string {
+	t.Helper()
+	p := workloadPod(name, node, class)
+	if err := c.Client.Create(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	return c.WaitPodRunning(t, "default", name).Status.ContainerStatuses[0].ContainerID
+}
+
+// workloadPod is a host-network pause pod of the RuntimeClass bound to
+// the node.
+func workloadPod(name, node, class string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{
+			NodeName:                      node,
+			RuntimeClassName:              ptr.To(class),
+			HostNetwork:                   true,
+			TerminationGracePeriodSeconds: ptr.To(int64(1)),
+			Containers:                    []corev1.Container{{Name: "pause", Image: testutil.PauseImageRef, ImagePullPolicy: corev1.PullNever}},
+		},
+	}
+}
