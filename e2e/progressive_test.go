@@ -167,7 +167,9 @@ func testProgressive(t *testing.T, c *testutil.Cluster, build testutil.Container
 
 	// Paused, then a window a minute or two on: nothing starts before it.
 	starts = restartWindows(t, c)
-	open := time.Now().UTC().Add(80 * time.Second).Truncate(time.Minute)
+	// The next minute at least 12s on (what is checked before it opens
+	// takes a few seconds).
+	open := time.Now().UTC().Add(72 * time.Second).Truncate(time.Minute)
 	v3 := gatedShim(t, srv, runc, "v3", false)
 	v3.RolloutStrategy.Paused = true
 	v3.RolloutStrategy.Windows = []v1alpha1.MaintenanceWindow{{Start: open.Format("15:04"), End: open.Add(10 * time.Minute).Format("15:04")}}
@@ -175,7 +177,6 @@ func testProgressive(t *testing.T, c *testutil.Cluster, build testutil.Container
 	waitFor(t, 30*time.Second, "Paused", func() bool {
 		return conditionReason(getShimStatus(t, c, "gated"), v1alpha1.ConditionReady) == v1alpha1.ReasonPaused
 	})
-	time.Sleep(3 * time.Second)
 	kubectl(t, c, "patch", "shim", "gated", "--type=merge", "-p", `{"spec":{"rolloutStrategy":{"paused":false}}}`)
 	waitFor(t, 30*time.Second, "WaitingForWindow", func() bool {
 		s := getShimStatus(t, c, "gated")
