@@ -45,6 +45,13 @@ func (i *Installer) InstallAll(ctx context.Context, plans []*plan.NodePlan) ([]*
 		return nil, err
 	}
 	label := strings.Join(names, ", ")
+	t, err := i.target(plans[0].Restart)
+	if err != nil {
+		return nil, err
+	}
+	if err := i.checkWritable(i.writeTargets(t, plans)); err != nil {
+		return nil, err
+	}
 	sess, err := i.begin(ctx, label, plans[0].Restart)
 	if err != nil {
 		return nil, err

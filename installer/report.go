@@ -81,6 +81,7 @@ var reasons = []struct {
 	{plan.ErrVersion, plan.ReasonInvalidPlan},
 	{plan.ErrInvalid, plan.ReasonInvalidPlan},
 	{ErrReserved, plan.ReasonReserved},
+	{ErrReadOnlyHost, plan.ReasonReadOnlyHost},
 	{containerdconfig.ErrInvalidHandler, plan.ReasonInvalidPlan},
 	{fetch.ErrDigestMismatch, plan.ReasonDigestMismatch},
 	{signature.ErrMissing, plan.ReasonSignatureMissing},

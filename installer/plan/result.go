@@ -80,6 +80,12 @@ const (
 	// nothing against this Shim: the operator does not halt its rollout
 	// and installs it on the node again, alone.
 	ReasonSiblingFailed Reason = "SiblingFailed"
+	// ReasonReadOnlyHost: a directory the install writes (containerd's
+	// config directory, the bundle root, the link, state or unit
+	// directory) is on a read-only filesystem; the message names it.
+	// Nothing changed. The operator counts the node as skipped, not
+	// failed.
+	ReasonReadOnlyHost Reason = "ReadOnlyHost"
 )
 
 // Permanent reports whether retrying the same plan on the same node cannot
@@ -93,7 +99,7 @@ const (
 func (r Reason) Permanent() bool {
 	switch r {
 	case ReasonInvalidPlan, ReasonUnauthorized, ReasonDigestMismatch, ReasonArtifactInvalid, ReasonConfigInvalid,
-		ReasonConflict, ReasonReserved, ReasonSignatureMissing, ReasonSignatureInvalid, ReasonInsecureTransport:
+		ReasonConflict, ReasonReserved, ReasonReadOnlyHost, ReasonSignatureMissing, ReasonSignatureInvalid, ReasonInsecureTransport:
 		return true
 	}
 	return false
