@@ -38,7 +38,14 @@ func AnySelector(shim string) labels.Selector { return record.AnySelector(shim) 
 // install by the Shim object uid as the node's last verification
 // (VerificationOf).
 func Mark(ctx context.Context, c client.Client, node, shim string, uid types.UID, specHash string) error {
-	return patch(ctx, c, node, shim, Installed, specHash, uid)
+	return patch(ctx, c, node, shim, Installed, specHash, Verification{ShimUID: uid})
+}
+
+// MarkOn is Mark on the machine the node is now (record.Machine of the
+// Node as read): once the node is reimaged under its name, the label and
+// the records are the old machine's (Records.Reimaged), and go.
+func MarkOn(ctx context.Context, c client.Client, node *corev1.Node, shim string, uid types.UID, specHash string) error {
+	return patch(ctx, c, node.Name, shim, Installed, specHash, Verification{ShimUID: uid, Machine: record.Machine(node)})
 }
 
 // SetState changes only the value of the shim's label, for example to
@@ -52,17 +59,17 @@ func SetState(ctx context.Context, c client.Client, node, shim, state string) er
 // happens when they are not there), and any failure or verification
 // recorded for it.
 func Unmark(ctx context.Context, c client.Client, node, shim string) error {
-	return patch(ctx, c, node, shim, nil, nil, "")
+	return patch(ctx, c, node, shim, nil, nil, Verification{})
 }
 
 // patch sends a JSON merge patch of the label and annotation only; nil
 // removes a key. The shim's failure record goes in the same request: a
 // node that reached a state no longer has a failure.
-func patch(ctx context.Context, c client.Client, node, shim string, label, annotation any, uid types.UID) error {
+func patch(ctx context.Context, c client.Client, node, shim string, label, annotation any, by Verification) error {
 	k := Key(shim)
 	var verified any // removed with the shim
 	if spec, ok := annotation.(string); ok {
-		verified = installedVerification(uid, spec)
+		verified = installedVerification(by, spec)
 	}
 	return mergePatch(ctx, c, node, map[string]any{
 		"labels":      map[string]any{k: label},

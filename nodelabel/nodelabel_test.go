@@ -65,3 +65,38 @@ func TestMarkAndUnmark(t *testing.T) {
 		t.Errorf("Unmark twice: %v", err)
 	}
 }
+
+// TestMarkOnRecordsTheMachine: MarkOn records the machine the node is
+// (its machine ID, else its system UUID); once the node reports another
+// one (reimaged in place), its label and records are the old machine's.
+func TestMarkOnRecordsTheMachine(t *testing.T) {
+	env := testutil.StartEnv(t)
+	ctx := context.Background()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	if err := env.Client.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	node.Status.NodeInfo.SystemUUID = "uuid-a" // no machine ID: the system UUID
+	if err := env.Client.Status().Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	if err := nodelabel.MarkOn(ctx, env.Client, node, "spin", "uid-1", "hash-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
+		t.Fatal(err)
+	}
+	if v := nodelabel.VerificationOf(node, "spin", "uid-1"); v == nil || v.Machine != "uuid-a" || v.SpecHash != "hash-1" {
+		t.Fatalf("the install's record %+v", v)
+	}
+	if r := nodelabel.RecordsOf(node, "spin", "uid-1"); r.Reimaged {
+		t.Error("Reimaged on the same machine")
+	}
+	node.Status.NodeInfo.MachineID = "machine-b"
+	if err := env.Client.Status().Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	if r := nodelabel.RecordsOf(node, "spin", "uid-1"); !r.Reimaged || r.Verification != nil {
+		t.Errorf("after the reimage: %+v, want Reimaged and no verification of the Shim's", r)
+	}
+}

@@ -44,8 +44,9 @@ func MarkVerified(ctx context.Context, c client.Client, node, shim string, v Ver
 }
 
 // installedVerification is what Mark records: the install of the Shim
-// uid verified the node at its spec, now.
-func installedVerification(uid types.UID, specHash string) string {
-	data, _ := json.Marshal(Verification{ShimUID: uid, SpecHash: specHash, Time: time.Now().UTC().Truncate(time.Second)})
+// (by.ShimUID, on by.Machine) verified the node at its spec, now.
+func installedVerification(by Verification, specHash string) string {
+	by.SpecHash, by.Time = specHash, time.Now().UTC().Truncate(time.Second)
+	data, _ := json.Marshal(by)
 	return string(data)
 }

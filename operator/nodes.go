@@ -120,6 +120,12 @@ func viewNode(shim *v1alpha1.Shim, node *corev1.Node, canary string) fleet.NodeV
 	v.SpecHash = node.Annotations[nodelabel.Key(shim.Name)]
 	recs := nodelabel.RecordsOf(node, shim.Name, shim.UID)
 	v.Failure, v.Verified, v.Stale = recs.Failure, recs.Verification, recs.Stale
+	if recs.Reimaged {
+		// The label is the old machine's: the node has nothing of the Shim
+		// (forgetReimaged removes the label at once), and is installed
+		// again.
+		v.Label, v.SpecHash, v.Reimaged = "", "", true
+	}
 	if recs.LabelledByOther {
 		// A predecessor of the same name's, at a spec unknown: installed
 		// again (an upgrade), which makes the label this Shim's.

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/shimkit/shimkit/nodelabel"
+	"github.com/shimkit/shimkit/nodelabel/record"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/operator/jobview"
 )
@@ -90,7 +91,7 @@ func (r *Reconciler) startVerifies(ctx context.Context, obs *observed, budget in
 // marks the node drifted when it found something.
 func (r *Reconciler) recordVerify(ctx context.Context, obs *observed, v *fleet.NodeView) error {
 	j := v.Verify
-	found := nodelabel.Verification{ShimUID: obs.shim.UID, SpecHash: j.SpecHash, Time: time.Now().UTC().Truncate(time.Second), Job: j.Object.Name, JobUID: string(j.Object.UID)}
+	found := nodelabel.Verification{ShimUID: obs.shim.UID, SpecHash: j.SpecHash, Time: time.Now().UTC().Truncate(time.Second), Job: j.Object.Name, JobUID: string(j.Object.UID), Machine: record.Machine(v.Node)}
 	if done := j.Object.Status.CompletionTime; done != nil {
 		found.Time = done.UTC()
 	}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/shimkit/shimkit/nodelabel"
+	"github.com/shimkit/shimkit/nodelabel/record"
 	"github.com/shimkit/shimkit/operator/jobview"
 )
 
@@ -116,6 +117,7 @@ func nodeInfoChanged() predicate.Funcs {
 			}
 			x, y := a.Status.NodeInfo, b.Status.NodeInfo
 			return x.OperatingSystem != y.OperatingSystem || x.Architecture != y.Architecture || x.ContainerRuntimeVersion != y.ContainerRuntimeVersion ||
+				record.Machine(a) != record.Machine(b) || // reimaged in place
 				!slices.EqualFunc(a.Status.RuntimeHandlers, b.Status.RuntimeHandlers, func(p, q corev1.NodeRuntimeHandler) bool { return p.Name == q.Name })
 		},
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/shimkit/shimkit/nodelabel"
+	"github.com/shimkit/shimkit/nodelabel/record"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // What a Shim leaves on a node (its label, the hash annotation, its failure
@@ -24,10 +26,15 @@ func (r *Reconciler) dropStaleRecords(ctx context.Context, obs *observed) error 
 	g := r.group(ctx)
 	for i := range obs.views {
 		v := &obs.views[i]
-		if len(v.Stale) == 0 {
-			continue
+		switch {
+		case v.Reimaged:
+			// A new machine under the node's name: the old one's label (no
+			// new pod lands there), hash and records go in one patch.
+			r.event(obs.shim, v.Node, corev1.EventTypeWarning, "Reimaged", "Install", "node %s is another machine now (%s): it loses the shim's label and is installed again", v.Node.Name, record.Machine(v.Node))
+			g.Go(func() error { return nodelabel.Unmark(ctx, r.client, v.Node.Name, obs.shim.Name) })
+		case len(v.Stale) > 0:
+			g.Go(func() error { return nodelabel.DropRecords(ctx, r.client, v.Node.Name, v.Stale...) })
 		}
-		g.Go(func() error { return nodelabel.DropRecords(ctx, r.client, v.Node.Name, v.Stale...) })
 	}
 	return g.Wait()
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/nodelabel"
+	"github.com/shimkit/shimkit/nodelabel/record"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/operator/jobview"
 	"github.com/shimkit/shimkit/operator/nodejob"
@@ -122,11 +123,11 @@ func (r *Reconciler) recordJob(ctx context.Context, obs *observed, v *fleet.Node
 	}
 	switch j.Op {
 	case jobview.OpInstall:
-		if err := nodelabel.Mark(ctx, r.client, v.Node.Name, obs.shim.Name, obs.shim.UID, j.SpecHash); err != nil {
+		if err := nodelabel.MarkOn(ctx, r.client, v.Node, obs.shim.Name, obs.shim.UID, j.SpecHash); err != nil {
 			return err
 		}
 		v.Label, v.SpecHash = nodelabel.Installed, j.SpecHash
-		v.Verified = &nodelabel.Verification{ShimUID: obs.shim.UID, SpecHash: j.SpecHash, Time: time.Now()} // as Mark wrote
+		v.Verified = &nodelabel.Verification{ShimUID: obs.shim.UID, SpecHash: j.SpecHash, Time: time.Now(), Machine: record.Machine(v.Node)} // as MarkOn wrote
 		digest := ""
 		if j.Result != nil && j.Result.Digest != "" {
 			digest = ", " + j.Result.Digest
@@ -155,7 +156,7 @@ func (r *Reconciler) recordFailure(ctx context.Context, obs *observed, v *fleet.
 	if f := v.Failure; f != nil && f.Job == j.Object.Name && f.Op == j.Op && f.SpecHash == j.SpecHash && f.Reason == reason && f.Canary == canary {
 		return nil
 	}
-	f := nodelabel.Failure{ShimUID: obs.shim.UID, Op: j.Op, SpecHash: j.SpecHash, Reason: reason, Message: msg, Canary: canary, Job: j.Object.Name, Time: time.Now().UTC().Truncate(time.Second)}
+	f := nodelabel.Failure{ShimUID: obs.shim.UID, Op: j.Op, SpecHash: j.SpecHash, Reason: reason, Message: msg, Canary: canary, Job: j.Object.Name, Time: time.Now().UTC().Truncate(time.Second), Machine: record.Machine(v.Node)}
 	if err := nodelabel.MarkFailed(ctx, r.client, v.Node.Name, obs.shim.Name, f); err != nil {
 		return err
 	}

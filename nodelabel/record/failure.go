@@ -31,6 +31,9 @@ type Failure struct {
 	// Job names the installer Job that failed.
 	Job  string    `json:"job,omitempty"`
 	Time time.Time `json:"time"`
+	// Machine is the node's identity when it failed (Machine): a node
+	// reimaged since is another machine, and the record is dropped.
+	Machine string `json:"machine,omitempty"`
 }
 
 // FailureOf reads the failure record of the Shim named shim with the
@@ -39,7 +42,7 @@ type Failure struct {
 // the same name's, or one recorded before records named their Shim's UID
 // (RecordsOf lists those as stale).
 func FailureOf(node *corev1.Node, shim string, uid types.UID) *Failure {
-	if f := failureOf(node, shim); f.of(uid) {
+	if f := failureOf(node, shim); f.of(uid) && !otherMachine(f.Machine, node) {
 		return f
 	}
 	return nil

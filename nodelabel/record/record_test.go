@@ -41,16 +41,30 @@ func TestRecordsOf(t *testing.T) {
 	verified := func(uid string) string {
 		return `{"shimUID":"` + uid + `","specHash":"h1","time":"2026-11-25T06:00:00Z"}`
 	}
+	on := func(record, machine string) string {
+		return strings.TrimSuffix(record, "}") + `,"machine":"` + machine + `"}`
+	}
 	type got struct {
-		Failure, Verification, LabelledByOther bool
-		Stale                                  []string
+		Failure, Verification, LabelledByOther, Reimaged bool
+		Stale                                            []string
 	}
 	for _, tc := range []struct {
 		name        string
 		labelled    bool
+		machine     string // the node's machine ID now
 		annotations map[string]string
 		want        got
 	}{
+		{name: "recorded on this machine", labelled: true, machine: "m2", annotations: map[string]string{record.FailureKey("spin"): on(failure(uid), "m2"), record.VerifiedKey("spin"): on(verified(uid), "m2")},
+			want: got{Failure: true, Verification: true}},
+		{name: "reimaged: the label and records of the old machine", labelled: true, machine: "m2", annotations: map[string]string{record.FailureKey("spin"): on(failure(uid), "m1"), record.VerifiedKey("spin"): on(verified(uid), "m1")},
+			want: got{Reimaged: true, Stale: []string{record.FailureKey("spin"), record.VerifiedKey("spin")}}},
+		{name: "reimaged, not labelled: the records are stale", machine: "m2", annotations: map[string]string{record.VerifiedKey("spin"): on(verified(uid), "m1")},
+			want: got{Stale: []string{record.VerifiedKey("spin")}}},
+		{name: "records naming no machine are the node's", labelled: true, machine: "m2", annotations: map[string]string{record.VerifiedKey("spin"): verified(uid)},
+			want: got{Verification: true}},
+		{name: "a node reporting no machine keeps its records", labelled: true, annotations: map[string]string{record.VerifiedKey("spin"): on(verified(uid), "m1")},
+			want: got{Verification: true}},
 		{name: "nothing"},
 		{name: "its own", labelled: true, annotations: map[string]string{record.FailureKey("spin"): failure(uid), record.VerifiedKey("spin"): verified(uid)},
 			want: got{Failure: true, Verification: true}},
@@ -69,11 +83,12 @@ func TestRecordsOf(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Annotations: tc.annotations}}
+			node.Status.NodeInfo.MachineID = tc.machine
 			if tc.labelled {
 				node.Labels = map[string]string{record.Key("spin"): record.Installed}
 			}
 			r := record.RecordsOf(node, "spin", uid)
-			g := got{Failure: r.Failure != nil, Verification: r.Verification != nil, LabelledByOther: r.LabelledByOther, Stale: r.Stale}
+			g := got{Failure: r.Failure != nil, Verification: r.Verification != nil, LabelledByOther: r.LabelledByOther, Reimaged: r.Reimaged, Stale: r.Stale}
 			if d := cmp.Diff(tc.want, g); d != "" {
 				t.Errorf("RecordsOf (-want +got):\n%s", d)
 			}

@@ -29,13 +29,36 @@ type Records struct {
 	// cleaned): the verification record that came with it names another
 	// UID. The node has the shim at an unknown spec.
 	LabelledByOther bool
+	// Reimaged: the shim's label and its verification were recorded on
+	// another machine under the node's name (a node reimaged in place:
+	// its machine ID changed). The node no longer has the shim: its label
+	// goes at once, and it is installed again.
+	Reimaged bool
+}
+
+// Machine is a node's identity as its kubelet reports it: the machine ID,
+// or the system UUID where the machine ID is empty ("": neither). A node
+// reimaged in place keeps its name and gets a new machine ID.
+func Machine(node *corev1.Node) string {
+	if id := node.Status.NodeInfo.MachineID; id != "" {
+		return id
+	}
+	return node.Status.NodeInfo.SystemUUID
+}
+
+// otherMachine: a record made on a machine other than the node's now (a
+// record naming none, or a node reporting none, is taken as the node's).
+func otherMachine(recorded string, node *corev1.Node) bool {
+	m := Machine(node)
+	return recorded != "" && m != "" && recorded != m
 }
 
 // RecordsOf reads the records of the Shim named shim with the given UID
-// on the node.
+// on the node. Records of another machine (Machine) are stale, whoever
+// wrote them.
 func RecordsOf(node *corev1.Node, shim string, uid types.UID) Records {
 	var r Records
-	if f := failureOf(node, shim); f.of(uid) {
+	if f := failureOf(node, shim); f.of(uid) && !otherMachine(f.Machine, node) {
 		r.Failure = f
 	} else if f != nil {
 		r.Stale = append(r.Stale, FailureKey(shim))
@@ -43,6 +66,9 @@ func RecordsOf(node *corev1.Node, shim string, uid types.UID) Records {
 	if v := verificationOf(node, shim); v != nil {
 		_, labelled := node.Labels[Key(shim)]
 		switch {
+		case otherMachine(v.Machine, node):
+			r.Reimaged = labelled
+			r.Stale = append(r.Stale, VerifiedKey(shim))
 		case v.of(uid):
 			r.Verification = v
 		case labelled:

@@ -27,6 +27,10 @@ type Verification struct {
 	JobUID string `json:"jobUID,omitempty"`
 	// Drift lists what did not match (empty: the node is as installed).
 	Drift []string `json:"drift,omitempty"`
+	// Machine is the node's identity when it was installed or verified
+	// (Machine): on a node reimaged since (a new machine under the same
+	// name), the record and the label it came with are the old machine's.
+	Machine string `json:"machine,omitempty"`
 }
 
 // VerificationOf reads the verification record of the Shim named shim
@@ -35,7 +39,7 @@ type Verification struct {
 // wrote it. A record without a UID (written before records named their
 // Shim) is taken as the Shim's: the label and hash it came with are.
 func VerificationOf(node *corev1.Node, shim string, uid types.UID) *Verification {
-	if v := verificationOf(node, shim); v.of(uid) {
+	if v := verificationOf(node, shim); v.of(uid) && !otherMachine(v.Machine, node) {
 		return v
 	}
 	return nil

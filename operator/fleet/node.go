@@ -54,6 +54,10 @@ type NodeView struct {
 	// there yet; Forced: an admin annotated it to change outside the
 	// maintenance windows. Either starts outside a window.
 	Fresh, Forced bool
+	// Reimaged: the node's label and records were the shim's on another
+	// machine under the node's name; they go, and the node counts as
+	// without the shim.
+	Reimaged bool
 }
 
 // Targeted: the node matches the selector and can run the shim.
