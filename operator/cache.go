@@ -62,7 +62,8 @@ func TrimNode(obj any) (any, error) {
 		n.ManagedFields = nil
 		info := n.Status.NodeInfo
 		n.Status = corev1.NodeStatus{
-			NodeInfo:        corev1.NodeSystemInfo{OperatingSystem: info.OperatingSystem, Architecture: info.Architecture, ContainerRuntimeVersion: info.ContainerRuntimeVersion},
+			NodeInfo: corev1.NodeSystemInfo{OperatingSystem: info.OperatingSystem, Architecture: info.Architecture, ContainerRuntimeVersion: info.ContainerRuntimeVersion,
+				MachineID: info.MachineID, SystemUUID: info.SystemUUID, OSImage: info.OSImage},
 			RuntimeHandlers: n.Status.RuntimeHandlers,
 		}
 	}

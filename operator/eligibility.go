@@ -2,12 +2,15 @@ package operator
 
 import (
 	"errors"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/fleet"
+	"github.com/shimkit/shimkit/operator/jobview"
 )
 
 // containerdRuntimePrefix starts the containerRuntimeVersion a kubelet
@@ -27,10 +30,40 @@ func eligibility(shim *v1alpha1.Shim, node *corev1.Node) *fleet.Skip {
 	if rt := node.Status.NodeInfo.ContainerRuntimeVersion; rt != "" && !strings.HasPrefix(rt, containerdRuntimePrefix) {
 		return &fleet.Skip{Reason: v1alpha1.SkipNotContainerd, Detail: rt}
 	}
+	if image := node.Status.NodeInfo.OSImage; immutableOS(image) {
+		return &fleet.Skip{Reason: v1alpha1.SkipImmutableOS, Detail: image}
+	}
 	if _, err := artifactFor(shim, node, nil); errors.Is(err, ErrNoArtifact) {
 		return &fleet.Skip{Reason: v1alpha1.SkipNoArtifact, Detail: platformOf(node)}
 	}
 	return nil
+}
+
+// readOnlyHost says why the node's installer found it read-only for the
+// target (its Job's result, or the failure recorded on the node, at that
+// target): the node is skipped, not failed.
+func readOnlyHost(v *fleet.NodeView, target string) (string, bool) {
+	if j := v.Job; j != nil && j.Failed() && !j.Sibling() && j.Op == jobview.OpInstall && j.SpecHash == target {
+		if reason, msg := j.Failure(); reason == string(plan.ReasonReadOnlyHost) {
+			return msg, true
+		}
+		return "", false
+	}
+	if f := v.Failure; f != nil && f.Reason == string(plan.ReasonReadOnlyHost) && f.SpecHash == target {
+		return f.Message, true
+	}
+	return "", false
+}
+
+// immutableOSes start the osImage of the immutable operating systems
+// (no writable /etc or /opt), lower-cased: Talos ("Talos (v1.9.0)") and
+// Bottlerocket ("Bottlerocket OS 1.26.0 (aws-k8s-1.31)").
+var immutableOSes = []string{"talos", "bottlerocket"}
+
+// immutableOS: the node's OS image is one of immutableOSes.
+func immutableOS(osImage string) bool {
+	image := strings.ToLower(osImage)
+	return slices.ContainsFunc(immutableOSes, func(p string) bool { return strings.HasPrefix(image, p) })
 }
 
 // osOf is the node's operating system as it reports it, or "".

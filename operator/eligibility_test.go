@@ -5,12 +5,17 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/internal/testutil"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
@@ -27,6 +32,10 @@ func TestNodeEligibility(t *testing.T) {
 	crio.ContainerRuntimeVersion = "cri-o://1.31.0"
 	docker := linuxNode("amd64")
 	docker.ContainerRuntimeVersion = "docker://27.3.1"
+	talos := linuxNode("amd64")
+	talos.OSImage = "Talos (v1.9.5)"
+	bottlerocket := linuxNode("amd64")
+	bottlerocket.OSImage = "Bottlerocket OS 1.26.0 (aws-k8s-1.31)"
 	for _, n := range []struct {
 		name   string
 		labels map[string]string
@@ -40,6 +49,8 @@ func TestNodeEligibility(t *testing.T) {
 		{"crio", map[string]string{corev1.LabelArchStable: "amd64"}, crio},
 		{"docker", nil, docker},
 		{"riscv", map[string]string{corev1.LabelOSStable: "linux", corev1.LabelArchStable: "riscv64"}, linuxNode("riscv64")},
+		{"talos", map[string]string{corev1.LabelArchStable: "amd64"}, talos},
+		{"bottlerocket", map[string]string{corev1.LabelArchStable: "amd64"}, bottlerocket},
 	} {
 		createNode(t, env.Client, n.name, n.labels, n.info)
 	}
@@ -56,10 +67,11 @@ func TestNodeEligibility(t *testing.T) {
 	waitFor(t, 30*time.Second, "Ready", ready(env.Client, "eligible"))
 
 	s := getShim(t, env.Client, "eligible")
-	if s.Status.Nodes != 3 || s.Status.UpdatedNodes != 3 || s.Status.FailedNodes != 0 || s.Status.SkippedNodes != 5 {
-		t.Errorf("counts: nodes %d, updated %d, failed %d, skipped %d; want 3, 3, 0, 5", s.Status.Nodes, s.Status.UpdatedNodes, s.Status.FailedNodes, s.Status.SkippedNodes)
+	if s.Status.Nodes != 3 || s.Status.UpdatedNodes != 3 || s.Status.FailedNodes != 0 || s.Status.SkippedNodes != 7 {
+		t.Errorf("counts: nodes %d, updated %d, failed %d, skipped %d; want 3, 3, 0, 7", s.Status.Nodes, s.Status.UpdatedNodes, s.Status.FailedNodes, s.Status.SkippedNodes)
 	}
 	want := []v1alpha1.SkippedNodes{
+		{Reason: v1alpha1.SkipImmutableOS, Count: 2, Nodes: []string{"bottlerocket", "talos"}},
 		{Reason: v1alpha1.SkipNoArtifact, Count: 1, Nodes: []string{"riscv"}},
 		{Reason: v1alpha1.SkipNotContainerd, Count: 2, Nodes: []string{"crio", "docker"}},
 		{Reason: v1alpha1.SkipNotLinux, Count: 2, Nodes: []string{"win-info", "win-label"}},
@@ -68,7 +80,7 @@ func TestNodeEligibility(t *testing.T) {
 		t.Errorf("skipped %+v, want %+v", s.Status.Skipped, want)
 	}
 	c := condition(s, v1alpha1.ConditionReady)
-	for _, part := range []string{"3 of 3 nodes", "5 nodes skipped", "NoArtifact 1 (riscv: linux/riscv64)", "crio: cri-o://1.31.0", "win-info: windows"} {
+	for _, part := range []string{"3 of 3 nodes", "7 nodes skipped", "talos: Talos (v1.9.5)", "NoArtifact 1 (riscv: linux/riscv64)", "crio: cri-o://1.31.0", "win-info: windows"} {
 		if !strings.Contains(c.Message, part) {
 			t.Errorf("Ready message lacks %q: %s", part, c.Message)
 		}
@@ -103,6 +115,54 @@ func TestNodeEligibility(t *testing.T) {
 		}
 		ok, _ := nodelabel.State(node, "eligible")
 		s := getShim(t, env.Client, "eligible")
-		return ok && s.Status.SkippedNodes == 4 && s.Status.UpdatedNodes == 4, fmt.Sprintf("%+v", s.Status)
+		return ok && s.Status.SkippedNodes == 6 && s.Status.UpdatedNodes == 4, fmt.Sprintf("%+v", s.Status)
+	})
+}
+
+// TestReadOnlyHostSkipped: a node whose installer finds a directory it
+// writes read-only (and changes nothing) is skipped, not failed: the
+// rollout goes on to the other nodes and the Shim is Ready, the status
+// naming the node and the directory under ReadOnlyHost; the next spec
+// tries the node again.
+func TestReadOnlyHostSkipped(t *testing.T) {
+	env := startCluster(t)
+	ctx := context.Background()
+	createNodes(t, env.Client, 3, nil, "n")
+	var tries atomic.Int32
+	startPodKubelet(t, env, 50*time.Millisecond, func(_ context.Context, j *batchv1.Job) testutil.PodRun {
+		if j.Spec.Template.Spec.NodeName == "n-0001" {
+			tries.Add(1)
+			return testutil.ResultRun(t, plan.ExitRefused, failedResult("n-0001", plan.Failed, plan.ReasonReadOnlyHost,
+				"read-only host: the bundle root /opt/shimkit is on a read-only filesystem (at /opt)"))
+		}
+		return testutil.ResultRun(t, 0, &plan.NodeResult{APIVersion: plan.APIVersion, Kind: plan.KindNodeResult, Outcome: plan.Succeeded, Digest: "sha256:" + strings.Repeat("a", 64)})
+	})
+	startOperator(t, env)
+	if err := env.Client.Create(ctx, newShim("spin", "spin", "1", nil)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "Ready with the read-only node skipped", func() (bool, string) {
+		ok, msg := ready(env.Client, "spin")()
+		s := getShim(t, env.Client, "spin")
+		return ok && s.Status.SkippedNodes == 1 && s.Status.UpdatedNodes == 2 && s.Status.FailedNodes == 0, msg
+	})
+	s := getShim(t, env.Client, "spin")
+	if want := []v1alpha1.SkippedNodes{{Reason: v1alpha1.SkipReadOnlyHost, Count: 1, Nodes: []string{"n-0001"}}}; fmt.Sprint(s.Status.Skipped) != fmt.Sprint(want) {
+		t.Errorf("skipped %+v, want %+v", s.Status.Skipped, want)
+	}
+	if c := condition(s, v1alpha1.ConditionReady); !strings.Contains(c.Message, "n-0001: read-only host: the bundle root /opt/shimkit") {
+		t.Errorf("Ready message does not name the directory: %s", c.Message)
+	}
+	if condition(s, v1alpha1.ConditionDegraded).Status != metav1.ConditionFalse {
+		t.Errorf("Degraded: %+v", condition(s, v1alpha1.ConditionDegraded))
+	}
+	// The next spec: tried again (once), skipped again.
+	before := tries.Load()
+	updateShim(t, env.Client, "spin", func(s *v1alpha1.Shim) {
+		s.Spec.FetchStrategy.AnonHTTP.Location = "https://artifacts.invalid/spin-v2.tar.gz"
+	})
+	waitFor(t, 30*time.Second, "the next spec rolled out, the node tried again", func() (bool, string) {
+		ok, msg := ready(env.Client, "spin")()
+		return ok && tries.Load() == before+1, msg
 	})
 }

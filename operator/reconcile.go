@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"time"
 
@@ -65,6 +66,12 @@ func New(c client.Client, recorder events.EventRecorder, opts Options) (*Reconci
 	case "", "auto", "file", "drop-in":
 	default:
 		return nil, fmt.Errorf("operator: Options.ConfigMode %q: want auto, file or drop-in", opts.ConfigMode)
+	}
+	if b := opts.BundleRoot; b != "" && (!path.IsAbs(b) || path.Clean(b) == "/") {
+		return nil, fmt.Errorf("operator: Options.BundleRoot %q: want an absolute node directory other than /", b)
+	}
+	if l := opts.LinkDir; l != "" && l != "-" && !path.IsAbs(l) {
+		return nil, fmt.Errorf(`operator: Options.LinkDir %q: want an absolute node directory, or "-" for none`, l)
 	}
 	r := &Reconciler{client: c, reader: c, recorder: recorder, opts: opts.withDefaults(), metrics: newMetrics(), gate: &nodeGate{max: opts.MaxRestartingNodes}}
 	r.gate.window = r.opts.BatchWindow
@@ -204,18 +211,23 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	obs.views = make([]fleet.NodeView, 0, len(nodes))
 	for _, n := range nodes {
 		v := viewNode(shim, n, canary)
-		if j := latest[v.Node.Name]; j != nil {
+		if j := latest[v.Node.Name]; j != nil && !(v.Reimaged && !j.Running()) {
+			// (A finished Job of a reimaged node ran on its old machine:
+			// what it did is gone with it.)
 			v.Job = j
 			v.Job.Result, v.Job.ResultRead = r.results.get(shim.Name, j.Object.UID)
 			current[j.Object.UID] = true
 		}
-		if j := verifying[v.Node.Name]; j != nil {
+		if j := verifying[v.Node.Name]; j != nil && !(v.Reimaged && !j.Running()) {
 			v.Verify = j
 			v.Verify.Result, v.Verify.ResultRead = r.results.get(shim.Name, j.Object.UID)
 			current[j.Object.UID] = true
 		}
 		if job, ok := held[v.Node.Name]; ok && (v.Job == nil || v.Job.Object.Name != job) {
 			v.Held = true
+		}
+		if why, ok := readOnlyHost(&v, obs.hash); ok && v.Matching && v.Skip == nil {
+			v.Skip = &fleet.Skip{Reason: v1alpha1.SkipReadOnlyHost, Detail: why}
 		}
 		obs.views = append(obs.views, v)
 	}

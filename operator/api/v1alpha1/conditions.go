@@ -144,6 +144,18 @@ const (
 	// SkipNoArtifact: the Shim has no artifact for the node's platform
 	// (only per-platform artifacts, none of them the node's).
 	SkipNoArtifact = "NoArtifact"
+	// SkipImmutableOS: the node runs an immutable OS
+	// (status.nodeInfo.osImage: Talos, Bottlerocket) with no writable
+	// /etc or /opt: no installer runs there. Such nodes get their
+	// runtimes in the OS image (a Talos system extension, a Bottlerocket
+	// variant, examples/image-builder).
+	SkipImmutableOS = "ImmutableOS"
+	// SkipReadOnlyHost: the node's installer found a directory it must
+	// write on a read-only filesystem (the detail names it) and changed
+	// nothing; the node is tried again with the next spec. Bake the
+	// runtime into the node image, or point the installer at writable
+	// directories (the operator's --bundle-root and --link-dir).
+	SkipReadOnlyHost = "ReadOnlyHost"
 )
 
 // ReservedHandler is containerd's own runtime handler, which no Shim can

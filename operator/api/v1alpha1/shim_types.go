@@ -773,8 +773,10 @@ type ShimStatus struct {
 	// +optional
 	Nodes int32 `json:"nodes"`
 	// skippedNodes is how many nodes match the selector but cannot run
-	// the shim: not Linux, another container runtime than containerd, or
-	// no artifact for their platform. They are left alone.
+	// the shim: not Linux, another container runtime than containerd, an
+	// immutable OS, a read-only host (its installer found a directory it
+	// writes read-only, and changed nothing), or no artifact for their
+	// platform. They are left alone.
 	// +optional
 	SkippedNodes int32 `json:"skippedNodes"`
 	// driftedNodes is how many nodes labelled as having the current spec
@@ -785,7 +787,7 @@ type ShimStatus struct {
 	// +optional
 	DriftedNodes int32 `json:"driftedNodes,omitempty"`
 	// skipped groups the skipped nodes by reason (NotLinux,
-	// NotContainerd, NoArtifact).
+	// NotContainerd, ImmutableOS, ReadOnlyHost, NoArtifact).
 	// +optional
 	// +listType=map
 	// +listMapKey=reason
@@ -937,7 +939,8 @@ const ResolveAnnotation = "shim.containerd.x-k8s.io/resolve"
 
 // SkippedNodes are the nodes skipped for one reason.
 type SkippedNodes struct {
-	// reason is NotLinux, NotContainerd or NoArtifact.
+	// reason is NotLinux, NotContainerd, ImmutableOS, ReadOnlyHost or
+	// NoArtifact.
 	Reason string `json:"reason"`
 	// count is how many nodes are skipped for this reason.
 	Count int32 `json:"count"`
