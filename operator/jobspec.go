@@ -51,7 +51,7 @@ func (r *Reconciler) jobSpec(shim *v1alpha1.Shim) nodejob.Spec {
 	o := r.opts
 	s := nodejob.Spec{
 		Namespace: o.Namespace, Image: o.InstallerImage, ImagePullPolicy: corev1.PullPolicy(o.ImagePullPolicy),
-		ServiceAccount: o.InstallerServiceAccount, HostRoot: o.HostRoot, HostPID: o.HostPID, Env: o.InstallerEnv,
+		ServiceAccount: o.InstallerServiceAccount, HostRoot: o.HostRoot, HostPID: o.HostPID, BundleRoot: o.BundleRoot, LinkDir: o.LinkDir, Env: o.InstallerEnv,
 		BackoffLimit: o.JobBackoffLimit, Deadline: o.JobDeadline, TTL: o.JobTTL, PullSecret: pullSecretName(shim),
 	}
 	if v := shim.Spec.Verification; v != nil && v.Keyless != nil {

@@ -43,6 +43,10 @@ type Options struct {
 	// HostRoot is where the node's / is mounted in the installer pod;
 	// default /host.
 	HostRoot string
+	// BundleRoot and LinkDir are the node directories of the bundles and
+	// of the links on containerd's PATH (nodejob.Spec); empty: the
+	// installer's (/opt/shimkit, /usr/local/bin).
+	BundleRoot, LinkDir string
 	// ResyncPeriod requeues a Shim that is not done, as a safety net to the
 	// Job and Node watches; default 30s.
 	ResyncPeriod time.Duration

@@ -70,6 +70,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	fs.IntVar(&opts.MaxRestartingNodes, "max-restarting-nodes", 0, "how many nodes may run an installer (and restart containerd) at once, across all Shims (0: each Shim's maxUpdate alone bounds it)")
 	fs.DurationVar(&opts.BatchWindow, "batch-window", operator.DefaultBatchWindow, "how long a Shim with installs to do waits for other Shims changed with it, so that one installer run per node installs them all with one containerd restart (0: every Shim's installs run alone)")
 	fs.DurationVar(&opts.VerifyPeriod, "verify-period", operator.DefaultVerifyPeriod, "how often each node that has a Shim is checked against what its install recorded (files, handlers, artifact) by a verifying installer Job; a node that drifted is installed again (0: never)")
+	fs.StringVar(&opts.BundleRoot, "bundle-root", "", "node directory of the Shims' bundles, writable and executable, for nodes whose /opt is read-only (default /opt/shimkit)")
+	fs.StringVar(&opts.LinkDir, "link-dir", "", `node directory on containerd's PATH for links to the shims ("-": none; default /usr/local/bin)`)
 	fs.BoolVar(&opts.HostPID, "installer-host-pid", false, "run the installer pods in the node's PID namespace (only for nodes with systemd but no D-Bus daemon)")
 	if err := fs.Parse(args); err != nil {
 		return 2

@@ -1,6 +1,8 @@
 package nodejob
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"path"
 	"strings"
 
@@ -50,14 +52,55 @@ func HostDirs() []HostDir {
 	}
 }
 
-// hostVolumes are the hostPath volumes of HostDirs and their mounts under
+// hostDirsFor are HostDirs with the Spec's own bundle root and link
+// directory: the bundle root's parent (so that the installer can remove
+// the bundle root with the last Shim) and the link directory, writable,
+// each created when the node lacks it, unless a writable HostDir holds it
+// already.
+func hostDirsFor(s Spec) []HostDir {
+	dirs := HostDirs()
+	add := func(p string) {
+		p = path.Clean(p)
+		for _, d := range dirs {
+			if !d.ReadOnly && (p == d.Path || strings.HasPrefix(p, d.Path+"/")) {
+				return
+			}
+		}
+		dirs = append(dirs, HostDir{Path: p, Create: true})
+	}
+	if s.BundleRoot != "" {
+		add(path.Dir(path.Clean(s.BundleRoot)))
+	}
+	if s.LinkDir != "" && s.LinkDir != "-" {
+		add(s.LinkDir)
+	}
+	return dirs
+}
+
+// volumeName names the volume of a node directory: "host" and its path
+// with "-" for anything a volume name cannot have, shortened with a hash.
+func volumeName(p string) string {
+	name := "host" + strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(p))
+	if len(name) > 63 {
+		sum := sha256.Sum256([]byte(p))
+		name = strings.TrimRight(name[:52], "-") + "-" + hex.EncodeToString(sum[:5])
+	}
+	return name
+}
+
+// hostVolumes are the hostPath volumes of dirs and their mounts under
 // hostRoot. HostToContainer propagation lets the installer see what the
 // node mounts later (a containerd restart's new mounts under /run).
-func hostVolumes(hostRoot string) ([]corev1.Volume, []corev1.VolumeMount) {
+func hostVolumes(hostRoot string, dirs []HostDir) ([]corev1.Volume, []corev1.VolumeMount) {
 	var volumes []corev1.Volume
 	var mounts []corev1.VolumeMount
-	for _, d := range HostDirs() {
-		name := "host" + strings.ReplaceAll(d.Path, "/", "-")
+	for _, d := range dirs {
+		name := volumeName(d.Path)
 		typ := corev1.HostPathDirectory
 		if d.Create {
 			typ = corev1.HostPathDirectoryOrCreate

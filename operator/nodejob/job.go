@@ -60,7 +60,14 @@ type Spec struct {
 	// namespace (nodes without a system D-Bus).
 	HostRoot string
 	HostPID  bool
-	Env      []corev1.EnvVar
+	// BundleRoot and LinkDir are the node directories of the Shims'
+	// bundles and of the links on containerd's PATH ("-": none), for
+	// nodes whose /opt or /usr/local/bin is read-only (COS:
+	// /home/kubernetes/bin); empty: the installer's defaults
+	// (/opt/shimkit, /usr/local/bin). Every install and uninstall of a
+	// node must use the same ones.
+	BundleRoot, LinkDir string
+	Env                 []corev1.EnvVar
 	// BackoffLimit bounds the pods retried after a failure the installer
 	// did not call final; Deadline bounds the Job (0: none); TTL keeps a
 	// finished Job that long (0: until deleted).
@@ -154,7 +161,7 @@ func Pod(p *plan.NodePlan, s Spec) corev1.PodSpec {
 			Name:            Container,
 			Image:           s.Image,
 			ImagePullPolicy: s.ImagePullPolicy,
-			Args:            []string{string(p.Operation), "--plan", planFile, "--host-root", s.HostRoot, "--log-format", "json", "--result", resultPath},
+			Args:            args(p, s),
 			VolumeMounts:    mounts,
 			Env:             s.Env,
 			// It edits host files, connects to containerd's and
@@ -169,10 +176,23 @@ func Pod(p *plan.NodePlan, s Spec) corev1.PodSpec {
 	}
 }
 
+// args are the installer's arguments: the operation, its plan and result,
+// and the node's directories where they are not the defaults.
+func args(p *plan.NodePlan, s Spec) []string {
+	a := []string{string(p.Operation), "--plan", planFile, "--host-root", s.HostRoot, "--log-format", "json", "--result", resultPath}
+	if s.BundleRoot != "" {
+		a = append(a, "--bundle-root", s.BundleRoot)
+	}
+	if s.LinkDir != "" {
+		a = append(a, "--link-dir", s.LinkDir)
+	}
+	return a
+}
+
 // volumes are the installer's view of the node (HostDirs, under the host
 // root), its plan, and the credentials and trusted root the plan names.
 func volumes(p *plan.NodePlan, s Spec) ([]corev1.Volume, []corev1.VolumeMount) {
-	volumes, mounts := hostVolumes(s.HostRoot)
+	volumes, mounts := hostVolumes(s.HostRoot, hostDirsFor(s))
 	volumes = append(volumes, corev1.Volume{Name: "plan", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{{
 		Path: path.Base(planFile), FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.annotations['" + PlanAnnotation + "']"},
 	}}}}})

@@ -50,19 +50,28 @@ func TestBuildGolden(t *testing.T) {
 			Issuer: "https://token.actions.githubusercontent.com", Subject: "https://github.com/example/shims/.github/workflows/release.yaml@refs/tags/v1",
 			TrustedRootPath: nodejob.TrustedRootPath}}
 	}
+	// A node whose /opt and /usr/local/bin are read-only (COS): the
+	// bundles elsewhere, no links; the bundle root's parent mounted.
+	cos := func(s *nodejob.Spec) { s.BundleRoot, s.LinkDir = "/home/kubernetes/bin/shimkit", "-" }
 	for _, tc := range []struct {
 		name, plan string
 		change     func(*plan.NodePlan)
+		spec       func(*nodejob.Spec)
 	}{
-		{"oci-pull-secret", "oci-pull-secret", nil},
-		{"keyless", "oci-pull-secret", keyless},
-		{"uninstall", "uninstall", nil},
+		{"oci-pull-secret", "oci-pull-secret", nil, nil},
+		{"keyless", "oci-pull-secret", keyless, nil},
+		{"uninstall", "uninstall", nil, nil},
+		{"bundle-root", "uninstall", nil, cos},
 	} {
 		name := tc.name
 		t.Run(name, func(t *testing.T) {
 			p := readPlan(t, tc.plan)
 			if tc.change != nil {
 				tc.change(p)
+			}
+			spec := spec
+			if tc.spec != nil {
+				tc.spec(&spec)
 			}
 			job, err := nodejob.Build(p, spec)
 			if err != nil {

@@ -65,6 +65,12 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- with .Values.installer.verifyPeriod }}
 - {{ printf "--verify-period=%v" . | quote }}
 {{- end }}
+{{- with .Values.installer.bundleRoot }}
+- {{ printf "--bundle-root=%v" . | quote }}
+{{- end }}
+{{- with .Values.installer.linkDir }}
+- {{ printf "--link-dir=%v" . | quote }}
+{{- end }}
 {{- with .Values.containerd.preset }}
 - {{ printf "--containerd-preset=%v" . | quote }}
 {{- end }}
