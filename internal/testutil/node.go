@@ -39,6 +39,9 @@ type Node struct {
 	cmd     *exec.Cmd
 	cgroups []string
 	exited  chan struct{}
+	// socket and unit are containerd's CRI socket and systemd unit (""
+	// for /run/containerd/containerd.sock and containerd.service).
+	socket, unit string
 }
 
 // NodeOptions change the node before it boots.
@@ -52,6 +55,10 @@ type NodeOptions struct {
 	// fresh one, so a kubelet in the node reaches an API server on
 	// loopback.
 	HostNetwork bool
+	// K3s lays the node out as k3s does (k3snode.go): containerd (the
+	// Containerd build, required) and the kubelet in one unit,
+	// k3s-agent.service.
+	K3s bool
 }
 
 // NodeRootfs returns the cached root filesystem, failing the test when it
@@ -97,6 +104,12 @@ func StartNode(t testing.TB, opts NodeOptions) *Node {
 	}
 	if opts.Containerd != nil {
 		n.useContainerd(t, *opts.Containerd)
+	}
+	if opts.K3s {
+		if opts.Containerd == nil {
+			t.Fatal("StartNode: a k3s-style node needs NodeOptions.Containerd")
+		}
+		n.useK3sLayout(t, *opts.Containerd)
 	}
 	for p, content := range opts.Files {
 		local := filepath.Join(n.Root, p)
@@ -270,7 +283,7 @@ func (n *Node) waitBooted(ctx context.Context) error {
 		}
 		n.Pid = childOf(n.cmd.Process.Pid)
 	}
-	sock := n.Local("/run/containerd/containerd.sock")
+	sock := n.Socket()
 	var last error
 	for {
 		if _, err := os.Stat(n.Local("/run/dbus/system_bus_socket")); err != nil {
@@ -315,7 +328,21 @@ func childOf(pid int) int {
 func (n *Node) Local(nodePath string) string { return filepath.Join(n.Root, nodePath) }
 
 // Socket is containerd's CRI socket as seen from here.
-func (n *Node) Socket() string { return n.Local("/run/containerd/containerd.sock") }
+func (n *Node) Socket() string {
+	if n.socket != "" {
+		return n.Local(n.socket)
+	}
+	return n.Local("/run/containerd/containerd.sock")
+}
+
+// Unit is the systemd unit that runs containerd: containerd, or k3s-agent
+// on a k3s-style node.
+func (n *Node) Unit() string {
+	if n.unit != "" {
+		return n.unit
+	}
+	return "containerd"
+}
 
 // Exec runs a command inside the node (all its namespaces, its root).
 func (n *Node) Exec(ctx context.Context, args ...string) ([]byte, error) {
@@ -335,17 +362,17 @@ func (n *Node) Journal(unit string) string {
 	return string(out)
 }
 
-// ContainerdStarts counts the containerd unit's starts in the node's
-// journal ("Started containerd...", systemd's own line).
+// ContainerdStarts counts the starts of containerd's unit (Unit) in the
+// node's journal ("Started containerd...", systemd's own line).
 func (n *Node) ContainerdStarts(t testing.TB) int {
 	t.Helper()
-	out, err := n.Exec(context.Background(), "journalctl", "--no-pager", "-o", "cat", "-u", "containerd")
+	out, err := n.Exec(context.Background(), "journalctl", "--no-pager", "-o", "cat", "-u", n.Unit())
 	if err != nil {
 		t.Fatalf("journalctl: %v %s", err, out)
 	}
 	count := 0
 	for _, line := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(line, "Started containerd") {
+		if strings.HasPrefix(line, "Started "+n.Unit()) {
 			count++
 		}
 	}
