@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/shimkit/shimkit/internal/yamlpath"
 	"sigs.k8s.io/yaml"
 )
 
@@ -23,7 +24,7 @@ func generate(deployed []object, sample object) (map[string][]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		name := fmt.Sprintf("crds/%s_%s.yaml", get(o, "spec", "group"), get(o, "spec", "names", "plural"))
+		name := fmt.Sprintf("crds/%s_%s.yaml", yamlpath.Get(o, "spec", "group"), yamlpath.Get(o, "spec", "names", "plural"))
 		files[name] = append([]byte(header), data...)
 	}
 	parts := []struct {
@@ -45,18 +46,18 @@ func generate(deployed []object, sample object) (map[string][]byte, error) {
 		if p.obj == nil {
 			return nil, fmt.Errorf("operator/config has no object for %s (hack/chartgen expects the names of operator/config/rbac and manager)", p.define)
 		}
-		v := get(p.obj, p.path...)
+		v := yamlpath.Get(p.obj, p.path...)
 		if v == nil {
-			return nil, fmt.Errorf("%s: %s/%s has no %s", p.define, p.obj["kind"], get(p.obj, "metadata", "name"), strings.Join(p.path, "."))
+			return nil, fmt.Errorf("%s: %s/%s has no %s", p.define, p.obj["kind"], yamlpath.Get(p.obj, "metadata", "name"), strings.Join(p.path, "."))
 		}
 		if err := define(&tpl, p.define, v); err != nil {
 			return nil, err
 		}
 	}
-	if err := define(&tpl, "sampleShimName", get(sample, "metadata", "name")); err != nil {
+	if err := define(&tpl, "sampleShimName", yamlpath.Get(sample, "metadata", "name")); err != nil {
 		return nil, err
 	}
-	if err := define(&tpl, "sampleShimSpec", get(sample, "spec")); err != nil {
+	if err := define(&tpl, "sampleShimSpec", yamlpath.Get(sample, "spec")); err != nil {
 		return nil, err
 	}
 	files["templates/_generated.tpl"] = tpl.Bytes()

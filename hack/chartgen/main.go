@@ -35,6 +35,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/shimkit/shimkit/internal/yamlpath"
 	"sigs.k8s.io/yaml"
 )
 
@@ -165,35 +166,9 @@ func splitYAML(data []byte) ([]object, error) {
 	return objs, nil
 }
 
-// get walks o along path (map keys; a number picks a list element; a
-// string "name=X" picks the list element whose name is X).
-func get(o any, path ...string) any {
-	for _, p := range path {
-		switch v := o.(type) {
-		case map[string]any:
-			o = v[p]
-		case []any:
-			var next any
-			for i, e := range v {
-				if name, ok := strings.CutPrefix(p, "name="); ok {
-					if m, _ := e.(map[string]any); m != nil && m["name"] == name {
-						next = e
-					}
-				} else if fmt.Sprint(i) == p {
-					next = e
-				}
-			}
-			o = next
-		default:
-			return nil
-		}
-	}
-	return o
-}
-
 func find(objs []object, kind, name string) object {
 	for _, o := range objs {
-		if o["kind"] == kind && get(o, "metadata", "name") == name {
+		if o["kind"] == kind && yamlpath.Get(o, "metadata", "name") == name {
 			return o
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/shimkit/shimkit/internal/yamlpath"
 	"github.com/shimkit/shimkit/operator/manager"
 )
 
@@ -37,8 +38,8 @@ func compareFiles(chart string, files map[string][]byte) []string {
 }
 
 func key(o object) string {
-	ns, _ := get(o, "metadata", "namespace").(string)
-	return fmt.Sprintf("%s %s/%s", o["kind"], ns, get(o, "metadata", "name"))
+	ns, _ := yamlpath.Get(o, "metadata", "namespace").(string)
+	return fmt.Sprintf("%s %s/%s", o["kind"], ns, yamlpath.Get(o, "metadata", "name"))
 }
 
 // normalize drops what Helm adds or owns: labels and annotations, and the
@@ -136,12 +137,12 @@ func operatorArgsEnv(objs []object) (args []string, env map[string]bool) {
 			d = o
 		}
 	}
-	c := get(d, "spec", "template", "spec", "containers", "name="+operatorContainer)
-	for _, a := range asList(get(c, "args")) {
+	c := yamlpath.Get(d, "spec", "template", "spec", "containers", "name="+operatorContainer)
+	for _, a := range asList(yamlpath.Get(c, "args")) {
 		args = append(args, fmt.Sprint(a))
 	}
-	for _, e := range asList(get(c, "env")) {
-		env[fmt.Sprint(get(e, "name"))] = true
+	for _, e := range asList(yamlpath.Get(c, "env")) {
+		env[fmt.Sprint(yamlpath.Get(e, "name"))] = true
 	}
 	return args, env
 }

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shimkit/shimkit/internal/yamlpath"
 	"sigs.k8s.io/yaml"
 )
 
@@ -105,30 +106,7 @@ func one(t *testing.T, objs []object, kind string) object {
 	return l[0]
 }
 
-// get walks maps by key and lists by "name=<name>".
-func get(o any, path ...string) any {
-	for _, p := range path {
-		switch v := o.(type) {
-		case map[string]any:
-			o = v[p]
-		case []any:
-			var next any
-			for _, e := range v {
-				if name, ok := strings.CutPrefix(p, "name="); ok {
-					if m, _ := e.(map[string]any); m != nil && m["name"] == name {
-						next = e
-					}
-				}
-			}
-			o = next
-		default:
-			return nil
-		}
-	}
-	return o
-}
-
-func str(o any, path ...string) string { s, _ := get(o, path...).(string); return s }
+func str(o any, path ...string) string { s, _ := yamlpath.Get(o, path...).(string); return s }
 
 // rule is one alerting rule as the PrometheusRule has it.
 type rule struct {
@@ -149,7 +127,7 @@ type ruleGroup struct {
 func ruleGroups(t *testing.T, args ...string) []ruleGroup {
 	t.Helper()
 	pr := one(t, render(t, args...), "PrometheusRule")
-	data, err := yaml.Marshal(get(pr, "spec", "groups"))
+	data, err := yaml.Marshal(yamlpath.Get(pr, "spec", "groups"))
 	if err != nil {
 		t.Fatal(err)
 	}

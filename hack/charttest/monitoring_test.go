@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/shimkit/shimkit/internal/yamlpath"
 )
 
 // TestMonitoringOff: with its defaults the chart renders no Service,
@@ -32,32 +34,32 @@ func TestMonitoringOn(t *testing.T) {
 	if str(sm, "metadata", "namespace") != ns || str(svc, "metadata", "namespace") != ns {
 		t.Errorf("namespaces: ServiceMonitor %s, Service %s, Deployment %s", str(sm, "metadata", "namespace"), str(svc, "metadata", "namespace"), ns)
 	}
-	if m := fmt.Sprint(get(sm, "spec", "namespaceSelector", "matchNames")); m != "["+ns+"]" {
+	if m := fmt.Sprint(yamlpath.Get(sm, "spec", "namespaceSelector", "matchNames")); m != "["+ns+"]" {
 		t.Errorf("ServiceMonitor namespaceSelector %s, want [%s]", m, ns)
 	}
-	if !subset(get(sm, "spec", "selector", "matchLabels"), get(svc, "metadata", "labels")) {
-		t.Errorf("ServiceMonitor selector %v does not select the Service's labels %v", get(sm, "spec", "selector", "matchLabels"), get(svc, "metadata", "labels"))
+	if !subset(yamlpath.Get(sm, "spec", "selector", "matchLabels"), yamlpath.Get(svc, "metadata", "labels")) {
+		t.Errorf("ServiceMonitor selector %v does not select the Service's labels %v", yamlpath.Get(sm, "spec", "selector", "matchLabels"), yamlpath.Get(svc, "metadata", "labels"))
 	}
-	if !subset(get(svc, "spec", "selector"), get(d, "spec", "template", "metadata", "labels")) {
-		t.Errorf("Service selector %v does not select the operator's pods %v", get(svc, "spec", "selector"), get(d, "spec", "template", "metadata", "labels"))
+	if !subset(yamlpath.Get(svc, "spec", "selector"), yamlpath.Get(d, "spec", "template", "metadata", "labels")) {
+		t.Errorf("Service selector %v does not select the operator's pods %v", yamlpath.Get(svc, "spec", "selector"), yamlpath.Get(d, "spec", "template", "metadata", "labels"))
 	}
 	if l := str(sm, "metadata", "labels", "release"); l != "kube-prometheus-stack" {
 		t.Errorf("ServiceMonitor label release %q, want metrics.serviceMonitor.labels'", l)
 	}
-	eps, _ := get(sm, "spec", "endpoints").([]any)
+	eps, _ := yamlpath.Get(sm, "spec", "endpoints").([]any)
 	if len(eps) != 1 {
 		t.Fatalf("ServiceMonitor endpoints %v, want 1", eps)
 	}
 	ep := eps[0]
-	port := get(svc, "spec", "ports", "name="+str(ep, "port"))
+	port := yamlpath.Get(svc, "spec", "ports", "name="+str(ep, "port"))
 	if port == nil {
-		t.Fatalf("ServiceMonitor endpoint port %q is no port of the Service %v", str(ep, "port"), get(svc, "spec", "ports"))
+		t.Fatalf("ServiceMonitor endpoint port %q is no port of the Service %v", str(ep, "port"), yamlpath.Get(svc, "spec", "ports"))
 	}
 	if str(ep, "interval") != "15s" || str(ep, "scrapeTimeout") != "10s" || str(ep, "path") != "/metrics" {
 		t.Errorf("ServiceMonitor endpoint %v", ep)
 	}
-	cport := get(d, "spec", "template", "spec", "containers", "name=operator", "ports", "name="+str(port, "targetPort"))
-	if cport == nil || fmt.Sprint(get(cport, "containerPort")) != fmt.Sprint(get(port, "port")) {
+	cport := yamlpath.Get(d, "spec", "template", "spec", "containers", "name=operator", "ports", "name="+str(port, "targetPort"))
+	if cport == nil || fmt.Sprint(yamlpath.Get(cport, "containerPort")) != fmt.Sprint(yamlpath.Get(port, "port")) {
 		t.Errorf("Service port %v: the operator container's port %v", port, cport)
 	}
 
