@@ -92,7 +92,7 @@ func othersWillOffer(obs *observed, shims []v1alpha1.Shim, nodes map[string]bool
 			if _, been := n.Labels[nodelabel.Key(s.Name)]; been || nodelabel.FailureOf(n, s.Name, s.UID) != nil {
 				continue
 			}
-			if matches(s, n) && eligibility(s, n) == nil {
+			if matches(s, n) && !preinstalled(s, n) && eligibility(s, n, false) == nil {
 				return true
 			}
 		}

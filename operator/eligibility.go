@@ -23,12 +23,22 @@ const containerdRuntimePrefix = "containerd://"
 // (status.nodeInfo.containerRuntimeVersion containerd://...), and the
 // Shim has an artifact for its platform. A value the node does not report
 // (no kubelet has posted its status yet) rules nothing out.
-func eligibility(shim *v1alpha1.Shim, node *corev1.Node) *fleet.Skip {
+//
+// A node whose image has the shim (preinstalled) is eligible once its
+// kubelet reports every handler of the Shim; an immutable OS is no reason
+// to skip it (its runtimes come with its image).
+func eligibility(shim *v1alpha1.Shim, node *corev1.Node, preinstalled bool) *fleet.Skip {
 	if name := osOf(node); name != "" && name != "linux" {
 		return &fleet.Skip{Reason: v1alpha1.SkipNotLinux, Detail: name}
 	}
 	if rt := node.Status.NodeInfo.ContainerRuntimeVersion; rt != "" && !strings.HasPrefix(rt, containerdRuntimePrefix) {
 		return &fleet.Skip{Reason: v1alpha1.SkipNotContainerd, Detail: rt}
+	}
+	if preinstalled {
+		if why := handlerNotReported(shim, node); why != "" {
+			return &fleet.Skip{Reason: v1alpha1.SkipHandlerNotReported, Detail: why}
+		}
+		return nil
 	}
 	if image := node.Status.NodeInfo.OSImage; immutableOS(image) {
 		return &fleet.Skip{Reason: v1alpha1.SkipImmutableOS, Detail: image}
@@ -37,6 +47,18 @@ func eligibility(shim *v1alpha1.Shim, node *corev1.Node) *fleet.Skip {
 		return &fleet.Skip{Reason: v1alpha1.SkipNoArtifact, Detail: platformOf(node)}
 	}
 	return nil
+}
+
+// handlerNotReported says why the node's kubelet does not show that its
+// image serves the Shim ("": it reports every handler).
+func handlerNotReported(shim *v1alpha1.Shim, node *corev1.Node) string {
+	if len(node.Status.RuntimeHandlers) == 0 {
+		return "its kubelet reports no runtime handlers (containerd 2.0+ and kubelet 1.30+ do)"
+	}
+	if h := fleet.MissingHandler(node, fleet.HandlerNames(shim)); h != "" {
+		return "handler " + h + " is not reported"
+	}
+	return ""
 }
 
 // readOnlyHost says why the node's installer found it read-only for the

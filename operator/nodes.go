@@ -19,6 +19,14 @@ const controlPlaneLabel = "node-role.kubernetes.io/control-plane"
 // matches reports whether a node is targeted by the Shim: its selector,
 // and no control-plane node unless the selector names that label. A
 // matching node is installed only when it is also eligible (eligibility).
+// preinstalled: the node's image has the shim (fetchStrategy.type
+// preinstalled, or the node has every label of spec.preinstalledOn).
+func preinstalled(shim *v1alpha1.Shim, node *corev1.Node) bool {
+	on := shim.Spec.PreinstalledOn
+	return shim.Spec.FetchStrategy.Type == v1alpha1.FetchPreinstalled ||
+		len(on) > 0 && labels.SelectorFromSet(on).Matches(labels.Set(node.Labels))
+}
+
 func matches(shim *v1alpha1.Shim, node *corev1.Node) bool {
 	sel := shim.Spec.NodeSelector
 	if _, named := sel[controlPlaneLabel]; !named {
@@ -112,9 +120,10 @@ func rawOptions(shim *v1alpha1.Shim) []byte {
 
 func viewNode(shim *v1alpha1.Shim, node *corev1.Node, canary string) fleet.NodeView {
 	v := fleet.NodeView{Node: node, Matching: matches(shim, node), Canary: canary,
-		Fresh: hasPendingTaint(node), Forced: node.Annotations[ForceRolloutAnnotation] == "true"}
+		Fresh: hasPendingTaint(node), Forced: node.Annotations[ForceRolloutAnnotation] == "true",
+		Preinstalled: preinstalled(shim, node)}
 	if v.Matching {
-		v.Skip = eligibility(shim, node)
+		v.Skip = eligibility(shim, node, v.Preinstalled)
 	}
 	v.Label = node.Labels[nodelabel.Key(shim.Name)]
 	v.SpecHash = node.Annotations[nodelabel.Key(shim.Name)]

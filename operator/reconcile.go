@@ -195,9 +195,12 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	held := r.gate.inFlight(jobview.LabelValue(shim.Name))
 	obs := &observed{shim: shim, specHash: specHash(shim), refusal: refusalOf(shim, r.opts)}
 	obs.shown = shim.Status.Artifact
-	if obs.refusal == nil && shim.DeletionTimestamp.IsZero() {
+	switch {
+	case shim.Spec.FetchStrategy.Type == v1alpha1.FetchPreinstalled:
+		// Nothing to fetch, nothing to pin: the nodes' image has it.
+	case obs.refusal == nil && shim.DeletionTimestamp.IsZero():
 		obs.art, obs.shown, obs.refusal = r.pin(ctx, shim, obs.specHash)
-	} else {
+	default:
 		obs.art = pinOf(shim, obs.specHash)
 	}
 	obs.hash = targetHash(shim, obs.specHash, obs.art)
@@ -297,6 +300,9 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 	}
 	r.reportDecision(obs, d)
 	r.reportDelivery(obs, d.Delivered)
+	if err := r.relabel(ctx, obs, &d); err != nil {
+		return ctrl.Result{}, err
+	}
 	// The RuntimeClasses, the canary's among them, before an installer
 	// needs one.
 	rcs, err := r.ensureRuntimeClasses(ctx, obs, len(d.Rollin.Start) > 0)
@@ -446,6 +452,9 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed) (ctrl.Resu
 	}
 	d, err := fleet.DecideRemoval(obs.snapshot(), r.planner(obs), r.delivery(obs))
 	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.relabel(ctx, obs, &d); err != nil {
 		return ctrl.Result{}, err
 	}
 	if _, err := r.startNodes(ctx, obs, d); err != nil {

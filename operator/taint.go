@@ -63,7 +63,7 @@ func (r *Reconciler) releaseTaints(ctx context.Context, obs *observed) error {
 func allInstalled(obs *observed, shims []v1alpha1.Shim, node *corev1.Node) bool {
 	for i := range shims {
 		s := &shims[i]
-		if s.UID == obs.shim.UID || !s.DeletionTimestamp.IsZero() || !matches(s, node) || eligibility(s, node) != nil {
+		if s.UID == obs.shim.UID || !s.DeletionTimestamp.IsZero() || !matches(s, node) || eligibility(s, node, preinstalled(s, node)) != nil {
 			continue
 		}
 		installed, hash := nodelabel.State(node, s.Name)

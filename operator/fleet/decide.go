@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/nodelabel/record"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/rollout"
 )
@@ -52,6 +53,12 @@ type Decision struct {
 	// Delivered is where the progressive-delivery rules leave the
 	// rollout (Policy.Delivery).
 	Delivered Delivered
+	// Label are the preinstalled nodes targeted that are to be labelled
+	// at the target (their kubelet reports every handler); Unlabel the
+	// preinstalled nodes labelled that no longer are targeted (a handler
+	// not reported, out of the selector, the Shim deleted). No Job runs
+	// for either.
+	Label, Unlabel []string
 }
 
 // Decide decides, without a client, a context or the clock: the targeted
@@ -71,6 +78,8 @@ func Decide(s Snapshot, p Policy) (Decision, error) {
 		v := &s.Nodes[i]
 		d.ByName[v.Node.Name] = v
 		switch {
+		case v.Preinstalled:
+			d.relabel(v, s.Hash, s.Refused, false)
 		case v.Targeted():
 			if !s.Refused && v.NeedsInstall(s.Hash) {
 				v.Plan, v.PlanErr = p.PlanFor(v.Node)
@@ -121,6 +130,10 @@ func DecideRemoval(s Snapshot, p rollout.Planner, dl Delivery) (Decision, error)
 	for i := range s.Nodes {
 		v := &s.Nodes[i]
 		d.ByName[v.Node.Name] = v
+		if v.Preinstalled {
+			d.relabel(v, s.Hash, false, true)
+			continue
+		}
 		if v.Touched() {
 			n := v.PlannerNode(s.Hash, true)
 			if !open && !v.waitsForWindow() {
@@ -142,4 +155,21 @@ func DecideRemoval(s Snapshot, p rollout.Planner, dl Delivery) (Decision, error)
 
 // Done: every targeted node has the current spec and no other node has
 // the shim.
-func (d Decision) Done() bool { return d.Rollin.Done && d.Removal.Done }
+func (d Decision) Done() bool {
+	return d.Rollin.Done && d.Removal.Done && len(d.Label) == 0 && len(d.Unlabel) == 0
+}
+
+// relabel decides a preinstalled node's label: at the target while it is
+// targeted (as it was while the spec is refused), none once it is not, or
+// the Shim is removed.
+func (d *Decision) relabel(v *NodeView, target string, refused, removing bool) {
+	switch {
+	case removing || !v.Targeted():
+		if v.HasRecords() {
+			d.Unlabel = append(d.Unlabel, v.Node.Name)
+		}
+	case refused:
+	case v.Label != record.Installed || v.SpecHash != target:
+		d.Label = append(d.Label, v.Node.Name)
+	}
+}

@@ -53,8 +53,8 @@ func MissingHandler(node *corev1.Node, handlers []string) string {
 // yet: it returns when to look again (zero: no need).
 func (v *NodeView) DetectDrift(shim *v1alpha1.Shim, current string, now time.Time) (recheck time.Time) {
 	v.Drifted = ""
-	if v.Label != record.Installed || v.SpecHash != current || !v.Targeted() {
-		return time.Time{}
+	if v.Label != record.Installed || v.SpecHash != current || !v.Targeted() || v.Preinstalled {
+		return time.Time{} // (a preinstalled node without a handler is skipped: unlabelled)
 	}
 	if f := v.Verified; f != nil && f.SpecHash == current && len(f.Drift) > 0 {
 		v.Drifted = f.Drift[0]

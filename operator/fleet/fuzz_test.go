@@ -41,7 +41,7 @@ func FuzzDecide(f *testing.F) {
 		snap := fleet.Snapshot{Hash: target, Refused: refused}
 		for i, b := range states {
 			v := randomView(fmt.Sprintf("n%02d", i), b)
-			v.Fresh, v.Forced = i%5 == 1, i%7 == 3
+			v.Fresh, v.Forced, v.Preinstalled = i%5 == 1, i%7 == 3, i%6 == 5
 			snap.Nodes = append(snap.Nodes, v)
 		}
 		dl := randomDelivery(rules)
@@ -55,6 +55,11 @@ func FuzzDecide(f *testing.F) {
 			t.Fatal(err)
 		}
 		checkDelivery(t, snap, dl, d)
+		for _, name := range append(append([]string(nil), d.Rollin.Start...), d.Removal.Start...) {
+			if d.ByName[name].Preinstalled {
+				t.Errorf("%s's image has the shim, yet a Job starts there", name)
+			}
+		}
 		for _, p := range []rollout.Plan{d.Rollin, d.Removal} {
 			if len(p.Start)+p.InFlight > max(p.Budget, p.InFlight) {
 				t.Errorf("%d started with %d in flight, budget %d", len(p.Start), p.InFlight, p.Budget)

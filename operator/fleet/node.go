@@ -58,6 +58,10 @@ type NodeView struct {
 	// machine under the node's name; they go, and the node counts as
 	// without the shim.
 	Reimaged bool
+	// Preinstalled: the node's image has the shim (spec.preinstalledOn,
+	// fetchStrategy.type preinstalled): it is labelled, never installed
+	// or uninstalled by a Job.
+	Preinstalled bool
 }
 
 // Targeted: the node matches the selector and can run the shim.
@@ -134,10 +138,10 @@ func (v NodeView) PlannerNode(current string, removing bool) rollout.Node {
 }
 
 // VerifyDue says when the node is next due for verification, and whether
-// it is one to verify at all: it has the Shim at the current spec, has not
-// drifted, and nothing runs on it.
+// it is one to verify at all: it has the Shim at the current spec (by an
+// install, not its image), has not drifted, and nothing runs on it.
 func (v *NodeView) VerifyDue(current string, period time.Duration) (time.Time, bool) {
-	if !v.Targeted() || v.Label != record.Installed || v.SpecHash != current || v.Drifted != "" || v.Held ||
+	if !v.Targeted() || v.Preinstalled || v.Label != record.Installed || v.SpecHash != current || v.Drifted != "" || v.Held ||
 		v.Job != nil && v.Job.Running() || v.Verify != nil && v.Verify.Running() {
 		return time.Time{}, false
 	}

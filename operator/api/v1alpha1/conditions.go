@@ -156,6 +156,12 @@ const (
 	// runtime into the node image, or point the installer at writable
 	// directories (the operator's --bundle-root and --link-dir).
 	SkipReadOnlyHost = "ReadOnlyHost"
+	// SkipHandlerNotReported: the node's image has the shim
+	// (spec.preinstalledOn, or fetchStrategy.type preinstalled) but its
+	// kubelet does not report one of the Shim's handlers
+	// (status.runtimeHandlers; containerd 2.0+ and kubelet 1.30+ report
+	// them): it is labelled once it does.
+	SkipHandlerNotReported = "HandlerNotReported"
 )
 
 // ReservedHandler is containerd's own runtime handler, which no Shim can

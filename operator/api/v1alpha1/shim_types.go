@@ -177,6 +177,16 @@ type ShimSpec struct {
 	// +optional
 	MigrateFrom *MigrateFrom `json:"migrateFrom,omitempty"`
 
+	// preinstalledOn selects the nodes whose image already has the shim
+	// and registers its handlers (a label the image or the node pool
+	// sets): no installer runs there; such a node is labelled once its
+	// kubelet reports every handler of the Shim, and unlabelled when it
+	// stops. The other matching nodes get the shim installed: one Shim
+	// serves a mixed fleet. With fetchStrategy.type preinstalled every
+	// matching node is such a node. Not part of the spec hash.
+	// +optional
+	PreinstalledOn map[string]string `json:"preinstalledOn,omitempty"`
+
 	// canary is the pod each node's installer runs with the primary
 	// handler once containerd has the change, before the node is
 	// labelled: a node whose canary does not exit 0 in time is rolled
@@ -347,18 +357,25 @@ type SandboxerSpec struct {
 }
 
 // FetchStrategyType names a way to fetch the shim.
-// +kubebuilder:validation:Enum=anonHttp;oci
+// +kubebuilder:validation:Enum=anonHttp;oci;preinstalled
 type FetchStrategyType string
 
 // Fetch strategies.
 const (
 	FetchAnonHTTP FetchStrategyType = "anonHttp"
 	FetchOCI      FetchStrategyType = "oci"
+	// FetchPreinstalled: the node image provides the shim and registers
+	// its handlers (examples/image-builder, a Talos system extension, a
+	// Bottlerocket variant): nothing is fetched and no installer runs. A
+	// node is labelled once its kubelet reports every handler of the
+	// Shim (status.runtimeHandlers), and unlabelled when it stops.
+	FetchPreinstalled FetchStrategyType = "preinstalled"
 )
 
-// FetchStrategy is a type plus exactly the matching one of anonHttp and oci.
+// FetchStrategy is a type plus exactly the matching one of anonHttp and oci
+// (neither for preinstalled).
 //
-// +kubebuilder:validation:XValidation:rule="self.type == 'anonHttp' ? has(self.anonHttp) && !has(self.oci) : has(self.oci) && !has(self.anonHttp)",message="fetchStrategy: set exactly the one of anonHttp and oci that type names"
+// +kubebuilder:validation:XValidation:rule="self.type == 'preinstalled' ? !has(self.anonHttp) && !has(self.oci) : self.type == 'anonHttp' ? has(self.anonHttp) && !has(self.oci) : has(self.oci) && !has(self.anonHttp)",message="fetchStrategy: set exactly the one of anonHttp and oci that type names (neither for preinstalled)"
 type FetchStrategy struct {
 	Type FetchStrategyType `json:"type"`
 	// +optional

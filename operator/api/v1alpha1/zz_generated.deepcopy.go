@@ -664,6 +664,13 @@ func (in *ShimSpec) DeepCopyInto(out *ShimSpec) {
 		*out = new(MigrateFrom)
 		**out = **in
 	}
+	if in.PreinstalledOn != nil {
+		in, out := &in.PreinstalledOn, &out.PreinstalledOn
+		*out = make(map[string]string, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val
+		}
+	}
 	if in.Canary != nil {
 		in, out := &in.Canary, &out.Canary
 		*out = new(Canary)
