@@ -1,7 +1,9 @@
 package operator
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -86,10 +88,30 @@ func (r *Reconciler) checkGate(ctx context.Context, obs *observed) error {
 		obs.unjudged = true
 		return nil
 	}
+	fs = append(fs, lostHandlers(obs, updated)...)
+	slices.SortStableFunc(fs, func(a, b health.Failure) int { return cmp.Compare(a.Node, b.Node) })
 	if v := limits.Check(fs); v.Tripped {
 		obs.tripped = &fleet.Trip{Reason: v1alpha1.ReasonWorkloadFailures, Message: v.Message}
 	}
 	return nil
+}
+
+// lostHandlers are the updated nodes whose kubelet no longer reports one
+// of the Shim's handlers (past the grace after their installer: drift),
+// each a failure of its own.
+func lostHandlers(obs *observed, updated map[string]bool) []health.Failure {
+	var fs []health.Failure
+	handlers := fleet.HandlerNames(obs.shim)
+	for i := range obs.views {
+		v := &obs.views[i]
+		if !updated[v.Node.Name] || v.Drifted == "" {
+			continue
+		}
+		if h := fleet.MissingHandler(v.Node, handlers); h != "" {
+			fs = append(fs, health.Failure{Node: v.Node.Name, Reason: health.ReasonHandlerMissing, Message: "handler " + h + " is not served"})
+		}
+	}
+	return fs
 }
 
 // reportDelivery records where the decision left the rollout (for the

@@ -30,6 +30,10 @@ const (
 	ReasonStartError = "StartError"
 	// ReasonContainerCannotRun is Docker's (cri-dockerd's) StartError.
 	ReasonContainerCannotRun = "ContainerCannotRun"
+	// ReasonHandlerMissing: an updated node's kubelet no longer reports one
+	// of the Shim's handlers (node.status.runtimeHandlers): a failure of
+	// the node, not of a pod (Failure.Pod is empty).
+	ReasonHandlerMissing = "HandlerMissing"
 )
 
 // MaxMessage is the longest Failure.Message, in bytes (a longer one is
@@ -253,7 +257,17 @@ func (t Thresholds) Check(fs []Failure) Verdict {
 // default/web-2 (...); node-b: ...; and 2 more".
 func (t Thresholds) message(fs []Failure, perNode map[string]int, over []string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d workload %s failing on %d updated %s (%s): ", len(fs), plural(len(fs), "pod"), len(perNode), plural(len(perNode), "node"), t.limits())
+	pods := 0
+	for _, f := range fs {
+		if f.Pod != "" {
+			pods++
+		}
+	}
+	fmt.Fprintf(&b, "%d workload %s failing", pods, plural(pods, "pod"))
+	if lost := len(fs) - pods; lost > 0 {
+		fmt.Fprintf(&b, " and %d %s lost", lost, plural(lost, "handler"))
+	}
+	fmt.Fprintf(&b, " on %d updated %s (%s): ", len(perNode), plural(len(perNode), "node"), t.limits())
 	// The pods on nodes at their limit first, then the rest, each in
 	// Failures' order; grouped by node.
 	named := make([]Failure, 0, MaxNamed)
@@ -276,7 +290,11 @@ func (t Thresholds) message(fs []Failure, perNode map[string]int, over []string)
 		default:
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%s/%s (%s", f.Namespace, f.Pod, f.Reason)
+		if f.Pod == "" {
+			fmt.Fprintf(&b, "the node (%s", f.Reason)
+		} else {
+			fmt.Fprintf(&b, "%s/%s (%s", f.Namespace, f.Pod, f.Reason)
+		}
 		if m := strings.Join(strings.Fields(f.Message), " "); m != "" {
 			fmt.Fprintf(&b, ": %s", truncate(m, 80))
 		}

@@ -260,3 +260,18 @@ func TestImportBoundary(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckCountsLostHandlers: an updated node whose kubelet lost one of
+// the Shim's handlers counts against the limits like a failing pod, and
+// the message says so without naming a pod.
+func TestCheckCountsLostHandlers(t *testing.T) {
+	fs := []health.Failure{
+		{Node: "node-a", Namespace: "default", Pod: "web-1", Reason: health.ReasonCreateContainerError, Message: "shim not found"},
+		{Node: "node-a", Reason: health.ReasonHandlerMissing, Message: "handler spin is not served"},
+	}
+	v := health.Thresholds{PerNode: 2}.Check(fs)
+	want := "1 workload pod failing and 1 handler lost on 1 updated node (limit 2 per node): node-a: default/web-1 (CreateContainerError: shim not found), the node (HandlerMissing: handler spin is not served)"
+	if !v.Tripped || v.Message != want {
+		t.Errorf("Check = %v %q, want tripped, %q", v.Tripped, v.Message, want)
+	}
+}
