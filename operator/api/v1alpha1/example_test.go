@@ -2,6 +2,7 @@ package v1alpha1_test
 
 import (
 	"fmt"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -52,4 +53,44 @@ func ExampleShim() {
 	//   nodes: 0
 	//   skippedNodes: 0
 	//   updatedNodes: 0
+}
+
+// A rollout strategy for production: nightly windows in Berlin, one node
+// then 10% then the rest, each step baked under the health gate, and a
+// failure reverting to the previous revision.
+func ExampleRolloutStrategy() {
+	maxUpdate := intstr.FromString("10%")
+	rs := v1alpha1.RolloutStrategy{
+		Type:    v1alpha1.RolloutRolling,
+		Rolling: &v1alpha1.RollingUpdate{MaxUpdate: &maxUpdate},
+		Windows: []v1alpha1.MaintenanceWindow{{Days: []string{"Mon", "Tue", "Wed", "Thu"}, Start: "22:00", End: "04:00", TimeZone: "Europe/Berlin"}},
+		Steps: []v1alpha1.RolloutStep{
+			{Nodes: intstr.FromInt32(1), Bake: &metav1.Duration{Duration: 30 * time.Minute}},
+			{Nodes: intstr.FromString("10%"), Bake: &metav1.Duration{Duration: 10 * time.Minute}},
+			{Nodes: intstr.FromString("100%")},
+		},
+		OnFailure: v1alpha1.FailureRevert,
+	}
+	out, _ := yaml.Marshal(rs)
+	fmt.Print(string(out))
+	// Output:
+	// onFailure: Revert
+	// rolling:
+	//   maxUpdate: 10%
+	// steps:
+	// - bake: 30m0s
+	//   nodes: 1
+	// - bake: 10m0s
+	//   nodes: 10%
+	// - nodes: 100%
+	// type: rolling
+	// windows:
+	// - days:
+	//   - Mon
+	//   - Tue
+	//   - Wed
+	//   - Thu
+	//   end: "04:00"
+	//   start: "22:00"
+	//   timeZone: Europe/Berlin
 }
