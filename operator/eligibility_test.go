@@ -132,21 +132,22 @@ func TestReadOnlyHostSkipped(t *testing.T) {
 	startPodKubelet(t, env, 50*time.Millisecond, func(_ context.Context, j *batchv1.Job) testutil.PodRun {
 		if j.Spec.Template.Spec.NodeName == "n-0001" {
 			tries.Add(1)
-			return testutil.ResultRun(t, plan.ExitRefused, failedResult("n-0001", plan.Failed, plan.ReasonReadOnlyHost,
-				"read-only host: the bundle root /opt/shimkit is on a read-only filesystem (at /opt)"))
+			r := failedResult("n-0001", plan.Failed, plan.ReasonReadOnlyHost, "read-only host: the bundle root /opt/shimkit is on a read-only filesystem (at /opt)")
+			r.Shim.Name = "rohost"
+			return testutil.ResultRun(t, plan.ExitRefused, r)
 		}
 		return testutil.ResultRun(t, 0, &plan.NodeResult{APIVersion: plan.APIVersion, Kind: plan.KindNodeResult, Outcome: plan.Succeeded, Digest: "sha256:" + strings.Repeat("a", 64)})
 	})
 	startOperator(t, env)
-	if err := env.Client.Create(ctx, newShim("spin", "spin", "1", nil)); err != nil {
+	if err := env.Client.Create(ctx, newShim("rohost", "rohost", "1", nil)); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "Ready with the read-only node skipped", func() (bool, string) {
-		ok, msg := ready(env.Client, "spin")()
-		s := getShim(t, env.Client, "spin")
+		ok, msg := ready(env.Client, "rohost")()
+		s := getShim(t, env.Client, "rohost")
 		return ok && s.Status.SkippedNodes == 1 && s.Status.UpdatedNodes == 2 && s.Status.FailedNodes == 0, msg
 	})
-	s := getShim(t, env.Client, "spin")
+	s := getShim(t, env.Client, "rohost")
 	if want := []v1alpha1.SkippedNodes{{Reason: v1alpha1.SkipReadOnlyHost, Count: 1, Nodes: []string{"n-0001"}}}; fmt.Sprint(s.Status.Skipped) != fmt.Sprint(want) {
 		t.Errorf("skipped %+v, want %+v", s.Status.Skipped, want)
 	}
@@ -158,11 +159,11 @@ func TestReadOnlyHostSkipped(t *testing.T) {
 	}
 	// The next spec: tried again (once), skipped again.
 	before := tries.Load()
-	updateShim(t, env.Client, "spin", func(s *v1alpha1.Shim) {
-		s.Spec.FetchStrategy.AnonHTTP.Location = "https://artifacts.invalid/spin-v2.tar.gz"
+	updateShim(t, env.Client, "rohost", func(s *v1alpha1.Shim) {
+		s.Spec.FetchStrategy.AnonHTTP.Location = "https://artifacts.invalid/rohost-v2.tar.gz"
 	})
 	waitFor(t, 30*time.Second, "the next spec rolled out, the node tried again", func() (bool, string) {
-		ok, msg := ready(env.Client, "spin")()
+		ok, msg := ready(env.Client, "rohost")()
 		return ok && tries.Load() == before+1, msg
 	})
 }
