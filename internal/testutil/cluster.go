@@ -143,6 +143,14 @@ type JoinOptions struct {
 	// Images are image archives imported into containerd before kubelet
 	// starts (a node image's pre-pulled images).
 	Images []string
+	// K3s makes it a k3s-style node (k3snode.go): containerd and the
+	// kubelet in one unit, k3s-agent.service, the k3s layout and socket.
+	K3s bool
+	// Containerd is the node's own build (default the cluster's).
+	Containerd *ContainerdBuild
+	// ReadOnly are node directories read-only inside the node
+	// (NodeOptions.ReadOnly).
+	ReadOnly []string
 }
 
 // AddNode boots one more node, joins it to the cluster and waits for it to
@@ -173,18 +181,27 @@ func (c *Cluster) startNode(t testing.TB, opts JoinOptions) ClusterNode {
 	if err != nil {
 		t.Fatal(err)
 	}
+	build := c.containerd
+	if opts.Containerd != nil {
+		build = *opts.Containerd
+	}
+	kubeletArgs := fmt.Sprintf(kubeletArgsFormat, nodeIP(i), name, joinFlags(opts))
 	files := map[string][]byte{
-		"/usr/local/bin/kubelet":              kubelet,
-		"/etc/kubernetes/kubelet.conf":        nodeKubeconfig,
-		"/etc/kubernetes/kubelet.yaml":        []byte(kubeletConfig),
-		"/etc/systemd/system/kubelet.service": []byte(fmt.Sprintf(kubeletUnit, nodeIP(i), name, joinFlags(opts))),
-		"/etc/cni/net.d/10-shimkit.conflist":  []byte(cniConfig),
-		"/etc/resolv.conf":                    []byte("nameserver 127.0.0.1\n"),
-		"/etc/hostname":                       []byte(name + "\n"),
-		"/etc/containerd/config.toml":         clusterContainerdConfig(c.containerd),
+		"/usr/local/bin/kubelet":             kubelet,
+		"/etc/kubernetes/kubelet.conf":       nodeKubeconfig,
+		"/etc/kubernetes/kubelet.yaml":       []byte(kubeletConfig),
+		"/etc/cni/net.d/10-shimkit.conflist": []byte(cniConfig),
+		"/etc/resolv.conf":                   []byte("nameserver 127.0.0.1\n"),
+		"/etc/hostname":                      []byte(name + "\n"),
+	}
+	if opts.K3s {
+		files["/etc/kubernetes/kubelet.yaml"] = []byte(strings.Replace(kubeletConfig, "unix:///run/containerd/containerd.sock", "unix://"+K3sSocket, 1))
+	} else {
+		files["/etc/systemd/system/kubelet.service"] = []byte(fmt.Sprintf(kubeletUnit, kubeletArgs))
+		files["/etc/containerd/config.toml"] = clusterContainerdConfig(build)
 	}
 	maps.Copy(files, opts.Files)
-	n := StartNode(t, NodeOptions{Containerd: &c.containerd, Files: files})
+	n := StartNode(t, NodeOptions{Containerd: &build, Files: files, K3s: opts.K3s, ReadOnly: opts.ReadOnly})
 	if err := plugNode(n, i); err != nil {
 		t.Fatalf("node %s: %v", name, err)
 	}
@@ -197,7 +214,16 @@ func (c *Cluster) startNode(t testing.TB, opts JoinOptions) ClusterNode {
 	if err := os.Chmod(n.Local("/usr/local/bin/kubelet"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := n.Exec(context.Background(), "systemctl", "enable", "--now", "kubelet"); err != nil {
+	if opts.K3s {
+		// The agent ran containerd alone so far: with the kubelet's
+		// arguments, its restart starts both.
+		if err := os.WriteFile(n.Local(K3sAgentEnv), []byte("KUBELET_ARGS='"+kubeletArgs+"'\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := n.Exec(context.Background(), "systemctl", "restart", K3sUnit); err != nil {
+			t.Fatalf("start the k3s-style agent on %s: %v %s", name, err, out)
+		}
+	} else if out, err := n.Exec(context.Background(), append([]string{"systemctl"}, kubeletStart(opts)...)...); err != nil {
 		t.Fatalf("start kubelet on %s: %v %s", name, err, out)
 	}
 	cn := ClusterNode{Node: n, Name: name, IP: nodeIP(i)}
@@ -206,6 +232,15 @@ func (c *Cluster) startNode(t testing.TB, opts JoinOptions) ClusterNode {
 		c.Node, c.NodeName = n, name
 	}
 	return cn
+}
+
+// kubeletStart is how the kubelet unit is started: enabled and started,
+// or only started on a node whose /etc is read-only.
+func kubeletStart(opts JoinOptions) []string {
+	if slices.Contains(opts.ReadOnly, "/etc") {
+		return []string{"start", "kubelet"}
+	}
+	return []string{"enable", "--now", "kubelet"}
 }
 
 // joinFlags are the kubelet flags of a node pool's labels and taints.
@@ -234,6 +269,14 @@ func (c *Cluster) StartFileServer(t testing.TB) *FileServer {
 func (c *Cluster) StartRegistry(t testing.TB, username, password string) *Registry {
 	t.Helper()
 	return StartRegistryOn(t, c.HostIP, username, password)
+}
+
+// WaitNodeReady waits up to 90 s for the node to be Ready.
+func (c *Cluster) WaitNodeReady(t testing.TB, name string) {
+	t.Helper()
+	if err := c.waitNodeReady(name, 90*time.Second); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func (c *Cluster) waitNodeReady(name string, timeout time.Duration) error {
@@ -286,13 +329,17 @@ localStorageCapacityIsolation: false
 serializeImagePulls: false
 `
 
+// kubeletArgsFormat are the kubelet's arguments: the node's IP, its name,
+// the node pool's flags (joinFlags).
+const kubeletArgsFormat = "--config=/etc/kubernetes/kubelet.yaml --kubeconfig=/etc/kubernetes/kubelet.conf --node-ip=%s --hostname-override=%s %s"
+
 const kubeletUnit = `[Unit]
 Description=kubelet
 After=containerd.service
 Wants=containerd.service
 
 [Service]
-ExecStart=/usr/local/bin/kubelet --config=/etc/kubernetes/kubelet.yaml --kubeconfig=/etc/kubernetes/kubelet.conf --node-ip=%s --hostname-override=%s %s
+ExecStart=/usr/local/bin/kubelet %s
 Restart=always
 RestartSec=1
 

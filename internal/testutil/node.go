@@ -59,6 +59,10 @@ type NodeOptions struct {
 	// Containerd build, required) and the kubelet in one unit,
 	// k3s-agent.service.
 	K3s bool
+	// ReadOnly are node directories mounted read-only inside the node
+	// (/etc, /opt: an immutable or hardened host). Files are written
+	// before, and the host side (Local) stays writable.
+	ReadOnly []string
 }
 
 // NodeRootfs returns the cached root filesystem, failing the test when it
@@ -152,7 +156,7 @@ exec unshare --pid --fork --mount --uts --ipc $NET --cgroup --kill-child -- /bin
 		netFlag, netMode = "", "host"
 	}
 	n.cmd = exec.Command("/bin/sh", "-c", script)
-	n.cmd.Env = append(os.Environ(), "CGROUPS="+strings.Join(n.cgroups, " "), "BOOT="+bootPath, "ROOT="+n.Root, "NET="+netFlag, "NODE_NET="+netMode)
+	n.cmd.Env = append(os.Environ(), "CGROUPS="+strings.Join(n.cgroups, " "), "BOOT="+bootPath, "ROOT="+n.Root, "NET="+netFlag, "NODE_NET="+netMode, "NODE_RO="+strings.Join(opts.ReadOnly, " "))
 	logf, err := os.Create(filepath.Join(dir, "boot.log"))
 	if err != nil {
 		t.Fatal(err)

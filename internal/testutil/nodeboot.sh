@@ -34,6 +34,12 @@ ln -sf pts/ptmx "$ROOT/dev/ptmx"
 mount -t tmpfs -o mode=1777 tmpfs "$ROOT/dev/shm"
 mount -t tmpfs -o mode=1777 tmpfs "$ROOT/tmp"
 [ "${NODE_NET:-}" = host ] || ip link set lo up
+# Read-only directories (NODE_RO: node paths), as on an immutable or
+# hardened host: bound onto themselves, then remounted read-only.
+for d in ${NODE_RO:-}; do
+	mount --bind "$ROOT$d" "$ROOT$d"
+	mount -o remount,bind,ro "$ROOT$d"
+done
 cd "$ROOT"
 mkdir -p .oldroot
 pivot_root . .oldroot
