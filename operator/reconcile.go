@@ -214,14 +214,14 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	obs.views = make([]fleet.NodeView, 0, len(nodes))
 	for _, n := range nodes {
 		v := viewNode(shim, n, canary)
-		if j := latest[v.Node.Name]; j != nil && !(v.Reimaged && !j.Running()) {
+		if j := latest[v.Node.Name]; j != nil && (!v.Reimaged || j.Running()) {
 			// (A finished Job of a reimaged node ran on its old machine:
 			// what it did is gone with it.)
 			v.Job = j
 			v.Job.Result, v.Job.ResultRead = r.results.get(shim.Name, j.Object.UID)
 			current[j.Object.UID] = true
 		}
-		if j := verifying[v.Node.Name]; j != nil && !(v.Reimaged && !j.Running()) {
+		if j := verifying[v.Node.Name]; j != nil && (!v.Reimaged || j.Running()) {
 			v.Verify = j
 			v.Verify.Result, v.Verify.ResultRead = r.results.get(shim.Name, j.Object.UID)
 			current[j.Object.UID] = true

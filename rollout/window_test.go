@@ -101,7 +101,3 @@ func TestParseWindowErrors(t *testing.T) {
 		t.Errorf("ParseWindow: %v %v", w, err)
 	}
 }
-
-func contains(s, sub string) bool {
-	return len(sub) == 0 || len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub))
-}
