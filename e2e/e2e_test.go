@@ -22,7 +22,6 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shimkit/shimkit/fetch"
@@ -176,15 +175,7 @@ func waitUpgraded(t *testing.T, c *testutil.Cluster, s *v1alpha1.Shim, oldHash s
 // the path of the shim binary that runs its sandbox, as the node sees it.
 func runPod(t *testing.T, c *testutil.Cluster, name, runtimeClass string) string {
 	t.Helper()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: corev1.PodSpec{
-			RuntimeClassName:              ptr.To(runtimeClass),
-			HostNetwork:                   true,
-			TerminationGracePeriodSeconds: ptr.To(int64(1)),
-			Containers:                    []corev1.Container{{Name: "pause", Image: testutil.PauseImageRef, ImagePullPolicy: corev1.PullNever}},
-		},
-	}
+	pod := workloadPod(name, "", runtimeClass) // scheduled by its RuntimeClass
 	if err := c.Client.Create(context.Background(), pod); err != nil {
 		t.Fatal(err)
 	}

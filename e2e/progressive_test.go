@@ -11,8 +11,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -123,7 +125,7 @@ func testProgressive(t *testing.T, c *testutil.Cluster, build testutil.Container
 	}
 	kubectl(t, c, "wait", "--for=condition=Stalled", "shim/gated", "--timeout=120s")
 	s := getShimStatus(t, c, "gated")
-	deg := conditionOf(s, v1alpha1.ConditionDegraded)
+	deg := ptr.Deref(meta.FindStatusCondition(s.Conditions, v1alpha1.ConditionDegraded), metav1.Condition{})
 	t.Logf("halted: %s", deg.Message)
 	if deg.Reason != v1alpha1.ReasonWorkloadFailures || !strings.Contains(deg.Message, "default/web-1") || !strings.Contains(deg.Message, first) {
 		t.Errorf("Degraded %s: %s; want WorkloadFailures naming default/web-1 on %s", deg.Reason, deg.Message, first)
@@ -213,30 +215,27 @@ func getShimStatus(t *testing.T, c *testutil.Cluster, name string) v1alpha1.Shim
 	return s.Status
 }
 
-func conditionOf(s v1alpha1.ShimStatus, typ string) metav1.Condition {
-	for _, c := range s.Conditions {
-		if c.Type == typ {
-			return c
-		}
+// conditionReason is the reason of the status's condition typ ("": none).
+func conditionReason(s v1alpha1.ShimStatus, typ string) string {
+	if c := meta.FindStatusCondition(s.Conditions, typ); c != nil {
+		return c.Reason
 	}
-	return metav1.Condition{}
+	return ""
 }
-
-func conditionReason(s v1alpha1.ShimStatus, typ string) string { return conditionOf(s, typ).Reason }
 
 func updateSpec(t *testing.T, c *testutil.Cluster, name string, change func(*v1alpha1.ShimSpec)) {
 	t.Helper()
-	s := &v1alpha1.Shim{}
-	for range 5 {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s := &v1alpha1.Shim{}
 		if err := c.Client.Get(context.Background(), client.ObjectKey{Name: name}, s); err != nil {
-			t.Fatal(err)
+			return err
 		}
 		change(&s.Spec)
-		if err := c.Client.Update(context.Background(), s); err == nil {
-			return
-		}
+		return c.Client.Update(context.Background(), s)
+	})
+	if err != nil {
+		t.Fatalf("update Shim %s: %v", name, err)
 	}
-	t.Fatalf("update Shim %s: conflicts", name)
 }
 
 // nodeAt names a node that has the Shim at hash ("" for none).
@@ -305,8 +304,8 @@ func runPodOn(t *testing.T, c *testutil.Cluster, name, node, class string) strin
 	return c.WaitPodRunning(t, "default", name).Status.ContainerStatuses[0].ContainerID
 }
 
-// workloadPod is a host-network pause pod of the RuntimeClass bound to
-// the node.
+// workloadPod is a host-network pause pod of the RuntimeClass, bound to
+// the node ("": scheduled).
 func workloadPod(name, node, class string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
