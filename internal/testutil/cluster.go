@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -49,6 +50,7 @@ type Cluster struct {
 	containerd ContainerdBuild
 	dir        string
 	pauseTar   string // the pause image, written once for every node
+	joins      int    // nodes started so far: names and addresses are never reused
 }
 
 // ClusterNode is one node of a Cluster.
@@ -154,10 +156,13 @@ type JoinOptions struct {
 }
 
 // AddNode boots one more node, joins it to the cluster and waits for it to
-// be Ready.
+// be Ready. The node leaves the cluster when t ends: its Node object is
+// deleted before its sandbox stops, so that nothing later is scheduled
+// onto a node that is gone.
 func (c *Cluster) AddNode(t testing.TB, opts JoinOptions) ClusterNode {
 	t.Helper()
 	n := c.startNode(t, opts)
+	t.Cleanup(func() { c.removeNode(t, n) })
 	if err := c.waitNodeReady(n.Name, 90*time.Second); err != nil {
 		t.Fatalf("%v\n%s", err, n.Journal("kubelet"))
 	}
@@ -168,7 +173,8 @@ func (c *Cluster) AddNode(t testing.TB, opts JoinOptions) ClusterNode {
 // kubelet.
 func (c *Cluster) startNode(t testing.TB, opts JoinOptions) ClusterNode {
 	t.Helper()
-	i := len(c.Nodes)
+	i := c.joins
+	c.joins++
 	name := "shimkit-node"
 	if i > 0 {
 		name = fmt.Sprintf("shimkit-node-%d", i)
@@ -232,6 +238,19 @@ func (c *Cluster) startNode(t testing.TB, opts JoinOptions) ClusterNode {
 		c.Node, c.NodeName = n, name
 	}
 	return cn
+}
+
+// removeNode stops a joined node's kubelet, deletes its Node object (its
+// pods go with it) and takes it out of Nodes.
+func (c *Cluster) removeNode(t testing.TB, n ClusterNode) {
+	// A kubelet that runs on registers its node again; whichever unit
+	// runs it, neither may be there.
+	_, _ = n.Exec(context.Background(), "systemctl", "stop", "kubelet", K3sUnit)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}}
+	if err := c.Client.Delete(context.Background(), node); client.IgnoreNotFound(err) != nil {
+		t.Errorf("remove node %s: %v", n.Name, err)
+	}
+	c.Nodes = slices.DeleteFunc(c.Nodes, func(m ClusterNode) bool { return m.Name == n.Name })
 }
 
 // kubeletStart is how the kubelet unit is started: enabled and started,
