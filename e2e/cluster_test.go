@@ -41,6 +41,8 @@ func TestCluster(t *testing.T) {
 	deleteShims(t, c)
 	t.Run("nodes", func(t *testing.T) { testNodes(t, c, build, images) })
 	deleteShims(t, c)
+	t.Run("fleet", func(t *testing.T) { testFleet(t, c, images) })
+	deleteShims(t, c)
 
 	undeployOperator(t, c, overlay)
 	t.Run("chart", func(t *testing.T) { testChart(t, c, toolBinary(t, "HELM", "helm"), build) })

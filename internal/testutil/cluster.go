@@ -58,6 +58,9 @@ type ClusterNode struct {
 	*Node
 	// Name is the Node object's name, IP its address.
 	Name, IP string
+
+	index int         // its place on the bridge: name and address
+	opts  JoinOptions // how it was made: a reimage makes it so again
 }
 
 // ClusterOptions shape a cluster.
@@ -175,6 +178,43 @@ func (c *Cluster) startNode(t testing.TB, opts JoinOptions) ClusterNode {
 	t.Helper()
 	i := c.joins
 	c.joins++
+	cn := c.bootNode(t, i, opts)
+	c.Nodes = append(c.Nodes, cn)
+	if i == 0 {
+		c.Node, c.NodeName = cn.Node, cn.Name
+	}
+	return cn
+}
+
+// Reimage reimages a node in place, as a cloud does with a VM of a scale
+// set: the machine powers off, boots a fresh root filesystem made as the
+// node's was (a new machine-id, nothing shimkit wrote) and joins again
+// under the same name and address, its Node object kept. It waits until
+// the node is Ready and returns it; the node it replaces is gone from
+// Nodes. The new machine is t's: it powers off when t ends.
+func (c *Cluster) Reimage(t testing.TB, old ClusterNode) ClusterNode {
+	t.Helper()
+	if err := old.teardown(); err != nil {
+		t.Fatalf("power off %s: %v", old.Name, err)
+	}
+	n := c.bootNode(t, old.index, old.opts)
+	for i := range c.Nodes {
+		if c.Nodes[i].Name == old.Name {
+			c.Nodes[i] = n
+		}
+	}
+	if old.index == 0 {
+		c.Node = n.Node
+	}
+	if err := c.waitNodeReady(n.Name, 90*time.Second); err != nil {
+		t.Fatalf("%v\n%s", err, n.Journal("kubelet"))
+	}
+	return n
+}
+
+// bootNode boots node i (its name and address follow from i).
+func (c *Cluster) bootNode(t testing.TB, i int, opts JoinOptions) ClusterNode {
+	t.Helper()
 	name := "shimkit-node"
 	if i > 0 {
 		name = fmt.Sprintf("shimkit-node-%d", i)
@@ -204,7 +244,7 @@ func (c *Cluster) startNode(t testing.TB, opts JoinOptions) ClusterNode {
 		files["/etc/kubernetes/kubelet.yaml"] = []byte(strings.Replace(kubeletConfig, "unix:///run/containerd/containerd.sock", "unix://"+K3sSocket, 1))
 	} else {
 		files["/etc/systemd/system/kubelet.service"] = []byte(fmt.Sprintf(kubeletUnit, kubeletArgs))
-		files["/etc/containerd/config.toml"] = clusterContainerdConfig(build)
+		files["/etc/containerd/config.toml"] = ClusterContainerdConfig(build)
 	}
 	maps.Copy(files, opts.Files)
 	n := StartNode(t, NodeOptions{Containerd: &build, Files: files, K3s: opts.K3s, ReadOnly: opts.ReadOnly})
@@ -232,20 +272,19 @@ func (c *Cluster) startNode(t testing.TB, opts JoinOptions) ClusterNode {
 	} else if out, err := n.Exec(context.Background(), append([]string{"systemctl"}, kubeletStart(opts)...)...); err != nil {
 		t.Fatalf("start kubelet on %s: %v %s", name, err, out)
 	}
-	cn := ClusterNode{Node: n, Name: name, IP: nodeIP(i)}
-	c.Nodes = append(c.Nodes, cn)
-	if i == 0 {
-		c.Node, c.NodeName = n, name
-	}
-	return cn
+	return ClusterNode{Node: n, Name: name, IP: nodeIP(i), index: i, opts: opts}
 }
 
 // removeNode stops a joined node's kubelet, deletes its Node object (its
 // pods go with it) and takes it out of Nodes.
 func (c *Cluster) removeNode(t testing.TB, n ClusterNode) {
 	// A kubelet that runs on registers its node again; whichever unit
-	// runs it, neither may be there.
-	_, _ = n.Exec(context.Background(), "systemctl", "stop", "kubelet", K3sUnit)
+	// runs it, neither may be there. (A reimage replaced the machine.)
+	for _, m := range c.Nodes {
+		if m.Name == n.Name {
+			_, _ = m.Exec(context.Background(), "systemctl", "stop", "kubelet", K3sUnit)
+		}
+	}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}}
 	if err := c.Client.Delete(context.Background(), node); client.IgnoreNotFound(err) != nil {
 		t.Errorf("remove node %s: %v", n.Name, err)
@@ -318,9 +357,9 @@ func (c *Cluster) waitNodeReady(name string, timeout time.Duration) error {
 	return fmt.Errorf("node %s not Ready after %v: %s", name, timeout, last)
 }
 
-// clusterContainerdConfig adds CNI from Debian's package to the build's
-// minimal config.
-func clusterContainerdConfig(b ContainerdBuild) []byte {
+// ClusterContainerdConfig is a cluster node's config.toml: the build's
+// minimal config and CNI from Debian's package.
+func ClusterContainerdConfig(b ContainerdBuild) []byte {
 	cni := "\n[plugins.\"io.containerd.cri.v1.runtime\".cni]\n  bin_dirs = [\"/usr/lib/cni\"]\n  conf_dir = \"/etc/cni/net.d\"\n"
 	if b.Major == 1 {
 		cni = "\n[plugins.\"io.containerd.grpc.v1.cri\".cni]\n  bin_dir = \"/usr/lib/cni\"\n  conf_dir = \"/etc/cni/net.d\"\n"

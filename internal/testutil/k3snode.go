@@ -95,7 +95,7 @@ WantedBy=multi-user.target
 // k3sBaseConfig is the base config the stand-in renders: the build's
 // minimal config with k3s's socket and state, and the cluster's CNI.
 func k3sBaseConfig(b ContainerdBuild) []byte {
-	cfg := string(clusterContainerdConfig(b))
+	cfg := string(ClusterContainerdConfig(b))
 	version, rest, _ := strings.Cut(cfg, "\n")
 	return []byte(version + "\nstate = \"/run/k3s/containerd\"\n" + rest + "\n[grpc]\n  address = \"" + K3sSocket + "\"\n")
 }

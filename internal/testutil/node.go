@@ -3,7 +3,9 @@ package testutil
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	_ "embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -114,6 +116,18 @@ func StartNode(t testing.TB, opts NodeOptions) *Node {
 			t.Fatal("StartNode: a k3s-style node needs NodeOptions.Containerd")
 		}
 		n.useK3sLayout(t, *opts.Containerd)
+	}
+	// Every machine has its own ID (the cached root's would make every
+	// node the same machine, and a reimage would not change it).
+	id := make([]byte, 16)
+	if _, err := rand.Read(id); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/etc/machine-id", "/var/lib/dbus/machine-id"} {
+		_ = os.Remove(n.Local(p))
+		if err := os.WriteFile(n.Local(p), []byte(hex.EncodeToString(id)+"\n"), 0o444); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for p, content := range opts.Files {
 		local := filepath.Join(n.Root, p)

@@ -1,0 +1,310 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shimkit/shimkit/internal/testutil"
+	"github.com/shimkit/shimkit/nodelabel"
+	"github.com/shimkit/shimkit/operator/jobview"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+)
+
+// The mixed fleet's Shim, its nodes' pool and the label of the nodes
+// whose image has it.
+const (
+	mixShim    = "mix"
+	mixPool    = "mix"
+	bakedLabel = "shimkit.test/baked"
+)
+
+// fleetNode is one kind of node of the mixed fleet: how it joins, and the
+// node files shimkit may change there (read before and after).
+type fleetNode struct {
+	kind  string
+	join  testutil.JoinOptions
+	files []string
+	node  testutil.ClusterNode
+	orig  map[string][]byte // files' contents at join (nil: absent)
+}
+
+// testFleet: one Shim across every kind of node a real fleet has, each
+// joined for this scenario:
+//   - containerd 2.2 whose config imports conf.d: the handler goes to a
+//     drop-in, the root config untouched;
+//   - containerd 1.7 with a version 2 config file, edited in place;
+//   - a k3s-style node (containerd and the kubelet in k3s-agent.service):
+//     the installer's one restart takes its own kubelet along, and its Job
+//     still reports;
+//   - a node whose image had the handler baked in by examples/image-builder
+//     before it booted (spec.preinstalledOn): labelled from what its
+//     kubelet reports, without an installer run or a restart;
+//   - a node with read-only /etc and /opt: skipped, ReadOnlyHost;
+//
+// then the 2.2 node is reimaged in place (same name, fresh root, new
+// machine-id): it loses its label at once and gets the shim again; and
+// deleting the Shim leaves every node's files as they were.
+func testFleet(t *testing.T, c *testutil.Cluster, images []string) {
+	ctx := context.Background()
+	matrix := testutil.ContainerdMatrix(t)
+	b17, b22 := matrix[1], matrix[2]
+	pool := map[string]string{poolLabel: mixPool}
+	rootConfig := "/etc/containerd/config.toml"
+	dropIn := "/etc/containerd/conf.d/shimkit-" + mixShim + ".toml"
+	k3sTemplate := testutil.K3sConfigDir + "/config-v3.toml.tmpl"
+	k3sRendered := testutil.K3sConfigDir + "/config.toml"
+	nodes := []*fleetNode{
+		{kind: "containerd 2.2, drop-in", files: []string{rootConfig, dropIn},
+			join: testutil.JoinOptions{Labels: pool, Containerd: &b22, Files: map[string][]byte{rootConfig: importsConfD(b22)}}},
+		{kind: "containerd 1.7, file", files: []string{rootConfig},
+			join: testutil.JoinOptions{Labels: pool, Containerd: &b17}},
+		{kind: "k3s-style", files: []string{k3sTemplate, k3sRendered},
+			join: testutil.JoinOptions{Labels: pool, K3s: true}},
+		{kind: "handler baked in", files: []string{rootConfig},
+			join: testutil.JoinOptions{Labels: map[string]string{poolLabel: mixPool, bakedLabel: "true"}, Files: map[string][]byte{rootConfig: bakedConfig(t, b22)}}},
+		{kind: "read-only /etc and /opt", files: []string{rootConfig},
+			join: testutil.JoinOptions{Labels: pool, ReadOnly: []string{"/etc", "/opt"}}},
+	}
+	drop, file, k3s, baked, ro := nodes[0], nodes[1], nodes[2], nodes[3], nodes[4]
+	start := time.Now()
+	for _, fn := range nodes {
+		fn.join.Images = images
+		fn.node = c.AddNode(t, fn.join)
+		fn.orig = readFiles(fn.node, fn.files)
+	}
+	t.Logf("five nodes joined in %v", time.Since(start).Round(time.Second))
+	dumpOnFailure(t, c) // while the joined nodes are there
+	starts := map[string]int{}
+	for _, fn := range nodes {
+		starts[fn.node.Name] = fn.node.ContainerdStarts(t)
+	}
+	k3sKubelet := pidOf(t, k3s.node, "kubelet")
+	// A pod on the k3s-style node's pod network, before the install: it
+	// runs on through the restart of its containerd and kubelet.
+	bystander := workloadPod("bystander", k3s.node.Name, "")
+	bystander.Spec.RuntimeClassName, bystander.Spec.HostNetwork = nil, false
+	if err := c.Client.Create(ctx, bystander); err != nil {
+		t.Fatal(err)
+	}
+	before := c.WaitPodRunning(t, "default", bystander.Name)
+	if before.Status.PodIP == k3s.node.IP {
+		t.Errorf("the pod on %s is on the host's network (%s)", k3s.node.Name, before.Status.PodIP)
+	}
+
+	srv := c.StartFileServer(t)
+	wrapper := "#!/bin/sh\nexec /usr/local/bin/containerd-shim-runc-v2 \"$@\"\n" // the node's own runc shim, whatever its containerd
+	a := testutil.NewArchive(t, testutil.ArchiveFile{Name: "containerd-shim-" + mixShim + "-v2", Mode: 0o755, Data: []byte(wrapper)})
+	shim := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: mixShim}, Spec: v1alpha1.ShimSpec{
+		NodeSelector:   pool,
+		PreinstalledOn: map[string]string{bakedLabel: "true"},
+		FetchStrategy:  v1alpha1.FetchStrategy{Type: v1alpha1.FetchAnonHTTP, AnonHTTP: &v1alpha1.AnonHTTPFetch{Location: srv.Add("/mix.tar.gz", a.Data), SHA256: a.SHA256}},
+		RuntimeClass:   v1alpha1.RuntimeClassSpec{Name: mixShim, Handler: mixShim},
+		RolloutStrategy: &v1alpha1.RolloutStrategy{Type: v1alpha1.RolloutRolling, Rolling: &v1alpha1.RollingUpdate{MaxUpdate: ptr.To(intstr.FromString("100%"))}},
+	}}
+	start = time.Now()
+	if err := c.Client.Create(ctx, shim); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 180*time.Second, "mix on four nodes, skipped on the read-only one", func() bool {
+		s := &v1alpha1.Shim{}
+		return c.Client.Get(ctx, client.ObjectKeyFromObject(shim), s) == nil &&
+			s.Status.UpdatedNodes == 4 && s.Status.SkippedNodes == 1
+	})
+	t.Logf("mix installed on three nodes and labelled on the baked one in %v", time.Since(start).Round(time.Second))
+	s := &v1alpha1.Shim{}
+	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(shim), s); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Status.Skipped) != 1 || s.Status.Skipped[0].Reason != v1alpha1.SkipReadOnlyHost || !slices.Equal(s.Status.Skipped[0].Nodes, []string{ro.node.Name}) {
+		t.Errorf("skipped: %+v, want %s for ReadOnlyHost", s.Status.Skipped, ro.node.Name)
+	}
+	for _, fn := range nodes {
+		assertLabelled(t, c, fn.node.Name, mixShim, fn != ro)
+		want := starts[fn.node.Name]
+		if fn == drop || fn == file || fn == k3s {
+			want++
+		}
+		if got := fn.node.ContainerdStarts(t); got != want {
+			t.Errorf("%s (%s): containerd started %d times since it joined, want %d", fn.node.Name, fn.kind, got-starts[fn.node.Name], want-starts[fn.node.Name])
+		}
+	}
+	// An installer ran on every node but the baked one (on the read-only
+	// one, to find it read-only before changing anything).
+	if jobs := installJobs(t, c, mixShim); !slices.Equal(jobs, []string{drop.node.Name, file.node.Name, k3s.node.Name, ro.node.Name}) {
+		t.Errorf("install Jobs ran on %v, want every node but the baked one %s", jobs, baked.node.Name)
+	}
+	// What went where: the 2.2 node's root config is untouched (a drop-in
+	// of its own), the 1.7 node's file has the handler, the k3s-style
+	// node's template (created: there was none) renders it, and the
+	// baked and read-only nodes are as they were.
+	assertFile(t, drop, rootConfig, drop.orig[rootConfig])
+	assertHas(t, drop, dropIn, mixShim)
+	assertHas(t, file, rootConfig, mixShim)
+	assertHas(t, k3s, k3sTemplate, mixShim)
+	assertHas(t, k3s, k3sRendered, mixShim)
+	assertFile(t, baked, rootConfig, baked.orig[rootConfig])
+	assertFile(t, ro, rootConfig, ro.orig[rootConfig])
+	// The k3s-style node's kubelet was restarted with its containerd, and
+	// its Job reported all the same (the node is labelled: its result was
+	// read).
+	if now := pidOf(t, k3s.node, "kubelet"); now == k3sKubelet {
+		t.Errorf("the k3s-style node's kubelet (pid %s) was not restarted", now)
+	}
+	after := c.WaitPodRunning(t, "default", bystander.Name)
+	if was, is := before.Status.ContainerStatuses[0], after.Status.ContainerStatuses[0]; is.ContainerID != was.ContainerID || is.RestartCount != 0 {
+		t.Errorf("the pod on %s did not run on through the restart: %+v, was %+v", k3s.node.Name, is, was)
+	}
+	// Pods of the RuntimeClass run on the node that got it installed
+	// through a kubelet restart and on the one whose image had it.
+	for _, fn := range []*fleetNode{k3s, baked} {
+		runPodOn(t, c, "mix-"+fn.node.Name, fn.node.Name, mixShim)
+	}
+
+	// Reimaged in place: a fresh root and machine-id under the same name.
+	// The label goes as soon as its kubelet reports the new machine, and
+	// the node is installed again.
+	start = time.Now()
+	drop.node = c.Reimage(t, drop.node)
+	back := time.Since(start)
+	labelled := func() bool {
+		n := &corev1.Node{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: drop.node.Name}, n); err != nil {
+			t.Fatal(err)
+		}
+		ok, _ := nodelabel.State(n, mixShim)
+		return ok
+	}
+	waitFor(t, 30*time.Second, "the reimaged node to lose its label", func() bool { return !labelled() })
+	t.Logf("%s reimaged: Ready again in %v, unlabelled %v after", drop.node.Name, back.Round(time.Second), (time.Since(start) - back).Round(100*time.Millisecond))
+	waitFor(t, 120*time.Second, "the reimaged node to get mix again", labelled)
+	t.Logf("%s installed again %v after the reimage", drop.node.Name, time.Since(start).Round(time.Second))
+	assertHas(t, drop, dropIn, mixShim)
+
+	// Delete: every node's files as they were.
+	for _, name := range []string{bystander.Name, "mix-" + k3s.node.Name, "mix-" + baked.node.Name} {
+		if err := c.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}); err != nil {
+			t.Error(err)
+		}
+	}
+	start = time.Now()
+	if err := c.Client.Delete(ctx, shim); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 180*time.Second, "mix gone", func() bool {
+		return apierrors.IsNotFound(c.Client.Get(ctx, client.ObjectKeyFromObject(shim), &v1alpha1.Shim{}))
+	})
+	t.Logf("mix deleted from the fleet in %v", time.Since(start).Round(time.Second))
+	for _, fn := range nodes {
+		for _, p := range fn.files {
+			assertFile(t, fn, p, fn.orig[p])
+		}
+		if _, err := os.Stat(fn.node.Local("/opt/shimkit")); !os.IsNotExist(err) {
+			t.Errorf("%s (%s): /opt/shimkit left: %v", fn.node.Name, fn.kind, err)
+		}
+		assertLabelled(t, c, fn.node.Name, mixShim, false)
+	}
+}
+
+// importsConfD is the build's cluster config importing conf.d, as
+// containerd 2.2's default config does.
+func importsConfD(b testutil.ContainerdBuild) []byte {
+	version, rest, _ := strings.Cut(string(testutil.ClusterContainerdConfig(b)), "\n")
+	return []byte(version + "\nimports = [\"/etc/containerd/conf.d/*.toml\"]\n" + rest)
+}
+
+// bakedConfig is a containerd 2.2 node's config with the mix handler
+// (the node's runc shim) registered by examples/image-builder, run on the
+// image's root before it boots.
+func bakedConfig(t *testing.T, b testutil.ContainerdBuild) []byte {
+	t.Helper()
+	root := t.TempDir()
+	cfg := filepath.Join(root, "etc/containerd/config.toml")
+	if err := os.MkdirAll(filepath.Dir(cfg), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, testutil.ClusterContainerdConfig(b), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "run", "./examples/image-builder", "-root", root, "-name", mixShim, "-runtime-type", "io.containerd.runc.v2")
+	cmd.Dir = testutil.RepoRoot()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("image-builder: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// readFiles reads node files (nil for an absent one).
+func readFiles(n testutil.ClusterNode, paths []string) map[string][]byte {
+	out := map[string][]byte{}
+	for _, p := range paths {
+		out[p], _ = os.ReadFile(n.Local(p))
+	}
+	return out
+}
+
+// assertFile fails unless the node file holds want (nil: is absent).
+func assertFile(t *testing.T, fn *fleetNode, p string, want []byte) {
+	t.Helper()
+	got, err := os.ReadFile(fn.node.Local(p))
+	switch {
+	case want == nil && !os.IsNotExist(err):
+		t.Errorf("%s (%s): %s is there (%v):\n%s", fn.node.Name, fn.kind, p, err, got)
+	case want != nil && !bytes.Equal(got, want):
+		t.Errorf("%s (%s): %s is\n%s\nwant\n%s", fn.node.Name, fn.kind, p, got, want)
+	}
+}
+
+// assertHas fails unless the node file mentions s.
+func assertHas(t *testing.T, fn *fleetNode, p, s string) {
+	t.Helper()
+	if got, err := os.ReadFile(fn.node.Local(p)); err != nil || !bytes.Contains(got, []byte(s)) {
+		t.Errorf("%s (%s): %s lacks %s (%v):\n%s", fn.node.Name, fn.kind, p, s, err, got)
+	}
+}
+
+// pidOf is the pid of the node's process named name.
+func pidOf(t *testing.T, n testutil.ClusterNode, name string) string {
+	t.Helper()
+	out, err := n.Exec(context.Background(), "pidof", name)
+	if err != nil {
+		t.Fatalf("%s: pidof %s: %v %s", n.Name, name, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// installJobs are the nodes the Shim's install Jobs ran on, sorted.
+func installJobs(t *testing.T, c *testutil.Cluster, shim string) []string {
+	t.Helper()
+	jobs := &batchv1.JobList{}
+	if err := c.Client.List(context.Background(), jobs, client.InNamespace("shimkit-system"), client.MatchingLabels{jobview.LabelOp: "install"}); err != nil {
+		t.Fatal(err)
+	}
+	var nodes []string
+	for _, j := range jobs.Items {
+		if j.Labels[jobview.LabelShim] == shim && !slices.Contains(nodes, j.Spec.Template.Spec.NodeName) {
+			nodes = append(nodes, j.Spec.Template.Spec.NodeName)
+		}
+	}
+	slices.Sort(nodes)
+	return nodes
+}
