@@ -82,10 +82,13 @@ func testFleet(t *testing.T, c *testutil.Cluster, images []string) {
 	}
 	drop, file, k3s, baked, ro := nodes[0], nodes[1], nodes[2], nodes[3], nodes[4]
 	start := time.Now()
+	var joins []testutil.JoinOptions
 	for _, fn := range nodes {
 		fn.join.Images = images
-		fn.node = c.AddNode(t, fn.join)
-		fn.orig = readFiles(fn.node, fn.files)
+		joins = append(joins, fn.join)
+	}
+	for i, n := range c.AddNodes(t, joins...) {
+		nodes[i].node, nodes[i].orig = n, readFiles(n, nodes[i].files)
 	}
 	t.Logf("five nodes joined in %v", time.Since(start).Round(time.Second))
 	dumpOnFailure(t, c) // while the joined nodes are there

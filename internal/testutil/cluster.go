@@ -164,12 +164,33 @@ type JoinOptions struct {
 // onto a node that is gone.
 func (c *Cluster) AddNode(t testing.TB, opts JoinOptions) ClusterNode {
 	t.Helper()
-	n := c.startNode(t, opts)
-	t.Cleanup(func() { c.removeNode(t, n) })
-	if err := c.waitNodeReady(n.Name, 90*time.Second); err != nil {
-		t.Fatalf("%v\n%s", err, n.Journal("kubelet"))
+	return c.AddNodes(t, opts)[0]
+}
+
+// AddNodes is AddNode for several nodes: each boots in turn, and their
+// kubelets register and get Ready together.
+func (c *Cluster) AddNodes(t testing.TB, opts ...JoinOptions) []ClusterNode {
+	t.Helper()
+	var nodes []ClusterNode
+	for _, o := range opts {
+		n := c.startNode(t, o)
+		t.Cleanup(func() { c.removeNode(t, n) })
+		nodes = append(nodes, n)
 	}
-	return n
+	for _, n := range nodes {
+		if err := c.waitNodeReady(n.Name, 90*time.Second); err != nil {
+			t.Fatalf("%v\n%s", err, n.Journal(n.kubeletUnit()))
+		}
+	}
+	return nodes
+}
+
+// kubeletUnit is the systemd unit the node's kubelet runs in.
+func (n ClusterNode) kubeletUnit() string {
+	if n.opts.K3s {
+		return K3sUnit
+	}
+	return "kubelet"
 }
 
 // startNode boots the next node, plugs it into the bridge and starts its
@@ -207,7 +228,7 @@ func (c *Cluster) Reimage(t testing.TB, old ClusterNode) ClusterNode {
 		c.Node = n.Node
 	}
 	if err := c.waitNodeReady(n.Name, 90*time.Second); err != nil {
-		t.Fatalf("%v\n%s", err, n.Journal("kubelet"))
+		t.Fatalf("%v\n%s", err, n.Journal(n.kubeletUnit()))
 	}
 	return n
 }
