@@ -21,8 +21,8 @@ import (
 
 	"github.com/shimkit/shimkit/internal/testutil"
 	"github.com/shimkit/shimkit/nodelabel"
-	"github.com/shimkit/shimkit/operator/jobview"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/jobview"
 )
 
 // The mixed fleet's Shim, its nodes' pool and the label of the nodes
@@ -113,10 +113,10 @@ func testFleet(t *testing.T, c *testutil.Cluster, images []string) {
 	wrapper := "#!/bin/sh\nexec /usr/local/bin/containerd-shim-runc-v2 \"$@\"\n" // the node's own runc shim, whatever its containerd
 	a := testutil.NewArchive(t, testutil.ArchiveFile{Name: "containerd-shim-" + mixShim + "-v2", Mode: 0o755, Data: []byte(wrapper)})
 	shim := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: mixShim}, Spec: v1alpha1.ShimSpec{
-		NodeSelector:   pool,
-		PreinstalledOn: map[string]string{bakedLabel: "true"},
-		FetchStrategy:  v1alpha1.FetchStrategy{Type: v1alpha1.FetchAnonHTTP, AnonHTTP: &v1alpha1.AnonHTTPFetch{Location: srv.Add("/mix.tar.gz", a.Data), SHA256: a.SHA256}},
-		RuntimeClass:   v1alpha1.RuntimeClassSpec{Name: mixShim, Handler: mixShim},
+		NodeSelector:    pool,
+		PreinstalledOn:  map[string]string{bakedLabel: "true"},
+		FetchStrategy:   v1alpha1.FetchStrategy{Type: v1alpha1.FetchAnonHTTP, AnonHTTP: &v1alpha1.AnonHTTPFetch{Location: srv.Add("/mix.tar.gz", a.Data), SHA256: a.SHA256}},
+		RuntimeClass:    v1alpha1.RuntimeClassSpec{Name: mixShim, Handler: mixShim},
 		RolloutStrategy: &v1alpha1.RolloutStrategy{Type: v1alpha1.RolloutRolling, Rolling: &v1alpha1.RollingUpdate{MaxUpdate: ptr.To(intstr.FromString("100%"))}},
 	}}
 	start = time.Now()
