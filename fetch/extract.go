@@ -27,7 +27,29 @@ func extract(blobPath, dest, bareName string, o Options) (files, executables []s
 		return nil, nil, err
 	}
 	defer f.Close()
+	return extractWith(dest, o, func(x *extractor) error {
+		br := bufio.NewReaderSize(f, 64<<10)
+		head, _ := br.Peek(512)
+		switch {
+		case len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b:
+			zr, err := gzip.NewReader(br)
+			if err != nil {
+				return fmt.Errorf("gzip: %w", err)
+			}
+			defer zr.Close()
+			return x.untar(zr)
+		case isTar(head):
+			return x.untar(br)
+		default:
+			return x.bare(br, bareName)
+		}
+	})
+}
 
+// extractWith runs fill with an extractor writing into a staging
+// directory inside dest, and moves what it wrote into dest only when fill
+// and every check passed; on any error dest is left as it was.
+func extractWith(dest string, o Options, fill func(x *extractor) error) (files, executables []string, err error) {
 	created := false
 	if _, err := os.Stat(dest); errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(dest, 0o755); err != nil {
@@ -52,27 +74,8 @@ func extract(blobPath, dest, bareName string, o Options) (files, executables []s
 	defer root.Close()
 
 	x := &extractor{root: root, opts: o, limits: o.Limits.withDefaults()}
-	br := bufio.NewReaderSize(f, 64<<10)
-	head, _ := br.Peek(512)
-	switch {
-	case len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b:
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return nil, nil, fmt.Errorf("gzip: %w", err)
-		}
-		defer zr.Close()
-		err = x.untar(zr)
-		if err != nil {
-			return nil, nil, err
-		}
-	case isTar(head):
-		if err := x.untar(br); err != nil {
-			return nil, nil, err
-		}
-	default:
-		if err := x.bare(br, bareName); err != nil {
-			return nil, nil, err
-		}
+	if err := fill(x); err != nil {
+		return nil, nil, err
 	}
 	if len(x.executables) == 0 {
 		return nil, nil, fmt.Errorf("%w: no regular file matches %q (files: %v)", ErrNoShim, o.executables(), x.files)

@@ -6,6 +6,8 @@
 //	shimkit-installer verify    --plan FILE [--result FILE] [flags]
 //	shimkit-installer status    [flags]
 //	shimkit-installer canary
+//	shimkit-installer copy-self  DIR
+//	shimkit-installer copy-image DIR
 //
 // verify carries out a verify plan (the install plan of the Shim's current
 // spec, operation verify): it compares the node with what the Shim's last
@@ -16,6 +18,9 @@
 //
 // canary is what the operator's default canary pod runs, under the Shim's
 // runtime: it says which kernel it sees (gVisor's own, a VM's) and exits 0.
+//
+// copy-self and copy-image copy a Shim's image into the installer's pod
+// where the node cannot mount it as an image volume (copyimage.go).
 //
 // The operator's per-node Job mounts the plan as a file and passes
 // --result /dev/termination-log, so the result reaches the Shim's status
@@ -87,8 +92,11 @@ func RunWith(ctx context.Context, args []string, stdout, stderr io.Writer, canar
 		return ExitUsage
 	}
 	cmd := args[0]
-	if cmd == "canary" {
+	switch cmd {
+	case "canary":
 		return canary(stdout)
+	case "copy-self", "copy-image":
+		return copyCommand(cmd, args[1:], stderr)
 	}
 	fs := flag.NewFlagSet("shimkit-installer "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
