@@ -6,6 +6,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/opencontainers/go-digest"
 	"oras.land/oras-go/v2/registry"
 
 	"github.com/shimkit/shimkit/fetch"
@@ -33,6 +34,8 @@ func (i *Installer) fetcher(a *plan.Artifact) (fetch.Fetcher, error) {
 		return fetch.NewHTTPFetcher(a.URL, sum, opts), nil
 	case plan.SourceFile:
 		return &fetch.LocalFetcher{Path: a.Path, SHA256: sum, Options: opts}, nil
+	case plan.SourceImage:
+		return &fetch.DirFetcher{Path: a.Path, Digest: digest.Digest(a.Digest), Options: opts}, nil
 	case plan.SourceOCI:
 		ref := a.Reference
 		if a.Digest != "" {

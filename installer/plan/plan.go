@@ -126,6 +126,14 @@ const (
 	SourceHTTP SourceType = "http"
 	SourceOCI  SourceType = "oci"
 	SourceFile SourceType = "file"
+	// SourceImage is a container image whose files the kubelet pulled and
+	// put at Path in the installer's pod: mounted as an image volume, or
+	// copied there by init containers where the node cannot mount one.
+	// The installer reads the tree; it downloads nothing. Reference
+	// names the image pinned to Digest, the one the kubelet pulled; its
+	// signature was verified where the digest was pinned (the operator),
+	// so the plan carries no Verification.
+	SourceImage SourceType = "image"
 )
 
 // Artifact is the pinned source of a bundle, already chosen for the node's
@@ -134,9 +142,12 @@ type Artifact struct {
 	Type SourceType `json:"type"`
 	// URL of an http artifact.
 	URL string `json:"url,omitempty"`
-	// Reference of an oci artifact: registry/repository:tag or @sha256:...
+	// Reference of an oci artifact: registry/repository:tag or @sha256:...;
+	// of an image artifact, the image@sha256:... the kubelet pulled.
 	Reference string `json:"reference,omitempty"`
-	// Path of a file artifact on the node (a file or an OCI layout).
+	// Path of a file artifact on the node (a file or an OCI layout); of
+	// an image artifact, where its files are in the installer's
+	// filesystem.
 	Path string `json:"path,omitempty"`
 	// Digest pins the artifact ("sha256:<hex>"): for http and file the
 	// download, for oci the manifest. Empty: not pinned.

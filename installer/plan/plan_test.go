@@ -46,6 +46,15 @@ func gvisorPlan() *plan.NodePlan {
 	return p
 }
 
+// imagePlan is gvisorPlan with its bundle in a container image that the
+// kubelet put at /shimkit/image in the installer's pod.
+func imagePlan() *plan.NodePlan {
+	p := gvisorPlan()
+	d := "sha256:" + strings.Repeat("cd", 32)
+	p.Artifact = &plan.Artifact{Type: plan.SourceImage, Reference: "registry.example/shims/gvisor@" + d, Digest: d, Path: "/shimkit/image", Platform: "linux/amd64"}
+	return p
+}
+
 // verifyPlan is gvisorPlan under the verify operation: what the operator
 // hands a node to check that it still has the Shim's current spec.
 func verifyPlan() *plan.NodePlan {
@@ -74,6 +83,7 @@ func TestGolden(t *testing.T) {
 		"sandboxer": sandboxerPlan(),
 		"uninstall": plan.New(plan.ShimRef{Name: "spin", UID: "uid-3"}, plan.OpUninstall),
 		"verify":    verifyPlan(),
+		"image":     imagePlan(),
 	} {
 		t.Run(name, func(t *testing.T) {
 			data, err := plan.Encode(p)
@@ -166,6 +176,19 @@ func TestVerifyPlanFollowsInstallRules(t *testing.T) {
 		{"no handlers", func(p *plan.NodePlan) { p.Handlers = nil }, "handlers: at least one handler"},
 		{"bad digest", func(p *plan.NodePlan) { p.Artifact.Digest = "sha256:x" }, "artifact.digest"},
 		{"bad handler", func(p *plan.NodePlan) { p.Handlers[0].Name = "Runsc" }, "handlers[0]: name"},
+		{"an image", func(p *plan.NodePlan) { p.Artifact = imagePlan().Artifact }, ""},
+		{"an image by tag", func(p *plan.NodePlan) {
+			p.Artifact = imagePlan().Artifact
+			p.Artifact.Reference = "registry.example/shims/gvisor:v1"
+		}, "an image artifact is pinned"},
+		{"an image without its path", func(p *plan.NodePlan) {
+			p.Artifact = imagePlan().Artifact
+			p.Artifact.Path = ""
+		}, "artifact.path"},
+		{"an image with a verification", func(p *plan.NodePlan) {
+			p.Artifact = imagePlan().Artifact
+			p.Artifact.Verification = &plan.Verification{PublicKeys: []string{"-----BEGIN PUBLIC KEY-----"}}
+		}, "verified where its digest is pinned"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, op := range []plan.Operation{plan.OpInstall, plan.OpVerify} {

@@ -147,8 +147,18 @@ func (a *Artifact) validate() error {
 		if !path.IsAbs(a.Path) {
 			return fmt.Errorf("artifact.path %q: want an absolute path", a.Path)
 		}
+	case SourceImage:
+		if !path.IsAbs(a.Path) {
+			return fmt.Errorf("artifact.path %q: want the absolute path of the image's files", a.Path)
+		}
+		if a.Digest == "" || !strings.HasSuffix(a.Reference, "@"+a.Digest) {
+			return fmt.Errorf("artifact.reference %q: an image artifact is pinned: want image@%s", a.Reference, a.Digest)
+		}
+		if a.Verification != nil {
+			return errors.New("artifact.verification: an image's signature is verified where its digest is pinned, not on the node")
+		}
 	default:
-		return fmt.Errorf("artifact.type %q: want http, oci or file", a.Type)
+		return fmt.Errorf("artifact.type %q: want http, oci, file or image", a.Type)
 	}
 	return a.Verification.validate(a)
 }
