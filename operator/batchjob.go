@@ -18,6 +18,7 @@ import (
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/operator/jobview"
+	"github.com/shimkit/shimkit/operator/nodejob"
 	"github.com/shimkit/shimkit/rollout"
 )
 
@@ -237,6 +238,8 @@ func (r *Reconciler) buildBatchJob(obs *observed, v *fleet.NodeView, b *installS
 	delete(job.Annotations, jobview.AnnotationDigest)
 	delete(job.Annotations, jobview.AnnotationCanary)
 	job.Spec.Template.Annotations[PlanAnnotation] = string(doc)
+	// The partners' images too (partners share the leader's pull secret).
+	nodejob.WithImages(&job.Spec.Template.Spec, plans, r.jobSpecFor(obs.shim, v.Node))
 	if slices.ContainsFunc(plans, func(p *plan.NodePlan) bool { return p.Canary != nil }) {
 		job.Spec.Template.Spec.AutomountServiceAccountToken = ptr.To(true)
 	}

@@ -23,7 +23,7 @@ const PlanAnnotation = nodejob.PlanAnnotation
 // the Shim.
 func (r *Reconciler) buildJob(shim *v1alpha1.Shim, node *corev1.Node, p *plan.NodePlan, hash string) (*batchv1.Job, error) {
 	op := string(p.Operation)
-	s := r.jobSpec(shim)
+	s := r.jobSpecFor(shim, node)
 	s.Name = jobview.JobName(shim.Name, node.Name, op, hash)
 	s.Labels = map[string]string{
 		jobview.LabelManagedBy: jobview.ManagedBy, jobview.LabelShim: jobview.LabelValue(shim.Name), jobview.LabelNode: jobview.LabelValue(node.Name),
@@ -42,6 +42,14 @@ func (r *Reconciler) buildJob(shim *v1alpha1.Shim, node *corev1.Node, p *plan.No
 		return nil, fmt.Errorf("installer Job of Shim %s: %w", shim.Name, err)
 	}
 	return job, nil
+}
+
+// jobSpecFor is the Shim's jobSpec on the node: how its image, if it has
+// one, reaches the installer there.
+func (r *Reconciler) jobSpecFor(shim *v1alpha1.Shim, node *corev1.Node) nodejob.Spec {
+	s := r.jobSpec(shim)
+	s.ImageWay = imageWay(r.opts.ServerVersion, node)
+	return s
 }
 
 // jobSpec is what every installer Job of the Shim shares: the operator's
@@ -63,7 +71,7 @@ func (r *Reconciler) jobSpec(shim *v1alpha1.Shim) nodejob.Spec {
 
 // pullSecretName is the Secret with the registry's credentials, if any.
 func pullSecretName(shim *v1alpha1.Shim) string {
-	if oci := shim.Spec.FetchStrategy.OCI; oci != nil && oci.PullSecretRef != nil {
+	if oci := shim.Spec.FetchStrategy.Registry(); oci != nil && oci.PullSecretRef != nil {
 		return oci.PullSecretRef.Name
 	}
 	return ""

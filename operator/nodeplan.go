@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"oras.land/oras-go/v2/registry"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -206,10 +208,35 @@ func artifactFor(shim *v1alpha1.Shim, node *corev1.Node, art *v1alpha1.ResolvedA
 		if fs.OCI.PullSecretRef != nil {
 			a.PullSecretPath = nodejob.PullSecretPath
 		}
+	case fs.Type == v1alpha1.FetchImage && fs.Image != nil:
+		return imageArtifact(shim, fs.Image, art, a)
 	default:
 		return nil, fmt.Errorf("spec.fetchStrategy: type %q without its settings", fs.Type)
 	}
 	a.Verification = verificationOf(shim.Spec.Verification)
+	return a, nil
+}
+
+// imageArtifact is the Shim's image pinned to its digest (the spec's, or
+// art's), at its directory in the installer's pod. The kubelet pulls
+// exactly that digest on every node; the operator verified its signature
+// when it pinned it, so the plan carries no verification.
+func imageArtifact(shim *v1alpha1.Shim, img *v1alpha1.OCIFetch, art *v1alpha1.ResolvedArtifact, a *plan.Artifact) (*plan.Artifact, error) {
+	ref, err := registry.ParseReference(img.Reference)
+	if err != nil {
+		return nil, fmt.Errorf("%w: spec.fetchStrategy.image.reference %q: %w", ErrNoArtifact, img.Reference, err)
+	}
+	d := ""
+	if _, sum, ok := resolve.CutDigest(img.Reference); ok {
+		d = "sha256:" + sum
+	} else if art != nil {
+		d = art.Digest
+	}
+	if d == "" {
+		return nil, fmt.Errorf("%w: spec.fetchStrategy.image.reference %s is not pinned to a digest yet", ErrNoArtifact, img.Reference)
+	}
+	a.Type, a.Digest, a.Path = plan.SourceImage, d, nodejob.ImageDir(shim.Name)
+	a.Reference = ref.Registry + "/" + ref.Repository + "@" + d
 	return a, nil
 }
 

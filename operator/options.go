@@ -105,6 +105,12 @@ type Options struct {
 	// GatePeriod is how often a rollout whose health gate watches is
 	// looked at again; default DefaultGatePeriod.
 	GatePeriod time.Duration
+	// ServerVersion is the API server's gitVersion (v1.36.0): with each
+	// node's kubelet and containerd versions it says whether a Shim's
+	// image reaches the installer as an image volume or by copy
+	// (fetchStrategy.type image). SetupWithManager asks the API server
+	// when it is empty; unknown, every node copies.
+	ServerVersion string
 
 	// resolveBackoff is the first wait before a failed resolution is
 	// asked again unchanged (default the constant resolveBackoff; tests

@@ -45,8 +45,8 @@ func resolveKey(shim *v1alpha1.Shim, specHash string) string {
 // what is installed.
 func pinnedBySpec(fs v1alpha1.FetchStrategy) bool {
 	switch {
-	case fs.OCI != nil:
-		_, _, ok := resolve.CutDigest(fs.OCI.Reference)
+	case fs.Registry() != nil:
+		_, _, ok := resolve.CutDigest(fs.Registry().Reference)
 		return ok
 	case fs.AnonHTTP != nil:
 		if fs.AnonHTTP.Location != "" && fs.AnonHTTP.SHA256 == "" {
@@ -189,9 +189,9 @@ func (r *Reconciler) pin(ctx context.Context, shim *v1alpha1.Shim, specHash stri
 		Source: sourceOf(shim.Spec.FetchStrategy), Digest: res.Digest, Platforms: res.Platforms, VerifiedBy: res.VerifiedBy,
 		ResolvedAt: metav1.NewTime(now), SpecHash: resolveKey(shim, specHash), ResolveRequest: shim.Annotations[v1alpha1.ResolveAnnotation],
 	}
-	if oci := shim.Spec.FetchStrategy.OCI; oci != nil && oci.PlainHTTP && oci.Insecure && !fetch.LocalRegistry(registryHost(oci.Reference)) {
+	if oci := shim.Spec.FetchStrategy.Registry(); oci != nil && oci.PlainHTTP && oci.Insecure && !fetch.LocalRegistry(registryHost(oci.Reference)) {
 		r.event(shim, nil, corev1.EventTypeWarning, "InsecureRegistry", "Resolve",
-			"spec.fetchStrategy.oci.insecure: %s is reached over plain HTTP; anyone on the path can change what the nodes install", registryHost(oci.Reference))
+			"spec.fetchStrategy.%s.insecure: %s is reached over plain HTTP; anyone on the path can change what the nodes install", shim.Spec.FetchStrategy.Type, registryHost(oci.Reference))
 	}
 	if cur != nil && targetHash(shim, specHash, cur) != targetHash(shim, specHash, art) {
 		r.event(shim, nil, corev1.EventTypeNormal, "ArtifactChanged", "Resolve", "%s now resolves to %s (was %s; resolved on %s): rolling out", art.Source, digestsOf(art), digestsOf(cur), why)
@@ -361,7 +361,7 @@ func (r *Reconciler) resolveInput(ctx context.Context, shim *v1alpha1.Shim) (Res
 	if name := pullSecretName(shim); name != "" {
 		var s corev1.Secret
 		if err := r.reader.Get(ctx, types.NamespacedName{Namespace: r.opts.Namespace, Name: name}, &s); err != nil {
-			return in, fmt.Errorf("spec.fetchStrategy.oci.pullSecretRef: Secret %s/%s: %w", r.opts.Namespace, name, err)
+			return in, fmt.Errorf("spec.fetchStrategy.%s.pullSecretRef: Secret %s/%s: %w", shim.Spec.FetchStrategy.Type, r.opts.Namespace, name, err)
 		}
 		in.DockerConfigJSON = s.Data[corev1.DockerConfigJsonKey]
 	}
@@ -404,8 +404,8 @@ func resolveRefusal(err error) *refusal {
 
 func sourceOf(fs v1alpha1.FetchStrategy) string {
 	switch {
-	case fs.OCI != nil:
-		return fs.OCI.Reference
+	case fs.Registry() != nil:
+		return fs.Registry().Reference
 	case fs.AnonHTTP != nil && fs.AnonHTTP.Location != "":
 		return fs.AnonHTTP.Location
 	case fs.AnonHTTP != nil && len(fs.AnonHTTP.Platforms) > 0:

@@ -79,13 +79,13 @@ func validateSpec(shim *v1alpha1.Shim, o Options) error {
 // field is worth. An empty namespace (an embedder's BuildPlan) is not
 // checked.
 func checkPullSecret(shim *v1alpha1.Shim, namespace string) error {
-	oci := shim.Spec.FetchStrategy.OCI
+	oci := shim.Spec.FetchStrategy.Registry()
 	if namespace == "" || oci == nil || oci.PullSecretRef == nil {
 		return nil
 	}
 	if ns := oci.PullSecretRef.Namespace; ns != "" && ns != namespace {
-		return fmt.Errorf("spec.fetchStrategy.oci.pullSecretRef.namespace: %q: %w %q, where the installer Jobs run and mount it from: create Secret %s in %s, or leave the namespace empty",
-			ns, ErrPullSecretNamespace, namespace, oci.PullSecretRef.Name, namespace)
+		return fmt.Errorf("spec.fetchStrategy.%s.pullSecretRef.namespace: %q: %w %q, where the installer Jobs run and mount it from: create Secret %s in %s, or leave the namespace empty",
+			shim.Spec.FetchStrategy.Type, ns, ErrPullSecretNamespace, namespace, oci.PullSecretRef.Name, namespace)
 	}
 	return nil
 }

@@ -42,6 +42,9 @@ import (
 // the reconciler's stores of the cache's own objects (store.go).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.reader = mgr.GetAPIReader()
+	if r.opts.ServerVersion == "" {
+		r.opts.ServerVersion = serverVersion(mgr.GetConfig())
+	}
 	r.nodes, r.jobs = newStore[*corev1.Node](), newStore[*batchv1.Job]()
 	if err := r.metrics.Register(crmetrics.Registry); err != nil {
 		return err

@@ -6,7 +6,7 @@
 //	shimkit-installer verify    --plan FILE [--result FILE] [flags]
 //	shimkit-installer status    [flags]
 //	shimkit-installer canary
-//	shimkit-installer copy-self  DIR
+//	shimkit-installer copy-self  FILE
 //	shimkit-installer copy-image DIR
 //
 // verify carries out a verify plan (the install plan of the Shim's current

@@ -18,13 +18,13 @@ import (
 // Shim's image (which may be FROM scratch), copying the image's files into
 // a second emptyDir that the installer reads as it would the volume.
 //
-//	shimkit-installer copy-self  DIR
+//	shimkit-installer copy-self  FILE
 //	shimkit-installer copy-image DIR
 
-// copyCommand runs copy-self or copy-image DIR.
+// copyCommand runs copy-self FILE or copy-image DIR.
 func copyCommand(cmd string, args []string, stderr io.Writer) int {
 	if len(args) != 1 || !filepath.IsAbs(args[0]) {
-		fmt.Fprintf(stderr, "shimkit-installer %s: want one absolute directory, got %q\n", cmd, args)
+		fmt.Fprintf(stderr, "shimkit-installer %s: want one absolute path, got %q\n", cmd, args)
 		return ExitUsage
 	}
 	copyFn := copySelf
@@ -38,13 +38,13 @@ func copyCommand(cmd string, args []string, stderr io.Writer) int {
 	return ExitOK
 }
 
-// copySelf copies the running executable into dir.
-func copySelf(dir string) error {
+// copySelf copies the running executable to file.
+func copySelf(file string) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	return copyFile(exe, filepath.Join(dir, filepath.Base(exe)), 0o755)
+	return copyFile(exe, file, 0o755)
 }
 
 // copyImage copies the container's root filesystem into dir: its regular

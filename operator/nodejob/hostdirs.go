@@ -79,8 +79,12 @@ func hostDirsFor(s Spec) []HostDir {
 
 // volumeName names the volume of a node directory: "host" and its path
 // with "-" for anything a volume name cannot have, shortened with a hash.
-func volumeName(p string) string {
-	name := "host" + strings.Map(func(r rune) rune {
+func volumeName(p string) string { return labelName("host", p) }
+
+// labelName is prefix and p as a DNS label (a volume's name): "-" for
+// anything a label cannot have, shortened with a hash of p.
+func labelName(prefix, p string) string {
+	name := prefix + strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
 			return r
 		}

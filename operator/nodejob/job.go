@@ -75,8 +75,12 @@ type Spec struct {
 	Deadline, TTL time.Duration
 	// PullSecret names the Secret (kubernetes.io/dockerconfigjson) with
 	// the registry's credentials, mounted when the plan's artifact reads
-	// them (plan.Artifact.PullSecretPath).
+	// them (plan.Artifact.PullSecretPath), and the pod's imagePullSecrets
+	// when it is an image (plan.SourceImage).
 	PullSecret string
+	// ImageWay is how an image artifact reaches the installer on the
+	// node: ImageVolume (the default) or ImageCopy.
+	ImageWay string
 	// TrustedRoot is the ConfigMap key holding the trusted root of keyless
 	// verification, mounted at TrustedRootPath when the plan reads it
 	// (plan.Keyless.TrustedRootPath).
@@ -136,7 +140,7 @@ func Pod(p *plan.NodePlan, s Spec) corev1.PodSpec {
 		s.HostRoot = DefaultHostRoot
 	}
 	volumes, mounts := volumes(p, s)
-	return corev1.PodSpec{
+	pod := corev1.PodSpec{
 		NodeName:      p.Node, // pinned: no scheduling
 		RestartPolicy: corev1.RestartPolicyNever,
 		// The installer reaches systemd over the system D-Bus socket,
@@ -174,6 +178,8 @@ func Pod(p *plan.NodePlan, s Spec) corev1.PodSpec {
 			TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 		}},
 	}
+	withImages(&pod, []*plan.NodePlan{p}, s)
+	return pod
 }
 
 // args are the installer's arguments: the operation, its plan and result,

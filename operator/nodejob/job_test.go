@@ -53,6 +53,13 @@ func TestBuildGolden(t *testing.T) {
 	// A node whose /opt and /usr/local/bin are read-only (COS): the
 	// bundles elsewhere, no links; the bundle root's parent mounted.
 	cos := func(s *nodejob.Spec) { s.BundleRoot, s.LinkDir = "/home/kubernetes/bin/shimkit", "-" }
+	// The bundle in an image: the kubelet mounts it (or copies it, on a
+	// node that cannot mount image volumes), with the pull secret.
+	image := func(p *plan.NodePlan) {
+		d := "sha256:" + strings.Repeat("cd", 32)
+		p.Artifact = &plan.Artifact{Type: plan.SourceImage, Reference: "registry.example/shims/demo@" + d, Digest: d, Path: nodejob.ImageDir(p.Shim.Name), Platform: "linux/amd64"}
+	}
+	copying := func(s *nodejob.Spec) { s.ImageWay = nodejob.ImageCopy }
 	for _, tc := range []struct {
 		name, plan string
 		change     func(*plan.NodePlan)
@@ -62,6 +69,8 @@ func TestBuildGolden(t *testing.T) {
 		{"keyless", "oci-pull-secret", keyless, nil},
 		{"uninstall", "uninstall", nil, nil},
 		{"bundle-root", "uninstall", nil, cos},
+		{"image-volume", "oci-pull-secret", image, nil},
+		{"image-copy", "oci-pull-secret", image, copying},
 	} {
 		name := tc.name
 		t.Run(name, func(t *testing.T) {

@@ -76,20 +76,20 @@ func (a *ArtifactResolver) Resolve(ctx context.Context, in Input) (*Resolved, er
 		}
 	}
 	switch fs := in.Fetch; {
-	case fs.Type == v1alpha1.FetchOCI && fs.OCI != nil:
-		return a.resolveOCI(ctx, fs.OCI, in.DockerConfigJSON, v)
+	case fs.Registry() != nil:
+		return a.resolveOCI(ctx, "spec.fetchStrategy."+string(fs.Type), fs.Registry(), in.DockerConfigJSON, v)
 	case fs.Type == v1alpha1.FetchAnonHTTP && fs.AnonHTTP != nil:
 		return a.resolveHTTP(ctx, fs.AnonHTTP, v)
 	}
 	return nil, fmt.Errorf("spec.fetchStrategy: type %q without its settings", in.Fetch.Type)
 }
 
-func (a *ArtifactResolver) resolveOCI(ctx context.Context, oci *v1alpha1.OCIFetch, creds []byte, v *signature.Verifier) (*Resolved, error) {
+func (a *ArtifactResolver) resolveOCI(ctx context.Context, field string, oci *v1alpha1.OCIFetch, creds []byte, v *signature.Verifier) (*Resolved, error) {
 	repo, ref, err := fetch.NewRepository(oci.Reference, fetch.RegistryOptions{
 		PlainHTTP: oci.PlainHTTP, Insecure: oci.Insecure, DockerConfigJSON: creds, Client: a.Client,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("spec.fetchStrategy.oci.reference %s: %w", oci.Reference, err)
+		return nil, fmt.Errorf("%s.reference %s: %w", field, oci.Reference, err)
 	}
 	// One repository (one auth handshake) for the tag and its signatures.
 	desc, err := fetch.ResolveIn(ctx, repo, ref)
@@ -218,9 +218,10 @@ func (s StaticResolver) Resolve(_ context.Context, in Input) (*Resolved, error) 
 	out := &Resolved{}
 	var err error
 	switch fs := in.Fetch; {
-	case fs.OCI != nil:
-		_, pinned, _ := CutDigest(fs.OCI.Reference)
-		out.Digest, err = lookup(fs.OCI.Reference, pinned)
+	case fs.Registry() != nil:
+		ref := fs.Registry().Reference
+		_, pinned, _ := CutDigest(ref)
+		out.Digest, err = lookup(ref, pinned)
 	case fs.AnonHTTP != nil:
 		if fs.AnonHTTP.Location != "" {
 			if out.Digest, err = lookup(fs.AnonHTTP.Location, fs.AnonHTTP.SHA256); err != nil {

@@ -357,13 +357,23 @@ type SandboxerSpec struct {
 }
 
 // FetchStrategyType names a way to fetch the shim.
-// +kubebuilder:validation:Enum=anonHttp;oci;preinstalled
+// +kubebuilder:validation:Enum=anonHttp;oci;image;preinstalled
 type FetchStrategyType string
 
 // Fetch strategies.
 const (
 	FetchAnonHTTP FetchStrategyType = "anonHttp"
 	FetchOCI      FetchStrategyType = "oci"
+	// FetchImage: the shim is a container image whose files hold the
+	// bundle. The operator pins its digest once (and verifies its
+	// signature, with spec.verification); every node's kubelet pulls
+	// image@digest itself, through the node's registry mirrors
+	// (containerd's hosts.toml), its credential providers and its image
+	// cache, and mounts it into the installer's pod as an image volume
+	// (Kubernetes 1.35+ with containerd 2.1+), or, on a node that cannot,
+	// copies its files there with init containers. Nothing is downloaded
+	// inside the pod.
+	FetchImage FetchStrategyType = "image"
 	// FetchPreinstalled: the node image provides the shim and registers
 	// its handlers (examples/image-builder, a Talos system extension, a
 	// Bottlerocket variant): nothing is fetched and no installer runs. A
@@ -372,16 +382,27 @@ const (
 	FetchPreinstalled FetchStrategyType = "preinstalled"
 )
 
-// FetchStrategy is a type plus exactly the matching one of anonHttp and oci
-// (neither for preinstalled).
+// FetchStrategy is a type plus exactly the matching one of anonHttp, oci
+// and image (none for preinstalled).
 //
-// +kubebuilder:validation:XValidation:rule="self.type == 'preinstalled' ? !has(self.anonHttp) && !has(self.oci) : self.type == 'anonHttp' ? has(self.anonHttp) && !has(self.oci) : has(self.oci) && !has(self.anonHttp)",message="fetchStrategy: set exactly the one of anonHttp and oci that type names (neither for preinstalled)"
+// +kubebuilder:validation:XValidation:rule="(has(self.anonHttp) ? 1 : 0) + (has(self.oci) ? 1 : 0) + (has(self.image) ? 1 : 0) == (self.type == 'preinstalled' ? 0 : 1) && (self.type != 'anonHttp' || has(self.anonHttp)) && (self.type != 'oci' || has(self.oci)) && (self.type != 'image' || has(self.image))",message="fetchStrategy: set exactly the one of anonHttp, oci and image that type names (none for preinstalled)"
 type FetchStrategy struct {
 	Type FetchStrategyType `json:"type"`
 	// +optional
 	AnonHTTP *AnonHTTPFetch `json:"anonHttp,omitempty"`
 	// +optional
 	OCI *OCIFetch `json:"oci,omitempty"`
+	// image names a container image whose files hold the bundle (see
+	// FetchImage). reference may be a tag, which the operator resolves
+	// once per spec, or image@sha256:..., which it never needs to reach
+	// the registry for (a registry only the nodes' mirror serves) unless
+	// spec.verification asks for the signature. pullSecretRef becomes the
+	// installer Jobs' imagePullSecrets and the operator's credentials;
+	// without it the nodes' own (credential providers, the kubelet's
+	// config) are used. plainHTTP and insecure apply to the operator's
+	// resolve only: the nodes pull as their containerd is configured.
+	// +optional
+	Image *OCIFetch `json:"image,omitempty"`
 	// resolveInterval, when set, makes the operator resolve the artifact
 	// again that often (an OCI tag to its digest, an HTTP artifact
 	// without sha256 to the digest of what the URL serves). A new digest
@@ -441,6 +462,18 @@ type PlatformArtifact struct {
 	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
 	// +kubebuilder:validation:MaxLength=2048
 	Signature string `json:"signature,omitempty"`
+}
+
+// Registry returns the settings of the strategy's registry artifact: oci
+// or image (nil for the others).
+func (f FetchStrategy) Registry() *OCIFetch {
+	switch {
+	case f.Type == FetchOCI:
+		return f.OCI
+	case f.Type == FetchImage:
+		return f.Image
+	}
+	return nil
 }
 
 // OCIFetch pulls the shim from an OCI registry.

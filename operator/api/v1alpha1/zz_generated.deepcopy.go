@@ -113,6 +113,11 @@ func (in *FetchStrategy) DeepCopyInto(out *FetchStrategy) {
 		*out = new(OCIFetch)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.Image != nil {
+		in, out := &in.Image, &out.Image
+		*out = new(OCIFetch)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.ResolveInterval != nil {
 		in, out := &in.ResolveInterval, &out.ResolveInterval
 		*out = new(v1.Duration)
