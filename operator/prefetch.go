@@ -83,7 +83,7 @@ func (r *Reconciler) prefetchResults(job *batchv1.Job) {
 		}
 		f.results = make(map[string]*plan.NodeResult, len(owners))
 		for _, shim := range owners {
-			f.results[shim] = nodejob.ResultOf(pods, shim)
+			f.results[shim] = nodejob.JobResult(job, pods, shim)
 		}
 	}()
 }

@@ -161,6 +161,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.retry(ctx, obs); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.failStuckPulls(ctx, obs); err != nil {
+		return ctrl.Result{}, err
+	}
 	if err := r.recordFinishedJobs(ctx, obs); err != nil {
 		return ctrl.Result{}, err
 	}

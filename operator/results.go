@@ -173,7 +173,7 @@ func (r *Reconciler) readResult(ctx context.Context, job *batchv1.Job, shim stri
 	if err != nil {
 		return nil, err
 	}
-	return nodejob.ResultOf(pods, shim), nil
+	return nodejob.JobResult(job, pods, shim), nil
 }
 
 // failureNote says why a node failed, for events and conditions:

@@ -86,6 +86,12 @@ const (
 	// Nothing changed. The operator counts the node as skipped, not
 	// failed.
 	ReasonReadOnlyHost Reason = "ReadOnlyHost"
+	// ReasonImagePullFailed: the kubelet could not pull an image the
+	// installer's pod needs (a Shim's image, not found or unreachable;
+	// ReasonUnauthorized when the registry refused the node's
+	// credentials): the installer never ran, the node is unchanged. The
+	// operator reports it from the pod's status.
+	ReasonImagePullFailed Reason = "ImagePullFailed"
 )
 
 // Permanent reports whether retrying the same plan on the same node cannot
