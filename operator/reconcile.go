@@ -217,6 +217,9 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	obs.views = make([]fleet.NodeView, 0, len(nodes))
 	for _, n := range nodes {
 		v := viewNode(shim, n, canary)
+		if shim.Spec.FetchStrategy.Type == v1alpha1.FetchImage && !v.Preinstalled {
+			v.ImageWay = imageWay(r.opts.ServerVersion, n)
+		}
 		if j := latest[v.Node.Name]; j != nil && (!v.Reimaged || j.Running()) {
 			// (A finished Job of a reimaged node ran on its old machine:
 			// what it did is gone with it.)

@@ -62,6 +62,10 @@ type NodeView struct {
 	// fetchStrategy.type preinstalled): it is labelled, never installed
 	// or uninstalled by a Job.
 	Preinstalled bool
+	// ImageWay is how the node's installer gets the Shim's image
+	// (fetchStrategy.type image): nodejob.ImageVolume or ImageCopy; ""
+	// for other artifacts.
+	ImageWay string
 }
 
 // Targeted: the node matches the selector and can run the shim.

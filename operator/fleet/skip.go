@@ -48,6 +48,33 @@ func SkippedNodes(views []NodeView) (total int32, groups []v1alpha1.SkippedNodes
 	return total, groups
 }
 
+// ImageSources groups the targeted nodes that get the Shim's image by how
+// (NodeView.ImageWay), for the status: a count per way and the first node
+// names, in way order.
+func ImageSources(views []NodeView) []v1alpha1.ImageSourceNodes {
+	byWay := map[string]*v1alpha1.ImageSourceNodes{}
+	for _, v := range views {
+		if !v.Targeted() || v.Preinstalled || v.ImageWay == "" {
+			continue
+		}
+		g := byWay[v.ImageWay]
+		if g == nil {
+			g = &v1alpha1.ImageSourceNodes{Way: v.ImageWay}
+			byWay[v.ImageWay] = g
+		}
+		g.Count++
+		g.Nodes = append(g.Nodes, v.Node.Name)
+	}
+	var groups []v1alpha1.ImageSourceNodes
+	for _, way := range slices.Sorted(maps.Keys(byWay)) {
+		g := byWay[way]
+		slices.Sort(g.Nodes)
+		g.Nodes = g.Nodes[:min(len(g.Nodes), maxSkippedNames)]
+		groups = append(groups, *g)
+	}
+	return groups
+}
+
 // SkippedNote says how many nodes were skipped and why, for the Ready
 // condition: "; 3 nodes skipped: NoArtifact 1 (rv-1: linux/riscv64),
 // NotLinux 2 (win-1, win-2)", or "".

@@ -87,6 +87,7 @@ func Counts(s Snapshot) v1alpha1.ShimStatus {
 		}
 	}
 	st.SkippedNodes, st.Skipped = SkippedNodes(s.Nodes)
+	st.ImageSources = ImageSources(s.Nodes)
 	return st
 }
 

@@ -6,10 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/fleet"
+	"github.com/shimkit/shimkit/operator/nodejob"
 	"github.com/shimkit/shimkit/rollout"
 )
 
@@ -86,5 +88,27 @@ func TestConditions(t *testing.T) {
 				t.Errorf("Ready() = %v", tc.u.Ready())
 			}
 		})
+	}
+}
+
+// TestImageSources: the targeted nodes grouped by how they get the Shim's
+// image; skipped, preinstalled and non-image nodes are not counted.
+func TestImageSources(t *testing.T) {
+	with := func(v fleet.NodeView, way string) fleet.NodeView { v.ImageWay = way; return v }
+	skipped := with(node("n9", ""), nodejob.ImageCopy)
+	skipped.Skip = &fleet.Skip{Reason: v1alpha1.SkipReadOnlyHost}
+	baked := with(node("n8", ""), nodejob.ImageVolume)
+	baked.Preinstalled = true
+	views := []fleet.NodeView{
+		with(node("n3", ""), nodejob.ImageVolume), with(node("n1", "h"), nodejob.ImageVolume),
+		with(node("n2", ""), nodejob.ImageCopy), skipped, baked, node("n7", ""),
+	}
+	got := fleet.ImageSources(views)
+	want := []v1alpha1.ImageSourceNodes{
+		{Way: nodejob.ImageCopy, Count: 1, Nodes: []string{"n2"}},
+		{Way: nodejob.ImageVolume, Count: 2, Nodes: []string{"n1", "n3"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ImageSources (-want +got):\n%s", diff)
 	}
 }

@@ -843,6 +843,15 @@ type ShimStatus struct {
 	// +listMapKey=reason
 	// +kubebuilder:validation:MaxItems=8
 	Skipped []SkippedNodes `json:"skipped,omitempty"`
+	// imageSources say how the nodes' installers get the Shim's image
+	// (fetchStrategy.type image): ImageVolume (the kubelet mounts it) or
+	// Copy (init containers copy its files, where the API server, the
+	// node's kubelet or its containerd cannot mount image volumes).
+	// +optional
+	// +listType=map
+	// +listMapKey=way
+	// +kubebuilder:validation:MaxItems=2
+	ImageSources []ImageSourceNodes `json:"imageSources,omitempty"`
 	// updatedNodes have the current spec installed.
 	// +optional
 	UpdatedNodes int32 `json:"updatedNodes"`
@@ -993,6 +1002,18 @@ type SkippedNodes struct {
 	// NoArtifact.
 	Reason string `json:"reason"`
 	// count is how many nodes are skipped for this reason.
+	Count int32 `json:"count"`
+	// nodes names some of them (at most 10, in name order).
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	Nodes []string `json:"nodes,omitempty"`
+}
+
+// ImageSourceNodes are the nodes that get the Shim's image one way.
+type ImageSourceNodes struct {
+	// way is ImageVolume or Copy.
+	Way string `json:"way"`
+	// count is how many nodes get it this way.
 	Count int32 `json:"count"`
 	// nodes names some of them (at most 10, in name order).
 	// +optional
