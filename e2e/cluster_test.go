@@ -117,7 +117,7 @@ func dumpOnFailure(t *testing.T, c *testutil.Cluster) {
 			t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
 		}
 		for _, n := range c.Nodes {
-			t.Logf("%s kubelet:\n%s", n.Name, n.Journal("kubelet"))
+			t.Logf("%s %s:\n%s", n.Name, n.KubeletUnit(), n.Journal(n.KubeletUnit()))
 		}
 		// Container logs, read on the nodes (the API server cannot
 		// resolve the nodes' names to reach their kubelets).

@@ -179,14 +179,14 @@ func (c *Cluster) AddNodes(t testing.TB, opts ...JoinOptions) []ClusterNode {
 	}
 	for _, n := range nodes {
 		if err := c.waitNodeReady(n.Name, 90*time.Second); err != nil {
-			t.Fatalf("%v\n%s", err, n.Journal(n.kubeletUnit()))
+			t.Fatalf("%v\n%s", err, n.Journal(n.KubeletUnit()))
 		}
 	}
 	return nodes
 }
 
-// kubeletUnit is the systemd unit the node's kubelet runs in.
-func (n ClusterNode) kubeletUnit() string {
+// KubeletUnit is the systemd unit the node's kubelet runs in.
+func (n ClusterNode) KubeletUnit() string {
 	if n.opts.K3s {
 		return K3sUnit
 	}
@@ -228,7 +228,7 @@ func (c *Cluster) Reimage(t testing.TB, old ClusterNode) ClusterNode {
 		c.Node = n.Node
 	}
 	if err := c.waitNodeReady(n.Name, 90*time.Second); err != nil {
-		t.Fatalf("%v\n%s", err, n.Journal(n.kubeletUnit()))
+		t.Fatalf("%v\n%s", err, n.Journal(n.KubeletUnit()))
 	}
 	return n
 }

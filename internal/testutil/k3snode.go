@@ -41,7 +41,9 @@ const K3sAgentEnv = "/etc/default/k3s-agent"
 
 // k3sAgentScript is the unit's main process: it renders containerd's
 // config, starts containerd, waits for its socket, then the kubelet
-// (KUBELET_ARGS of K3sAgentEnv, when set), and stops both on SIGTERM.
+// (KUBELET_ARGS of K3sAgentEnv, when set), started again a second after
+// it exits (k3s's embedded kubelet lives as long as k3s), and stops both
+// on SIGTERM.
 const k3sAgentScript = `#!/bin/sh
 set -eu
 KUBELET_ARGS=
@@ -70,7 +72,17 @@ while [ ! -S ` + K3sSocket + ` ]; do
 	sleep 0.1
 done
 if [ -n "$KUBELET_ARGS" ]; then
-	/usr/local/bin/kubelet $KUBELET_ARGS &
+	(
+		k=
+		trap 'kill -TERM $k 2>/dev/null; wait; exit 0' TERM INT
+		while :; do
+			/usr/local/bin/kubelet $KUBELET_ARGS &
+			k=$!
+			wait $k || true
+			echo "kubelet exited; starting it again" >&2
+			sleep 1
+		done
+	) &
 	kpid=$!
 fi
 wait $cpid

@@ -19,7 +19,8 @@ func TestNodeSandbox(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(out)) != "active" {
 		t.Fatalf("containerd unit: %q %v", out, err)
 	}
-	out, _ = n.Exec(ctx, "systemctl", "is-system-running")
+	// (--wait: containerd answers before every unit of the boot is up.)
+	out, _ = n.Exec(ctx, "systemctl", "is-system-running", "--wait")
 	if s := strings.TrimSpace(string(out)); s != "running" && s != "degraded" {
 		t.Errorf("systemd state %q", s)
 	}
