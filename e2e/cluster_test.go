@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,11 +38,16 @@ func TestCluster(t *testing.T) {
 	deleteShims(t, c)
 	t.Run("gvisor", func(t *testing.T) { testGVisor(t, c) })
 	deleteShims(t, c)
-	t.Run("progressive", func(t *testing.T) { testProgressive(t, c, build) })
+	// Progressive delivery on the three nodes and the mixed fleet on five
+	// nodes of its own, at once: neither touches the other's nodes or
+	// Shims, and both mostly wait (a maintenance window, node boots).
+	base := slices.Clone(c.Nodes)
+	t.Run("concurrent", func(t *testing.T) {
+		t.Run("progressive", func(t *testing.T) { t.Parallel(); testProgressive(t, c, base, build) })
+		t.Run("fleet", func(t *testing.T) { t.Parallel(); testFleet(t, c, images) })
+	})
 	deleteShims(t, c)
 	t.Run("nodes", func(t *testing.T) { testNodes(t, c, build, images) })
-	deleteShims(t, c)
-	t.Run("fleet", func(t *testing.T) { testFleet(t, c, images) })
 	deleteShims(t, c)
 
 	undeployOperator(t, c, overlay)

@@ -68,7 +68,7 @@ func testNodes(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBuild
 	}
 	kubectl(t, c, "wait", "--for=condition=Ready", "shim/fleet", "shim/duo", "--timeout=180s")
 	t.Logf("fleet and duo Ready on %d nodes, maxUpdate 1: %v", len(c.Nodes), time.Since(start).Round(time.Second))
-	after := restartWindows(t, c)
+	after := restartWindows(t, c.Nodes)
 	for i, n := range c.Nodes {
 		if got := n.ContainerdStarts(t) - starts[i]; got != 1 {
 			t.Errorf("containerd on %s started %d times for the two Shims, want once", n.Name, got)
@@ -83,7 +83,7 @@ func testNodes(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBuild
 
 	// A shim that crashes on start until the node is fixed.
 	stalledAt := nodeConfigs(t, c)
-	before := restartWindows(t, c)
+	before := restartWindows(t, c.Nodes)
 	flaky := flakyShim(t, srv, runcShim, pool)
 	if err := c.Client.Create(ctx, flaky); err != nil {
 		t.Fatal(err)
@@ -103,7 +103,7 @@ func testNodes(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBuild
 	if !strings.Contains(failing[0].Message, "FailedCreatePodSandBox") {
 		t.Errorf("the canary's failure does not say why: %s", failing[0].Message)
 	}
-	now := restartWindows(t, c)
+	now := restartWindows(t, c.Nodes)
 	for i, n := range c.Nodes {
 		assertLabelled(t, c, n.Name, "flaky", false)
 		cfg, _ := os.ReadFile(n.Local("/etc/containerd/config.toml"))
@@ -274,10 +274,10 @@ func logCanaries(t *testing.T, c *testutil.Cluster, shims ...string) {
 // in µs of the monotonic clock all the nodes share with this machine.
 type window struct{ exit, enter int64 }
 
-func restartWindows(t *testing.T, c *testutil.Cluster) []window {
+func restartWindows(t *testing.T, nodes []testutil.ClusterNode) []window {
 	t.Helper()
 	var out []window
-	for _, n := range c.Nodes {
+	for _, n := range nodes {
 		b, err := n.Exec(context.Background(), "systemctl", "show", "containerd", "-p", "ActiveExitTimestampMonotonic", "-p", "ActiveEnterTimestampMonotonic")
 		if err != nil {
 			t.Fatalf("%s: systemctl show: %v %s", n.Name, err, b)

@@ -79,13 +79,13 @@ func gatedShim(t *testing.T, srv *testutil.FileServer, runc []byte, version stri
 //   - a paused Shim starts nothing; unpaused outside its maintenance
 //     window it waits (WaitingForWindow, nextWindow), and rolls out once
 //     the window opens (a real one, a minute or two on).
-func testProgressive(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBuild) {
+func testProgressive(t *testing.T, c *testutil.Cluster, nodes []testutil.ClusterNode, build testutil.ContainerdBuild) {
 	ctx := context.Background()
-	for _, n := range c.Nodes {
+	for _, n := range nodes {
 		kubectl(t, c, "label", "node", n.Name, progressiveLabel+"=yes")
 	}
 	t.Cleanup(func() {
-		for _, n := range c.Nodes {
+		for _, n := range nodes {
 			kubectl(t, c, "label", "node", n.Name, progressiveLabel+"-")
 		}
 	})
@@ -103,11 +103,11 @@ func testProgressive(t *testing.T, c *testutil.Cluster, build testutil.Container
 	v1 := getShimStatus(t, c, "gated")
 	before := map[string]map[string][]byte{}
 	keepers := map[string]string{}
-	for _, n := range c.Nodes {
+	for _, n := range nodes {
 		before[n.Name] = nodeFiles(t, n.Node, "gated")
 		keepers[n.Name] = runPodOn(t, c, "keeper-"+n.Name, n.Name, "gated")
 	}
-	starts := restartWindows(t, c)
+	starts := restartWindows(t, nodes)
 
 	// v2, staged: the first node passes its canary, then its workloads fail.
 	v2 := gatedShim(t, srv, runc, "v2", true)
@@ -134,8 +134,8 @@ func testProgressive(t *testing.T, c *testutil.Cluster, build testutil.Container
 	// The other nodes untouched: containerd not restarted, the bundle and
 	// config as they were. (The first node's containerd needed no restart:
 	// v2 changed the bundle only, and its current link moved.)
-	now := restartWindows(t, c)
-	for i, n := range c.Nodes {
+	now := restartWindows(t, nodes)
+	for i, n := range nodes {
 		files := nodeFiles(t, n.Node, "gated")
 		if n.Name == first {
 			if bytes.Equal(files["/opt/shimkit/gated/current"], before[n.Name]["/opt/shimkit/gated/current"]) {
@@ -154,7 +154,7 @@ func testProgressive(t *testing.T, c *testutil.Cluster, build testutil.Container
 	waitFor(t, 180*time.Second, "the revert", func() bool {
 		return conditionReason(getShimStatus(t, c, "gated"), v1alpha1.ConditionReady) == v1alpha1.ReasonReverted
 	})
-	for _, n := range c.Nodes {
+	for _, n := range nodes {
 		assertSameFiles(t, n.Name, before[n.Name], nodeFiles(t, n.Node, "gated"))
 		p := &corev1.Pod{}
 		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "keeper-" + n.Name}, p); err != nil || p.Status.Phase != corev1.PodRunning ||
@@ -168,7 +168,7 @@ func testProgressive(t *testing.T, c *testutil.Cluster, build testutil.Container
 	kubectl(t, c, "delete", "pod", "web-1", "--wait=false")
 
 	// Paused, then a window a minute or two on: nothing starts before it.
-	starts = restartWindows(t, c)
+	starts = restartWindows(t, nodes)
 	// The next minute at least 12s on (what is checked before it opens
 	// takes a few seconds).
 	open := time.Now().UTC().Add(72 * time.Second).Truncate(time.Minute)
@@ -188,14 +188,14 @@ func testProgressive(t *testing.T, c *testutil.Cluster, build testutil.Container
 		t.Errorf("nextWindow %s, want %s", next, open)
 	}
 	time.Sleep(time.Until(open) - 2*time.Second)
-	now = restartWindows(t, c)
-	for i, n := range c.Nodes {
+	now = restartWindows(t, nodes)
+	for i, n := range nodes {
 		if now[i].enter != starts[i].enter {
 			t.Errorf("%s: containerd restarted while paused or before the window", n.Name)
 		}
 	}
 	kubectl(t, c, "wait", "--for=condition=Ready", "shim/gated", "--timeout=180s")
-	for _, n := range c.Nodes {
+	for _, n := range nodes {
 		_ = c.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "keeper-" + n.Name}})
 	}
 	if err := c.Client.Delete(ctx, shim); err != nil {
