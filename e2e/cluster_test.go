@@ -38,13 +38,15 @@ func TestCluster(t *testing.T) {
 	deleteShims(t, c)
 	t.Run("gvisor", func(t *testing.T) { testGVisor(t, c) })
 	deleteShims(t, c)
-	// Progressive delivery on the three nodes and the mixed fleet on five
-	// nodes of its own, at once: neither touches the other's nodes or
-	// Shims, and both mostly wait (a maintenance window, node boots).
+	// Progressive delivery on the three nodes, the mixed fleet on five
+	// nodes of its own and Shims as images on two more, at once: none
+	// touches another's nodes or Shims, and they mostly wait (a
+	// maintenance window, node boots, pulls).
 	base := slices.Clone(c.Nodes)
 	t.Run("concurrent", func(t *testing.T) {
 		t.Run("progressive", func(t *testing.T) { t.Parallel(); testProgressive(t, c, base, build) })
 		t.Run("fleet", func(t *testing.T) { t.Parallel(); testFleet(t, c, images) })
+		t.Run("images", func(t *testing.T) { t.Parallel(); testImages(t, c, images) })
 	})
 	deleteShims(t, c)
 	t.Run("nodes", func(t *testing.T) { testNodes(t, c, build, images) })

@@ -53,8 +53,8 @@ func TrimJob(obj any) (any, error) {
 // TrimNode is the cache transform of Nodes: it keeps their metadata
 // (without managed fields), their spec (the taints: the startup taint is
 // patched from the cached node) and, of their status, the operating
-// system, architecture and container runtime the kubelet reports and its
-// runtime handlers. It drops the images (tens of kilobytes per node on
+// system, architecture, container runtime and kubelet version the kubelet
+// reports (imageWay reads the versions) and its runtime handlers. It drops the images (tens of kilobytes per node on
 // real clusters), the conditions, addresses, capacity and the rest of the
 // system info, which the reconciler never reads.
 func TrimNode(obj any) (any, error) {
@@ -63,7 +63,7 @@ func TrimNode(obj any) (any, error) {
 		info := n.Status.NodeInfo
 		n.Status = corev1.NodeStatus{
 			NodeInfo: corev1.NodeSystemInfo{OperatingSystem: info.OperatingSystem, Architecture: info.Architecture, ContainerRuntimeVersion: info.ContainerRuntimeVersion,
-				MachineID: info.MachineID, SystemUUID: info.SystemUUID, OSImage: info.OSImage},
+				KubeletVersion: info.KubeletVersion, MachineID: info.MachineID, SystemUUID: info.SystemUUID, OSImage: info.OSImage},
 			RuntimeHandlers: n.Status.RuntimeHandlers,
 		}
 	}

@@ -40,13 +40,13 @@ func TestCacheTrims(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"a": "b"}, ManagedFields: managed},
 		Spec:       corev1.NodeSpec{Taints: []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}},
 		Status: corev1.NodeStatus{Images: []corev1.ContainerImage{{Names: []string{"x"}}}, RuntimeHandlers: []corev1.NodeRuntimeHandler{{Name: "runc"}},
-			NodeInfo:   corev1.NodeSystemInfo{OperatingSystem: "linux", Architecture: "arm64", ContainerRuntimeVersion: "containerd://2.2.9", KernelVersion: "6.1"},
+			NodeInfo:   corev1.NodeSystemInfo{OperatingSystem: "linux", Architecture: "arm64", ContainerRuntimeVersion: "containerd://2.2.9", KubeletVersion: "v1.36.3", KernelVersion: "6.1"},
 			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady}}, Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}},
 	}
 	out, err = operator.TrimNode(node)
 	n := out.(*corev1.Node)
 	if err != nil || n.ManagedFields != nil || n.Status.Images != nil || len(n.Spec.Taints) != 1 || len(n.Status.RuntimeHandlers) != 1 || n.Labels["a"] != "b" ||
-		n.Status.NodeInfo != (corev1.NodeSystemInfo{OperatingSystem: "linux", Architecture: "arm64", ContainerRuntimeVersion: "containerd://2.2.9"}) || n.Status.Conditions != nil || n.Status.Capacity != nil {
+		n.Status.NodeInfo != (corev1.NodeSystemInfo{OperatingSystem: "linux", Architecture: "arm64", ContainerRuntimeVersion: "containerd://2.2.9", KubeletVersion: "v1.36.3"}) || n.Status.Conditions != nil || n.Status.Capacity != nil {
 		t.Errorf("trimmed Node %+v (%v)", n, err)
 	}
 }

@@ -25,6 +25,11 @@ import (
 // per-platform artifacts, none of them the node's).
 var ErrNoArtifact = errors.New("no artifact for the node's platform")
 
+// ErrNotPinned: an image artifact named by a tag has no digest yet (the
+// operator resolves it before any node is planned; a plan built without
+// the resolution, BuildPlan's, cannot name what the kubelet must pull).
+var ErrNotPinned = errors.New("not pinned to a digest yet")
+
 // Defaults of sandboxer daemons.
 const (
 	addressPlaceholder = "$(ADDRESS)"
@@ -224,7 +229,7 @@ func artifactFor(shim *v1alpha1.Shim, node *corev1.Node, art *v1alpha1.ResolvedA
 func imageArtifact(shim *v1alpha1.Shim, img *v1alpha1.OCIFetch, art *v1alpha1.ResolvedArtifact, a *plan.Artifact) (*plan.Artifact, error) {
 	ref, err := registry.ParseReference(img.Reference)
 	if err != nil {
-		return nil, fmt.Errorf("%w: spec.fetchStrategy.image.reference %q: %w", ErrNoArtifact, img.Reference, err)
+		return nil, fmt.Errorf("spec.fetchStrategy.image.reference %q: %w", img.Reference, err)
 	}
 	d := ""
 	if _, sum, ok := resolve.CutDigest(img.Reference); ok {
@@ -233,7 +238,7 @@ func imageArtifact(shim *v1alpha1.Shim, img *v1alpha1.OCIFetch, art *v1alpha1.Re
 		d = art.Digest
 	}
 	if d == "" {
-		return nil, fmt.Errorf("%w: spec.fetchStrategy.image.reference %s is not pinned to a digest yet", ErrNoArtifact, img.Reference)
+		return nil, fmt.Errorf("%w: spec.fetchStrategy.image.reference %s", ErrNotPinned, img.Reference)
 	}
 	a.Type, a.Digest, a.Path = plan.SourceImage, d, nodejob.ImageDir(shim.Name)
 	a.Reference = ref.Registry + "/" + ref.Repository + "@" + d

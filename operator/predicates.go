@@ -117,6 +117,7 @@ func nodeInfoChanged() predicate.Funcs {
 			}
 			x, y := a.Status.NodeInfo, b.Status.NodeInfo
 			return x.OperatingSystem != y.OperatingSystem || x.Architecture != y.Architecture || x.ContainerRuntimeVersion != y.ContainerRuntimeVersion ||
+				x.KubeletVersion != y.KubeletVersion || // how an image reaches its installer
 				record.Machine(a) != record.Machine(b) || // reimaged in place
 				!slices.EqualFunc(a.Status.RuntimeHandlers, b.Status.RuntimeHandlers, func(p, q corev1.NodeRuntimeHandler) bool { return p.Name == q.Name })
 		},

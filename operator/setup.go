@@ -24,7 +24,7 @@ import (
 // +kubebuilder:rbac:groups=containerd.x-k8s.io,resources=shims/status,verbs=patch
 // +kubebuilder:rbac:groups=containerd.x-k8s.io,resources=shims/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete,namespace=shimkit-system
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;patch;delete,namespace=shimkit-system
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list,namespace=shimkit-system
 // +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get,namespace=shimkit-system
 // +kubebuilder:rbac:groups=node.k8s.io,resources=runtimeclasses,verbs=get;list;watch;create;update;delete

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -50,7 +51,10 @@ type Cluster struct {
 	containerd ContainerdBuild
 	dir        string
 	pauseTar   string // the pause image, written once for every node
-	joins      int    // nodes started so far: names and addresses are never reused
+	// mu guards joins and Nodes: nodes join and leave from parallel
+	// subtests.
+	mu    sync.Mutex
+	joins int // nodes started so far: names and addresses are never reused
 }
 
 // ClusterNode is one node of a Cluster.
@@ -143,8 +147,9 @@ type JoinOptions struct {
 	// --node-labels and --register-with-taints, "key[=value]:Effect").
 	Labels map[string]string
 	Taints []string
-	// Files are written into the node's root filesystem before it boots.
-	Files map[string][]byte
+	// Files are written into the node's root filesystem before it boots,
+	// Executables too, executable.
+	Files, Executables map[string][]byte
 	// Images are image archives imported into containerd before kubelet
 	// starts (a node image's pre-pulled images).
 	Images []string
@@ -156,6 +161,9 @@ type JoinOptions struct {
 	// ReadOnly are node directories read-only inside the node
 	// (NodeOptions.ReadOnly).
 	ReadOnly []string
+	// KubeletArgs are more kubelet flags (--image-credential-provider-config,
+	// say).
+	KubeletArgs []string
 }
 
 // AddNode boots one more node, joins it to the cluster and waits for it to
@@ -197,9 +205,13 @@ func (n ClusterNode) KubeletUnit() string {
 // kubelet.
 func (c *Cluster) startNode(t testing.TB, opts JoinOptions) ClusterNode {
 	t.Helper()
+	c.mu.Lock()
 	i := c.joins
 	c.joins++
+	c.mu.Unlock()
 	cn := c.bootNode(t, i, opts)
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.Nodes = append(c.Nodes, cn)
 	if i == 0 {
 		c.Node, c.NodeName = cn.Node, cn.Name
@@ -219,6 +231,7 @@ func (c *Cluster) Reimage(t testing.TB, old ClusterNode) ClusterNode {
 		t.Fatalf("power off %s: %v", old.Name, err)
 	}
 	n := c.bootNode(t, old.index, old.opts)
+	c.mu.Lock()
 	for i := range c.Nodes {
 		if c.Nodes[i].Name == old.Name {
 			c.Nodes[i] = n
@@ -227,6 +240,7 @@ func (c *Cluster) Reimage(t testing.TB, old ClusterNode) ClusterNode {
 	if old.index == 0 {
 		c.Node = n.Node
 	}
+	c.mu.Unlock()
 	if err := c.waitNodeReady(n.Name, 90*time.Second); err != nil {
 		t.Fatalf("%v\n%s", err, n.Journal(n.KubeletUnit()))
 	}
@@ -268,7 +282,7 @@ func (c *Cluster) bootNode(t testing.TB, i int, opts JoinOptions) ClusterNode {
 		files["/etc/containerd/config.toml"] = ClusterContainerdConfig(build)
 	}
 	maps.Copy(files, opts.Files)
-	n := StartNode(t, NodeOptions{Containerd: &build, Files: files, K3s: opts.K3s, ReadOnly: opts.ReadOnly})
+	n := StartNode(t, NodeOptions{Containerd: &build, Files: files, Executables: opts.Executables, K3s: opts.K3s, ReadOnly: opts.ReadOnly})
 	if err := plugNode(n, i); err != nil {
 		t.Fatalf("node %s: %v", name, err)
 	}
@@ -300,16 +314,20 @@ func (c *Cluster) bootNode(t testing.TB, i int, opts JoinOptions) ClusterNode {
 // pods go with it) and takes it out of Nodes.
 func (c *Cluster) removeNode(t testing.TB, n ClusterNode) {
 	// A kubelet that runs on registers its node again; whichever unit
-	// runs it, neither may be there. (A reimage replaced the machine.)
-	for _, m := range c.Nodes {
-		if m.Name == n.Name {
-			_, _ = m.Exec(context.Background(), "systemctl", "stop", "kubelet", K3sUnit)
-		}
+	// runs it, neither may be there.
+	c.mu.Lock()
+	i := slices.IndexFunc(c.Nodes, func(m ClusterNode) bool { return m.Name == n.Name })
+	if i >= 0 {
+		n = c.Nodes[i] // (a reimage replaced the machine)
 	}
+	c.mu.Unlock()
+	_, _ = n.Exec(context.Background(), "systemctl", "stop", "kubelet", K3sUnit)
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}}
 	if err := c.Client.Delete(context.Background(), node); client.IgnoreNotFound(err) != nil {
 		t.Errorf("remove node %s: %v", n.Name, err)
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.Nodes = slices.DeleteFunc(c.Nodes, func(m ClusterNode) bool { return m.Name == n.Name })
 }
 
@@ -335,6 +353,7 @@ func joinFlags(opts JoinOptions) string {
 	if len(opts.Taints) > 0 {
 		flags = append(flags, "--register-with-taints="+strings.Join(opts.Taints, ","))
 	}
+	flags = append(flags, opts.KubeletArgs...)
 	return strings.Join(flags, " ")
 }
 
@@ -378,6 +397,18 @@ func (c *Cluster) waitNodeReady(name string, timeout time.Duration) error {
 	return fmt.Errorf("node %s not Ready after %v: %s", name, timeout, last)
 }
 
+// RegistryHostsDir is where a cluster node's containerd reads registry
+// hosts (RegistryHostsDir/<registry>/hosts.toml: mirrors, plain HTTP)
+// when its config says so (WithRegistryHosts).
+const RegistryHostsDir = "/etc/containerd/certs.d"
+
+// RegistryHosts is a hosts.toml for the registry at server (a URL) whose
+// pulls go to host (a URL: the server itself over plain HTTP, or a
+// mirror).
+func RegistryHosts(server, host string) []byte {
+	return []byte(fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", server, host))
+}
+
 // ClusterContainerdConfig is a cluster node's config.toml: the build's
 // minimal config and CNI from Debian's package.
 func ClusterContainerdConfig(b ContainerdBuild) []byte {
@@ -386,6 +417,16 @@ func ClusterContainerdConfig(b ContainerdBuild) []byte {
 		cni = "\n[plugins.\"io.containerd.grpc.v1.cri\".cni]\n  bin_dir = \"/usr/lib/cni\"\n  conf_dir = \"/etc/cni/net.d\"\n"
 	}
 	return append(b.MinimalConfig(), cni...)
+}
+
+// WithRegistryHosts adds to the build's config that its CRI reads
+// registry hosts from RegistryHostsDir.
+func WithRegistryHosts(cfg []byte, b ContainerdBuild) []byte {
+	section := "io.containerd.cri.v1.images"
+	if b.Major == 1 {
+		section = "io.containerd.grpc.v1.cri"
+	}
+	return append(cfg, fmt.Sprintf("\n[plugins.%q.registry]\n  config_path = %q\n", section, RegistryHostsDir)...)
 }
 
 const kubeletConfig = `apiVersion: kubelet.config.k8s.io/v1beta1

@@ -51,8 +51,9 @@ type NodeOptions struct {
 	// Containerd, when set, replaces Debian's containerd 1.6 with that
 	// build (binaries in /usr/local/bin, config from MinimalConfig).
 	Containerd *ContainerdBuild
-	// Files are written into the root filesystem (node path → content).
-	Files map[string][]byte
+	// Files are written into the root filesystem (node path → content),
+	// Executables too, executable.
+	Files, Executables map[string][]byte
 	// HostNetwork shares this machine's network namespace instead of a
 	// fresh one, so a kubelet in the node reaches an API server on
 	// loopback.
@@ -129,13 +130,15 @@ func StartNode(t testing.TB, opts NodeOptions) *Node {
 			t.Fatal(err)
 		}
 	}
-	for p, content := range opts.Files {
-		local := filepath.Join(n.Root, p)
-		if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(local, content, 0o644); err != nil {
-			t.Fatal(err)
+	for files, mode := range map[*map[string][]byte]os.FileMode{&opts.Files: 0o644, &opts.Executables: 0o755} {
+		for p, content := range *files {
+			local := filepath.Join(n.Root, p)
+			if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(local, content, mode); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	// containerd's overlayfs snapshotter cannot put its layers on the

@@ -99,6 +99,7 @@
   - delete
   - get
   - list
+  - patch
   - watch
 {{- end }}
 

@@ -1,0 +1,118 @@
+package testutil
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"io"
+	"maps"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// PushImage pushes a container image for linux on this machine's
+// architecture, FROM scratch with files (path in the image → content; a
+// name containing "containerd-shim-" is executable) in one layer, as
+// repoName:tag, and returns its manifest digest.
+func (r *Registry) PushImage(t testing.TB, repoName, tag string, files map[string][]byte) string {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, p := range slices.Sorted(maps.Keys(files)) {
+		mode := int64(0o644)
+		if bytes.Contains([]byte(p), []byte("containerd-shim-")) {
+			mode = 0o755
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: p, Typeflag: tar.TypeReg, Mode: mode, Size: int64(len(files[p])), ModTime: time.Unix(0, 0)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(files[p]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data := buf.Bytes()
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", runtime.GOARCH
+	cf.Created = v1.Time{Time: time.Unix(0, 0).UTC()}
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		t.Fatal(err)
+	}
+	// Its blobs and manifest, pushed as they are (oras-go, with the
+	// registry's credentials).
+	ctx := context.Background()
+	repo := r.Repository(t, repoName)
+	push := func(mediaType string, data []byte) ocispec.Descriptor {
+		desc := content.NewDescriptorFromBytes(mediaType, data)
+		if err := repo.Push(ctx, desc, bytes.NewReader(data)); err != nil {
+			t.Fatalf("push %s to %s/%s: %v", desc.Digest, r.Host, repoName, err)
+		}
+		return desc
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range layers {
+		rc, err := l.Compressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		blob, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		mt, err := l.MediaType()
+		if err != nil {
+			t.Fatal(err)
+		}
+		push(string(mt), blob)
+	}
+	rawConfig, err := img.RawConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	push(ocispec.MediaTypeImageConfig, rawConfig)
+	rawManifest, err := img.RawManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mt, err := img.MediaType()
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc := push(string(mt), rawManifest)
+	if err := repo.Tag(ctx, desc, tag); err != nil {
+		t.Fatalf("tag %s/%s:%s: %v", r.Host, repoName, tag, err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.String()
+}
