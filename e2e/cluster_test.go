@@ -34,19 +34,23 @@ func TestCluster(t *testing.T) {
 	// here, so that the next one starts clean.
 	t.Run("operator", func(t *testing.T) { testOperator(t, c, build) })
 	deleteShims(t, c)
-	t.Run("refusal", func(t *testing.T) { testRefusal(t, c, build) })
-	deleteShims(t, c)
-	t.Run("gvisor", func(t *testing.T) { testGVisor(t, c) })
-	deleteShims(t, c)
 	// Progressive delivery on the three nodes, the mixed fleet on five
-	// nodes of its own and Shims as images on two more, at once: none
-	// touches another's nodes or Shims, and they mostly wait (a
-	// maintenance window, node boots, pulls).
+	// nodes of its own, Shims as images on two more, a refused Shim and
+	// gVisor on one each, at once: none touches another's nodes or Shims,
+	// and they mostly wait (a maintenance window, node boots, pulls,
+	// containerd restarts).
 	base := slices.Clone(c.Nodes)
 	t.Run("concurrent", func(t *testing.T) {
 		t.Run("progressive", func(t *testing.T) { t.Parallel(); testProgressive(t, c, base, build) })
 		t.Run("fleet", func(t *testing.T) { t.Parallel(); testFleet(t, c, images) })
 		t.Run("images", func(t *testing.T) { t.Parallel(); testImages(t, c, images) })
+		// The single-node scenarios of Shims of their own, each on a node
+		// of its own.
+		t.Run("refusal", func(t *testing.T) {
+			t.Parallel()
+			testRefusal(t, c, c.AddNode(t, testutil.JoinOptions{Images: images}), build)
+		})
+		t.Run("gvisor", func(t *testing.T) { t.Parallel(); testGVisor(t, c, c.AddNode(t, testutil.JoinOptions{Images: images})) })
 	})
 	deleteShims(t, c)
 	t.Run("nodes", func(t *testing.T) { testNodes(t, c, build, images) })
@@ -74,8 +78,11 @@ func deleteShims(t *testing.T, c *testutil.Cluster) {
 }
 
 // firstNode selects the cluster's first node only.
-func firstNode(c *testutil.Cluster) map[string]string {
-	return map[string]string{"kubernetes.io/hostname": c.NodeName}
+func firstNode(c *testutil.Cluster) map[string]string { return onNode(c.Nodes[0]) }
+
+// onNode selects the node only.
+func onNode(n testutil.ClusterNode) map[string]string {
+	return map[string]string{"kubernetes.io/hostname": n.Name}
 }
 
 // loadImages builds the operator and installer images without Docker,

@@ -93,7 +93,7 @@ func testOperator(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBu
 			return slices.ContainsFunc(node.Status.RuntimeHandlers, func(h corev1.NodeRuntimeHandler) bool { return h.Name == s.Spec.RuntimeClass.Handler })
 		})
 		exe := runPod(t, c, "pod-"+s.Name, s.Spec.RuntimeClass.Name)
-		if want := resolved(t, c, "/opt/shimkit/"+s.Name+"/current/containerd-shim-"+s.Spec.RuntimeClass.Handler+"-v2"); exe != want {
+		if want := resolved(t, c.Nodes[0], "/opt/shimkit/"+s.Name+"/current/containerd-shim-"+s.Spec.RuntimeClass.Handler+"-v2"); exe != want {
 			t.Errorf("the pod's shim is %s, want the installed %s", exe, want)
 		}
 	}

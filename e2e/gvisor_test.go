@@ -74,10 +74,10 @@ func gvisorShim(url, sha string, nodeSelector map[string]string) *v1alpha1.Shim 
 // runs a pod inside gVisor (its kernel log is gVisor's), upgrades the
 // bundle while the pod runs, and deletes the Shim: the node is clean and its
 // containerd config byte-identical to before.
-func testGVisor(t *testing.T, c *testutil.Cluster) {
+func testGVisor(t *testing.T, c *testutil.Cluster, node testutil.ClusterNode) {
 	ctx := context.Background()
-	testutil.ImportBusybox(t, "/usr/bin/ctr", c.Node.Socket())
-	origConfig, err := os.ReadFile(c.Node.Local("/etc/containerd/config.toml"))
+	testutil.ImportBusybox(t, "/usr/bin/ctr", node.Socket())
+	origConfig, err := os.ReadFile(node.Local("/etc/containerd/config.toml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func testGVisor(t *testing.T, c *testutil.Cluster) {
 	v1URL, v2URL := srv.Add("/gvisor-1.tar.gz", v1.Data), srv.Add("/gvisor-2.tar.gz", v2.Data)
 
 	start := time.Now()
-	if err := c.Client.Create(ctx, gvisorShim(v1URL, v1.SHA256, firstNode(c))); err != nil {
+	if err := c.Client.Create(ctx, gvisorShim(v1URL, v1.SHA256, onNode(node))); err != nil {
 		t.Fatal(err)
 	}
 	kubectl(t, c, "wait", "--for=condition=Ready", "shim/gvisor", "--timeout=120s")
@@ -107,7 +107,7 @@ func testGVisor(t *testing.T, c *testutil.Cluster) {
 	running := c.WaitPodRunning(t, "default", "in-gvisor")
 	containerID := running.Status.ContainerStatuses[0].ContainerID
 	logs := func() string {
-		files, _ := filepath.Glob(c.Node.Local("/var/log/pods/default_in-gvisor_*/sh/*.log"))
+		files, _ := filepath.Glob(node.Local("/var/log/pods/default_in-gvisor_*/sh/*.log"))
 		var all []byte
 		for _, f := range files {
 			data, _ := os.ReadFile(f)
@@ -120,12 +120,12 @@ func testGVisor(t *testing.T, c *testutil.Cluster) {
 		t.Fatalf("the pod does not run in gVisor; its log:\n%s", l)
 	}
 	exe, ok := testutil.ShimOf(podSandboxOf(t, c, strings.TrimPrefix(containerID, "containerd://")))
-	if want := resolved(t, c, "/opt/shimkit/gvisor/current/containerd-shim-runsc-v1.real"); !ok || exe != want {
+	if want := resolved(t, node, "/opt/shimkit/gvisor/current/containerd-shim-runsc-v1.real"); !ok || exe != want {
 		t.Errorf("the pod's shim is %q, want %s", exe, want)
 	}
 
 	// Upgrade while the pod runs: the bundle switches, the pod keeps running.
-	oldVersion := resolved(t, c, "/opt/shimkit/gvisor/current")
+	oldVersion := resolved(t, node, "/opt/shimkit/gvisor/current")
 	s := &v1alpha1.Shim{}
 	if err := c.Client.Get(ctx, client.ObjectKey{Name: "gvisor"}, s); err != nil {
 		t.Fatal(err)
@@ -136,10 +136,10 @@ func testGVisor(t *testing.T, c *testutil.Cluster) {
 		t.Fatal(err)
 	}
 	waitUpgraded(t, c, s, oldHash)
-	if v, _ := os.ReadFile(c.Node.Local("/opt/shimkit/gvisor/current/VERSION")); string(v) != "2\n" {
+	if v, _ := os.ReadFile(node.Local("/opt/shimkit/gvisor/current/VERSION")); string(v) != "2\n" {
 		t.Errorf("current bundle VERSION = %q after the upgrade", v)
 	}
-	if _, err := os.Stat(c.Node.Local(oldVersion)); !os.IsNotExist(err) {
+	if _, err := os.Stat(node.Local(oldVersion)); !os.IsNotExist(err) {
 		t.Errorf("old bundle %s left after the upgrade: %v", oldVersion, err)
 	}
 	p := &corev1.Pod{}
@@ -166,20 +166,20 @@ func testGVisor(t *testing.T, c *testutil.Cluster) {
 	if err := c.Client.Get(ctx, client.ObjectKey{Name: "gvisor"}, &nodev1.RuntimeClass{}); !apierrors.IsNotFound(err) {
 		t.Errorf("RuntimeClass gvisor still there: %v", err)
 	}
-	if got, _ := os.ReadFile(c.Node.Local("/etc/containerd/config.toml")); !bytes.Equal(got, origConfig) {
+	if got, _ := os.ReadFile(node.Local("/etc/containerd/config.toml")); !bytes.Equal(got, origConfig) {
 		t.Errorf("node config not restored:\n%s", got)
 	}
-	if _, err := os.Stat(c.Node.Local("/opt/shimkit")); !os.IsNotExist(err) {
+	if _, err := os.Stat(node.Local("/opt/shimkit")); !os.IsNotExist(err) {
 		t.Errorf("/opt/shimkit left on the node: %v", err)
 	}
 }
 
 // resolved returns where a node path's symlinks lead, as a node path.
-func resolved(t *testing.T, c *testutil.Cluster, nodePath string) string {
+func resolved(t *testing.T, node testutil.ClusterNode, nodePath string) string {
 	t.Helper()
-	p, err := filepath.EvalSymlinks(c.Node.Local(nodePath))
+	p, err := filepath.EvalSymlinks(node.Local(nodePath))
 	if err != nil {
 		t.Fatalf("%s: %v", nodePath, err)
 	}
-	return strings.TrimPrefix(p, c.Node.Root)
+	return strings.TrimPrefix(p, node.Root)
 }

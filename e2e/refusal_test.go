@@ -24,9 +24,9 @@ import (
 // podFailurePolicy ends it at once, not after its retries. The admin
 // removes their handler, deletes the Shim and applies the same YAML again:
 // nothing of the first Shim is left on the node, and the new one installs.
-func testRefusal(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBuild) {
+func testRefusal(t *testing.T, c *testutil.Cluster, node testutil.ClusterNode, build testutil.ContainerdBuild) {
 	ctx := context.Background()
-	cfg := c.Node.Local("/etc/containerd/config.toml")
+	cfg := node.Local("/etc/containerd/config.toml")
 	orig, err := os.ReadFile(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +44,7 @@ func testRefusal(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBui
 	url := srv.Add("/demo2.tar.gz", a.Data)
 	demo2 := func() *v1alpha1.Shim {
 		return &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "demo2"}, Spec: v1alpha1.ShimSpec{
-			NodeSelector:  firstNode(c),
+			NodeSelector:  onNode(node),
 			FetchStrategy: v1alpha1.FetchStrategy{Type: v1alpha1.FetchAnonHTTP, AnonHTTP: &v1alpha1.AnonHTTPFetch{Location: url, SHA256: a.SHA256}},
 			RuntimeClass:  v1alpha1.RuntimeClassSpec{Name: "demo2", Handler: "demo2"},
 		}}
@@ -60,7 +60,7 @@ func testRefusal(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBui
 		t.Fatal(err)
 	}
 	if f := first.Status.FailingNodes; len(f) != 1 || f[0].Reason != string(plan.ReasonConflict) {
-		t.Fatalf("failing nodes %+v, want %s refused with Conflict", f, c.NodeName)
+		t.Fatalf("failing nodes %+v, want %s refused with Conflict", f, node.Name)
 	}
 	jobs := &batchv1.JobList{}
 	if err := c.Client.List(ctx, jobs, client.InNamespace("shimkit-system"), client.MatchingLabels{"shim.containerd.x-k8s.io/shim": "demo2"}); err != nil {
@@ -91,19 +91,19 @@ func testRefusal(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBui
 	waitFor(t, 60*time.Second, "demo2 deleted", func() bool {
 		return apierrors.IsNotFound(c.Client.Get(ctx, client.ObjectKeyFromObject(first), &v1alpha1.Shim{}))
 	})
-	node := &corev1.Node{}
-	if err := c.Client.Get(ctx, client.ObjectKey{Name: c.NodeName}, node); err != nil {
+	obj := &corev1.Node{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: node.Name}, obj); err != nil {
 		t.Fatal(err)
 	}
-	if nodelabel.HasAny(node, "demo2") {
-		t.Errorf("the deleted demo2 left records on %s: %v", c.NodeName, node.Annotations)
+	if nodelabel.HasAny(obj, "demo2") {
+		t.Errorf("the deleted demo2 left records on %s: %v", node.Name, obj.Annotations)
 	}
 	second := demo2()
 	if err := c.Client.Create(ctx, second); err != nil {
 		t.Fatal(err)
 	}
 	kubectl(t, c, "wait", "--for=condition=Ready", "shim/demo2", "--timeout=120s")
-	assertLabelled(t, c, c.NodeName, "demo2", true)
+	assertLabelled(t, c, node.Name, "demo2", true)
 	if err := c.Client.Delete(ctx, second); err != nil {
 		t.Fatal(err)
 	}

@@ -101,3 +101,25 @@ func ExampleLocalFetcher() {
 	fmt.Println(res.Executables, res.Size)
 	// Output: [containerd-shim-demo-v2] 7
 }
+
+// A shim from the files of an image the kubelet mounted into the pod (an
+// image volume): checked like an archive, recorded under the image's
+// digest.
+func ExampleDirFetcher() {
+	image, _ := os.MkdirTemp("", "image")
+	defer os.RemoveAll(image)
+	_ = os.MkdirAll(filepath.Join(image, "bin"), 0o755)
+	_ = os.WriteFile(filepath.Join(image, "bin", "containerd-shim-demo-v2"), []byte("\x7fELF..."), 0o644)
+	_ = os.WriteFile(filepath.Join(image, "demo.toml"), []byte("level = 1\n"), 0o644)
+
+	dest, _ := os.MkdirTemp("", "shim")
+	defer os.RemoveAll(dest)
+	f := &fetch.DirFetcher{Path: image, Digest: "sha256:e867888aa3db37207abbdc5324ba94ee217f00b24a4c1b70abc82d916dbce52a"}
+	res, err := f.Fetch(context.Background(), fetch.HostPlatform(), dest)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(res.Files, res.Executables)
+	// Output: [bin/containerd-shim-demo-v2 demo.toml] [bin/containerd-shim-demo-v2]
+}

@@ -90,11 +90,19 @@ func TestAdmission(t *testing.T) {
 		mutate func(*v1alpha1.Shim)
 		want   string // in the error
 	}{
-		{"anonHttp type without anonHttp", func(s *v1alpha1.Shim) { s.Spec.FetchStrategy.AnonHTTP = nil }, "fetchStrategy: set exactly the one of anonHttp and oci"},
+		{"anonHttp type without anonHttp", func(s *v1alpha1.Shim) { s.Spec.FetchStrategy.AnonHTTP = nil }, "fetchStrategy: set exactly the one of anonHttp, oci and image"},
 		{"both anonHttp and oci", func(s *v1alpha1.Shim) {
 			s.Spec.FetchStrategy.OCI = &v1alpha1.OCIFetch{Reference: "registry.invalid/shims/spin:v1"}
-		}, "fetchStrategy: set exactly the one of anonHttp and oci"},
-		{"oci type with anonHttp", func(s *v1alpha1.Shim) { s.Spec.FetchStrategy.Type = v1alpha1.FetchOCI }, "fetchStrategy: set exactly the one of anonHttp and oci"},
+		}, "fetchStrategy: set exactly the one of anonHttp, oci and image"},
+		{"oci type with anonHttp", func(s *v1alpha1.Shim) { s.Spec.FetchStrategy.Type = v1alpha1.FetchOCI }, "fetchStrategy: set exactly the one of anonHttp, oci and image"},
+		{"image type with anonHttp", func(s *v1alpha1.Shim) { s.Spec.FetchStrategy.Type = v1alpha1.FetchImage }, "fetchStrategy: set exactly the one of anonHttp, oci and image"},
+		{"image type with image and anonHttp", func(s *v1alpha1.Shim) {
+			s.Spec.FetchStrategy.Type = v1alpha1.FetchImage
+			s.Spec.FetchStrategy.Image = &v1alpha1.OCIFetch{Reference: "registry.invalid/shims/spin:v1"}
+		}, "fetchStrategy: set exactly the one of anonHttp, oci and image"},
+		{"an image by a bad reference", func(s *v1alpha1.Shim) {
+			s.Spec.FetchStrategy = v1alpha1.FetchStrategy{Type: v1alpha1.FetchImage, Image: &v1alpha1.OCIFetch{Reference: "spin"}}
+		}, "spec.fetchStrategy.image.reference"},
 		{"unknown fetch type", func(s *v1alpha1.Shim) { s.Spec.FetchStrategy.Type = "ftp" }, "spec.fetchStrategy.type"},
 		{"location not http", func(s *v1alpha1.Shim) { s.Spec.FetchStrategy.AnonHTTP.Location = "file:///etc/passwd" }, "spec.fetchStrategy.anonHttp.location"},
 		{"no location and no platforms", func(s *v1alpha1.Shim) { s.Spec.FetchStrategy.AnonHTTP.Location = "" }, "fetchStrategy.anonHttp: set location, or platforms"},
@@ -279,6 +287,9 @@ func TestAdmission(t *testing.T) {
 				s.Spec.FetchStrategy = v1alpha1.FetchStrategy{Type: v1alpha1.FetchOCI, OCI: &v1alpha1.OCIFetch{
 					Reference: "registry.invalid:5000/shims/spin@sha256:" + strings.Repeat("b", 64), PullSecretRef: &v1alpha1.SecretReference{Name: "pull"}, PlainHTTP: true,
 				}}
+			},
+			func(s *v1alpha1.Shim) {
+				s.Spec.FetchStrategy = v1alpha1.FetchStrategy{Type: v1alpha1.FetchImage, Image: &v1alpha1.OCIFetch{Reference: "shims.example.invalid/spin@sha256:" + strings.Repeat("c", 64)}}
 			},
 			func(s *v1alpha1.Shim) {
 				s.Spec.FetchStrategy.AnonHTTP = &v1alpha1.AnonHTTPFetch{Platforms: []v1alpha1.PlatformArtifact{
