@@ -32,11 +32,10 @@ func TestCluster(t *testing.T) {
 
 	// Each scenario deletes its Shims; after a failure, what is left goes
 	// here, so that the next one starts clean.
-	t.Run("operator", func(t *testing.T) { testOperator(t, c, build) })
-	deleteShims(t, c)
 	// Progressive delivery on the three nodes, the mixed fleet on five
-	// nodes of its own, Shims as images on two more, a refused Shim and
-	// gVisor on one each, at once: none touches another's nodes or Shims,
+	// nodes of its own, Shims as images on two more, the operator's own
+	// lifecycle, a refused Shim and gVisor on one each, at once: none
+	// touches another's nodes or Shims,
 	// and they mostly wait (a maintenance window, node boots, pulls,
 	// containerd restarts).
 	base := slices.Clone(c.Nodes)
@@ -51,6 +50,10 @@ func TestCluster(t *testing.T) {
 			testRefusal(t, c, c.AddNode(t, testutil.JoinOptions{Images: images}), build)
 		})
 		t.Run("gvisor", func(t *testing.T) { t.Parallel(); testGVisor(t, c, c.AddNode(t, testutil.JoinOptions{Images: images})) })
+		t.Run("operator", func(t *testing.T) {
+			t.Parallel()
+			testOperator(t, c, c.AddNode(t, testutil.JoinOptions{Images: images}), build)
+		})
 	})
 	deleteShims(t, c)
 	t.Run("nodes", func(t *testing.T) { testNodes(t, c, build, images) })

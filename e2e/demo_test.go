@@ -73,7 +73,7 @@ func TestDemo(t *testing.T) {
 	})
 
 	say("running a pod with runtimeClassName: demo")
-	exe := runPod(t, c, "demo-pod", "demo")
+	exe := runPod(t, c, c.Nodes[0], "demo-pod", "demo")
 	say("pod demo-pod runs; its sandbox's shim process is %s (the installed binary)", exe)
 
 	fmt.Printf(`

@@ -39,9 +39,9 @@ const (
 // testOperator: two Shims (HTTP and OCI artifacts) on the first node, the
 // canary, drift repair, an upgrade and the deletion, with the operator
 // deployed from operator/config/default.
-func testOperator(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBuild) {
+func testOperator(t *testing.T, c *testutil.Cluster, node testutil.ClusterNode, build testutil.ContainerdBuild) {
 	ctx := context.Background()
-	origConfig, err := os.ReadFile(c.Node.Local("/etc/containerd/config.toml"))
+	origConfig, err := os.ReadFile(node.Local("/etc/containerd/config.toml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,12 +59,12 @@ func testOperator(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBu
 	})
 
 	httpShim := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "e2e"}, Spec: v1alpha1.ShimSpec{
-		NodeSelector:  firstNode(c),
+		NodeSelector:  onNode(node),
 		FetchStrategy: v1alpha1.FetchStrategy{Type: v1alpha1.FetchAnonHTTP, AnonHTTP: &v1alpha1.AnonHTTPFetch{Location: v1URL, SHA256: v1.SHA256}},
 		RuntimeClass:  v1alpha1.RuntimeClassSpec{Name: "e2e", Handler: "e2e"},
 	}}
 	ociShim := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "e2eoci"}, Spec: v1alpha1.ShimSpec{
-		NodeSelector: firstNode(c),
+		NodeSelector: onNode(node),
 		FetchStrategy: v1alpha1.FetchStrategy{Type: v1alpha1.FetchOCI, OCI: &v1alpha1.OCIFetch{Reference: reg.Host + "/shims/e2eoci:v1", PlainHTTP: true,
 			// The test's registry is on the cluster's network, not on
 			// the nodes' loopback.
@@ -77,23 +77,23 @@ func testOperator(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBu
 		}
 		kubectl(t, c, "wait", "--for=condition=Ready", "shim/"+s.Name, "--timeout=60s")
 
-		node := &corev1.Node{}
-		if err := c.Client.Get(ctx, client.ObjectKey{Name: c.NodeName}, node); err != nil {
+		obj := &corev1.Node{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: node.Name}, obj); err != nil {
 			t.Fatal(err)
 		}
-		if ok, _ := nodelabel.State(node, s.Name); !ok {
-			t.Errorf("node not labelled for %s: %v", s.Name, node.Labels)
+		if ok, _ := nodelabel.State(obj, s.Name); !ok {
+			t.Errorf("node not labelled for %s: %v", s.Name, obj.Labels)
 		}
 		rc := &nodev1.RuntimeClass{}
 		if err := c.Client.Get(ctx, client.ObjectKey{Name: s.Spec.RuntimeClass.Name}, rc); err != nil || rc.Handler != s.Spec.RuntimeClass.Handler {
 			t.Fatalf("RuntimeClass %s: %v %+v", s.Spec.RuntimeClass.Name, err, rc)
 		}
 		waitFor(t, 60*time.Second, "runtimeHandlers to list "+s.Spec.RuntimeClass.Handler, func() bool {
-			_ = c.Client.Get(ctx, client.ObjectKey{Name: c.NodeName}, node)
-			return slices.ContainsFunc(node.Status.RuntimeHandlers, func(h corev1.NodeRuntimeHandler) bool { return h.Name == s.Spec.RuntimeClass.Handler })
+			_ = c.Client.Get(ctx, client.ObjectKey{Name: node.Name}, obj)
+			return slices.ContainsFunc(obj.Status.RuntimeHandlers, func(h corev1.NodeRuntimeHandler) bool { return h.Name == s.Spec.RuntimeClass.Handler })
 		})
-		exe := runPod(t, c, "pod-"+s.Name, s.Spec.RuntimeClass.Name)
-		if want := resolved(t, c.Nodes[0], "/opt/shimkit/"+s.Name+"/current/containerd-shim-"+s.Spec.RuntimeClass.Handler+"-v2"); exe != want {
+		exe := runPod(t, c, node, "pod-"+s.Name, s.Spec.RuntimeClass.Name)
+		if want := resolved(t, node, "/opt/shimkit/"+s.Name+"/current/containerd-shim-"+s.Spec.RuntimeClass.Handler+"-v2"); exe != want {
 			t.Errorf("the pod's shim is %s, want the installed %s", exe, want)
 		}
 	}
@@ -105,8 +105,8 @@ func testOperator(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBu
 	} else {
 		t.Logf("the canary of e2e passed in %v", time.Duration(r.CanaryDuration))
 	}
-	installerTokenOnlyCanaries(t, c)
-	driftRepaired(t, c, origConfig)
+	installerTokenOnlyCanaries(t, c, node)
+	driftRepaired(t, c, node, origConfig)
 
 	// Upgrade the HTTP shim: a new artifact rolls out.
 	s := &v1alpha1.Shim{}
@@ -118,8 +118,8 @@ func testOperator(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBu
 	if err := c.Client.Update(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	waitUpgraded(t, c, s, oldHash)
-	if bin, _ := os.ReadFile(c.Node.Local("/opt/shimkit/e2e/current/containerd-shim-e2e-v2")); !bytes.Equal(bin, v2.Binary) {
+	waitUpgraded(t, c, node, s, oldHash)
+	if bin, _ := os.ReadFile(node.Local("/opt/shimkit/e2e/current/containerd-shim-e2e-v2")); !bytes.Equal(bin, v2.Binary) {
 		t.Error("the node does not have the upgraded binary")
 	}
 
@@ -140,40 +140,40 @@ func testOperator(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBu
 			t.Errorf("RuntimeClass %s still there: %v", name, err)
 		}
 	}
-	node := &corev1.Node{}
-	if err := c.Client.Get(ctx, client.ObjectKey{Name: c.NodeName}, node); err != nil {
+	obj := &corev1.Node{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: node.Name}, obj); err != nil {
 		t.Fatal(err)
 	}
-	for k := range node.Labels {
+	for k := range obj.Labels {
 		if strings.HasPrefix(k, nodelabel.Prefix) {
 			t.Errorf("node label %s left", k)
 		}
 	}
-	if got, _ := os.ReadFile(c.Node.Local("/etc/containerd/config.toml")); !bytes.Equal(got, origConfig) {
+	if got, _ := os.ReadFile(node.Local("/etc/containerd/config.toml")); !bytes.Equal(got, origConfig) {
 		t.Errorf("node config not restored:\n%s", got)
 	}
-	if _, err := os.Stat(c.Node.Local("/opt/shimkit")); !os.IsNotExist(err) {
+	if _, err := os.Stat(node.Local("/opt/shimkit")); !os.IsNotExist(err) {
 		t.Errorf("/opt/shimkit left on the node: %v", err)
 	}
 }
 
 // waitUpgraded waits until the Shim s (updated with a new spec, away from
-// oldHash) is installed at its new spec hash on the node.
-func waitUpgraded(t *testing.T, c *testutil.Cluster, s *v1alpha1.Shim, oldHash string) {
+// oldHash) is installed at its new spec hash on node.
+func waitUpgraded(t *testing.T, c *testutil.Cluster, node testutil.ClusterNode, s *v1alpha1.Shim, oldHash string) {
 	t.Helper()
 	ctx := context.Background()
 	waitFor(t, 180*time.Second, "the upgrade of "+s.Name, func() bool {
 		_ = c.Client.Get(ctx, client.ObjectKeyFromObject(s), s)
-		node := &corev1.Node{}
-		_ = c.Client.Get(ctx, client.ObjectKey{Name: c.NodeName}, node)
-		_, hash := nodelabel.State(node, s.Name)
+		obj := &corev1.Node{}
+		_ = c.Client.Get(ctx, client.ObjectKey{Name: node.Name}, obj)
+		_, hash := nodelabel.State(obj, s.Name)
 		return s.Status.SpecHash != oldHash && hash == s.Status.SpecHash && s.Status.UpdatedNodes == 1
 	})
 }
 
 // runPod runs a host-network pause pod with the RuntimeClass and returns
 // the path of the shim binary that runs its sandbox, as the node sees it.
-func runPod(t *testing.T, c *testutil.Cluster, name, runtimeClass string) string {
+func runPod(t *testing.T, c *testutil.Cluster, node testutil.ClusterNode, name, runtimeClass string) string {
 	t.Helper()
 	pod := workloadPod(name, "", runtimeClass) // scheduled by its RuntimeClass
 	if err := c.Client.Create(context.Background(), pod); err != nil {
@@ -181,17 +181,17 @@ func runPod(t *testing.T, c *testutil.Cluster, name, runtimeClass string) string
 	}
 	p := c.WaitPodRunning(t, "default", name)
 	id := strings.TrimPrefix(p.Status.ContainerStatuses[0].ContainerID, "containerd://")
-	exe, ok := testutil.ShimOf(podSandboxOf(t, c, id))
+	exe, ok := testutil.ShimOf(podSandboxOf(t, node, id))
 	if !ok {
 		t.Fatalf("no shim process for pod %s", name)
 	}
 	return exe
 }
 
-// podSandboxOf asks CRI for the sandbox of a container.
-func podSandboxOf(t *testing.T, c *testutil.Cluster, containerID string) string {
+// podSandboxOf asks the node's CRI for the sandbox of a container.
+func podSandboxOf(t *testing.T, node testutil.ClusterNode, containerID string) string {
 	t.Helper()
-	out, err := exec.Command("/usr/bin/ctr", "--address", c.Node.Socket(), "-n", "k8s.io", "containers", "info", containerID).Output()
+	out, err := exec.Command("/usr/bin/ctr", "--address", node.Socket(), "-n", "k8s.io", "containers", "info", containerID).Output()
 	if err != nil {
 		t.Fatalf("ctr containers info %s: %v", containerID, err)
 	}
@@ -263,7 +263,7 @@ func installerResult(t *testing.T, c *testutil.Cluster, shim string) *plan.NodeR
 // installerTokenOnlyCanaries: the installers' ServiceAccount may create
 // canary pods, and the admission policy refuses anything else it asks for
 // (here a pod that mounts the node's root).
-func installerTokenOnlyCanaries(t *testing.T, c *testutil.Cluster) {
+func installerTokenOnlyCanaries(t *testing.T, c *testutil.Cluster, node testutil.ClusterNode) {
 	t.Helper()
 	pod := func(extra string) string {
 		return fmt.Sprintf(`apiVersion: v1
@@ -275,7 +275,7 @@ spec:
   automountServiceAccountToken: false
   restartPolicy: Never
   containers: [{name: canary, image: %s, args: [canary]}]
-%s`, c.NodeName, installerImage, extra)
+%s`, node.Name, installerImage, extra)
 	}
 	as := "--as=system:serviceaccount:shimkit-system:shimkit-installer"
 	create := func(manifest string) (string, error) {
@@ -303,17 +303,17 @@ spec:
 // was before shimkit and restarts containerd; the kubelet stops reporting
 // the Shims' handlers, the operator counts the node as drifted, installs
 // the Shims there again, and the handlers are back.
-func driftRepaired(t *testing.T, c *testutil.Cluster, origConfig []byte) {
+func driftRepaired(t *testing.T, c *testutil.Cluster, node testutil.ClusterNode, origConfig []byte) {
 	t.Helper()
 	ctx := context.Background()
-	writeFile(t, c.Node.Local("/etc/containerd/config.toml"), string(origConfig))
-	dropIns, _ := filepath.Glob(c.Node.Local("/etc/containerd/conf.d/*shimkit*"))
+	writeFile(t, node.Local("/etc/containerd/config.toml"), string(origConfig))
+	dropIns, _ := filepath.Glob(node.Local("/etc/containerd/conf.d/*shimkit*"))
 	for _, f := range dropIns {
 		if err := os.Remove(f); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if out, err := c.Node.Exec(ctx, "systemctl", "restart", "containerd"); err != nil {
+	if out, err := node.Exec(ctx, "systemctl", "restart", "containerd"); err != nil {
 		t.Fatalf("restart containerd: %v %s", err, out)
 	}
 	start := time.Now()
@@ -325,17 +325,17 @@ func driftRepaired(t *testing.T, c *testutil.Cluster, origConfig []byte) {
 		last = ""
 		for _, name := range []string{"e2e", "e2eoci"} {
 			s := &v1alpha1.Shim{}
-			node := &corev1.Node{}
+			obj := &corev1.Node{}
 			if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, s); err != nil {
 				ok, last = false, err.Error()
 				break
 			}
-			if err := c.Client.Get(ctx, client.ObjectKey{Name: c.NodeName}, node); err != nil {
+			if err := c.Client.Get(ctx, client.ObjectKey{Name: node.Name}, obj); err != nil {
 				ok, last = false, err.Error()
 				break
 			}
 			sawDrift = sawDrift || s.Status.DriftedNodes > 0
-			served := slices.ContainsFunc(node.Status.RuntimeHandlers, func(h corev1.NodeRuntimeHandler) bool { return h.Name == name })
+			served := slices.ContainsFunc(obj.Status.RuntimeHandlers, func(h corev1.NodeRuntimeHandler) bool { return h.Name == name })
 			ok = ok && served && s.Status.DriftedNodes == 0 && s.Status.UpdatedNodes == 1
 			last += fmt.Sprintf("%s: served %v, drifted %d, updated %d; ", name, served, s.Status.DriftedNodes, s.Status.UpdatedNodes)
 		}

@@ -119,7 +119,7 @@ func testGVisor(t *testing.T, c *testutil.Cluster, node testutil.ClusterNode) {
 	if l := logs(); !strings.Contains(l, "gVisor") {
 		t.Fatalf("the pod does not run in gVisor; its log:\n%s", l)
 	}
-	exe, ok := testutil.ShimOf(podSandboxOf(t, c, strings.TrimPrefix(containerID, "containerd://")))
+	exe, ok := testutil.ShimOf(podSandboxOf(t, node, strings.TrimPrefix(containerID, "containerd://")))
 	if want := resolved(t, node, "/opt/shimkit/gvisor/current/containerd-shim-runsc-v1.real"); !ok || exe != want {
 		t.Errorf("the pod's shim is %q, want %s", exe, want)
 	}
@@ -135,7 +135,7 @@ func testGVisor(t *testing.T, c *testutil.Cluster, node testutil.ClusterNode) {
 	if err := c.Client.Update(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	waitUpgraded(t, c, s, oldHash)
+	waitUpgraded(t, c, node, s, oldHash)
 	if v, _ := os.ReadFile(node.Local("/opt/shimkit/gvisor/current/VERSION")); string(v) != "2\n" {
 		t.Errorf("current bundle VERSION = %q after the upgrade", v)
 	}

@@ -68,6 +68,26 @@ type NodeOptions struct {
 	ReadOnly []string
 }
 
+// inotifyInstances is how many inotify instances the machine's root may
+// open, at least, while node sandboxes run: each node's systemd,
+// containerd and kubelet open several, and a dozen nodes at once exhaust
+// the kernel's default of 128 ("too many open files" from containerd's
+// CNI watcher).
+const inotifyInstances = 1024
+
+// raiseInotifyInstances raises fs.inotify.max_user_instances to
+// inotifyInstances when it is lower (as root; otherwise it stays).
+func raiseInotifyInstances() {
+	const p = "/proc/sys/fs/inotify/max_user_instances"
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return
+	}
+	if n, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && n < inotifyInstances {
+		_ = os.WriteFile(p, []byte(strconv.Itoa(inotifyInstances)), 0o644)
+	}
+}
+
 // NodeRootfs returns the cached root filesystem, failing the test when it
 // has not been built (make bins).
 func NodeRootfs(t testing.TB) string {
@@ -89,6 +109,7 @@ func NodeRootfs(t testing.TB) string {
 func StartNode(t testing.TB, opts NodeOptions) *Node {
 	t.Helper()
 	RequireHarness(t)
+	raiseInotifyInstances()
 	lower := NodeRootfs(t)
 	dir, err := os.MkdirTemp("", "node-")
 	if err != nil {
