@@ -98,13 +98,7 @@ func loadImages(t *testing.T, c *testutil.Cluster) []string {
 	for _, img := range []struct{ cmd, ref, user string }{
 		{"shimkit-operator", operatorImage, "65532"}, {"shimkit-installer", installerImage, ""},
 	} {
-		bin := filepath.Join(dir, img.cmd)
-		b := exec.Command("go", "build", "-o", bin, "./cmd/"+img.cmd)
-		b.Dir = testutil.RepoRoot()
-		b.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := b.CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", img.cmd, err, out)
-		}
+		bin := testutil.GoBuild(t, "./cmd/"+img.cmd, filepath.Join(dir, img.cmd))
 		tarPath := bin + ".tar"
 		if err := imagebuild.Write(imagebuild.Image{Ref: img.ref, Binary: bin, Name: img.cmd, User: img.user}, tarPath); err != nil {
 			t.Fatal(err)

@@ -245,10 +245,8 @@ func bakedConfig(t *testing.T, b testutil.ContainerdBuild) []byte {
 	if err := os.WriteFile(cfg, testutil.ClusterContainerdConfig(b), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", "run", "./examples/image-builder", "-root", root, "-name", mixShim, "-runtime-type", "io.containerd.runc.v2")
-	cmd.Dir = testutil.RepoRoot()
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
+	builder := testutil.GoBuild(t, "./examples/image-builder", filepath.Join(t.TempDir(), "image-builder"))
+	if out, err := exec.Command(builder, "-root", root, "-name", mixShim, "-runtime-type", "io.containerd.runc.v2").CombinedOutput(); err != nil {
 		t.Fatalf("image-builder: %v\n%s", err, out)
 	}
 	data, err := os.ReadFile(cfg)

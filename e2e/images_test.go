@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -231,13 +230,7 @@ type credProviderFiles struct{ binary, config []byte }
 
 func buildCredProvider(t *testing.T, reg *testutil.Registry) credProviderFiles {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), credProvider)
-	cmd := exec.Command("go", "build", "-o", bin, "./internal/testutil/credprovider")
-	cmd.Dir = testutil.RepoRoot()
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build the credential provider: %v\n%s", err, out)
-	}
+	bin := testutil.GoBuild(t, "./internal/testutil/credprovider", filepath.Join(t.TempDir(), credProvider))
 	data, err := os.ReadFile(bin)
 	if err != nil {
 		t.Fatal(err)

@@ -16,13 +16,7 @@ import (
 func TestInstallerImageRunsInContainerd(t *testing.T) {
 	b := testutil.ContainerdMatrix(t)[2]
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "shimkit-installer")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/shimkit-installer")
-	build.Dir = testutil.RepoRoot()
-	build.Env = append(build.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := testutil.GoBuild(t, "./cmd/shimkit-installer", filepath.Join(dir, "shimkit-installer"))
 	tarPath := filepath.Join(dir, "installer.tar")
 	ref := "shimkit.test/shimkit-installer:test"
 	if err := imagebuild.Write(imagebuild.Image{Ref: ref, Binary: bin, Name: "shimkit-installer"}, tarPath); err != nil {

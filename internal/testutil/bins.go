@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -82,4 +83,20 @@ func BinDir(t testing.TB, component, versionKey string, names ...string) string 
 		}
 	}
 	return dir
+}
+
+// GoBuild builds the repository's package pkg ("./cmd/shimkit-installer")
+// into the file out with the flags, statically (CGO_ENABLED=0, as make
+// test builds everything, so the compiled packages are shared), and
+// returns out.
+func GoBuild(t testing.TB, pkg, out string, flags ...string) string {
+	t.Helper()
+	args := append(append([]string{"build"}, flags...), "-o", out, pkg)
+	cmd := exec.Command("go", args...)
+	cmd.Dir = RepoRoot()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if output, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, output)
+	}
+	return out
 }

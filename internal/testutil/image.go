@@ -17,6 +17,20 @@ import (
 // ref, with config, as an image tarball at out.
 func writeImage(t testing.TB, layerTar []byte, ref string, config v1.Config, out string) {
 	t.Helper()
+	img := oneLayerImage(t, layerTar, config)
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tarball.WriteToFile(out, tag, img); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// oneLayerImage is an image of this machine's platform, FROM scratch,
+// with layerTar as its one layer and config.
+func oneLayerImage(t testing.TB, layerTar []byte, config v1.Config) v1.Image {
+	t.Helper()
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(layerTar)), nil })
 	if err != nil {
 		t.Fatal(err)
@@ -35,11 +49,5 @@ func writeImage(t testing.TB, layerTar []byte, ref string, config v1.Config, out
 	if img, err = mutate.ConfigFile(img, cf); err != nil {
 		t.Fatal(err)
 	}
-	tag, err := name.NewTag(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tarball.WriteToFile(out, tag, img); err != nil {
-		t.Fatal(err)
-	}
+	return img
 }

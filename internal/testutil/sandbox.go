@@ -22,13 +22,7 @@ const PauseImageRef = "shimkit.test/pause:1"
 // packs it as an image tarball named PauseImageRef, into dir.
 func PauseImageTar(t testing.TB, dir string) string {
 	t.Helper()
-	bin := filepath.Join(dir, "pause")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./internal/testutil/pause")
-	cmd.Dir = RepoRoot()
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build pause: %v\n%s", err, out)
-	}
+	bin := GoBuild(t, "./internal/testutil/pause", filepath.Join(dir, "pause"), "-trimpath", "-ldflags", "-s -w")
 	data, err := os.ReadFile(bin)
 	if err != nil {
 		t.Fatal(err)

@@ -24,13 +24,7 @@ import (
 // returns the binary's path.
 func Build(t testing.TB) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "fake-sandboxer")
-	cmd := exec.Command("go", "build", "-o", bin, "./internal/testutil/sandboxer/cmd/fake-sandboxer")
-	cmd.Dir = testutil.RepoRoot()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build fake-sandboxer: %v\n%s", err, out)
-	}
-	return bin
+	return testutil.GoBuild(t, "./internal/testutil/sandboxer/cmd/fake-sandboxer", filepath.Join(t.TempDir(), "fake-sandboxer"))
 }
 
 // Daemon is a running fake sandboxer.
