@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -36,29 +35,25 @@ func TestCluster(t *testing.T) {
 	// Progressive delivery on the three nodes, the mixed fleet on five
 	// nodes of its own, Shims as images on two more, the operator's own
 	// lifecycle, a refused Shim and gVisor on one each, at once: none
-	// touches another's nodes or Shims, and they mostly wait (a
-	// maintenance window, node boots, pulls, containerd restarts). Each
-	// runs in a t.Run of its own goroutine, not under t.Parallel: go test
-	// runs at most GOMAXPROCS parallel subtests at once, two on a
-	// two-core machine.
+	// touches another's nodes or Shims,
+	// and they mostly wait (a maintenance window, node boots, pulls,
+	// containerd restarts).
 	base := slices.Clone(c.Nodes)
-	onOwnNode := func(run func(*testing.T, testutil.ClusterNode)) func(*testing.T) {
-		return func(t *testing.T) { run(t, c.AddNode(t, testutil.JoinOptions{Images: images})) }
-	}
 	t.Run("concurrent", func(t *testing.T) {
-		var wg sync.WaitGroup
-		for name, run := range map[string]func(*testing.T){
-			"progressive": func(t *testing.T) { testProgressive(t, c, base, build) },
-			"fleet":       func(t *testing.T) { testFleet(t, c, images) },
-			"images":      func(t *testing.T) { testImages(t, c, images) },
-			// The single-node scenarios, each on a node of its own.
-			"refusal":  onOwnNode(func(t *testing.T, n testutil.ClusterNode) { testRefusal(t, c, n, build) }),
-			"gvisor":   onOwnNode(func(t *testing.T, n testutil.ClusterNode) { testGVisor(t, c, n) }),
-			"operator": onOwnNode(func(t *testing.T, n testutil.ClusterNode) { testOperator(t, c, n, build) }),
-		} {
-			wg.Go(func() { t.Run(name, run) })
-		}
-		wg.Wait()
+		t.Run("progressive", func(t *testing.T) { t.Parallel(); testProgressive(t, c, base, build) })
+		t.Run("fleet", func(t *testing.T) { t.Parallel(); testFleet(t, c, images) })
+		t.Run("images", func(t *testing.T) { t.Parallel(); testImages(t, c, images) })
+		// The single-node scenarios of Shims of their own, each on a node
+		// of its own.
+		t.Run("refusal", func(t *testing.T) {
+			t.Parallel()
+			testRefusal(t, c, c.AddNode(t, testutil.JoinOptions{Images: images}), build)
+		})
+		t.Run("gvisor", func(t *testing.T) { t.Parallel(); testGVisor(t, c, c.AddNode(t, testutil.JoinOptions{Images: images})) })
+		t.Run("operator", func(t *testing.T) {
+			t.Parallel()
+			testOperator(t, c, c.AddNode(t, testutil.JoinOptions{Images: images}), build)
+		})
 	})
 	deleteShims(t, c)
 	t.Run("nodes", func(t *testing.T) { testNodes(t, c, build, images) })
