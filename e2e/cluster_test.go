@@ -80,9 +80,6 @@ func deleteShims(t *testing.T, c *testutil.Cluster) {
 	})
 }
 
-// firstNode selects the cluster's first node only.
-func firstNode(c *testutil.Cluster) map[string]string { return onNode(c.Nodes[0]) }
-
 // onNode selects the node only.
 func onNode(n testutil.ClusterNode) map[string]string {
 	return map[string]string{"kubernetes.io/hostname": n.Name}

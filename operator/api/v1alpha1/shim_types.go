@@ -467,10 +467,10 @@ type PlatformArtifact struct {
 // Registry returns the settings of the strategy's registry artifact: oci
 // or image (nil for the others).
 func (f FetchStrategy) Registry() *OCIFetch {
-	switch {
-	case f.Type == FetchOCI:
+	switch f.Type {
+	case FetchOCI:
 		return f.OCI
-	case f.Type == FetchImage:
+	case FetchImage:
 		return f.Image
 	}
 	return nil
