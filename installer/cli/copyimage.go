@@ -1,14 +1,14 @@
 package cli
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
+
+	"github.com/shimkit/shimkit/internal/mountinfo"
 )
 
 // The two commands of the image copy, where the node cannot mount a
@@ -52,12 +52,15 @@ func copySelf(file string) error {
 // below / (what the runtime and the kubelet mount into any container:
 // /proc, /dev, /etc/hosts, the service account token, the emptyDirs) so
 // that only the image's own files are copied.
-func copyImage(root, dir, mountinfo string) error {
-	skip, err := mountPoints(mountinfo)
+func copyImage(root, dir, mountinfoPath string) error {
+	points, err := mountinfo.Points(mountinfoPath)
 	if err != nil {
 		return err
 	}
-	skip[filepath.Clean(dir)] = true
+	skip := map[string]bool{filepath.Clean(dir): true}
+	for _, p := range points {
+		skip[filepath.Clean(p)] = true
+	}
 	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -91,47 +94,6 @@ func copyImage(root, dir, mountinfo string) error {
 		}
 		return nil // devices, sockets, pipes: never part of a bundle
 	})
-}
-
-// mountPoints reads the mount points of a mountinfo file
-// (/proc/self/mountinfo).
-func mountPoints(mountinfo string) (map[string]bool, error) {
-	f, err := os.Open(mountinfo)
-	if err != nil {
-		return nil, fmt.Errorf("mount points: %w", err)
-	}
-	defer f.Close()
-	points := map[string]bool{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// ID parent major:minor root mountpoint options ...
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		points[filepath.Clean(unescapeMount(fields[4]))] = true
-	}
-	return points, sc.Err()
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			var c byte
-			if _, err := fmt.Sscanf(s[i+1:i+4], "%03o", &c); err == nil {
-				b.WriteByte(c)
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 func copyFile(from, to string, mode fs.FileMode) error {

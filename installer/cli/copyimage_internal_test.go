@@ -66,11 +66,3 @@ func TestCopyImageLeavesMountsOut(t *testing.T) {
 		t.Errorf("the link: %q %v", target, err)
 	}
 }
-
-func TestUnescapeMount(t *testing.T) {
-	for in, want := range map[string]string{`/a\040b`: "/a b", `/plain`: "/plain", `/tab\011`: "/tab\t", `/odd\04`: `/odd\04`} {
-		if got := unescapeMount(in); got != want {
-			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

@@ -313,15 +313,14 @@ func (c *Cluster) bootNode(t testing.TB, i int, opts JoinOptions) ClusterNode {
 // removeNode stops a joined node's kubelet, deletes its Node object (its
 // pods go with it) and takes it out of Nodes.
 func (c *Cluster) removeNode(t testing.TB, n ClusterNode) {
-	// A kubelet that runs on registers its node again; whichever unit
-	// runs it, neither may be there.
+	// A kubelet that runs on registers its node again.
 	c.mu.Lock()
 	i := slices.IndexFunc(c.Nodes, func(m ClusterNode) bool { return m.Name == n.Name })
 	if i >= 0 {
 		n = c.Nodes[i] // (a reimage replaced the machine)
 	}
 	c.mu.Unlock()
-	_, _ = n.Exec(context.Background(), "systemctl", "stop", "kubelet", K3sUnit)
+	_, _ = n.Exec(context.Background(), "systemctl", "stop", n.KubeletUnit())
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}}
 	if err := c.Client.Delete(context.Background(), node); client.IgnoreNotFound(err) != nil {
 		t.Errorf("remove node %s: %v", n.Name, err)

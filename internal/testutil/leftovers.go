@@ -1,7 +1,6 @@
 package testutil
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/shimkit/shimkit/internal/mountinfo"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -94,42 +95,16 @@ func ProcessesMentioning(s string) []int {
 
 // MountsUnder returns the mount points at or below dir, deepest first.
 func MountsUnder(dir string) []string {
-	f, err := os.Open("/proc/self/mountinfo")
+	points, err := mountinfo.Points("/proc/self/mountinfo")
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
 	var mounts []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		mp := unescapeMountinfo(fields[4])
+	for _, mp := range points {
 		if mp == dir || strings.HasPrefix(mp, dir+"/") {
 			mounts = append(mounts, mp)
 		}
 	}
 	sort.Slice(mounts, func(i, j int) bool { return len(mounts[i]) > len(mounts[j]) })
 	return mounts
-}
-
-// unescapeMountinfo undoes the octal escapes (\040 for space) of mountinfo.
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }

@@ -35,11 +35,13 @@ const (
 	ImageCopy = "Copy"
 )
 
-// withImages gives the pod the images of the plans' image artifacts, in
+// WithImages gives the pod the images of the plans' image artifacts, in
 // the Spec's way (Spec.ImageWay), and the Spec's pull secret as its
 // imagePullSecrets: the kubelet pulls them as it pulls any image of the
-// node (its mirrors, credential providers and cache).
-func withImages(pod *corev1.PodSpec, plans []*plan.NodePlan, s Spec) {
+// node (its mirrors, credential providers and cache). Build does it for
+// its plan; a Job carrying several plans (a NodePlanList) adds the
+// others' with it. Images already there are not added twice.
+func WithImages(pod *corev1.PodSpec, plans []*plan.NodePlan, s Spec) {
 	var images []*plan.Artifact
 	for _, p := range plans {
 		if a := p.Artifact; a != nil && a.Type == plan.SourceImage && !slices.ContainsFunc(images, func(b *plan.Artifact) bool { return b.Path == a.Path }) {
@@ -93,7 +95,3 @@ func withImages(pod *corev1.PodSpec, plans []*plan.NodePlan, s Spec) {
 
 // imageVolumeName names the volume of an image directory.
 func imageVolumeName(dir string) string { return labelName("image", dir) }
-
-// WithImages is withImages for the pod of a Job carrying several plans
-// (a NodePlanList): the images its other plans name are added.
-func WithImages(pod *corev1.PodSpec, plans []*plan.NodePlan, s Spec) { withImages(pod, plans, s) }

@@ -178,7 +178,7 @@ func Pod(p *plan.NodePlan, s Spec) corev1.PodSpec {
 			TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 		}},
 	}
-	withImages(&pod, []*plan.NodePlan{p}, s)
+	WithImages(&pod, []*plan.NodePlan{p}, s)
 	return pod
 }
 
