@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,45 +18,39 @@ import (
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
-// TestCluster runs every end-to-end scenario on one real three-node
-// cluster, one after another, each leaving the cluster as it found it:
-// booting the cluster and building the images once keeps the suite's
-// time down. The scenarios on a single Shim run on the first node; the
-// rollout scenarios use all of them.
+// TestCluster runs every end-to-end scenario on one real cluster, each
+// leaving it as it found it: booting the cluster and building the images
+// once keeps the suite's time down. The scenarios run at once, each on
+// nodes it joins for itself (progressive delivery on the cluster's three
+// nodes); the Helm chart's and the make targets' replace the operator,
+// after them.
 func TestCluster(t *testing.T) {
 	build := testutil.ContainerdMatrix(t)[2]
 	c := testutil.StartClusterWith(t, testutil.ClusterOptions{Containerd: build, Nodes: 3, AddToScheme: []func(*runtime.Scheme) error{v1alpha1.AddToScheme}})
-	dumpOnFailure(t, c)
+	dump := &dumper{c: c}
+	dump.onFailure(t)
 	images := loadImages(t, c)
 	overlay := deployOperator(t, c)
 
-	// Each scenario deletes its Shims; after a failure, what is left goes
-	// here, so that the next one starts clean.
-	// Progressive delivery on the three nodes, the mixed fleet on five
-	// nodes of its own, Shims as images on two more, the operator's own
-	// lifecycle, a refused Shim and gVisor on one each, at once: none
-	// touches another's nodes or Shims,
-	// and they mostly wait (a maintenance window, node boots, pulls,
-	// containerd restarts).
+	// The scenarios run at once: none touches another's nodes or Shims.
+	// Progressive delivery, on the cluster's three nodes, mostly waits for
+	// a maintenance window and runs beside the others; they (each on nodes
+	// it joins) run two at a time, the longest first: more at once starve
+	// the other packages' API servers of a 2-core machine.
 	base := slices.Clone(c.Nodes)
 	t.Run("concurrent", func(t *testing.T) {
-		t.Run("progressive", func(t *testing.T) { t.Parallel(); testProgressive(t, c, base, build) })
-		t.Run("fleet", func(t *testing.T) { t.Parallel(); testFleet(t, c, images) })
-		t.Run("images", func(t *testing.T) { t.Parallel(); testImages(t, c, images) })
-		// The single-node scenarios of Shims of their own, each on a node
-		// of its own.
-		t.Run("refusal", func(t *testing.T) {
-			t.Parallel()
-			testRefusal(t, c, c.AddNode(t, testutil.JoinOptions{Images: images}), build)
-		})
-		t.Run("gvisor", func(t *testing.T) { t.Parallel(); testGVisor(t, c, c.AddNode(t, testutil.JoinOptions{Images: images})) })
-		t.Run("operator", func(t *testing.T) {
-			t.Parallel()
-			testOperator(t, c, c.AddNode(t, testutil.JoinOptions{Images: images}), build)
-		})
+		g := scenarios{t: t, slots: make(chan struct{}, 2)}
+		g.run("progressive", false, func(t *testing.T) { testProgressive(t, c, base, build) })
+		g.run("nodes", true, func(t *testing.T) { testNodes(t, c, dump, build, images) })
+		g.run("fleet", true, func(t *testing.T) { testFleet(t, c, dump, images) })
+		g.run("operator", true, func(t *testing.T) { testOperator(t, c, ownNode(t, c, dump, images), build) })
+		g.run("images", true, func(t *testing.T) { testImages(t, c, dump, images) })
+		g.run("gvisor", true, func(t *testing.T) { testGVisor(t, c, ownNode(t, c, dump, images)) })
+		g.run("refusal", true, func(t *testing.T) { testRefusal(t, c, ownNode(t, c, dump, images), build) })
+		g.wait()
 	})
-	deleteShims(t, c)
-	t.Run("nodes", func(t *testing.T) { testNodes(t, c, build, images) })
+	// Each scenario deletes its Shims; after a failure, what is left goes
+	// here, so that the next one starts clean.
 	deleteShims(t, c)
 
 	undeployOperator(t, c, overlay)
@@ -65,6 +59,44 @@ func TestCluster(t *testing.T) {
 		toolBinary(t, "", "kustomize") // the make targets' (not built inside the test)
 		testMakeTargets(t, c)
 	})
+}
+
+// scenarios runs subtests of t at once, each in a t.Run of its own
+// goroutine (t.Parallel's limit, GOMAXPROCS, counts the waiting ones
+// too), those that take a slot no more than cap(slots) at a time, in the
+// order they are given.
+type scenarios struct {
+	t     *testing.T
+	slots chan struct{}
+	wg    sync.WaitGroup
+}
+
+// run starts f as subtest name; a scenario that takes a slot waits for
+// one first.
+func (g *scenarios) run(name string, slot bool, f func(t *testing.T)) {
+	if slot {
+		g.slots <- struct{}{}
+	}
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		if slot {
+			defer func() { <-g.slots }()
+		}
+		g.t.Run(name, f)
+	}()
+}
+
+// wait returns once every scenario has ended.
+func (g *scenarios) wait() { g.wg.Wait() }
+
+// ownNode joins a node for t alone; a failure of t dumps the cluster
+// while the node is there.
+func ownNode(t *testing.T, c *testutil.Cluster, dump *dumper, images []string) testutil.ClusterNode {
+	t.Helper()
+	n := c.AddNode(t, testutil.JoinOptions{Images: images})
+	dump.onFailure(t)
+	return n
 }
 
 // deleteShims deletes every Shim and waits until they are gone.
@@ -108,39 +140,6 @@ func loadImages(t *testing.T, c *testutil.Cluster) []string {
 		}
 	}
 	return tars
-}
-
-// dumpOnFailure logs the Shims, Jobs, pods, events and the shimkit pods'
-// logs when the test failed.
-func dumpOnFailure(t *testing.T, c *testutil.Cluster) {
-	t.Cleanup(func() {
-		if !t.Failed() {
-			return
-		}
-		for _, args := range [][]string{
-			{"get", "shims", "-o", "yaml"},
-			{"-n", "shimkit-system", "get", "jobs,pods", "-o", "wide"},
-			{"get", "events", "-A", "--sort-by=.lastTimestamp"},
-		} {
-			out, _ := exec.Command(c.Kubectl, append([]string{"--kubeconfig", c.Kubeconfig}, args...)...).CombinedOutput()
-			t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
-		}
-		for _, n := range c.Nodes {
-			t.Logf("%s %s:\n%s", n.Name, n.KubeletUnit(), n.Journal(n.KubeletUnit()))
-		}
-		// Container logs, read on the nodes (the API server cannot
-		// resolve the nodes' names to reach their kubelets).
-		for _, n := range c.Nodes {
-			logs, _ := filepath.Glob(n.Local("/var/log/pods/*/*/*.log"))
-			for _, l := range logs {
-				data, _ := os.ReadFile(l)
-				if len(data) > 3000 {
-					data = data[len(data)-3000:]
-				}
-				t.Logf("%s %s:\n%s", n.Name, strings.TrimPrefix(l, n.Root), data)
-			}
-		}
-	})
 }
 
 // deployOperator applies operator/config/default with kubectl through an

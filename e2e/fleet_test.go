@@ -59,7 +59,7 @@ type fleetNode struct {
 // then the 2.2 node is reimaged in place (same name, fresh root, new
 // machine-id): it loses its label at once and gets the shim again; and
 // deleting the Shim leaves every node's files as they were.
-func testFleet(t *testing.T, c *testutil.Cluster, images []string) {
+func testFleet(t *testing.T, c *testutil.Cluster, dump *dumper, images []string) {
 	ctx := context.Background()
 	matrix := testutil.ContainerdMatrix(t)
 	b17, b22 := matrix[1], matrix[2]
@@ -91,7 +91,7 @@ func testFleet(t *testing.T, c *testutil.Cluster, images []string) {
 		nodes[i].node, nodes[i].orig = n, readFiles(n, nodes[i].files)
 	}
 	t.Logf("five nodes joined in %v", time.Since(start).Round(time.Second))
-	dumpOnFailure(t, c) // while the joined nodes are there
+	dump.onFailure(t) // while the joined nodes are there
 	starts := map[string]int{}
 	for _, fn := range nodes {
 		starts[fn.node.Name] = fn.node.ContainerdStarts(t)
@@ -285,14 +285,18 @@ func assertHas(t *testing.T, fn *fleetNode, p, s string) {
 	}
 }
 
-// pidOf is the pid of the node's process named name.
+// pidOf is the pid of the node's process named name, waiting for one
+// (the k3s-style agent starts its kubelet again a second after it exits:
+// a kubelet that exited while containerd restarted is not there at once).
 func pidOf(t *testing.T, n testutil.ClusterNode, name string) string {
 	t.Helper()
-	out, err := n.Exec(context.Background(), "pidof", name)
-	if err != nil {
-		t.Fatalf("%s: pidof %s: %v %s", n.Name, name, err, out)
-	}
-	return strings.TrimSpace(string(out))
+	var pid string
+	waitFor(t, 30*time.Second, name+" running on "+n.Name, func() bool {
+		out, err := n.Exec(context.Background(), "pidof", name)
+		pid = strings.TrimSpace(string(out))
+		return err == nil && pid != ""
+	})
+	return pid
 }
 
 // installJobs are the nodes the Shim's install Jobs ran on, sorted.

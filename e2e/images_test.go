@@ -55,7 +55,7 @@ const (
 //     Secret); with the plugin gone from the 1.7 node, the next image
 //     fails there with Unauthorized, at once;
 //   - deleting the Shim leaves both nodes' files as they were.
-func testImages(t *testing.T, c *testutil.Cluster, images []string) {
+func testImages(t *testing.T, c *testutil.Cluster, dump *dumper, images []string) {
 	ctx := context.Background()
 	matrix := testutil.ContainerdMatrix(t)
 	open := c.StartRegistry(t, "", "")
@@ -76,7 +76,7 @@ func testImages(t *testing.T, c *testutil.Cluster, images []string) {
 			KubeletArgs: []string{"--image-credential-provider-config=" + credConfig, "--image-credential-provider-bin-dir=" + credProviderDir}})
 	}
 	nodes := c.AddNodes(t, joins...)
-	dumpOnFailure(t, c)
+	dump.onFailure(t)
 	volumeNode, copyNode := nodes[0], nodes[1]
 	orig := map[string][]byte{}
 	for _, n := range nodes {

@@ -30,7 +30,8 @@ const poolLabel = "shimkit.test/pool"
 // readyMarker is the node file the "flaky" shim needs to start.
 const readyMarker = "/etc/shimkit-e2e/ready"
 
-// testNodes: rollouts watched on several real kubelets and containerds.
+// testNodes: rollouts watched on several real kubelets and containerds,
+// three nodes of a pool joined for it:
 //   - two Shims created together, maxUpdate 1: one installer run and one
 //     containerd restart per node for both (the units' journals), and no
 //     two nodes restart containerd at once (the units' own timestamps);
@@ -43,20 +44,20 @@ const readyMarker = "/etc/shimkit-e2e/ready"
 //     from one installer run (one containerd restart), then loses the
 //     taint;
 //   - deleting the Shims leaves every node as it was.
-func testNodes(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBuild, images []string) {
+func testNodes(t *testing.T, c *testutil.Cluster, dump *dumper, build testutil.ContainerdBuild, images []string) {
 	ctx := context.Background()
-	for _, n := range c.Nodes {
-		kubectl(t, c, "label", "node", n.Name, poolLabel+"=fleet")
-	}
-	orig := nodeConfigs(t, c)
+	pool := map[string]string{poolLabel: "fleet"}
+	join := testutil.JoinOptions{Labels: pool, Images: images}
+	nodes := c.AddNodes(t, join, join, join)
+	dump.onFailure(t)
+	orig := nodeConfigs(t, nodes)
 	srv := c.StartFileServer(t)
 	runcShim := build.Binary("containerd-shim-runc-v2")
-	pool := map[string]string{poolLabel: "fleet"}
 
 	// Two Shims together, one node at a time: one installer run and one
 	// containerd restart per node for both.
-	starts := make([]int, len(c.Nodes))
-	for i, n := range c.Nodes {
+	starts := make([]int, len(nodes))
+	for i, n := range nodes {
 		starts[i] = n.ContainerdStarts(t)
 	}
 	fleet, duo := poolShim(t, srv, runcShim, "fleet", pool), poolShim(t, srv, runcShim, "duo", pool)
@@ -67,23 +68,23 @@ func testNodes(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBuild
 		}
 	}
 	kubectl(t, c, "wait", "--for=condition=Ready", "shim/fleet", "shim/duo", "--timeout=180s")
-	t.Logf("fleet and duo Ready on %d nodes, maxUpdate 1: %v", len(c.Nodes), time.Since(start).Round(time.Second))
-	after := restartWindows(t, c.Nodes)
-	for i, n := range c.Nodes {
+	t.Logf("fleet and duo Ready on %d nodes, maxUpdate 1: %v", len(nodes), time.Since(start).Round(time.Second))
+	after := restartWindows(t, nodes)
+	for i, n := range nodes {
 		if got := n.ContainerdStarts(t) - starts[i]; got != 1 {
 			t.Errorf("containerd on %s started %d times for the two Shims, want once", n.Name, got)
 		}
 		t.Logf("%s: containerd restarting for %v", n.Name, time.Duration(after[i].enter-after[i].exit)*time.Microsecond)
 	}
-	assertDisjoint(t, c, after)
-	for _, n := range c.Nodes {
+	assertDisjoint(t, nodes, after)
+	for _, n := range nodes {
 		assertLabelled(t, c, n.Name, "fleet", true)
 		assertLabelled(t, c, n.Name, "duo", true)
 	}
 
 	// A shim that crashes on start until the node is fixed.
-	stalledAt := nodeConfigs(t, c)
-	before := restartWindows(t, c.Nodes)
+	stalledAt := nodeConfigs(t, nodes)
+	before := restartWindows(t, nodes)
 	flaky := flakyShim(t, srv, runcShim, pool)
 	if err := c.Client.Create(ctx, flaky); err != nil {
 		t.Fatal(err)
@@ -103,8 +104,8 @@ func testNodes(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBuild
 	if !strings.Contains(failing[0].Message, "FailedCreatePodSandBox") {
 		t.Errorf("the canary's failure does not say why: %s", failing[0].Message)
 	}
-	now := restartWindows(t, c.Nodes)
-	for i, n := range c.Nodes {
+	now := restartWindows(t, nodes)
+	for i, n := range nodes {
 		assertLabelled(t, c, n.Name, "flaky", false)
 		cfg, _ := os.ReadFile(n.Local("/etc/containerd/config.toml"))
 		if !bytes.Equal(cfg, stalledAt[i]) {
@@ -117,7 +118,7 @@ func testNodes(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBuild
 			t.Errorf("%s: containerd restarted %v during the halted rollout (failed node %s)", n.Name, restarted, failing[0].Node)
 		}
 	}
-	for _, n := range c.Nodes {
+	for _, n := range nodes {
 		if err := os.MkdirAll(filepath.Dir(n.Local(readyMarker)), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -127,13 +128,13 @@ func testNodes(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBuild
 	// (the retry annotation would do too): here it gets more time.
 	kubectl(t, c, "patch", "shim", "flaky", "--type=merge", "-p", `{"spec":{"canary":{"timeout":"40s"}}}`)
 	kubectl(t, c, "wait", "--for=condition=Ready", "shim/flaky", "--timeout=180s")
-	for _, n := range c.Nodes {
+	for _, n := range nodes {
 		assertLabelled(t, c, n.Name, "flaky", true)
 	}
 	logCanaries(t, c, "fleet", "flaky")
 
 	// A node leaves the pool: the shims go from it, its config as before.
-	leaving := c.Nodes[2]
+	leaving := nodes[2]
 	kubectl(t, c, "label", "node", leaving.Name, poolLabel+"-")
 	waitFor(t, 120*time.Second, "the shims to leave "+leaving.Name, func() bool {
 		node := &corev1.Node{}
@@ -181,8 +182,8 @@ func testNodes(t *testing.T, c *testutil.Cluster, build testutil.ContainerdBuild
 			return apierrors.IsNotFound(c.Client.Get(ctx, client.ObjectKeyFromObject(s), &v1alpha1.Shim{}))
 		})
 	}
-	for i, n := range c.Nodes {
-		want := orig[1] // the joined node's: no node-specific config
+	for i, n := range append(nodes, joined) {
+		want := orig[0] // the joined node's: no node-specific config
 		if i < len(orig) {
 			want = orig[i]
 		}
@@ -293,21 +294,21 @@ func restartWindows(t *testing.T, nodes []testutil.ClusterNode) []window {
 }
 
 // assertDisjoint fails when two nodes' containerd restarts overlapped.
-func assertDisjoint(t *testing.T, c *testutil.Cluster, w []window) {
+func assertDisjoint(t *testing.T, nodes []testutil.ClusterNode, w []window) {
 	t.Helper()
 	for i := range w {
 		for j := i + 1; j < len(w); j++ {
 			if w[i].exit < w[j].enter && w[j].exit < w[i].enter {
-				t.Errorf("containerd restarted at once on %s %+v and %s %+v", c.Nodes[i].Name, w[i], c.Nodes[j].Name, w[j])
+				t.Errorf("containerd restarted at once on %s %+v and %s %+v", nodes[i].Name, w[i], nodes[j].Name, w[j])
 			}
 		}
 	}
 }
 
-func nodeConfigs(t *testing.T, c *testutil.Cluster) [][]byte {
+func nodeConfigs(t *testing.T, nodes []testutil.ClusterNode) [][]byte {
 	t.Helper()
 	var out [][]byte
-	for _, n := range c.Nodes {
+	for _, n := range nodes {
 		b, err := os.ReadFile(filepath.Join(n.Root, "etc/containerd/config.toml"))
 		if err != nil {
 			t.Fatal(err)

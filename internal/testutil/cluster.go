@@ -193,6 +193,14 @@ func (c *Cluster) AddNodes(t testing.TB, opts ...JoinOptions) []ClusterNode {
 	return nodes
 }
 
+// CurrentNodes returns the nodes in the cluster now (Nodes, read while
+// tests that run at once join and remove theirs).
+func (c *Cluster) CurrentNodes() []ClusterNode {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.Nodes)
+}
+
 // KubeletUnit is the systemd unit the node's kubelet runs in.
 func (n ClusterNode) KubeletUnit() string {
 	if n.opts.K3s {

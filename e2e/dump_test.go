@@ -1,0 +1,114 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/shimkit/shimkit/internal/testutil"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+)
+
+// dumper tells what the cluster looked like when a test failed: a short
+// account in the test's log (the Shims' conditions and failures, the
+// shimkit pods, the warnings; what a CI log's tail shows next to the
+// failure), everything else (every node's kubelet journal, the pods'
+// logs) in a file the log names. The first failing test dumps; the
+// tests above it that fail with it do not say it again.
+type dumper struct {
+	c    *testutil.Cluster
+	done atomic.Bool
+}
+
+// onFailure dumps when t has failed, at its end: call it once the nodes
+// it looks at have joined (they leave at t's end, before this runs for
+// nodes joined earlier).
+func (d *dumper) onFailure(t *testing.T) {
+	t.Cleanup(func() {
+		if !t.Failed() || d.done.Swap(true) {
+			return
+		}
+		t.Logf("the cluster at the failure:\n%s", d.summary())
+		dir, err := os.MkdirTemp("", "shimkit-e2e-dump-")
+		if err != nil {
+			t.Logf("dump: %v", err)
+			return
+		}
+		path := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+".txt")
+		if err := os.WriteFile(path, d.full(), 0o644); err != nil {
+			t.Logf("dump: %v", err)
+			return
+		}
+		t.Logf("journals and pod logs: %s", path)
+	})
+}
+
+// summary is the short account: a line per Shim condition, failing and
+// skipped node, the shimkit pods and Jobs, the last warnings.
+func (d *dumper) summary() string {
+	var b strings.Builder
+	shims := &v1alpha1.ShimList{}
+	if err := d.c.Client.List(context.Background(), shims); err != nil {
+		fmt.Fprintf(&b, "shims: %v\n", err)
+	}
+	for _, s := range shims.Items {
+		fmt.Fprintf(&b, "shim %s (generation %d, observed %d): %d/%d nodes updated\n", s.Name, s.Generation, s.Status.ObservedGeneration, s.Status.UpdatedNodes, s.Status.Nodes)
+		for _, c := range s.Status.Conditions {
+			fmt.Fprintf(&b, "  %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
+		}
+		for _, f := range s.Status.FailingNodes {
+			fmt.Fprintf(&b, "  failing %s %s: %s\n", f.Node, f.Reason, f.Message)
+		}
+		for _, sk := range s.Status.Skipped {
+			fmt.Fprintf(&b, "  skipped %s: %v\n", sk.Reason, sk.Nodes)
+		}
+	}
+	b.Write(d.kubectl("-n", "shimkit-system", "get", "jobs,pods", "-o", "wide"))
+	warnings := d.kubectl("get", "events", "-A", "--field-selector", "type=Warning", "--sort-by=.metadata.creationTimestamp")
+	if lines := bytes.Split(bytes.TrimSpace(warnings), []byte("\n")); len(lines) > 20 {
+		warnings = bytes.Join(lines[len(lines)-20:], []byte("\n"))
+	}
+	b.Write(warnings)
+	return b.String()
+}
+
+// full is everything: the Shims, Jobs, pods and events, each node's
+// kubelet journal and every pod's log (its end).
+func (d *dumper) full() []byte {
+	var b bytes.Buffer
+	for _, args := range [][]string{
+		{"get", "shims", "-o", "yaml"},
+		{"-n", "shimkit-system", "get", "jobs,pods", "-o", "wide"},
+		{"get", "events", "-A", "--sort-by=.metadata.creationTimestamp"},
+	} {
+		fmt.Fprintf(&b, "### kubectl %s\n%s\n", strings.Join(args, " "), d.kubectl(args...))
+	}
+	nodes := d.c.CurrentNodes()
+	for _, n := range nodes {
+		fmt.Fprintf(&b, "### %s %s\n%s\n", n.Name, n.KubeletUnit(), n.Journal(n.KubeletUnit()))
+	}
+	// Container logs, read on the nodes (the API server cannot resolve
+	// the nodes' names to reach their kubelets).
+	for _, n := range nodes {
+		logs, _ := filepath.Glob(n.Local("/var/log/pods/*/*/*.log"))
+		for _, l := range logs {
+			data, _ := os.ReadFile(l)
+			if len(data) > 3000 {
+				data = data[len(data)-3000:]
+			}
+			fmt.Fprintf(&b, "### %s %s\n%s\n", n.Name, strings.TrimPrefix(l, n.Root), data)
+		}
+	}
+	return b.Bytes()
+}
+
+func (d *dumper) kubectl(args ...string) []byte {
+	out, _ := exec.Command(d.c.Kubectl, append([]string{"--kubeconfig", d.c.Kubeconfig}, args...)...).CombinedOutput()
+	return out
+}
