@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/nodelabel/record"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/jobview"
 	"github.com/shimkit/shimkit/operator/nodejob"
@@ -30,6 +31,9 @@ func (r *Reconciler) buildJob(shim *v1alpha1.Shim, node *corev1.Node, p *plan.No
 		jobview.LabelOp: op, jobview.LabelSpecHash: hash,
 	}
 	s.Annotations = map[string]string{jobview.AnnotationCreated: time.Now().UTC().Format(time.RFC3339Nano)}
+	if m := record.Machine(node); m != "" {
+		s.Annotations[jobview.AnnotationMachine] = m
+	}
 	if d := digestOf(p); d != "" {
 		s.Annotations[jobview.AnnotationDigest] = d
 	}

@@ -10,8 +10,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/shimkit/shimkit/nodelabel"
+	"github.com/shimkit/shimkit/nodelabel/record"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/fleet"
+	"github.com/shimkit/shimkit/operator/jobview"
 )
 
 const controlPlaneLabel = "node-role.kubernetes.io/control-plane"
@@ -141,6 +143,15 @@ func viewNode(shim *v1alpha1.Shim, node *corev1.Node, canary string) fleet.NodeV
 		v.SpecHash = ""
 	}
 	return v
+}
+
+// forMachine: the Job tells of the node's machine now. A finished Job made
+// for the machine the node had before a reimage under its name ran
+// there, and what it did went with that machine: it tells nothing (nor,
+// made before Jobs named their machine, does one of a node seen reimaged
+// now). A running one is followed to its end.
+func forMachine(v *fleet.NodeView, j *jobview.View) bool {
+	return j.Running() || !v.Reimaged && !record.OtherMachine(j.Machine, v.Node)
 }
 
 // platformOf returns a node's platform as the installer names it.

@@ -220,14 +220,12 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 		if shim.Spec.FetchStrategy.Type == v1alpha1.FetchImage && !v.Preinstalled {
 			v.ImageWay = imageWay(r.opts.ServerVersion, n)
 		}
-		if j := latest[v.Node.Name]; j != nil && (!v.Reimaged || j.Running()) {
-			// (A finished Job of a reimaged node ran on its old machine:
-			// what it did is gone with it.)
+		if j := latest[v.Node.Name]; j != nil && forMachine(&v, j) {
 			v.Job = j
 			v.Job.Result, v.Job.ResultRead = r.results.get(shim.Name, j.Object.UID)
 			current[j.Object.UID] = true
 		}
-		if j := verifying[v.Node.Name]; j != nil && (!v.Reimaged || j.Running()) {
+		if j := verifying[v.Node.Name]; j != nil && forMachine(&v, j) {
 			v.Verify = j
 			v.Verify.Result, v.Verify.ResultRead = r.results.get(shim.Name, j.Object.UID)
 			current[j.Object.UID] = true

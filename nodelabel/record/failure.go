@@ -42,7 +42,7 @@ type Failure struct {
 // the same name's, or one recorded before records named their Shim's UID
 // (RecordsOf lists those as stale).
 func FailureOf(node *corev1.Node, shim string, uid types.UID) *Failure {
-	if f := failureOf(node, shim); f.of(uid) && !otherMachine(f.Machine, node) {
+	if f := failureOf(node, shim); f.of(uid) && !OtherMachine(f.Machine, node) {
 		return f
 	}
 	return nil

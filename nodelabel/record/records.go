@@ -46,9 +46,10 @@ func Machine(node *corev1.Node) string {
 	return node.Status.NodeInfo.SystemUUID
 }
 
-// otherMachine: a record made on a machine other than the node's now (a
-// record naming none, or a node reporting none, is taken as the node's).
-func otherMachine(recorded string, node *corev1.Node) bool {
+// OtherMachine: a record (or Job) made for a machine other than the
+// node's now, Machine(node): a reimage under the node's name. A record
+// naming none, or a node reporting none, is taken as the node's.
+func OtherMachine(recorded string, node *corev1.Node) bool {
 	m := Machine(node)
 	return recorded != "" && m != "" && recorded != m
 }
@@ -58,7 +59,7 @@ func otherMachine(recorded string, node *corev1.Node) bool {
 // wrote them.
 func RecordsOf(node *corev1.Node, shim string, uid types.UID) Records {
 	var r Records
-	if f := failureOf(node, shim); f.of(uid) && !otherMachine(f.Machine, node) {
+	if f := failureOf(node, shim); f.of(uid) && !OtherMachine(f.Machine, node) {
 		r.Failure = f
 	} else if f != nil {
 		r.Stale = append(r.Stale, FailureKey(shim))
@@ -66,7 +67,7 @@ func RecordsOf(node *corev1.Node, shim string, uid types.UID) Records {
 	if v := verificationOf(node, shim); v != nil {
 		_, labelled := node.Labels[Key(shim)]
 		switch {
-		case otherMachine(v.Machine, node):
+		case OtherMachine(v.Machine, node):
 			r.Reimaged = labelled
 			r.Stale = append(r.Stale, VerifiedKey(shim))
 		case v.of(uid):

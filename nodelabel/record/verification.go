@@ -39,7 +39,7 @@ type Verification struct {
 // wrote it. A record without a UID (written before records named their
 // Shim) is taken as the Shim's: the label and hash it came with are.
 func VerificationOf(node *corev1.Node, shim string, uid types.UID) *Verification {
-	if v := verificationOf(node, shim); v.of(uid) && !otherMachine(v.Machine, node) {
+	if v := verificationOf(node, shim); v.of(uid) && !OtherMachine(v.Machine, node) {
 		return v
 	}
 	return nil

@@ -44,6 +44,10 @@ const (
 	// (the operator's hash of spec.canary): a node whose canary failed is tried again when the
 	// canary changes.
 	AnnotationCanary = "shim.containerd.x-k8s.io/canary"
+	// AnnotationMachine is the machine of the node the Job was made for
+	// (record.Machine): a Job that ended on the machine a node had before
+	// a reimage under its name says nothing of the node now.
+	AnnotationMachine = "shim.containerd.x-k8s.io/machine"
 )
 
 // View is what a Job says about its node's operation, as the operator reads it.
@@ -53,6 +57,7 @@ type View struct {
 	SpecHash string
 	Digest   string // the pinned digest (AnnotationDigest)
 	Canary   string // the canary's hash (AnnotationCanary)
+	Machine  string // the node's machine it was made for (AnnotationMachine)
 	// Result is the installer's NodeResult, once read from a finished
 	// Job's pod (ResultRead: read, even when none was found).
 	Result     *plan.NodeResult
@@ -62,7 +67,7 @@ type View struct {
 }
 
 func ViewOf(j *batchv1.Job) *View {
-	return &View{Object: j, Op: j.Labels[LabelOp], SpecHash: j.Labels[LabelSpecHash], Digest: j.Annotations[AnnotationDigest], Canary: j.Annotations[AnnotationCanary]}
+	return &View{Object: j, Op: j.Labels[LabelOp], SpecHash: j.Labels[LabelSpecHash], Digest: j.Annotations[AnnotationDigest], Canary: j.Annotations[AnnotationCanary], Machine: j.Annotations[AnnotationMachine]}
 }
 
 func (v *View) Condition(t batchv1.JobConditionType) *batchv1.JobCondition {
