@@ -71,31 +71,48 @@ func TestRunCanary(t *testing.T) {
 // TestRunCanarySaysWhy: a canary that never runs fails with the newest
 // Warning event about its pod first (what the kubelet saw the runtime
 // say), before what the pod was waiting for; Normal events and older
-// Warnings are left out.
+// Warnings are left out, and so are the kubelet's DNS advisories (newer:
+// it repeats them) unless there is nothing else.
 func TestRunCanarySaysWhy(t *testing.T) {
 	at := func(s int) metav1.Time { return metav1.NewTime(time.Date(2026, 11, 25, 6, 0, s, 0, time.UTC)) }
-	pods := &canarypod.MemoryPods{
-		Kubelet: func(p *corev1.Pod) {
-			p.Status = corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{Name: "canary",
-				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}}}
-		},
-		Report: func(p *corev1.Pod) []corev1.Event {
-			return []corev1.Event{
-				{Type: corev1.EventTypeNormal, Reason: "Scheduled", Message: "pinned", LastTimestamp: at(1)},
-				{Type: corev1.EventTypeWarning, Reason: "FailedCreatePodSandBox", Message: "Failed to create pod sandbox: rpc error: code = Unknown desc = failed to start shim: flaky: this node is not ready", LastTimestamp: at(9)},
-				{Type: corev1.EventTypeWarning, Reason: "FailedMount", Message: "older", LastTimestamp: at(3)},
-				{Type: corev1.EventTypeNormal, Reason: "SandboxChanged", Message: "newer but Normal", LastTimestamp: at(12)},
+	sandbox := corev1.Event{Type: corev1.EventTypeWarning, Reason: "FailedCreatePodSandBox", Message: "Failed to create pod sandbox: rpc error: code = Unknown desc = failed to start shim: flaky: this node is not ready", LastTimestamp: at(9)}
+	dns := corev1.Event{Type: corev1.EventTypeWarning, Reason: "MissingClusterDNS", Message: "kubelet does not have ClusterDNS IP configured", LastTimestamp: at(14)}
+	const waiting = "did not succeed in time (container waiting: ContainerCreating)"
+	for _, tc := range []struct {
+		name   string
+		events []corev1.Event
+		want   string
+	}{
+		{"the newest warning", []corev1.Event{
+			{Type: corev1.EventTypeNormal, Reason: "Scheduled", Message: "pinned", LastTimestamp: at(1)},
+			sandbox,
+			{Type: corev1.EventTypeWarning, Reason: "FailedMount", Message: "older", LastTimestamp: at(3)},
+			{Type: corev1.EventTypeNormal, Reason: "SandboxChanged", Message: "newer but Normal", LastTimestamp: at(12)},
+		}, "node-1: FailedCreatePodSandBox: Failed to create pod sandbox: rpc error: code = Unknown desc = failed to start shim: flaky: this node is not ready; " + waiting},
+		{"not a newer DNS advisory", []corev1.Event{dns, sandbox}, "node-1: FailedCreatePodSandBox: Failed to create pod sandbox"},
+		{"not a newer DNS advisory, listed first", []corev1.Event{sandbox, dns}, "node-1: FailedCreatePodSandBox: Failed to create pod sandbox"},
+		{"the advisory when there is nothing else", []corev1.Event{dns}, "node-1: MissingClusterDNS: kubelet does not have ClusterDNS IP configured; " + waiting},
+		{"no warning", []corev1.Event{{Type: corev1.EventTypeNormal, Reason: "Scheduled", Message: "pinned", LastTimestamp: at(1)}}, "node-1: " + waiting},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pods := &canarypod.MemoryPods{
+				Kubelet: func(p *corev1.Pod) {
+					p.Status = corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{Name: "canary",
+						State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}}}
+				},
+				Report: func(*corev1.Pod) []corev1.Event { return tc.events },
 			}
-		},
-	}
-	r := &canarypod.Runner{Pods: pods, Node: "node-1", Poll: 10 * time.Millisecond}
-	err := r.RunCanary(context.Background(), canary(300*time.Millisecond))
-	want := "node-1: FailedCreatePodSandBox: Failed to create pod sandbox: rpc error: code = Unknown desc = failed to start shim: flaky: this node is not ready; did not succeed in time (container waiting: ContainerCreating)"
-	if !errors.Is(err, installer.ErrCanaryFailed) || !strings.Contains(err.Error(), want) {
-		t.Fatalf("RunCanary: %v\nwant it to say %q", err, want)
-	}
-	if strings.Contains(err.Error(), "older") || strings.Contains(err.Error(), "Normal") {
-		t.Errorf("RunCanary quotes another event: %v", err)
+			r := &canarypod.Runner{Pods: pods, Node: "node-1", Poll: 10 * time.Millisecond}
+			err := r.RunCanary(context.Background(), canary(300*time.Millisecond))
+			if !errors.Is(err, installer.ErrCanaryFailed) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("RunCanary: %v\nwant it to say %q", err, tc.want)
+			}
+			for _, other := range []string{"older", "Normal"} {
+				if strings.Contains(err.Error(), other) {
+					t.Errorf("RunCanary quotes another event: %v", err)
+				}
+			}
+		})
 	}
 }
 

@@ -45,9 +45,15 @@ func (m *MemoryPods) PodEvents(_ context.Context, pod *corev1.Pod) ([]corev1.Eve
 // node keeps a failure's first 512 bytes.
 const maxCause = 300
 
+// advisory are the kubelet's Warnings that do not keep a pod from
+// running (its DNS settings fell back): it repeats them on every sync of
+// the pod, so they are the newest; another Warning, older, says why the
+// canary did not run.
+var advisory = map[string]bool{"MissingClusterDNS": true, "DNSConfigForming": true}
+
 // lastWarning is "Reason: message" of the newest Warning event about the
-// pod, "" when there is none (or none could be read: the failure stands
-// without it).
+// pod, an advisory one only when there is no other, "" when there is none
+// (or none could be read: the failure stands without it).
 func (r *Runner) lastWarning(ctx context.Context, pod *corev1.Pod) string {
 	ev := r.events()
 	if ev == nil || pod.UID == "" {
@@ -59,13 +65,7 @@ func (r *Runner) lastWarning(ctx context.Context, pod *corev1.Pod) string {
 	if err != nil {
 		return ""
 	}
-	var last *corev1.Event
-	for i := range list {
-		e := &list[i]
-		if e.Type == corev1.EventTypeWarning && (last == nil || !when(e).Before(when(last))) {
-			last = e
-		}
-	}
+	last := newestWarning(list)
 	if last == nil {
 		return ""
 	}
@@ -74,6 +74,23 @@ func (r *Runner) lastWarning(ctx context.Context, pod *corev1.Pod) string {
 		msg = msg[:maxCause] + "…"
 	}
 	return last.Reason + ": " + msg
+}
+
+// newestWarning is the newest Warning of list, an advisory one only when
+// there is no other (nil: none).
+func newestWarning(list []corev1.Event) *corev1.Event {
+	var last *corev1.Event
+	for i := range list {
+		e := &list[i]
+		if e.Type != corev1.EventTypeWarning {
+			continue
+		}
+		if last == nil || advisory[last.Reason] && !advisory[e.Reason] ||
+			advisory[last.Reason] == advisory[e.Reason] && !when(e).Before(when(last)) {
+			last = e
+		}
+	}
+	return last
 }
 
 // events is the Runner's Events: its own, else its Pods' when they list
