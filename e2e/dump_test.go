@@ -70,7 +70,8 @@ func (d *dumper) summary() string {
 		}
 	}
 	b.Write(d.kubectl("-n", "shimkit-system", "get", "jobs,pods", "-o", "wide"))
-	warnings := d.kubectl("get", "events", "-A", "--field-selector", "type=Warning", "--sort-by=.metadata.creationTimestamp")
+	// (Not the kubelets' advisories on every pod and node of the harness.)
+	warnings := d.kubectl("get", "events", "-A", "--field-selector", "type=Warning,reason!=MissingClusterDNS,reason!=CgroupV1", "--sort-by=.metadata.creationTimestamp")
 	if lines := bytes.Split(bytes.TrimSpace(warnings), []byte("\n")); len(lines) > 20 {
 		warnings = bytes.Join(lines[len(lines)-20:], []byte("\n"))
 	}
