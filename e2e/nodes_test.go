@@ -31,7 +31,7 @@ const poolLabel = "shimkit.test/pool"
 const readyMarker = "/etc/shimkit-e2e/ready"
 
 // testNodes: rollouts watched on several real kubelets and containerds,
-// three nodes of a pool joined for it:
+// the nodes given (a pool's):
 //   - two Shims created together, maxUpdate 1: one installer run and one
 //     containerd restart per node for both (the units' journals), and no
 //     two nodes restart containerd at once (the units' own timestamps);
@@ -44,12 +44,12 @@ const readyMarker = "/etc/shimkit-e2e/ready"
 //     from one installer run (one containerd restart), then loses the
 //     taint;
 //   - deleting the Shims leaves every node as it was.
-func testNodes(t *testing.T, c *testutil.Cluster, dump *dumper, build testutil.ContainerdBuild, images []string) {
+func testNodes(t *testing.T, c *testutil.Cluster, dump *dumper, nodes []testutil.ClusterNode, build testutil.ContainerdBuild, images []string) {
 	ctx := context.Background()
 	pool := map[string]string{poolLabel: "fleet"}
-	join := testutil.JoinOptions{Labels: pool, Images: images}
-	nodes := c.AddNodes(t, join, join, join)
-	dump.onFailure(t)
+	for _, n := range nodes {
+		kubectl(t, c, "label", "node", n.Name, poolLabel+"=fleet")
+	}
 	orig := nodeConfigs(t, nodes)
 	srv := c.StartFileServer(t)
 	runcShim := build.Binary("containerd-shim-runc-v2")
@@ -156,6 +156,7 @@ func testNodes(t *testing.T, c *testutil.Cluster, dump *dumper, build testutil.C
 		Files:  map[string][]byte{readyMarker: []byte("fixed\n")},
 		Images: images,
 	})
+	dump.onFailure(t) // (while the joined node is there)
 	waitFor(t, 180*time.Second, "the joined node to get both shims and lose its taint", func() bool {
 		node := &corev1.Node{}
 		_ = c.Client.Get(ctx, client.ObjectKey{Name: joined.Name}, node)

@@ -457,8 +457,11 @@ serializeImagePulls: false
 `
 
 // kubeletArgsFormat are the kubelet's arguments: the node's IP, its name,
-// the node pool's flags (joinFlags).
-const kubeletArgsFormat = "--config=/etc/kubernetes/kubelet.yaml --kubeconfig=/etc/kubernetes/kubelet.conf --node-ip=%s --hostname-override=%s %s"
+// the node pool's flags (joinFlags). cAdvisor's housekeeping runs once a
+// minute, not every 10 s: the tests read no container stats, and it cut
+// an idle node's share of two cores from 1.7% to 1.05% (a dozen nodes run
+// at once).
+const kubeletArgsFormat = "--config=/etc/kubernetes/kubelet.yaml --kubeconfig=/etc/kubernetes/kubelet.conf --node-ip=%s --hostname-override=%s --housekeeping-interval=60s %s"
 
 const kubeletUnit = `[Unit]
 Description=kubelet
