@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -45,6 +46,9 @@ func StartEnvWith(t testing.TB, configure func(*envtest.Environment), addToSchem
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: kube,
 		ErrorIfCRDPathMissing: false,
+		// envtest's 20 s: kube-apiserver took longer to come up while
+		// the end-to-end cluster's nodes booted beside it (two cores).
+		ControlPlaneStartTimeout: 90 * time.Second,
 	}
 	if _, err := os.Stat(CRDDir()); err == nil {
 		env.CRDDirectoryPaths = []string{CRDDir()}
