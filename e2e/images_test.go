@@ -53,7 +53,8 @@ const (
 //   - credential provider: the image in the registry that asks for
 //     credentials installs with what the kubelets' plugin gives (no
 //     Secret); with the plugin gone from the 1.7 node, the next image
-//     fails there with Unauthorized, at once;
+//     fails there with Unauthorized, at once, as a Warning Event of the
+//     Shim too; neither its Job nor the cluster holds a pull secret;
 //   - deleting the Shim leaves both nodes' files as they were.
 func testImages(t *testing.T, c *testutil.Cluster, dump *dumper, images []string) {
 	ctx := context.Background()
@@ -157,6 +158,29 @@ func testImages(t *testing.T, c *testutil.Cluster, dump *dumper, images []string
 			}
 		}
 	}
+	// The failure is an Event of the Shim too, and the node had only its
+	// kubelet's credentials: no pull secret on its Job, none in the cluster.
+	waitFor(t, 60*time.Second, "a Warning InstallFailed Event of "+imgShim+" naming "+copyNode.Name+" and Unauthorized", func() bool {
+		return slices.ContainsFunc(shimEvents(t, c, imgShim), func(e corev1.Event) bool {
+			return e.Type == corev1.EventTypeWarning && e.Reason == "InstallFailed" &&
+				strings.Contains(e.Message, copyNode.Name) && strings.Contains(e.Message, string(plan.ReasonUnauthorized))
+		})
+	})
+	failed := installJobsPulling(t, c, copyNode.Name, "@"+d5)
+	if len(failed) == 0 {
+		t.Errorf("no install Job of %s pulls %s", copyNode.Name, d5)
+	}
+	for _, j := range failed {
+		if ps := j.Spec.Template.Spec.ImagePullSecrets; len(ps) > 0 {
+			t.Errorf("the install Job %s of %s has imagePullSecrets %v, want the kubelet's credentials only", j.Name, copyNode.Name, ps)
+		}
+	}
+	if err := c.Client.List(ctx, secrets, client.MatchingFields{"type": string(corev1.SecretTypeDockerConfigJson)}); err != nil {
+		t.Fatal(err)
+	}
+	if len(secrets.Items) > 0 {
+		t.Errorf("pull secrets in the cluster after the credential provider's images: %d (%s/%s)", len(secrets.Items), secrets.Items[0].Namespace, secrets.Items[0].Name)
+	}
 
 	// Delete: both nodes as they were.
 	for _, n := range nodes {
@@ -209,7 +233,16 @@ func imageOfJob(t *testing.T, c *testutil.Cluster, node, hash string) string {
 	}); err != nil || len(jobs.Items) != 1 {
 		t.Fatalf("the install Job of %s at %s: %v (%d)", node, hash, err, len(jobs.Items))
 	}
-	pod := jobs.Items[0].Spec.Template.Spec
+	ref := jobImage(jobs.Items[0].Spec.Template.Spec)
+	if ref == "" {
+		t.Fatalf("the install Job of %s mounts no image", node)
+	}
+	return ref
+}
+
+// jobImage is the Shim's image an installer pod mounts (an image volume)
+// or copies (an init container other than the copier); "" for none.
+func jobImage(pod corev1.PodSpec) string {
 	for _, v := range pod.Volumes {
 		if v.Image != nil {
 			return v.Image.Reference
@@ -220,8 +253,37 @@ func imageOfJob(t *testing.T, c *testutil.Cluster, node, hash string) string {
 			return ic.Image
 		}
 	}
-	t.Fatalf("the install Job of %s mounts no image", node)
 	return ""
+}
+
+// installJobsPulling are the Shim's install Jobs of the node whose image
+// ends with suffix.
+func installJobsPulling(t *testing.T, c *testutil.Cluster, node, suffix string) []batchv1.Job {
+	t.Helper()
+	jobs := &batchv1.JobList{}
+	if err := c.Client.List(context.Background(), jobs, client.InNamespace("shimkit-system"), client.MatchingLabels{
+		jobview.LabelShim: imgShim, jobview.LabelNode: node, jobview.LabelOp: jobview.OpInstall,
+	}); err != nil {
+		t.Fatalf("the install Jobs of %s: %v", node, err)
+	}
+	var out []batchv1.Job
+	for _, j := range jobs.Items {
+		if strings.HasSuffix(jobImage(j.Spec.Template.Spec), suffix) {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// shimEvents are the core/v1 Events about the named Shim (cluster-scoped:
+// its Events are in the default namespace, listed from all).
+func shimEvents(t *testing.T, c *testutil.Cluster, name string) []corev1.Event {
+	t.Helper()
+	evs := &corev1.EventList{}
+	if err := c.Client.List(context.Background(), evs, client.MatchingFields{"involvedObject.kind": "Shim", "involvedObject.name": name}); err != nil {
+		t.Fatalf("the Events of Shim %s: %v", name, err)
+	}
+	return evs.Items
 }
 
 // credProviderFiles are the kubelet's credential provider plugin and its
