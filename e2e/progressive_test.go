@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +23,7 @@ import (
 	"github.com/shimkit/shimkit/internal/testutil"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/jobview"
 )
 
 // progressiveLabel selects the nodes of the progressive-delivery scenario.
@@ -76,9 +79,11 @@ func gatedShim(t *testing.T, srv *testutil.FileServer, runc []byte, version stri
 //   - onFailure: Revert puts the first node back on v1: its bundle and
 //     containerd config byte-identical to before the upgrade, its v1 pod
 //     still running as it was (Reverted);
-//   - a paused Shim starts nothing; unpaused outside its maintenance
-//     window it waits (WaitingForWindow, nextWindow), and rolls out once
-//     the window opens (a real one, a minute or two on).
+//   - a paused Shim starts nothing (no installer Job of its spec, no
+//     file changed, no restart); unpaused outside its maintenance window
+//     it waits (WaitingForWindow, nextWindow) with nothing started, and
+//     its first installer Job starts within 30 s after the window opens
+//     (a real one, a minute or two on).
 func testProgressive(t *testing.T, c *testutil.Cluster, nodes []testutil.ClusterNode, build testutil.ContainerdBuild) {
 	ctx := context.Background()
 	for _, n := range nodes {
@@ -167,40 +172,97 @@ func testProgressive(t *testing.T, c *testutil.Cluster, nodes []testutil.Cluster
 	}
 	kubectl(t, c, "delete", "pod", "web-1", "--wait=false")
 
-	// Paused, then a window a minute or two on: nothing starts before it.
+	// Paused: nothing starts (no installer Job of v3, no file changed);
+	// then unpaused with a window a minute or two on: nothing starts
+	// before it opens, and the first Job starts once it has.
 	starts = restartWindows(t, nodes)
+	for _, n := range nodes {
+		before[n.Name] = nodeFiles(t, n.Node, "gated")
+	}
+	v3 := gatedShim(t, srv, runc, "v3", false)
+	v3.RolloutStrategy.Paused = true
+	updateSpec(t, c, "gated", func(s *v1alpha1.ShimSpec) { *s = v3 })
+	var v3Hash string
+	waitFor(t, 30*time.Second, "Paused", func() bool {
+		s := getShimStatus(t, c, "gated")
+		v3Hash = s.SpecHash
+		return conditionReason(s, v1alpha1.ConditionReady) == v1alpha1.ReasonPaused
+	})
+	if v3Hash == v1.SpecHash {
+		t.Fatalf("v3 has v1's spec hash %s", v3Hash)
+	}
+	time.Sleep(5 * time.Second) // a paused Shim's reconciles pass
+	assertNothingStarted(t, c, nodes, v3Hash, before, starts, "while paused")
 	// The next minute at least 12s on (what is checked before it opens
 	// takes a few seconds).
 	open := time.Now().UTC().Add(72 * time.Second).Truncate(time.Minute)
-	v3 := gatedShim(t, srv, runc, "v3", false)
-	v3.RolloutStrategy.Paused = true
-	v3.RolloutStrategy.Windows = []v1alpha1.MaintenanceWindow{{Start: open.Format("15:04"), End: open.Add(10 * time.Minute).Format("15:04")}}
-	updateSpec(t, c, "gated", func(s *v1alpha1.ShimSpec) { *s = v3 })
-	waitFor(t, 30*time.Second, "Paused", func() bool {
-		return conditionReason(getShimStatus(t, c, "gated"), v1alpha1.ConditionReady) == v1alpha1.ReasonPaused
-	})
-	kubectl(t, c, "patch", "shim", "gated", "--type=merge", "-p", `{"spec":{"rolloutStrategy":{"paused":false}}}`)
+	window := fmt.Sprintf(`{"spec":{"rolloutStrategy":{"paused":false,"windows":[{"start":%q,"end":%q}]}}}`, open.Format("15:04"), open.Add(10*time.Minute).Format("15:04"))
+	kubectl(t, c, "patch", "shim", "gated", "--type=merge", "-p", window)
 	waitFor(t, 30*time.Second, "WaitingForWindow", func() bool {
 		s := getShimStatus(t, c, "gated")
 		return conditionReason(s, v1alpha1.ConditionReady) == v1alpha1.ReasonWaitingForWindow && s.Rollout != nil && s.Rollout.NextWindow != nil
 	})
-	if next := getShimStatus(t, c, "gated").Rollout.NextWindow.Time; !next.Equal(open) {
-		t.Errorf("nextWindow %s, want %s", next, open)
+	if s := getShimStatus(t, c, "gated"); !s.Rollout.NextWindow.Time.Equal(open) || s.SpecHash != v3Hash {
+		t.Errorf("nextWindow %s, want %s; specHash %s, want v3's %s (a window is not a new spec)", s.Rollout.NextWindow.Time, open, s.SpecHash, v3Hash)
 	}
 	time.Sleep(time.Until(open) - 2*time.Second)
-	now = restartWindows(t, nodes)
-	for i, n := range nodes {
-		if now[i].enter != starts[i].enter {
-			t.Errorf("%s: containerd restarted while paused or before the window", n.Name)
+	assertNothingStarted(t, c, nodes, v3Hash, before, starts, "before the window opened")
+	kubectl(t, c, "wait", "--for=condition=Ready", "shim/gated", "--timeout=180s")
+	// On time: the first of v3's Jobs started once the window was open,
+	// within the reconcile the operator schedules for the opening.
+	first3 := time.Time{}
+	for _, j := range installJobsAt(t, c, "gated", v3Hash) {
+		if first3.IsZero() || j.Before(first3) {
+			first3 = j
 		}
 	}
-	kubectl(t, c, "wait", "--for=condition=Ready", "shim/gated", "--timeout=180s")
+	if first3.Before(open) || first3.After(open.Add(30*time.Second)) {
+		t.Errorf("v3's first installer Job started at %s; the window opened at %s", first3, open)
+	} else {
+		t.Logf("the window opened at %s; v3's first installer Job %s after it", open, first3.Sub(open))
+	}
 	for _, n := range nodes {
 		_ = c.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "keeper-" + n.Name}})
 	}
 	if err := c.Client.Delete(ctx, shim); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// assertNothingStarted fails t when an installer Job of the spec hash
+// exists, or a node's containerd restarted or its files changed since.
+func assertNothingStarted(t *testing.T, c *testutil.Cluster, nodes []testutil.ClusterNode, hash string, files map[string]map[string][]byte, starts []window, when string) {
+	t.Helper()
+	if jobs := installJobsAt(t, c, "gated", hash); len(jobs) > 0 {
+		t.Errorf("%d installer Jobs of spec %s started %s", len(jobs), hash, when)
+	}
+	now := restartWindows(t, nodes)
+	for i, n := range nodes {
+		if now[i].enter != starts[i].enter {
+			t.Errorf("%s: containerd restarted %s", n.Name, when)
+		}
+		assertSameFiles(t, n.Name, files[n.Name], nodeFiles(t, n.Node, "gated"))
+	}
+}
+
+// installJobsAt returns when each install Job of the Shim's spec hash was
+// created (the operator's own stamp, AnnotationCreated, to the nanosecond).
+func installJobsAt(t *testing.T, c *testutil.Cluster, shim, hash string) []time.Time {
+	t.Helper()
+	jobs := &batchv1.JobList{}
+	if err := c.Client.List(context.Background(), jobs, client.InNamespace("shimkit-system"),
+		client.MatchingLabels{jobview.LabelOp: jobview.OpInstall, jobview.LabelShim: shim, jobview.LabelSpecHash: hash}); err != nil {
+		t.Fatal(err)
+	}
+	var at []time.Time
+	for _, j := range jobs.Items {
+		created, err := time.Parse(time.RFC3339Nano, j.Annotations[jobview.AnnotationCreated])
+		if err != nil {
+			t.Fatalf("Job %s: %s: %v", j.Name, jobview.AnnotationCreated, err)
+		}
+		at = append(at, created)
+	}
+	return at
 }
 
 func getShimStatus(t *testing.T, c *testutil.Cluster, name string) v1alpha1.ShimStatus {
