@@ -34,7 +34,7 @@ func exportedMetrics(t *testing.T) map[string][]string {
 	m.nodeOperation("spin", "install", resultFailed, "RestartFailed", time.Second)
 	m.containerdRestarted("spin")
 	m.driftDetected("spin", "n1")
-	m.gateTripped("spin", "PodsFailing")
+	m.gateTripped("spin", "WorkloadFailures")
 	m.rolloutStep("spin", 0)
 	m.rolloutPaused("spin", false)
 	m.conditions("spin", []metav1.Condition{{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse}})

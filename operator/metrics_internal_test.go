@@ -49,10 +49,10 @@ func TestMetricsRegisterTwice(t *testing.T) {
 	if err := b.Register(reg); err != nil {
 		t.Fatalf("second Register: %v", err)
 	}
-	b.gateTripped("spin", "PodsFailing")
+	b.gateTripped("spin", "WorkloadFailures")
 	b.rolloutPaused("spin", true)
 	b.nodeOperation("spin", "install", resultFailed, "CanaryFailed", time.Second)
-	if got := testutil.ToFloat64(a.gateTrips.WithLabelValues("spin", "PodsFailing")); got != 1 {
+	if got := testutil.ToFloat64(a.gateTrips.WithLabelValues("spin", "WorkloadFailures")); got != 1 {
 		t.Errorf("gate trips through the first collector = %v, want 1", got)
 	}
 	if got := testutil.ToFloat64(a.paused.WithLabelValues("spin")); got != 1 {
@@ -140,7 +140,7 @@ func TestMetricsCounters(t *testing.T) {
 	m.driftDetected("spin", "n1")
 	m.driftDetected("spin", "n1")
 	m.driftDetected("spin", "n2")
-	m.gateTripped("spin", "PodsFailing")
+	m.gateTripped("spin", "WorkloadFailures")
 	want := `
 # HELP shimkit_containerd_restarts_total Restarts of containerd on a node by an installer Job of the Shim.
 # TYPE shimkit_containerd_restarts_total counter
@@ -152,7 +152,7 @@ shimkit_drift_detected_total{node="n1",shim="spin"} 2
 shimkit_drift_detected_total{node="n2",shim="spin"} 1
 # HELP shimkit_workload_gate_trips_total Times the workload gate halted a Shim's rollout, by reason.
 # TYPE shimkit_workload_gate_trips_total counter
-shimkit_workload_gate_trips_total{reason="PodsFailing",shim="spin"} 1
+shimkit_workload_gate_trips_total{reason="WorkloadFailures",shim="spin"} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "shimkit_containerd_restarts_total", "shimkit_drift_detected_total", "shimkit_workload_gate_trips_total"); err != nil {
 		t.Error(err)
@@ -315,7 +315,7 @@ func TestMetricsForget(t *testing.T) {
 		m.nodeOperation(shim, "install", resultFailed, "RestartFailed", time.Second)
 		m.containerdRestarted(shim)
 		m.driftDetected(shim, "n1")
-		m.gateTripped(shim, "PodsFailing")
+		m.gateTripped(shim, "WorkloadFailures")
 		m.rolloutStep(shim, 1)
 		m.rolloutPaused(shim, false)
 		m.conditions(shim, []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue}})

@@ -161,18 +161,18 @@ func alertTests(t *testing.T, groups []ruleGroup) []testGroup {
 		Interval: "1m",
 		InputSeries: []series{
 			// spin: tripped at 5m (a new series) and at 86m.
-			{`shimkit_workload_gate_trips_total{shim="spin",reason="PodsFailing",pod="a"}`, "_x5 1x80 2x40"},
+			{`shimkit_workload_gate_trips_total{shim="spin",reason="WorkloadFailures",pod="a"}`, "_x5 1x80 2x40"},
 			// kata: trips from before Prometheus scraped the operator, none
 			// since. A series Prometheus has seen for less than the window
 			// counts whole (it cannot tell it from one the operator just
 			// created): kata fires until it has been seen for 1h.
-			{`shimkit_workload_gate_trips_total{shim="kata",reason="PodsFailing",pod="a"}`, "3x130"},
+			{`shimkit_workload_gate_trips_total{shim="kata",reason="WorkloadFailures",pod="a"}`, "3x130"},
 		},
 		AlertRuleTests: []alertTest{
-			at("3m", gate, firing(gate, map[string]string{"shim": "kata", "reason": "PodsFailing"}, "3")),
-			at("10m", gate, firing(gate, map[string]string{"shim": "kata", "reason": "PodsFailing"}, "3"), firing(gate, map[string]string{"shim": "spin", "reason": "PodsFailing"}, "1")),
+			at("3m", gate, firing(gate, map[string]string{"shim": "kata", "reason": "WorkloadFailures"}, "3")),
+			at("10m", gate, firing(gate, map[string]string{"shim": "kata", "reason": "WorkloadFailures"}, "3"), firing(gate, map[string]string{"shim": "spin", "reason": "WorkloadFailures"}, "1")),
 			at("75m", gate), // spin's trip is more than 1h old
-			at("90m", gate, firing(gate, map[string]string{"shim": "spin", "reason": "PodsFailing"}, "1")),
+			at("90m", gate, firing(gate, map[string]string{"shim": "spin", "reason": "WorkloadFailures"}, "1")),
 		},
 	}}
 }

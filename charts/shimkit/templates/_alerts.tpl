@@ -1,7 +1,7 @@
 {{/*
 The operator's alert rules: the groups of the PrometheusRule (prometheusrule.yaml).
-hack/chartgen/alerts_test.go renders them and runs promtool's unit tests
-(hack/chartgen/testdata/alerts.test.yaml) on them; operator/dashboard_internal_test.go
+hack/charttest/alerts_test.go renders them and runs promtool's unit tests
+on them (the test cases are written there); operator/dashboard_internal_test.go
 checks that every shimkit_* metric named here is one the operator exports.
 */}}
 
