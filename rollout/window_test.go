@@ -63,6 +63,18 @@ func TestWindowsOpen(t *testing.T) {
 		// lasts one hour.
 		{"spring forward: the short night", Windows{win(nil, "01:00", "03:00", "Europe/Berlin")}, "2026-03-29T00:30:00Z", true, ""},
 		{"spring forward: closed at 01:00Z", Windows{win(nil, "01:00", "03:00", "Europe/Berlin")}, "2026-03-29T01:00:00Z", false, "2026-03-29T23:00:00Z"},
+		// A start in the hour the clocks skip (02:00–03:00 on 2026-03-29)
+		// opens an hour later on the wall clock, the instant 02:30 CET
+		// would have been (03:30 CEST, 01:30Z); the window still ends at
+		// 04:00 CEST (02:00Z).
+		{"spring forward: a start in the skipped hour", Windows{win(nil, "02:30", "04:00", "Europe/Berlin")}, "2026-03-29T00:30:00Z", false, "2026-03-29T01:30:00Z"},
+		{"spring forward: open after the skipped start", Windows{win(nil, "02:30", "04:00", "Europe/Berlin")}, "2026-03-29T01:45:00Z", true, ""},
+		{"spring forward: closed at the end", Windows{win(nil, "02:30", "04:00", "Europe/Berlin")}, "2026-03-29T02:00:00Z", false, "2026-03-30T00:30:00Z"},
+		// A start in the hour that happens twice (02:00–03:00 on
+		// 2026-10-25) opens once, at its second occurrence (02:30 CET,
+		// 01:30Z), not at the first (02:30 CEST, 00:30Z).
+		{"fall back: a start in the repeated hour, first pass", Windows{win(nil, "02:30", "04:00", "Europe/Berlin")}, "2026-10-25T00:40:00Z", false, "2026-10-25T01:30:00Z"},
+		{"fall back: a start in the repeated hour, second pass", Windows{win(nil, "02:30", "04:00", "Europe/Berlin")}, "2026-10-25T01:30:00Z", true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			open, next := tc.windows.Open(utc(tc.now))
