@@ -12,7 +12,8 @@ import (
 // Skip says why a node that matches the selector cannot run the shim.
 type Skip struct {
 	// Reason is one of v1alpha1.SkipNotLinux, SkipNotContainerd,
-	// SkipImmutableOS, SkipNoArtifact.
+	// SkipImmutableOS, SkipReadOnlyHost, SkipHandlerNotReported,
+	// SkipNoArtifact.
 	Reason string
 	// Detail says what the node has instead ("windows", "cri-o://1.31.0",
 	// "linux/riscv64").
@@ -76,8 +77,9 @@ func ImageSources(views []NodeView) []v1alpha1.ImageSourceNodes {
 }
 
 // SkippedNote says how many nodes were skipped and why, for the Ready
-// condition: "; 3 nodes skipped: NoArtifact 1 (rv-1: linux/riscv64),
-// NotLinux 2 (win-1, win-2)", or "".
+// condition, with what to do about the reasons a node's image can answer
+// (SkipHint): "; 3 nodes skipped: NoArtifact 1 (rv-1: linux/riscv64);
+// NotLinux 2 (win-1: windows, win-2: windows)", or "".
 func SkippedNote(views []NodeView) string {
 	total, groups := SkippedNodes(views)
 	if total == 0 {
@@ -99,9 +101,27 @@ func SkippedNote(views []NodeView) string {
 		if int(g.Count) > len(g.Nodes) {
 			more = ", ..."
 		}
-		parts = append(parts, fmt.Sprintf("%s %d (%s%s)", g.Reason, g.Count, strings.Join(names, ", "), more))
+		part := fmt.Sprintf("%s %d (%s%s)", g.Reason, g.Count, strings.Join(names, ", "), more)
+		if h := SkipHint(g.Reason); h != "" {
+			part += ": " + h
+		}
+		parts = append(parts, part)
 	}
-	return fmt.Sprintf("; %d %s skipped: %s", total, plural(int(total), "node", "nodes"), strings.Join(parts, ", "))
+	return fmt.Sprintf("; %d %s skipped: %s", total, plural(int(total), "node", "nodes"), strings.Join(parts, "; "))
+}
+
+// SkipHint says what lets nodes skipped for reason run the shim when it
+// is a change to their image or to the operator's flags ("" for the
+// other reasons): a read-only or immutable host is skipped, not failed,
+// and its runtime can come with its image (a preinstalled Shim).
+func SkipHint(reason string) string {
+	switch reason {
+	case v1alpha1.SkipReadOnlyHost:
+		return "bake the runtime into the node image and select these nodes with spec.preinstalledOn, or, where the directory named is the bundle root or the link directory, move it to a writable, executable one (the operator's --bundle-root, --link-dir)"
+	case v1alpha1.SkipImmutableOS:
+		return "bake the runtime into the node image (a Talos system extension, a Bottlerocket variant, examples/image-builder) and select these nodes with spec.preinstalledOn"
+	}
+	return ""
 }
 
 func plural(n int, one, many string) string {
