@@ -3,11 +3,13 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,10 +21,12 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/testutil"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/jobview"
+	"github.com/shimkit/shimkit/operator/nodejob"
 )
 
 // The mixed fleet's Shim, its nodes' pool and the label of the nodes
@@ -170,6 +174,26 @@ func testFleet(t *testing.T, c *testutil.Cluster, dump *dumper, images []string)
 	if now := pidOf(t, k3s.node, "kubelet"); now == k3sKubelet {
 		t.Errorf("the k3s-style node's kubelet (pid %s) was not restarted", now)
 	}
+	// Its install Job ended in one pod (the restart of k3s-agent took the
+	// kubelet along, not the Job's pod: no second run), and the operator
+	// labelled the node from the result that pod's installer wrote as its
+	// termination message: installed, containerd restarted.
+	k3sInstall := oneJobOn(t, c, mixShim, jobview.OpInstall, k3s.node.Name)
+	pods, err := nodejob.Pods(ctx, c.Client, k3sInstall)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods) != 1 {
+		t.Errorf("the install Job %s on %s had %d pods, want 1", k3sInstall.Name, k3s.node.Name, len(pods))
+	}
+	switch res := nodejob.ResultOf(pods, mixShim); {
+	case res == nil:
+		t.Errorf("the install Job %s on %s: no result in its pods' termination messages", k3sInstall.Name, k3s.node.Name)
+	case res.Operation != plan.OpInstall || res.Outcome != plan.Succeeded || !res.Changed || !res.Restarted:
+		t.Errorf("the install Job %s on %s reported %+v; want install Succeeded, changed and restarted", k3sInstall.Name, k3s.node.Name, res)
+	default:
+		t.Logf("%s (k3s-style): installed in one run, containerd restarted in %v", k3s.node.Name, res.RestartDuration)
+	}
 	after := c.WaitPodRunning(t, "default", bystander.Name)
 	if was, is := before.Status.ContainerStatuses[0], after.Status.ContainerStatuses[0]; is.ContainerID != was.ContainerID || is.RestartCount != 0 {
 		t.Errorf("the pod on %s did not run on through the restart: %+v, was %+v", k3s.node.Name, is, was)
@@ -206,6 +230,10 @@ func testFleet(t *testing.T, c *testutil.Cluster, dump *dumper, images []string)
 			t.Error(err)
 		}
 	}
+	// The uninstall Jobs are the Shim's: the garbage collector takes them
+	// once it is gone, so they are watched from before the deletion, each
+	// one's last state kept.
+	uninstalls := watchJobs(t, c, mixShim, jobview.OpUninstall, k3s.node.Name)
 	start = time.Now()
 	if err := c.Client.Delete(ctx, shim); err != nil {
 		t.Fatal(err)
@@ -214,6 +242,16 @@ func testFleet(t *testing.T, c *testutil.Cluster, dump *dumper, images []string)
 		return apierrors.IsNotFound(c.Client.Get(ctx, client.ObjectKeyFromObject(shim), &v1alpha1.Shim{}))
 	})
 	t.Logf("mix deleted from the fleet in %v", time.Since(start).Round(time.Second))
+	// The k3s-style node uninstalls in one run: one Job, succeeded with
+	// one pod, through the restart of k3s-agent and its kubelet.
+	waitFor(t, 30*time.Second, "the k3s-style node's uninstall Job seen finished", func() bool {
+		return slices.ContainsFunc(uninstalls(), func(j batchv1.Job) bool { return jobFinished(&j) })
+	})
+	if jobs := uninstalls(); len(jobs) != 1 {
+		t.Errorf("%s (k3s-style): %d uninstall Jobs, want 1: %v", k3s.node.Name, len(jobs), namesOf(jobs))
+	} else if st := jobs[0].Status; st.Succeeded != 1 || st.Failed != 0 {
+		t.Errorf("%s (k3s-style): uninstall Job %s ended with %d succeeded and %d failed pods, want 1 and 0", k3s.node.Name, jobs[0].Name, st.Succeeded, st.Failed)
+	}
 	for _, fn := range nodes {
 		for _, p := range fn.files {
 			assertFile(t, fn, p, fn.orig[p])
@@ -314,4 +352,94 @@ func installJobs(t *testing.T, c *testutil.Cluster, shim string) []string {
 	}
 	slices.Sort(nodes)
 	return nodes
+}
+
+// oneJobOn is the Shim's only Job of op on the node, once it finished:
+// it fails the test unless there is exactly one, and unless it ended
+// with one pod succeeded and none failed.
+func oneJobOn(t *testing.T, c *testutil.Cluster, shim, op, node string) *batchv1.Job {
+	t.Helper()
+	var jobs []batchv1.Job
+	waitFor(t, 60*time.Second, op+" Job on "+node+" finished", func() bool {
+		jobs = jobsOn(t, c, shim, op, node)
+		return len(jobs) > 0 && !slices.ContainsFunc(jobs, func(j batchv1.Job) bool { return !jobFinished(&j) })
+	})
+	if len(jobs) != 1 {
+		t.Fatalf("%s: %d %s Jobs of %s, want 1: %v", node, len(jobs), op, shim, namesOf(jobs))
+	}
+	if st := jobs[0].Status; st.Succeeded != 1 || st.Failed != 0 {
+		t.Errorf("%s: %s Job %s ended with %d succeeded and %d failed pods, want 1 and 0", node, op, jobs[0].Name, st.Succeeded, st.Failed)
+	}
+	return &jobs[0]
+}
+
+// jobsOn are the Shim's Jobs of op (jobview.OpInstall, OpUninstall) on
+// the node.
+func jobsOn(t *testing.T, c *testutil.Cluster, shim, op, node string) []batchv1.Job {
+	t.Helper()
+	list := &batchv1.JobList{}
+	if err := c.Client.List(context.Background(), list, client.InNamespace("shimkit-system"), client.MatchingLabels{jobview.LabelOp: op}); err != nil {
+		t.Fatal(err)
+	}
+	var jobs []batchv1.Job
+	for _, j := range list.Items {
+		if j.Labels[jobview.LabelShim] == shim && j.Spec.Template.Spec.NodeName == node {
+			jobs = append(jobs, j)
+		}
+	}
+	return jobs
+}
+
+// watchJobs watches the Shim's Jobs of op on the node from now until the
+// test ends; the function it returns gives the last state seen of each,
+// in name order, deleted ones included (a Job's deletion event carries
+// its last state).
+func watchJobs(t *testing.T, c *testutil.Cluster, shim, op, node string) func() []batchv1.Job {
+	t.Helper()
+	wc, err := client.NewWithWatch(c.Config, client.Options{Scheme: c.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := wc.Watch(context.Background(), &batchv1.JobList{}, client.InNamespace("shimkit-system"), client.MatchingLabels{jobview.LabelOp: op})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	var mu sync.Mutex
+	seen := map[string]batchv1.Job{}
+	go func() {
+		for ev := range w.ResultChan() {
+			j, ok := ev.Object.(*batchv1.Job)
+			if !ok || j.Labels[jobview.LabelShim] != shim || j.Spec.Template.Spec.NodeName != node {
+				continue
+			}
+			mu.Lock()
+			seen[j.Name] = *j
+			mu.Unlock()
+		}
+	}()
+	return func() []batchv1.Job {
+		mu.Lock()
+		defer mu.Unlock()
+		var jobs []batchv1.Job
+		for _, name := range slices.Sorted(maps.Keys(seen)) {
+			jobs = append(jobs, seen[name])
+		}
+		return jobs
+	}
+}
+
+// jobFinished reports whether the Job completed or failed for good.
+func jobFinished(j *batchv1.Job) bool {
+	return slices.ContainsFunc(j.Status.Conditions, func(c batchv1.JobCondition) bool {
+		return (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue
+	})
+}
+
+func namesOf(jobs []batchv1.Job) []string {
+	names := make([]string, len(jobs))
+	for i, j := range jobs {
+		names[i] = j.Name
+	}
+	return names
 }
