@@ -825,8 +825,9 @@ type ShimStatus struct {
 	// skippedNodes is how many nodes match the selector but cannot run
 	// the shim: not Linux, another container runtime than containerd, an
 	// immutable OS, a read-only host (its installer found a directory it
-	// writes read-only, and changed nothing), or no artifact for their
-	// platform. They are left alone.
+	// writes read-only, or the bundle root noexec, and changed nothing), a
+	// node whose image has the shim but whose kubelet does not report its
+	// handlers, or no artifact for their platform. They are left alone.
 	// +optional
 	SkippedNodes int32 `json:"skippedNodes"`
 	// driftedNodes is how many nodes labelled as having the current spec
@@ -837,7 +838,8 @@ type ShimStatus struct {
 	// +optional
 	DriftedNodes int32 `json:"driftedNodes,omitempty"`
 	// skipped groups the skipped nodes by reason (NotLinux,
-	// NotContainerd, ImmutableOS, ReadOnlyHost, NoArtifact).
+	// NotContainerd, ImmutableOS, ReadOnlyHost, HandlerNotReported,
+	// NoArtifact).
 	// +optional
 	// +listType=map
 	// +listMapKey=reason
@@ -998,8 +1000,8 @@ const ResolveAnnotation = "shim.containerd.x-k8s.io/resolve"
 
 // SkippedNodes are the nodes skipped for one reason.
 type SkippedNodes struct {
-	// reason is NotLinux, NotContainerd, ImmutableOS, ReadOnlyHost or
-	// NoArtifact.
+	// reason is NotLinux, NotContainerd, ImmutableOS, ReadOnlyHost,
+	// HandlerNotReported or NoArtifact.
 	Reason string `json:"reason"`
 	// count is how many nodes are skipped for this reason.
 	Count int32 `json:"count"`
