@@ -13,30 +13,40 @@ import (
 )
 
 // ErrReadOnlyHost: a directory the install must write is on a read-only
-// filesystem (an immutable OS, a read-only /opt or /usr). Nothing on the
-// node changed; the node needs its runtime baked into its image, or other
-// directories (BundleRoot, LinkDir).
+// filesystem (an immutable OS, a read-only /opt or /usr), or the bundle
+// root, whose binaries containerd runs, is on one mounted noexec (COS
+// mounts some writable directories so). Nothing on the node changed; the
+// node needs its runtime baked into its image, or other directories
+// (BundleRoot, LinkDir).
 var ErrReadOnlyHost = errors.New("read-only host")
 
-// writeTarget is a node directory an install writes, and what it is.
-type writeTarget struct{ what, path string }
+// writeTarget is a node directory an install writes, and what it is;
+// exec: containerd runs binaries from it, so its filesystem must not be
+// mounted noexec.
+type writeTarget struct {
+	what, path string
+	exec       bool
+}
 
 // writeTargets are the node directories an install of plans writes:
 // containerd's config directory (the preset's), the bundle root, the
 // state directory, the PATH link directory unless there is none, and the
-// unit directory when a plan has sandboxer units.
+// unit directory when a plan has sandboxer units. Only the bundle root
+// must be executable: the link directory holds symlinks, and the kernel
+// checks noexec on the mount of the file a symlink resolves to (the
+// bundle's), not on the link's.
 func (i *Installer) writeTargets(t containerdconfig.Target, plans []*plan.NodePlan) []writeTarget {
 	ts := []writeTarget{
-		{"containerd's config directory", filepath.Dir(t.Preset.Config)},
-		{"the bundle root", i.bundleRoot()},
-		{"the state directory", i.stateDir()},
+		{what: "containerd's config directory", path: filepath.Dir(t.Preset.Config)},
+		{what: "the bundle root", path: i.bundleRoot(), exec: true},
+		{what: "the state directory", path: i.stateDir()},
 	}
 	if d := i.linkDir(); d != "" {
-		ts = append(ts, writeTarget{"the link directory", d})
+		ts = append(ts, writeTarget{what: "the link directory", path: d})
 	}
 	for _, p := range plans {
 		if len(p.Sandboxers) > 0 {
-			ts = append(ts, writeTarget{"the unit directory", i.unitDir()})
+			ts = append(ts, writeTarget{what: "the unit directory", path: i.unitDir()})
 			break
 		}
 	}
@@ -44,18 +54,21 @@ func (i *Installer) writeTargets(t containerdconfig.Target, plans []*plan.NodePl
 }
 
 // checkWritable finds, before anything on the node changes (the node lock
-// included), a target directory on a read-only filesystem: the directory,
-// or its nearest existing parent when it does not exist yet. The error
-// wraps ErrReadOnlyHost and names the directory.
+// included), a target directory on a read-only filesystem, or an exec
+// target on one mounted noexec: the directory, or its nearest existing
+// parent when it does not exist yet. The error wraps ErrReadOnlyHost and
+// names the directory.
 func (i *Installer) checkWritable(ts []writeTarget) error {
 	var errs []error
 	for _, t := range ts {
-		ro, at, err := readOnly(i.local(t.path))
+		flags, at, err := mountFlags(i.local(t.path))
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%s %s: %w", t.what, t.path, err))
-		case ro:
+		case flags&unix.ST_RDONLY != 0:
 			errs = append(errs, fmt.Errorf("%w: %s %s is on a read-only filesystem (at %s)", ErrReadOnlyHost, t.what, t.path, i.nodePath(at)))
+		case t.exec && flags&unix.ST_NOEXEC != 0:
+			errs = append(errs, fmt.Errorf("%w: %s %s is on a filesystem mounted noexec (at %s): containerd could not run the shims there", ErrReadOnlyHost, t.what, t.path, i.nodePath(at)))
 		}
 	}
 	return errors.Join(errs...)
@@ -70,9 +83,9 @@ func (i *Installer) nodePath(local string) string {
 	return "/" + filepath.ToSlash(rel)
 }
 
-// readOnly reports whether path, or its nearest existing parent (at), is
-// on a filesystem mounted read-only.
-func readOnly(path string) (ro bool, at string, _ error) {
+// mountFlags returns the mount flags (unix.ST_RDONLY, unix.ST_NOEXEC, ...)
+// of the filesystem of path, or of its nearest existing parent (at).
+func mountFlags(path string) (flags int64, at string, _ error) {
 	at = filepath.Clean(path)
 	for {
 		if _, err := os.Lstat(at); err == nil || !errors.Is(err, os.ErrNotExist) {
@@ -86,7 +99,7 @@ func readOnly(path string) (ro bool, at string, _ error) {
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(at, &st); err != nil {
-		return false, at, err
+		return 0, at, err
 	}
-	return st.Flags&unix.ST_RDONLY != 0, at, nil
+	return st.Flags, at, nil
 }
