@@ -38,12 +38,21 @@ type fleet struct {
 
 func startFleet(t *testing.T, env *testutil.Env, nodes int) *fleet {
 	t.Helper()
+	return startFleetRunning(t, env, nodes, func(f *fleet) func(context.Context, *batchv1.Job) testutil.PodRun {
+		return testutil.RealInstaller(t, func(j *batchv1.Job) string { return f.root(j.Spec.Template.Spec.NodeName) }, "--offline")
+	})
+}
+
+// startFleetRunning is startFleet with each Job's pod run by what
+// runner returns for the fleet (startFleet: the real installer).
+func startFleetRunning(t *testing.T, env *testutil.Env, nodes int, runner func(*fleet) func(context.Context, *batchv1.Job) testutil.PodRun) *fleet {
+	t.Helper()
 	f := &fleet{dir: t.TempDir(), reported: map[string][]string{}}
 	createNodes(t, env.Client, nodes, map[string]string{"pin": "true"}, "pin")
 	for i := range nodes {
 		f.prepare(t, nodeName(i))
 	}
-	run := testutil.RealInstaller(t, func(j *batchv1.Job) string { return f.root(j.Spec.Template.Spec.NodeName) }, "--offline")
+	run := runner(f)
 	startPodKubelet(t, env, 100*time.Millisecond, func(ctx context.Context, j *batchv1.Job) testutil.PodRun {
 		node := j.Spec.Template.Spec.NodeName
 		f.mu.Lock()
