@@ -104,6 +104,18 @@ func TestAdmission(t *testing.T) {
 			s.Spec.FetchStrategy = v1alpha1.FetchStrategy{Type: v1alpha1.FetchImage, Image: &v1alpha1.OCIFetch{Reference: "spin"}}
 		}, "spec.fetchStrategy.image.reference"},
 		{"unknown fetch type", func(s *v1alpha1.Shim) { s.Spec.FetchStrategy.Type = "ftp" }, "spec.fetchStrategy.type"},
+		// preinstalled: the node image has the shim, so nothing to fetch.
+		{"preinstalled type with anonHttp", func(s *v1alpha1.Shim) { s.Spec.FetchStrategy.Type = v1alpha1.FetchPreinstalled }, "fetchStrategy: set exactly the one of anonHttp, oci and image that type names (none for preinstalled)"},
+		{"preinstalled type with oci", func(s *v1alpha1.Shim) {
+			s.Spec.FetchStrategy = v1alpha1.FetchStrategy{Type: v1alpha1.FetchPreinstalled, OCI: &v1alpha1.OCIFetch{Reference: "registry.invalid/shims/spin:v1"}}
+		}, "(none for preinstalled)"},
+		{"preinstalled type with image", func(s *v1alpha1.Shim) {
+			s.Spec.FetchStrategy = v1alpha1.FetchStrategy{Type: v1alpha1.FetchPreinstalled, Image: &v1alpha1.OCIFetch{Reference: "registry.invalid/shims/spin:v1"}}
+		}, "(none for preinstalled)"},
+		{"preinstalled type with image and oci", func(s *v1alpha1.Shim) {
+			s.Spec.FetchStrategy = v1alpha1.FetchStrategy{Type: v1alpha1.FetchPreinstalled, OCI: &v1alpha1.OCIFetch{Reference: "registry.invalid/shims/spin:v1"}, Image: &v1alpha1.OCIFetch{Reference: "registry.invalid/shims/spin:v1"}}
+		}, "(none for preinstalled)"},
+		{"Preinstalled, capitalized", func(s *v1alpha1.Shim) { s.Spec.FetchStrategy = v1alpha1.FetchStrategy{Type: "Preinstalled"} }, "spec.fetchStrategy.type"},
 		{"location not http", func(s *v1alpha1.Shim) { s.Spec.FetchStrategy.AnonHTTP.Location = "file:///etc/passwd" }, "spec.fetchStrategy.anonHttp.location"},
 		{"no location and no platforms", func(s *v1alpha1.Shim) { s.Spec.FetchStrategy.AnonHTTP.Location = "" }, "fetchStrategy.anonHttp: set location, or platforms"},
 		{"sha256 not hex", func(s *v1alpha1.Shim) { s.Spec.FetchStrategy.AnonHTTP.SHA256 = "abc" }, "spec.fetchStrategy.anonHttp.sha256"},
@@ -290,6 +302,19 @@ func TestAdmission(t *testing.T) {
 			},
 			func(s *v1alpha1.Shim) {
 				s.Spec.FetchStrategy = v1alpha1.FetchStrategy{Type: v1alpha1.FetchImage, Image: &v1alpha1.OCIFetch{Reference: "shims.example.invalid/spin@sha256:" + strings.Repeat("c", 64)}}
+			},
+			// The node image has the shim: nothing to fetch, for every
+			// matching node, with extra handlers, or beside
+			// preinstalledOn (which it makes redundant).
+			func(s *v1alpha1.Shim) { s.Spec.FetchStrategy = v1alpha1.FetchStrategy{Type: v1alpha1.FetchPreinstalled} },
+			func(s *v1alpha1.Shim) {
+				s.Spec.FetchStrategy = v1alpha1.FetchStrategy{Type: v1alpha1.FetchPreinstalled}
+				s.Spec.NodeSelector = map[string]string{"image.example.com/wasm": "yes"}
+				s.Spec.Handlers = []v1alpha1.HandlerSpec{handler("spin-b", "spin-b")}
+			},
+			func(s *v1alpha1.Shim) {
+				s.Spec.FetchStrategy = v1alpha1.FetchStrategy{Type: v1alpha1.FetchPreinstalled}
+				s.Spec.PreinstalledOn = map[string]string{"image.example.com/wasm": "yes"}
 			},
 			func(s *v1alpha1.Shim) {
 				s.Spec.FetchStrategy.AnonHTTP = &v1alpha1.AnonHTTPFetch{Platforms: []v1alpha1.PlatformArtifact{
