@@ -3,6 +3,7 @@ package operator_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -31,31 +32,54 @@ type imagePulls struct {
 func (k *imagePulls) runner(t *testing.T) func(*fleet) func(context.Context, *batchv1.Job) testutil.PodRun {
 	return func(*fleet) func(context.Context, *batchv1.Job) testutil.PodRun {
 		return func(ctx context.Context, j *batchv1.Job) testutil.PodRun {
-			node := j.Spec.Template.Spec.NodeName
-			plans, err := plan.DecodePlans([]byte(j.Spec.Template.Annotations[nodejob.PlanAnnotation]))
-			if err != nil || len(plans) != 1 {
-				return testutil.PodRun{ExitCode: 2, Message: fmt.Sprintf("the Job's plan: %d plans, %v", len(plans), err)}
+			run := k.pull(ctx, j)
+			if run.ExitCode != 0 {
+				t.Logf("Job %s: %s", j.Name, run.Message)
 			}
-			ref := podImage(j.Spec.Template.Spec)
-			k.mu.Lock()
-			if k.pulled == nil {
-				k.pulled = map[string][]string{}
-			}
-			k.pulled[node] = append(k.pulled[node], ref)
-			k.mu.Unlock()
-			repo, r, err := fetch.NewRepository(ref, fetch.RegistryOptions{PlainHTTP: true})
-			if err != nil {
-				return testutil.PodRun{ExitCode: 2, Message: fmt.Sprintf("image %q: %v", ref, err)}
-			}
-			desc, err := fetch.ResolveIn(ctx, repo, r)
-			if err != nil {
-				return testutil.PodRun{ExitCode: 2, Message: fmt.Sprintf("pull %s: %v", ref, err)}
-			}
-			res := plan.NewResult(plans[0])
-			res.Outcome, res.Digest = plan.Succeeded, desc.Digest.String()
-			return testutil.ResultRun(t, 0, res)
+			return run
 		}
 	}
+}
+
+// pull pulls the images of the Job's plans (one Job may carry several
+// Shims' plans for its node), each of which the pod must name, and
+// reports each plan's install of the digest pulled.
+func (k *imagePulls) pull(ctx context.Context, j *batchv1.Job) testutil.PodRun {
+	node := j.Spec.Template.Spec.NodeName
+	plans, err := plan.DecodePlans([]byte(j.Spec.Template.Annotations[nodejob.PlanAnnotation]))
+	if err != nil {
+		return testutil.PodRun{ExitCode: 2, Message: fmt.Sprintf("the Job's plan: %v", err)}
+	}
+	named := podImages(j.Spec.Template.Spec)
+	var results []*plan.NodeResult
+	for _, p := range plans {
+		if p.Artifact == nil || p.Artifact.Type != plan.SourceImage || !slices.Contains(named, p.Artifact.Reference) {
+			return testutil.PodRun{ExitCode: 2, Message: fmt.Sprintf("the pod names %v, not the image of plan %s: %+v", named, p.Shim.Name, p.Artifact)}
+		}
+		ref := p.Artifact.Reference
+		k.mu.Lock()
+		if k.pulled == nil {
+			k.pulled = map[string][]string{}
+		}
+		k.pulled[node] = append(k.pulled[node], ref)
+		k.mu.Unlock()
+		repo, r, err := fetch.NewRepository(ref, fetch.RegistryOptions{PlainHTTP: true})
+		if err != nil {
+			return testutil.PodRun{ExitCode: 2, Message: fmt.Sprintf("image %q: %v", ref, err)}
+		}
+		desc, err := fetch.ResolveIn(ctx, repo, r)
+		if err != nil {
+			return testutil.PodRun{ExitCode: 2, Message: fmt.Sprintf("pull %s: %v", ref, err)}
+		}
+		res := plan.NewResult(p)
+		res.Outcome, res.Digest = plan.Succeeded, desc.Digest.String()
+		results = append(results, res)
+	}
+	data, err := plan.EncodeResults(results, plan.MaxTerminationMessage)
+	if err != nil {
+		return testutil.PodRun{ExitCode: 2, Message: err.Error()}
+	}
+	return testutil.PodRun{Message: string(data)}
 }
 
 // refs returns each node's pulled references.
@@ -69,21 +93,21 @@ func (k *imagePulls) refs() map[string][]string {
 	return out
 }
 
-// podImage is the Shim's image an installer pod mounts (an image volume)
-// or copies (the init container of the Shim's image, after the copier of
-// the installer's); "" for none.
-func podImage(pod corev1.PodSpec) string {
+// podImages are the images an installer pod mounts (image volumes) or
+// copies (init containers, but for the copier of the installer's own).
+func podImages(pod corev1.PodSpec) []string {
+	var out []string
 	for _, v := range pod.Volumes {
 		if v.Image != nil {
-			return v.Image.Reference
+			out = append(out, v.Image.Reference)
 		}
 	}
 	for _, c := range pod.InitContainers {
 		if c.Name != "copier" {
-			return c.Image
+			out = append(out, c.Image)
 		}
 	}
-	return ""
+	return out
 }
 
 // TestMovedImageTagStaysPinned is TestMovedTagStaysPinned for a Shim of
