@@ -306,7 +306,9 @@ func TestAdmission(t *testing.T) {
 			// The node image has the shim: nothing to fetch, for every
 			// matching node, with extra handlers, or beside
 			// preinstalledOn (which it makes redundant).
-			func(s *v1alpha1.Shim) { s.Spec.FetchStrategy = v1alpha1.FetchStrategy{Type: v1alpha1.FetchPreinstalled} },
+			func(s *v1alpha1.Shim) {
+				s.Spec.FetchStrategy = v1alpha1.FetchStrategy{Type: v1alpha1.FetchPreinstalled}
+			},
 			func(s *v1alpha1.Shim) {
 				s.Spec.FetchStrategy = v1alpha1.FetchStrategy{Type: v1alpha1.FetchPreinstalled}
 				s.Spec.NodeSelector = map[string]string{"image.example.com/wasm": "yes"}
