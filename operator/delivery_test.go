@@ -28,7 +28,8 @@ import (
 // node: the health gate halts the rollout (WorkloadFailures, naming the
 // pod and node; kstatus Failed) with the other nodes untouched; with
 // onFailure: Revert the node goes back to the previous revision
-// (Reverted); and a closed maintenance window that holds a new spec until
+// (Reverted); the metrics of the step, the pause and the gate's trip
+// along the way; and a closed maintenance window that holds a new spec until
 // the clock reaches it.
 func TestProgressiveDelivery(t *testing.T) {
 	env := startCluster(t)
@@ -60,6 +61,9 @@ func TestProgressiveDelivery(t *testing.T) {
 		!s.Status.Rollout.BakeUntil.Time.Equal(clk.Now().Add(time.Hour)) || s.Status.Rollout.Steps != 2 {
 		t.Fatalf("baking: %d nodes installed, rollout %+v", n, s.Status.Rollout)
 	}
+	if step := gauge(t, "shimkit_rollout_step", map[string]string{"shim": "wasm"}); step != 0 {
+		t.Errorf("shimkit_rollout_step = %v during the first step, want 0", step)
+	}
 	clk.Step(time.Hour)
 	stage(t, env.Client, kubectl, "wasm", "rolled out after the bake", status.CurrentStatus, "")
 	v1 := getShim(t, env.Client, "wasm").Status
@@ -74,6 +78,9 @@ func TestProgressiveDelivery(t *testing.T) {
 	})
 	waitReason(t, env, "wasm", v1alpha1.ConditionReady, v1alpha1.ReasonPaused)
 	stage(t, env.Client, kubectl, "wasm", "paused", status.InProgressStatus, "")
+	if p := gauge(t, "shimkit_rollout_paused", map[string]string{"shim": "wasm"}); p != 1 {
+		t.Errorf("shimkit_rollout_paused = %v while paused, want 1", p)
+	}
 	time.Sleep(time.Second)
 	assertAt(t, env, "wasm", v1.SpecHash, 4)
 
@@ -95,6 +102,9 @@ func TestProgressiveDelivery(t *testing.T) {
 	deg := condition(s, v1alpha1.ConditionDegraded)
 	if deg.Reason != v1alpha1.ReasonWorkloadFailures || !contains(deg.Message, "default/web-1", updated) || contains(deg.Message, "batch-1") {
 		t.Errorf("Degraded %+v: want WorkloadFailures naming web-1 and %s, not the application's crash", deg, updated)
+	}
+	if m := metric(t, "shimkit_workload_gate_trips_total", map[string]string{"shim": "wasm", "reason": v1alpha1.ReasonWorkloadFailures}); m == nil || m.GetCounter().GetValue() != 1 {
+		t.Errorf("shimkit_workload_gate_trips_total{reason=WorkloadFailures} = %v, want 1", m)
 	}
 	clk.Step(2 * time.Hour) // the bake is over; the halt stands
 	time.Sleep(time.Second)
