@@ -27,9 +27,10 @@
 //   - A read-only host is found before anything changes (the node lock
 //     included): an install whose config directory, bundle root, state,
 //     link or unit directory (or its nearest existing parent) is on a
-//     read-only filesystem fails with ErrReadOnlyHost (ReadOnlyHost, a
-//     refusal) naming it. BundleRoot and LinkDir move the bundles and the
-//     links to directories that are writable (COS: /home/kubernetes/bin).
+//     read-only filesystem, or whose bundle root is mounted noexec, fails
+//     with ErrReadOnlyHost (ReadOnlyHost, a refusal) naming it. BundleRoot
+//     and LinkDir move the bundles and the links to directories that are
+//     writable and executable (COS: /home/kubernetes/bin).
 //   - One at a time: a node-wide flock (in the state directory under the
 //     host root) serialises installers, so two Shims never edit the config
 //     or restart containerd at once.

@@ -82,7 +82,8 @@ const (
 	ReasonSiblingFailed Reason = "SiblingFailed"
 	// ReasonReadOnlyHost: a directory the install writes (containerd's
 	// config directory, the bundle root, the link, state or unit
-	// directory) is on a read-only filesystem; the message names it.
+	// directory) is on a read-only filesystem, or the bundle root on one
+	// mounted noexec; the message names it.
 	// Nothing changed. The operator counts the node as skipped, not
 	// failed.
 	ReasonReadOnlyHost Reason = "ReadOnlyHost"

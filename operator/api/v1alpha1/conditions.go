@@ -151,7 +151,8 @@ const (
 	// variant, examples/image-builder).
 	SkipImmutableOS = "ImmutableOS"
 	// SkipReadOnlyHost: the node's installer found a directory it must
-	// write on a read-only filesystem (the detail names it) and changed
+	// write on a read-only filesystem, or the bundle root mounted noexec
+	// (the detail names it), and changed
 	// nothing; the node is tried again with the next spec. Bake the
 	// runtime into the node image, or point the installer at writable
 	// directories (the operator's --bundle-root and --link-dir).
