@@ -303,7 +303,7 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 		return ctrl.Result{}, err
 	}
 	r.reportDecision(obs, d)
-	r.reportDelivery(obs, d.Delivered)
+	r.reportDelivery(obs, d)
 	if err := r.relabel(ctx, obs, &d); err != nil {
 		return ctrl.Result{}, err
 	}
