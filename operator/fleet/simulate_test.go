@@ -21,7 +21,9 @@ import (
 // decides now.
 func TestSimulate(t *testing.T) {
 	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	planFor := func(*corev1.Node) (*plan.NodePlan, error) { return plan.New(plan.ShimRef{Name: "spin"}, plan.OpInstall), nil }
+	planFor := func(*corev1.Node) (*plan.NodePlan, error) {
+		return plan.New(plan.ShimRef{Name: "spin"}, plan.OpInstall), nil
+	}
 	planner := func(max int32) rollout.Planner {
 		m := intstr.FromInt32(max)
 		return rollout.Planner{Strategy: rollout.Strategy{MaxUpdate: &m}, ShimUID: "uid-spin", SpecHash: target}
