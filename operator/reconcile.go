@@ -268,7 +268,9 @@ func (r *Reconciler) group(ctx context.Context) *errgroup.Group {
 	return g
 }
 
-func (r *Reconciler) planner(obs *observed) rollout.Planner {
+// plannerOf plans the rollout of the observed target under the Shim's
+// strategy.
+func plannerOf(obs *observed) rollout.Planner {
 	rs := obs.shim.Spec.RolloutStrategy
 	s := rollout.Strategy{}
 	if rs != nil {
@@ -292,7 +294,7 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 	if err := r.checkGate(ctx, obs); err != nil {
 		return ctrl.Result{}, err
 	}
-	d, err := fleet.Decide(obs.snapshot(), fleet.Policy{Planner: r.planner(obs), Shared: r.sharedNodes(obs), PlanFor: obs.planFor(r.opts), Delivery: r.delivery(obs)})
+	d, err := fleet.Decide(obs.snapshot(), fleet.Policy{Planner: plannerOf(obs), Shared: r.sharedNodes(obs), PlanFor: obs.planFor(r.opts), Delivery: r.delivery(obs)})
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -448,7 +450,7 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed) (ctrl.Resu
 	if !controllerutil.ContainsFinalizer(obs.shim, Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	d, err := fleet.DecideRemoval(obs.snapshot(), r.planner(obs), r.delivery(obs))
+	d, err := fleet.DecideRemoval(obs.snapshot(), plannerOf(obs), r.delivery(obs))
 	if err != nil {
 		return ctrl.Result{}, err
 	}

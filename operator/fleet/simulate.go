@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/shimkit/shimkit/nodelabel/record"
+	"github.com/shimkit/shimkit/operator/jobview"
 )
 
 // Wave is one round of a simulated rollout: the nodes that start
@@ -70,6 +71,9 @@ func Simulate(s Snapshot, p Policy) (Simulation, error) {
 		}
 		next, stop := advance(d, p.Delivery.Now)
 		if stop == HoldNone && !next.After(p.Delivery.Now) {
+			if finish(s.Nodes) {
+				continue // the Jobs running end; then the rollout goes on
+			}
 			stop = HoldHalted // nothing starts and nothing will: a failed node halts it
 		}
 		if stop != HoldNone {
@@ -93,6 +97,27 @@ func settle(d Decision, hash string) {
 		v := d.ByName[name]
 		v.Label, v.SpecHash, v.Job, v.Held, v.Failure = "", "", nil, false, nil
 	}
+}
+
+// finish takes the Jobs running (or held) as succeeded: the node has
+// what its install installs, or nothing after an uninstall. False: none
+// runs.
+func finish(nodes []NodeView) bool {
+	any := false
+	for i := range nodes {
+		v := &nodes[i]
+		switch {
+		case v.Job != nil && v.Job.Running() && v.Job.Op == jobview.OpUninstall:
+			v.Label, v.SpecHash = "", ""
+		case v.Job != nil && v.Job.Running():
+			v.Label, v.SpecHash, v.Failure = record.Installed, v.Job.SpecHash, nil
+		case v.Held:
+		default:
+			continue
+		}
+		v.Job, v.Held, any = nil, false, true
+	}
+	return any
 }
 
 // advance is when the next decision is made: when a bake ends, or when a
