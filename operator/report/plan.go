@@ -22,9 +22,9 @@ type PlanReport struct {
 	Target string `json:"target"`
 	// Pinned: the target includes the pinned artifact; else the operator
 	// resolves it when it rolls the spec out.
-	Pinned  bool          `json:"pinned"`
+	Pinned  bool           `json:"pinned"`
 	Refused *fleet.Refusal `json:"refused,omitempty"`
-	Waves   []PlanWave    `json:"waves"`
+	Waves   []PlanWave     `json:"waves"`
 	// Stopped says why the rollout stops before every node is done
 	// (Paused, Halted, WaitingForWindow), with Halt's message.
 	Stopped        string                  `json:"stopped,omitempty"`
