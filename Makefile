@@ -25,6 +25,13 @@ IMAGE_TAG ?= latest
 IMG ?= shimkit-operator:$(IMAGE_TAG)
 INSTALLER_IMG ?= shimkit-installer:$(IMAGE_TAG)
 
+# The release: make release VERSION=vX.Y.Z (default: git describe) writes to DIST.
+VERSION ?= $(shell git describe --tags --dirty 2>/dev/null)
+DIST ?= dist
+IMAGE_PREFIX ?=
+# Stamped into the binaries of make image and make release (--version).
+VERSION_LDFLAGS = -X github.com/shimkit/shimkit/internal/version.version=$(VERSION)
+
 # The cluster of the current kubeconfig (KUBECONFIG=...), reached with this kubectl.
 KUBECTL ?= kubectl
 
@@ -58,8 +65,10 @@ $(CYCLONEDX_GOMOD): hack/tools/docs/go.mod
 $(GOTESTSUM): hack/tools/go.mod
 	$(GO) -C hack/tools build -o $(GOTESTSUM) gotest.tools/gotestsum
 
-## test: everything CI runs: the chart and docs checks, unit, envtest, real containerd, the e2e cluster, fuzz seeds.
-# The chart and docs checks come first: they fail in seconds.
+## test: everything CI runs: the chart and docs checks, unit, envtest, real containerd, the e2e cluster, fuzz seeds, a release.
+# The chart and docs checks come first: they fail in seconds. A release
+# (make release VERSION=v0.0.0-test, into a temporary DIST) is built and
+# checked by hack/releasetest, with the tools built here.
 # CGO_ENABLED=0: the binaries the tests build for images are static, and built
 # with the same settings the packages share one compile (a cold run compiles
 # the dependency tree once, not twice; chartgen, which links the operator,
@@ -67,7 +76,7 @@ $(GOTESTSUM): hack/tools/go.mod
 # less per package; stack traces are unchanged). -p 4: four test binaries
 # at once on two cores, as the real-parts tests mostly wait (on a cluster,
 # a containerd restart, a canary's timeout) and two would leave the CPU idle.
-test: verify-chart helm-lint verify-docs bins $(GOTESTSUM)
+test: verify-chart helm-lint verify-docs bins $(GOTESTSUM) $(CYCLONEDX_GOMOD)
 	CGO_ENABLED=0 $(GOTESTSUM) --format testname -- -count=1 -p 4 -ldflags=-w -timeout $(TEST_TIMEOUT) ./...
 
 ## demo: a local single-node cluster, the operator, a sample Shim rolled out and a pod on it.
@@ -124,8 +133,8 @@ fuzz:
 ## image: the operator (IMG=) and installer (INSTALLER_IMG=) images as tarballs in bin/, no Docker engine needed.
 # Load them with `ctr -n k8s.io images import`, `docker load` or `kind load image-archive`.
 image:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(TOOLBIN)/shimkit-installer ./cmd/shimkit-installer
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(TOOLBIN)/shimkit-operator ./cmd/shimkit-operator
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(TOOLBIN)/shimkit-installer ./cmd/shimkit-installer
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(TOOLBIN)/shimkit-operator ./cmd/shimkit-operator
 	$(GO) run ./hack/imagebuild -binary $(TOOLBIN)/shimkit-installer -name shimkit-installer -ref $(INSTALLER_IMG) -out $(TOOLBIN)/shimkit-installer.tar
 	$(GO) run ./hack/imagebuild -binary $(TOOLBIN)/shimkit-operator -name shimkit-operator -user 65532 -ref $(IMG) -out $(TOOLBIN)/shimkit-operator.tar
 
@@ -134,6 +143,12 @@ images: image
 
 ## docker-build: the same as image (no Docker engine needed either).
 docker-build: image
+
+## release: VERSION=vX.Y.Z: the versioned images, the chart, an SBOM per image and sha256sums.txt in DIST (dist/).
+# IMAGE_PREFIX=registry.example/shimkit/ names the images (and the chart's defaults) under a registry.
+release: $(HELM) $(CYCLONEDX_GOMOD)
+	@if [ -z "$(VERSION)" ]; then echo "release: VERSION=vX.Y.Z is required (no tag for git describe)"; exit 2; fi
+	VERSION='$(VERSION)' DIST='$(DIST)' IMAGE_PREFIX='$(IMAGE_PREFIX)' GO='$(GO)' HELM='$(HELM)' CYCLONEDX_GOMOD='$(CYCLONEDX_GOMOD)' hack/release.sh
 
 ## bench: the benchmarks behind BENCHMARKS.md.
 bench: bins
