@@ -25,8 +25,9 @@ if ! [[ $VERSION =~ $semver ]]; then
 	exit 2
 fi
 
-rm -rf "$DIST"
+# Only the files of a release are replaced: DIST may be any directory.
 mkdir -p "$DIST"
+rm -f "$DIST"/shimkit-*.tar "$DIST"/shimkit-*.tgz "$DIST"/shimkit-*.cdx.json "$DIST"/sha256sums.txt
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
