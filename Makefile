@@ -14,16 +14,30 @@ HELM := $(TOOLBIN)/helm
 
 CHART := charts/shimkit
 
+# The documentation and release tools, built from hack/tools/docs/go.mod.
+CRD_REF_DOCS := $(TOOLBIN)/crd-ref-docs
+CYCLONEDX_GOMOD := $(TOOLBIN)/cyclonedx-gomod
+# Debian's mkdocs and mkdocs-material (.ci/run installs them).
+MKDOCS ?= mkdocs
+
 # The images `make image` builds and `make deploy`/`make run` use.
 IMAGE_TAG ?= latest
 IMG ?= shimkit-operator:$(IMAGE_TAG)
 INSTALLER_IMG ?= shimkit-installer:$(IMAGE_TAG)
 
+# The release: make release VERSION=vX.Y.Z (default: git describe) writes to DIST.
+VERSION ?= $(shell git describe --tags --dirty 2>/dev/null)
+DIST ?= dist
+IMAGE_PREFIX ?=
+# Stamped into the binaries of make image and make release (--version).
+VERSION_LDFLAGS = -X github.com/shimkit/shimkit/internal/version.version=$(VERSION)
+
 # The cluster of the current kubeconfig (KUBECONFIG=...), reached with this kubectl.
 KUBECTL ?= kubectl
 
 .PHONY: all help tools test e2e demo test-unit lint bins fuzz bench generate verify-generate verify-manifests \
-	image images docker-build chart verify-chart helm-lint install uninstall deploy undeploy run
+	image images docker-build chart verify-chart helm-lint install uninstall deploy undeploy run \
+	docs docs-gen verify-docs release
 
 ## all: lint and test.
 all: lint test
@@ -39,14 +53,22 @@ bins:
 	hack/bins.sh cluster
 	hack/node-rootfs.sh
 
-## tools: build the developer tools into bin/ (helm, kustomize, controller-gen, gotestsum).
-tools: $(HELM) $(KUSTOMIZE) $(CONTROLLER_GEN) $(GOTESTSUM)
+## tools: build the developer tools into bin/ (helm, kustomize, controller-gen, gotestsum, crd-ref-docs, cyclonedx-gomod).
+tools: $(HELM) $(KUSTOMIZE) $(CONTROLLER_GEN) $(GOTESTSUM) $(CRD_REF_DOCS) $(CYCLONEDX_GOMOD)
+
+$(CRD_REF_DOCS): hack/tools/docs/go.mod
+	$(GO) -C hack/tools/docs build -o $(CRD_REF_DOCS) github.com/elastic/crd-ref-docs
+
+$(CYCLONEDX_GOMOD): hack/tools/docs/go.mod
+	$(GO) -C hack/tools/docs build -o $(CYCLONEDX_GOMOD) github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod
 
 $(GOTESTSUM): hack/tools/go.mod
 	$(GO) -C hack/tools build -o $(GOTESTSUM) gotest.tools/gotestsum
 
-## test: everything CI runs: the chart checks, unit, envtest, real containerd, the e2e cluster, fuzz seeds.
-# The chart checks come first: they fail in seconds.
+## test: everything CI runs: the chart and docs checks, unit, envtest, real containerd, the e2e cluster, fuzz seeds, a release.
+# The chart and docs checks come first: they fail in seconds. A release
+# (make release VERSION=v0.0.0-test, into a temporary DIST) is built and
+# checked by hack/releasetest, with the tools built here.
 # CGO_ENABLED=0: the binaries the tests build for images are static, and built
 # with the same settings the packages share one compile (a cold run compiles
 # the dependency tree once, not twice; chartgen, which links the operator,
@@ -54,7 +76,7 @@ $(GOTESTSUM): hack/tools/go.mod
 # less per package; stack traces are unchanged). -p 4: four test binaries
 # at once on two cores, as the real-parts tests mostly wait (on a cluster,
 # a containerd restart, a canary's timeout) and two would leave the CPU idle.
-test: verify-chart helm-lint bins $(GOTESTSUM)
+test: verify-chart helm-lint verify-docs bins $(GOTESTSUM) $(CYCLONEDX_GOMOD)
 	CGO_ENABLED=0 $(GOTESTSUM) --format testname -- -count=1 -p 4 -ldflags=-w -timeout $(TEST_TIMEOUT) ./...
 
 ## demo: a local single-node cluster, the operator, a sample Shim rolled out and a pod on it.
@@ -111,8 +133,8 @@ fuzz:
 ## image: the operator (IMG=) and installer (INSTALLER_IMG=) images as tarballs in bin/, no Docker engine needed.
 # Load them with `ctr -n k8s.io images import`, `docker load` or `kind load image-archive`.
 image:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(TOOLBIN)/shimkit-installer ./cmd/shimkit-installer
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(TOOLBIN)/shimkit-operator ./cmd/shimkit-operator
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(TOOLBIN)/shimkit-installer ./cmd/shimkit-installer
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(TOOLBIN)/shimkit-operator ./cmd/shimkit-operator
 	$(GO) run ./hack/imagebuild -binary $(TOOLBIN)/shimkit-installer -name shimkit-installer -ref $(INSTALLER_IMG) -out $(TOOLBIN)/shimkit-installer.tar
 	$(GO) run ./hack/imagebuild -binary $(TOOLBIN)/shimkit-operator -name shimkit-operator -user 65532 -ref $(IMG) -out $(TOOLBIN)/shimkit-operator.tar
 
@@ -121,6 +143,12 @@ images: image
 
 ## docker-build: the same as image (no Docker engine needed either).
 docker-build: image
+
+## release: VERSION=vX.Y.Z: the versioned images, the chart, an SBOM per image and sha256sums.txt in DIST (dist/).
+# IMAGE_PREFIX=registry.example/shimkit/ names the images (and the chart's defaults) under a registry.
+release: $(HELM) $(CYCLONEDX_GOMOD)
+	@if [ -z "$(VERSION)" ]; then echo "release: VERSION=vX.Y.Z is required (no tag for git describe)"; exit 2; fi
+	VERSION='$(VERSION)' DIST='$(DIST)' IMAGE_PREFIX='$(IMAGE_PREFIX)' GO='$(GO)' HELM='$(HELM)' CYCLONEDX_GOMOD='$(CYCLONEDX_GOMOD)' hack/release.sh
 
 ## bench: the benchmarks behind BENCHMARKS.md.
 bench: bins
@@ -137,6 +165,20 @@ chart: $(KUSTOMIZE)
 ## verify-chart: fail when the chart drifted from operator/config or leaves a flag of shimkit-operator unset.
 verify-chart: $(KUSTOMIZE) $(HELM)
 	CGO_ENABLED=0 $(GO) run ./hack/chartgen -verify -kustomize $(KUSTOMIZE) -helm $(HELM) -chart $(CHART)
+
+## docs-gen: write the site's generated references (docs/reference: API, metrics, flags, Helm values, reasons) from the code.
+docs-gen: $(CRD_REF_DOCS)
+	CGO_ENABLED=0 $(GO) run ./hack/docgen -crd-ref-docs $(CRD_REF_DOCS) -out docs/reference
+
+## docs: the documentation site in site/ (mkdocs build --strict), its links, anchors and nav checked.
+docs:
+	$(MKDOCS) build --strict --quiet --site-dir site
+	CGO_ENABLED=0 $(GO) run ./hack/docscheck -site site
+
+## verify-docs: fail when a generated reference drifted from the code, or the site does not build (make docs).
+verify-docs: $(CRD_REF_DOCS)
+	CGO_ENABLED=0 $(GO) run ./hack/docgen -verify -crd-ref-docs $(CRD_REF_DOCS) -out docs/reference
+	$(MAKE) --no-print-directory docs
 
 ## helm-lint: helm lint and helm template of the chart, with its defaults and with every value set.
 helm-lint: $(HELM)

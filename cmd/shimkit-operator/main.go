@@ -5,6 +5,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	// The maintenance windows' time zones (spec.rolloutStrategy.windows)
 	// on an image without /usr/share/zoneinfo.
@@ -12,11 +13,18 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/shimkit/shimkit/internal/version"
 	"github.com/shimkit/shimkit/operator/manager"
 	"github.com/shimkit/shimkit/operator/migrate"
 )
 
 func main() {
+	// --version alone prints on stdout, for scripts; among other flags
+	// the manager's flag prints it on stderr.
+	if len(os.Args) == 2 && (os.Args[1] == "--version" || os.Args[1] == "-version") {
+		fmt.Println(version.String("shimkit-operator"))
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "migrate" {
 		os.Exit(migrate.Run(ctrl.SetupSignalHandler(), os.Args[2:], os.Getenv, os.Stdout, os.Stderr))
 	}

@@ -53,6 +53,7 @@ const (
 // for, and why.
 var unsetFlags = map[string]string{
 	"kubeconfig": "in the cluster the operator uses its ServiceAccount",
+	"version":    "it prints the version and exits",
 }
 
 type object = map[string]any

@@ -47,6 +47,7 @@ import (
 
 	"github.com/shimkit/shimkit/installer"
 	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/internal/version"
 )
 
 // Exit codes: what a Job's status (and a script) can tell apart. They are
@@ -61,7 +62,7 @@ const (
 	ExitRefused        = plan.ExitRefused
 )
 
-const usage = `usage: shimkit-installer install|uninstall|verify|status [flags] | canary
+const usage = `usage: shimkit-installer install|uninstall|verify|status [flags] | canary | --version
 
 Carries out a node plan (apiVersion ` + plan.APIVersion + `, kind NodePlan) on this
 node: fetches and verifies the artifact, lays out the Shim's bundle, starts its
@@ -87,6 +88,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // RunWith is Run with the runner of plans' canaries.
 func RunWith(ctx context.Context, args []string, stdout, stderr io.Writer, canaries CanaryFactory) int {
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version" || args[0] == "version") {
+		fmt.Fprintln(stdout, version.String("shimkit-installer"))
+		return ExitOK
+	}
 	if len(args) == 0 || len(args[0]) > 0 && args[0][0] == '-' {
 		fmt.Fprint(stderr, usage)
 		return ExitUsage

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/shimkit/shimkit/internal/version"
 	"github.com/shimkit/shimkit/operator"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
@@ -73,8 +74,13 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	fs.StringVar(&opts.BundleRoot, "bundle-root", "", "node directory of the Shims' bundles, writable and executable, for nodes whose /opt is read-only (default /opt/shimkit)")
 	fs.StringVar(&opts.LinkDir, "link-dir", "", `node directory on containerd's PATH for links to the shims ("-": none; default /usr/local/bin)`)
 	fs.BoolVar(&opts.HostPID, "installer-host-pid", false, "run the installer pods in the node's PID namespace (only for nodes with systemd but no D-Bus daemon)")
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *showVersion {
+		fmt.Fprintln(stderr, version.String("shimkit-operator"))
+		return 0
 	}
 	limit, err := memoryLimit(m.memoryLimit, getenv("GOMEMLIMIT"), cgroupMemoryLimit)
 	if err != nil {

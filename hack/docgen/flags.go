@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/shimkit/shimkit/installer/cli"
+	"github.com/shimkit/shimkit/operator/manager"
+	"github.com/shimkit/shimkit/operator/migrate"
+)
+
+// helpText is one command's --help, as its binary prints it.
+type helpText struct {
+	command, anchorText, text string
+}
+
+// noEnv is an empty environment: the flags' defaults are the binaries'
+// own, not this machine's ($KUBECONFIG).
+func noEnv(string) string { return "" }
+
+// helps runs each command's --help in this process (the binaries' main
+// functions are these calls).
+func helps() ([]helpText, error) {
+	ctx := context.Background()
+	var out []helpText
+	var op bytes.Buffer
+	manager.Run(ctx, []string{"--help"}, noEnv, &op)
+	out = append(out, helpText{"shimkit-operator --help", "shimkit-operator", op.String()})
+	var mig, migErr bytes.Buffer
+	migrate.Run(ctx, []string{"--help"}, noEnv, &mig, &migErr)
+	out = append(out, helpText{"shimkit-operator migrate --help", "shimkit-operator migrate", mig.String() + migErr.String()})
+	// install, uninstall, verify and status share their flags: one text
+	// when their helps agree.
+	var first string
+	for _, cmd := range []string{"install", "uninstall", "verify", "status"} {
+		var o, e bytes.Buffer
+		cli.Run(ctx, []string{cmd, "--help"}, &o, &e)
+		text := o.String() + e.String()
+		if first == "" {
+			first = text
+			out = append(out, helpText{"shimkit-installer install|uninstall|verify|status --help", "shimkit-installer", text})
+			continue
+		}
+		if text != first {
+			out = append(out, helpText{"shimkit-installer " + cmd + " --help", "shimkit-installer " + cmd, text})
+		}
+	}
+	for _, h := range out {
+		if !strings.Contains(h.text, "-") || len(h.text) < 40 {
+			return nil, fmt.Errorf("%s: no help text: %q", h.command, h.text)
+		}
+	}
+	return out, nil
+}
+
+// flagsReference is the flags page.
+func flagsReference() ([]byte, error) {
+	hs, err := helps()
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.WriteString("# Flags reference\n\n")
+	b.WriteString("The `--help` of each binary. The chart sets the operator's flags from its values\n")
+	b.WriteString("([Helm values](helm-values.md)); the operator passes the installer's in each node's Job.\n")
+	b.WriteString("Both binaries print their version with `--version`.\n")
+	for _, h := range hs {
+		fmt.Fprintf(&b, "\n## %s\n\n```text\n$ %s\n%s```\n", h.anchorText, h.command, h.text)
+	}
+	return b.Bytes(), nil
+}

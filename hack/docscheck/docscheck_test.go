@@ -1,0 +1,116 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// repoRoot is the repository's root, found from this file's location.
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+func write(t *testing.T, dir, name, content string) {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A link to a missing page or a missing anchor is found; links that leave
+// the site, assets and good anchors are not.
+func TestCheckLinks(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "index.html", `<html><body><h1 id="home">Home</h1>
+<a href="guides/a/">a</a> <a href="guides/a/#ok">ok</a> <a href="guides/a/#gone">gone</a>
+<a href="missing/">missing</a> <a href="https://example.com/#x">out</a> <a href="assets/pic.svg">pic</a>
+<a href="#home">self</a> <a href="#nowhere">self gone</a></body></html>`)
+	write(t, dir, "guides/a/index.html", `<html><body><h2 id="ok">OK<a href="#ok">¶</a></h2><a href="../../">up</a></body></html>`)
+	write(t, dir, "assets/pic.svg", `<svg/>`)
+	s, err := loadSite(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range s.checkLinks() {
+		got = append(got, e.Error())
+	}
+	want := []string{
+		`index.html: link "guides/a/#gone": guides/a/index.html has no anchor #gone`,
+		`index.html: link "missing/": no page missing/index.html`,
+		`index.html: link "#nowhere": index.html has no anchor #nowhere`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("checkLinks:\n got %q\nwant %q", got, want)
+	}
+	if h := s.pages["guides/a/index.html"].headings; !slices.Equal(h, []string{"OK"}) {
+		t.Errorf("headings %q, want [OK] (the permalink's ¶ dropped)", h)
+	}
+}
+
+func TestSitePage(t *testing.T) {
+	for md, want := range map[string]string{
+		"index.md":            "index.html",
+		"concepts.md":         "concepts/index.html",
+		"guides/bundles.md":   "guides/bundles/index.html",
+		"benchmarks/index.md": "benchmarks/index.html",
+	} {
+		if got := sitePage(md); got != want {
+			t.Errorf("sitePage(%s) = %s, want %s", md, got, want)
+		}
+	}
+}
+
+// A misspelt field of a whole Shim in the docs is found; snippets of a
+// spec alone are not Shims.
+func TestShimDocs(t *testing.T) {
+	md := "```yaml\napiVersion: containerd.x-k8s.io/v1alpha1\nkind: Shim\nmetadata: {name: a}\nspec:\n  fetchStrategy: {type: image, image: {reference: r}}\n  runtimeClas: {name: a, handler: a}\n```\n" +
+		"```yaml\nspec:\n  rolloutStrategy: {}\n```\n"
+	docs := shimDocs(md)
+	if len(docs) != 1 {
+		t.Fatalf("shimDocs: %d documents, want 1", len(docs))
+	}
+	dir := t.TempDir()
+	write(t, dir, "README.md", md)
+	errs := checkShims(dir)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "runtimeClas") {
+		t.Errorf("checkShims: %v, want the unknown field runtimeClas", errs)
+	}
+}
+
+// The repository's own docs: the README fits, every page is in the nav,
+// every reason has a row, every whole Shim decodes. (The site's links and
+// the README's former sections are checked on the built site: make docs.)
+func TestRepositoryDocs(t *testing.T) {
+	root := repoRoot()
+	for name, errs := range map[string][]error{
+		"README":  checkREADME(root, nil),
+		"nav":     checkNav(root),
+		"reasons": checkReasons(root),
+		"shims":   checkShims(root),
+	} {
+		for _, err := range errs {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// A reason without a row in the troubleshooting table is named.
+func TestCheckReasonsMissingRow(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "docs/reference/reasons.md", "| Reason | Final | Meaning |\n| --- | --- | --- |\n| `Conflict` | yes | x |\n| `BrandNew` | no | y |\n| `RolledOut` | z |\n")
+	write(t, dir, "docs/guides/operating.md", "# Operating\n\n"+whatToDo+"\n\n| Reason | Where | What to do |\n|---|---|---|\n| `Conflict` | node | remove it |\n")
+	errs := checkReasons(dir)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "BrandNew") {
+		t.Errorf("checkReasons: %v, want BrandNew alone", errs)
+	}
+}

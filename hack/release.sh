@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Writes a release of shimkit into $DIST (make release VERSION=vX.Y.Z):
+#   shimkit-{operator,installer}-$VERSION.tar   the images, tagged $VERSION, binaries stamped with it
+#   shimkit-$VERSION.tgz                        the chart: version = appVersion = $VERSION (the images' default tag)
+#   shimkit-{operator,installer}-$VERSION.cdx.json  a CycloneDX SBOM of each image's binary
+#   sha256sums.txt                              the sha256 of each file above (sha256sum -c reads it)
+# Environment: VERSION (required, semver with a leading v), DIST (default dist),
+# IMAGE_PREFIX (e.g. registry.example/shimkit/: prefixed to both images' names,
+# in their tags and in the chart's default repositories), GO, HELM, CYCLONEDX_GOMOD.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+: "${VERSION:?VERSION=vX.Y.Z is required}"
+DIST=${DIST:-dist}
+IMAGE_PREFIX=${IMAGE_PREFIX:-}
+GO=${GO:-go}
+HELM=${HELM:-bin/helm}
+CYCLONEDX_GOMOD=${CYCLONEDX_GOMOD:-bin/cyclonedx-gomod}
+CHART=charts/shimkit
+
+# Semantic Versioning 2.0.0 with the leading v of Go module tags.
+semver='^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$'
+if ! [[ $VERSION =~ $semver ]]; then
+	echo "release: VERSION=$VERSION: want a semantic version with a leading v, such as v1.2.3 or v1.2.3-rc.1" >&2
+	exit 2
+fi
+
+# Only the files of a release are replaced: DIST may be any directory.
+mkdir -p "$DIST"
+rm -f "$DIST"/shimkit-*.tar "$DIST"/shimkit-*.tgz "$DIST"/shimkit-*.cdx.json "$DIST"/sha256sums.txt
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+ldflags="-s -w -X github.com/shimkit/shimkit/internal/version.version=$VERSION"
+for bin in shimkit-operator shimkit-installer; do
+	CGO_ENABLED=0 $GO build -trimpath -ldflags "$ldflags" -o "$work/$bin" "./cmd/$bin"
+	if ! got=$("$work/$bin" --version) || [[ $got != "$bin $VERSION "* ]]; then
+		echo "release: $bin --version says '$got', want $VERSION" >&2
+		exit 1
+	fi
+done
+
+# The images: the operator runs as a non-root user, as operator/config has it.
+CGO_ENABLED=0 $GO run ./hack/imagebuild -binary "$work/shimkit-operator" -name shimkit-operator -user 65532 \
+	-ref "${IMAGE_PREFIX}shimkit-operator:$VERSION" -out "$DIST/shimkit-operator-$VERSION.tar"
+CGO_ENABLED=0 $GO run ./hack/imagebuild -binary "$work/shimkit-installer" -name shimkit-installer \
+	-ref "${IMAGE_PREFIX}shimkit-installer:$VERSION" -out "$DIST/shimkit-installer-$VERSION.tar"
+
+# The SBOMs: every module linked into each binary, read from its build info.
+for bin in shimkit-operator shimkit-installer; do
+	"$CYCLONEDX_GOMOD" bin -json -version "$VERSION" -output "$DIST/$bin-$VERSION.cdx.json" "$work/$bin"
+done
+
+# The chart: its images' tags default to appVersion; with IMAGE_PREFIX, its
+# repositories name the prefixed images.
+cp -r "$CHART" "$work/shimkit"
+if [[ -n $IMAGE_PREFIX ]]; then
+	sed -i -e "s|^  repository: shimkit-operator\$|  repository: ${IMAGE_PREFIX}shimkit-operator|" \
+		-e "s|^    repository: shimkit-installer\$|    repository: ${IMAGE_PREFIX}shimkit-installer|" "$work/shimkit/values.yaml"
+	grep -q "repository: ${IMAGE_PREFIX}shimkit-operator\$" "$work/shimkit/values.yaml"
+	grep -q "repository: ${IMAGE_PREFIX}shimkit-installer\$" "$work/shimkit/values.yaml"
+fi
+"$HELM" package "$work/shimkit" --version "$VERSION" --app-version "$VERSION" --destination "$DIST" >/dev/null
+
+(cd "$DIST" && sha256sum -- *.tar *.tgz *.cdx.json >sha256sums.txt)
+echo "release $VERSION in $DIST:"
+ls -l "$DIST"

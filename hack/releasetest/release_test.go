@@ -1,0 +1,349 @@
+// Package releasetest builds a release with make release, as a maintainer
+// does, and checks what it wrote: every file the release lists, the
+// checksums, the chart's version, appVersion and default image tags, the
+// images' tags and their binaries' --version, and the SBOMs. It needs
+// make, helm (bin/helm, make tools; or $HELM) and cyclonedx-gomod
+// (bin/cyclonedx-gomod), which make release builds when they are missing;
+// with -short it is skipped (make test-unit).
+package releasetest
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"sigs.k8s.io/yaml"
+)
+
+const version = "v0.0.0-test"
+
+// repoRoot is the repository's root, found from this file's location.
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// release runs make release into a new directory and returns it.
+func release(t *testing.T, vars ...string) string {
+	t.Helper()
+	dist := t.TempDir()
+	out, err := makeRelease(append([]string{"VERSION=" + version, "DIST=" + dist}, vars...)...)
+	if err != nil {
+		t.Fatalf("make release: %v\n%s", err, out)
+	}
+	return dist
+}
+
+func makeRelease(vars ...string) ([]byte, error) {
+	cmd := exec.Command("make", append([]string{"--no-print-directory", "release"}, vars...)...)
+	cmd.Dir = repoRoot()
+	return cmd.CombinedOutput()
+}
+
+func helmBin(t *testing.T) string {
+	if h := os.Getenv("HELM"); h != "" {
+		return h
+	}
+	return filepath.Join(repoRoot(), "bin", "helm")
+}
+
+func TestRelease(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a release; run without -short")
+	}
+	dist := release(t)
+	files := []string{
+		"sha256sums.txt",
+		"shimkit-" + version + ".tgz",
+		"shimkit-installer-" + version + ".cdx.json",
+		"shimkit-installer-" + version + ".tar",
+		"shimkit-operator-" + version + ".cdx.json",
+		"shimkit-operator-" + version + ".tar",
+	}
+	entries, err := os.ReadDir(dist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name())
+	}
+	slices.Sort(files)
+	if !slices.Equal(got, files) {
+		t.Fatalf("dist holds %q, want %q", got, files)
+	}
+	t.Run("checksums", func(t *testing.T) {
+		checkSums(t, dist, slices.DeleteFunc(slices.Clone(files), func(f string) bool { return f == "sha256sums.txt" }))
+	})
+	t.Run("chart", func(t *testing.T) {
+		chart := filepath.Join(dist, "shimkit-"+version+".tgz")
+		checkChartYAML(t, chart)
+		checkRenderedImages(t, chart, "shimkit-operator:"+version, "shimkit-installer:"+version)
+	})
+	for _, bin := range []string{"shimkit-operator", "shimkit-installer"} {
+		t.Run(bin, func(t *testing.T) {
+			checkImage(t, filepath.Join(dist, bin+"-"+version+".tar"), bin+":"+version, bin)
+			checkSBOM(t, filepath.Join(dist, bin+"-"+version+".cdx.json"), bin)
+		})
+	}
+}
+
+// With IMAGE_PREFIX the images are named under the registry, and so are
+// the chart's default repositories.
+func TestReleaseImagePrefix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a release; run without -short")
+	}
+	const prefix = "registry.example/shimkit/"
+	dist := release(t, "IMAGE_PREFIX="+prefix)
+	checkRenderedImages(t, filepath.Join(dist, "shimkit-"+version+".tgz"), prefix+"shimkit-operator:"+version, prefix+"shimkit-installer:"+version)
+	checkImage(t, filepath.Join(dist, "shimkit-installer-"+version+".tar"), prefix+"shimkit-installer:"+version, "shimkit-installer")
+}
+
+// A version that is not semver is refused before anything is written.
+func TestReleaseBadVersion(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs make release; run without -short")
+	}
+	dist := filepath.Join(t.TempDir(), "dist")
+	for _, v := range []string{"1.2.3", "v1.2", "v1.2.3 extra", "latest"} {
+		out, err := makeRelease("VERSION="+v, "DIST="+dist)
+		if err == nil || !strings.Contains(string(out), "want a semantic version") {
+			t.Errorf("VERSION=%q: %v, want a refusal:\n%s", v, err, out)
+		}
+		if _, err := os.Stat(dist); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("VERSION=%q: %s was written", v, dist)
+		}
+	}
+}
+
+// checkSums checks that sha256sums.txt lists exactly files, each with its
+// sha256, in sha256sum's format.
+func checkSums(t *testing.T, dist string, files []string) {
+	data, err := os.ReadFile(filepath.Join(dist, "sha256sums.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		sum, file, ok := strings.Cut(line, "  ")
+		if !ok {
+			t.Fatalf("sha256sums.txt: line %q: want '<sha256>  <file>'", line)
+		}
+		content, err := os.ReadFile(filepath.Join(dist, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h := sha256.Sum256(content); hex.EncodeToString(h[:]) != sum {
+			t.Errorf("sha256sums.txt: %s: %s, the file's is %x", file, sum, h)
+		}
+		listed = append(listed, file)
+	}
+	slices.Sort(listed)
+	if !slices.Equal(listed, files) {
+		t.Errorf("sha256sums.txt lists %q, want %q", listed, files)
+	}
+}
+
+// checkChartYAML checks the packaged chart's version and appVersion.
+func checkChartYAML(t *testing.T, chart string) {
+	data := fileInTgz(t, chart, "shimkit/Chart.yaml")
+	var meta struct {
+		Name       string `json:"name"`
+		Version    string `json:"version"`
+		AppVersion string `json:"appVersion"`
+	}
+	if err := yaml.Unmarshal(data, &meta); err != nil {
+		t.Fatal(err)
+	}
+	if meta.Name != "shimkit" || meta.Version != version || meta.AppVersion != version {
+		t.Errorf("Chart.yaml: name %q, version %q, appVersion %q; want shimkit, %s, %s", meta.Name, meta.Version, meta.AppVersion, version, version)
+	}
+}
+
+func fileInTgz(t *testing.T, tgz, name string) []byte {
+	t.Helper()
+	f, err := os.Open(tgz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			t.Fatalf("%s: no %s: %v", tgz, name, err)
+		}
+		if h.Name == name {
+			data, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return data
+		}
+	}
+}
+
+// checkRenderedImages renders the chart with its defaults and checks the
+// operator's image and the installer image it passes.
+func checkRenderedImages(t *testing.T, chart, operatorImage, installerImage string) {
+	out, err := exec.Command(helmBin(t), "template", "shimkit", chart, "--namespace", "shimkit-system").CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, out)
+	}
+	found := false
+	for _, doc := range strings.Split(string(out), "\n---\n") {
+		var obj struct {
+			Kind string `json:"kind"`
+			Spec struct {
+				Template struct {
+					Spec struct {
+						Containers []struct {
+							Image string `json:"image"`
+							Env   []struct {
+								Name  string `json:"name"`
+								Value string `json:"value"`
+							} `json:"env"`
+						} `json:"containers"`
+					} `json:"spec"`
+				} `json:"template"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil || obj.Kind != "Deployment" {
+			continue
+		}
+		found = true
+		c := obj.Spec.Template.Spec.Containers[0]
+		if c.Image != operatorImage {
+			t.Errorf("the operator's default image: %s, want %s", c.Image, operatorImage)
+		}
+		var inst string
+		for _, e := range c.Env {
+			if e.Name == "SHIMKIT_INSTALLER_IMAGE" {
+				inst = e.Value
+			}
+		}
+		if inst != installerImage {
+			t.Errorf("the installer's default image (SHIMKIT_INSTALLER_IMAGE): %q, want %s", inst, installerImage)
+		}
+	}
+	if !found {
+		t.Fatalf("helm template: no Deployment:\n%s", out)
+	}
+}
+
+// checkImage reads the image tarball under its tag, takes its binary out
+// of the layer and runs its --version.
+func checkImage(t *testing.T, file, ref, binary string) {
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := tarball.ImageFromPath(file, &tag)
+	if err != nil {
+		t.Fatalf("%s: no image %s: %v", file, ref, err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"/" + binary}; !slices.Equal(cf.Config.Entrypoint, want) {
+		t.Errorf("%s: entrypoint %q, want %q", ref, cf.Config.Entrypoint, want)
+	}
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("%s: layers %d, %v; want one", ref, len(layers), err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	exe := filepath.Join(t.TempDir(), binary)
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			t.Fatalf("%s: no /%s in the layer: %v", ref, binary, err)
+		}
+		if strings.TrimPrefix(h.Name, "/") != binary {
+			continue
+		}
+		var buf bytes.Buffer
+		if _, err := io.Copy(&buf, tr); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(exe, buf.Bytes(), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		break
+	}
+	out, err := exec.Command(exe, "--version").CombinedOutput()
+	if want := binary + " " + version + " "; err != nil || !strings.HasPrefix(string(out), want) {
+		t.Errorf("%s --version: %v, %q; want it to start with %q", binary, err, out, want)
+	}
+}
+
+// checkSBOM checks that the SBOM is CycloneDX, describes the binary at the
+// release's version and lists the modules it links.
+func checkSBOM(t *testing.T, file, binary string) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bom struct {
+		BOMFormat string `json:"bomFormat"`
+		Metadata  struct {
+			Component struct {
+				Name    string `json:"name"`
+				Version string `json:"version"`
+				PURL    string `json:"purl"`
+			} `json:"component"`
+		} `json:"metadata"`
+		Components []struct {
+			Name    string `json:"name"`
+			Version string `json:"version"`
+			Hashes  []struct {
+				Alg string `json:"alg"`
+			} `json:"hashes"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(data, &bom); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	c := bom.Metadata.Component
+	if bom.BOMFormat != "CycloneDX" || c.Name != "github.com/shimkit/shimkit" || c.Version != version || !strings.HasSuffix(c.PURL, "#cmd/"+binary) {
+		t.Errorf("%s: format %q, component %+v; want CycloneDX, github.com/shimkit/shimkit %s, cmd/%s", file, bom.BOMFormat, c, version, binary)
+	}
+	mods := map[string]bool{}
+	for _, m := range bom.Components {
+		if m.Version == "" || len(m.Hashes) == 0 {
+			t.Errorf("%s: module %s without version or hash", file, m.Name)
+		}
+		mods[m.Name] = true
+	}
+	// A module each binary links for sure: the installer edits TOML, the
+	// operator is a controller-runtime manager.
+	want := map[string]string{"shimkit-installer": "github.com/pelletier/go-toml/v2", "shimkit-operator": "sigs.k8s.io/controller-runtime"}[binary]
+	if !mods[want] {
+		t.Errorf("%s: %d modules, not %s", file, len(mods), want)
+	}
+}
