@@ -35,7 +35,7 @@ VERSION_LDFLAGS = -X github.com/shimkit/shimkit/internal/version.version=$(VERSI
 # The cluster of the current kubeconfig (KUBECONFIG=...), reached with this kubectl.
 KUBECTL ?= kubectl
 
-.PHONY: all help tools test e2e demo test-unit lint bins fuzz bench generate verify-generate verify-manifests \
+.PHONY: all help tools test e2e demo plugin test-unit lint bins fuzz bench generate verify-generate verify-manifests \
 	image images docker-build chart verify-chart helm-lint install uninstall deploy undeploy run \
 	docs docs-gen verify-docs release
 
@@ -129,6 +129,10 @@ fuzz:
 	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s $$pkg || exit 1; \
 	  done; \
 	done
+
+## plugin: the kubectl plugin kubectl-shimkit into bin/ (put it on the PATH: kubectl shimkit status NAME, kubectl shimkit plan -f FILE).
+plugin:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(TOOLBIN)/kubectl-shimkit ./cmd/kubectl-shimkit
 
 ## image: the operator (IMG=) and installer (INSTALLER_IMG=) images as tarballs in bin/, no Docker engine needed.
 # Load them with `ctr -n k8s.io images import`, `docker load` or `kind load image-archive`.

@@ -22,6 +22,7 @@ import (
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/report"
 )
 
 // poolLabel selects the nodes of the rollout scenarios (a node pool's).
@@ -124,9 +125,28 @@ func testNodes(t *testing.T, c *testutil.Cluster, dump *dumper, nodes []testutil
 		}
 		writeFile(t, n.Local(readyMarker), "fixed\n")
 	}
+	// kubectl shimkit status shows the failed node and why, the others
+	// waiting; its plan of the change below names the node the operator
+	// then starts first.
+	var st report.StatusReport
+	kubectlShimkit(t, c, &st, "status", "flaky")
+	for _, r := range st.Nodes {
+		if failed := r.Node == failing[0].Node; failed != (r.State == report.StateFailed && r.Reason == string(plan.ReasonCanaryFailed)) || !failed && r.State != report.StatePending {
+			t.Errorf("kubectl shimkit status flaky: %+v (failed node %s)", r, failing[0].Node)
+		}
+	}
+	timeout := &metav1.Duration{Duration: 40 * time.Second}
+	planned := planChange(t, c, "flaky", func(s *v1alpha1.Shim) {
+		if s.Spec.Canary == nil {
+			s.Spec.Canary = &v1alpha1.Canary{}
+		}
+		s.Spec.Canary.Timeout = timeout
+	})
+	changed := time.Now()
 	// A node whose canary failed is tried again when the canary changes
 	// (the retry annotation would do too): here it gets more time.
 	kubectl(t, c, "patch", "shim", "flaky", "--type=merge", "-p", `{"spec":{"canary":{"timeout":"40s"}}}`)
+	assertFirstJobs(t, c, "flaky", changed, planned)
 	kubectl(t, c, "wait", "--for=condition=Ready", "shim/flaky", "--timeout=180s")
 	for _, n := range nodes {
 		assertLabelled(t, c, n.Name, "flaky", true)
