@@ -102,7 +102,7 @@ var reasons = []struct {
 	{ErrConflict, plan.ReasonConflict},
 	{containerdconfig.ErrParse, plan.ReasonConfigInvalid},
 	{containerdconfig.ErrVersion, plan.ReasonConfigInvalid},
-	{containerdconfig.ErrTemplate, plan.ReasonConfigInvalid},
+	{containerdconfig.ErrTemplate, plan.ReasonConfigNotEditable},
 	{containerdconfig.ErrNoDropIn, plan.ReasonConfigInvalid},
 	{containerdconfig.ErrUnknownPreset, plan.ReasonConfigInvalid},
 	{ErrUnitFailed, plan.ReasonUnitFailed},

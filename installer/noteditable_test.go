@@ -1,0 +1,52 @@
+package installer_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/shimkit/shimkit/installer"
+	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/internal/testutil"
+)
+
+// TestK3sFullTemplateIsNotEditable: a k3s template that replaces the
+// distribution's config (no {{ template "base" . }}) is valid, so the
+// refusal says ConfigNotEditable, not ConfigInvalid; it is permanent, and
+// nothing on the node changes.
+func TestK3sFullTemplateIsNotEditable(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "var/lib/rancher/k3s/agent/etc/containerd")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rendered := []byte("version = 3\n\n[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]\n  runtime_type = \"io.containerd.runc.v2\"\n")
+	full := []byte("version = 3\n\n[plugins.'io.containerd.cri.v1.images'.pinned_images]\n  sandbox = \"{{ .NodeConfig.AgentConfig.PauseImage }}\"\n")
+	for name, data := range map[string][]byte{"config.toml": rendered, "config-v3.toml.tmpl": full} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inst := &installer.Installer{HostRoot: root, Restarter: installer.RestartFunc(func(context.Context) error {
+		t.Error("containerd restarted for a refused install")
+		return nil
+	})}
+	srv := testutil.StartFileServer(t)
+	a := testutil.NewShimArchive(t, "demo", "/bin/true", nil)
+	_, err := inst.Install(context.Background(), httpPlan(srv, "/demo.tar.gz", a))
+	reason := installer.ReasonOf(err)
+	if reason != plan.ReasonConfigNotEditable || !reason.Permanent() {
+		t.Fatalf("install over a full custom template: %v (reason %q)", err, reason)
+	}
+	if errors.Is(err, installer.ErrRolledBack) || errors.Is(err, installer.ErrRollbackFailed) {
+		t.Errorf("refused after changing the node: %v", err)
+	}
+	for name, want := range map[string][]byte{"config.toml": rendered, "config-v3.toml.tmpl": full} {
+		if got, _ := os.ReadFile(filepath.Join(dir, name)); !bytes.Equal(got, want) {
+			t.Errorf("%s changed:\n%s", name, got)
+		}
+	}
+}
