@@ -90,3 +90,84 @@ func TestK3sTemplateValuesRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// TestK3sDropInDirCreated: on current k3s (the rendered config imports
+// config-v3.toml.d, which k3s does not create) the handler's drop-in goes
+// to a directory shimkit creates: the Change says so; Rollback and
+// Restore remove it again with the drop-in; after a commit,
+// RemoveCreatedDir removes it once empty, and never while someone's file
+// is there.
+func TestK3sDropInDirCreated(t *testing.T) {
+	ctx := context.Background()
+	dir := k3sDir + "/config-v3.toml.d"
+	setup := func(t *testing.T) (string, containerdconfig.Target) {
+		root := t.TempDir()
+		a := k3s.Agent{Program: "k3s", DataDir: "/var/lib/rancher/k3s", Generation: k3s.Generation{Schema: 3, Imports: true}, Root: "/var/lib/containerd"}
+		out, err := a.RenderConfig(root, "/usr/bin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeTree(t, root, map[string]string{k3sDir + "/config.toml": string(out)})
+		p, _ := containerdconfig.PresetNamed("k3s")
+		return root, containerdconfig.Target{Root: root, Preset: p}
+	}
+	gone := func(t *testing.T, root string) {
+		t.Helper()
+		if _, err := os.Stat(filepath.Join(root, dir)); !os.IsNotExist(err) {
+			t.Errorf("%s left: %v", dir, err)
+		}
+	}
+	t.Run("rollback", func(t *testing.T) {
+		root, target := setup(t)
+		c, err := containerdconfig.NewInstall(target, spin).Apply(ctx)
+		if err != nil || !c.Changed() {
+			t.Fatal(err)
+		}
+		if got := c.CreatedDirs(); len(got) != 1 || got[0] != dir {
+			t.Errorf("CreatedDirs = %v, want [%s]", got, dir)
+		}
+		if err := c.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		gone(t, root)
+	})
+	t.Run("restore", func(t *testing.T) {
+		root, target := setup(t)
+		if _, err := containerdconfig.NewInstall(target, spin).Apply(ctx); err != nil { // a crash: never committed
+			t.Fatal(err)
+		}
+		if restored, err := containerdconfig.Restore(filepath.Join(root, dir, "shimkit-spin.toml")); err != nil || !restored {
+			t.Fatalf("restore: %v %v", restored, err)
+		}
+		gone(t, root)
+	})
+	t.Run("uninstall", func(t *testing.T) {
+		root, target := setup(t)
+		c, err := containerdconfig.NewInstall(target, spin).Apply(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		created := c.CreatedDirs()
+		if err := c.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		writeTree(t, root, map[string]string{dir + "/admin.toml": "version = 3\n"})
+		u, err := containerdconfig.NewUninstall(target, "spin").Apply(ctx)
+		if err != nil || !u.Changed() {
+			t.Fatal(err)
+		}
+		if err := u.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if g, err := containerdconfig.RemoveCreatedDir(root, created[0]); err != nil || g {
+			t.Fatalf("removed a directory with the admin's file in it: %v %v", g, err)
+		}
+		if err := os.Remove(filepath.Join(root, dir, "admin.toml")); err != nil {
+			t.Fatal(err)
+		}
+		if g, err := containerdconfig.RemoveCreatedDir(root, created[0]); err != nil || !g {
+			t.Fatalf("RemoveCreatedDir: %v %v", g, err)
+		}
+		gone(t, root)
+	})
+}

@@ -50,3 +50,42 @@ func TestK3sFullTemplateIsNotEditable(t *testing.T) {
 		}
 	}
 }
+
+// TestK3sDropInDirRemoved: on current k3s the drop-in goes to
+// config-v3.toml.d, which k3s imports but does not create. The directory
+// shimkit created is recorded and removed by the uninstall that empties
+// it; one that was there before stays.
+func TestK3sDropInDirRemoved(t *testing.T) {
+	for _, existed := range []bool{false, true} {
+		root := t.TempDir()
+		dir := filepath.Join(root, "var/lib/rancher/k3s/agent/etc/containerd")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		rendered := "version = 3\nimports = [\"/var/lib/rancher/k3s/agent/etc/containerd/config-v3.toml.d/*.toml\"]\n\n[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]\n  runtime_type = \"io.containerd.runc.v2\"\n"
+		if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(rendered), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if existed {
+			if err := os.Mkdir(filepath.Join(dir, "config-v3.toml.d"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		inst := &installer.Installer{HostRoot: root, Offline: true}
+		srv := testutil.StartFileServer(t)
+		a := testutil.NewShimArchive(t, "demo", "/bin/true", nil)
+		ctx := context.Background()
+		if _, err := inst.Install(ctx, httpPlan(srv, "/demo.tar.gz", a)); err != nil {
+			t.Fatalf("install: %v", err)
+		}
+		if !exists(filepath.Join(dir, "config-v3.toml.d/shimkit-demo.toml")) {
+			t.Fatal("no drop-in")
+		}
+		if _, err := inst.Uninstall(ctx, uninstallPlan("demo")); err != nil {
+			t.Fatalf("uninstall: %v", err)
+		}
+		if got := exists(filepath.Join(dir, "config-v3.toml.d")); got != existed {
+			t.Errorf("the directory was there before: %v; after the uninstall: %v", existed, got)
+		}
+	}
+}
