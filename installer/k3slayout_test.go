@@ -89,3 +89,30 @@ func TestK3sDropInDirRemoved(t *testing.T) {
 		}
 	}
 }
+
+// TestK3sDetectedShimNotLinked: k3s renders a runtime table of its own for
+// a shim it knows (containerd-shim-spin-v2, ...) found on its PATH, so the
+// installer does not link such a shim into /usr/local/bin on k3s (the
+// handler's runtime_path finds it); other shims are linked as anywhere.
+func TestK3sDetectedShimNotLinked(t *testing.T) {
+	for name, linked := range map[string]bool{"spin": false, "demo": true} {
+		root := t.TempDir()
+		dir := filepath.Join(root, "var/lib/rancher/k3s/agent/etc/containerd")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		rendered := "version = 3\n\n[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]\n  runtime_type = \"io.containerd.runc.v2\"\n"
+		if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(rendered), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		inst := &installer.Installer{HostRoot: root, Offline: true}
+		srv := testutil.StartFileServer(t)
+		a := testutil.NewShimArchive(t, name, "/bin/true", nil)
+		if _, err := inst.Install(context.Background(), namedHTTPPlan(name, srv, "/"+name+".tar.gz", a)); err != nil {
+			t.Fatalf("install %s: %v", name, err)
+		}
+		if got := exists(filepath.Join(root, "usr/local/bin/containerd-shim-"+name+"-v2")); got != linked {
+			t.Errorf("%s: linked into /usr/local/bin: %v, want %v", name, got, linked)
+		}
+	}
+}
