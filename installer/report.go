@@ -108,6 +108,7 @@ var reasons = []struct {
 	{ErrUnitFailed, plan.ReasonUnitFailed},
 	{ErrCanaryFailed, plan.ReasonCanaryFailed},
 	{ErrRestartFailed, plan.ReasonRestartFailed},
+	{ErrNoUnit, plan.ReasonRestartFailed},
 	{ErrUnhealthy, plan.ReasonRestartFailed},
 	{context.Canceled, plan.ReasonInterrupted},
 	{context.DeadlineExceeded, plan.ReasonInterrupted},
