@@ -69,7 +69,7 @@ func run(containerdBin, cfgPath, kubeletBin string) {
 		fail("%v", err)
 	}
 	ctd := exec.Command(containerdBin, "--config", cfgPath)
-	ctd.Stdout, ctd.Stderr = os.Stdout, os.Stderr
+	ctd.Stdout, ctd.Stderr, ctd.Env = os.Stdout, os.Stderr, childEnv()
 	if err := ctd.Start(); err != nil {
 		fail("start containerd: %v", err)
 	}
@@ -132,7 +132,7 @@ func (k *kubeletLoop) run() {
 	defer k.done.Done()
 	for {
 		cmd := exec.Command(k.bin, k.args...)
-		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		cmd.Stdout, cmd.Stderr, cmd.Env = os.Stdout, os.Stderr, childEnv()
 		k.mu.Lock()
 		select {
 		case <-k.stop:
@@ -165,6 +165,18 @@ func (k *kubeletLoop) halt() {
 	}
 	k.mu.Unlock()
 	k.done.Wait()
+}
+
+// childEnv is the environment of containerd and the kubelet: the agent's,
+// without systemd's notify socket (the agent alone says when it is ready).
+func childEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "NOTIFY_SOCKET=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 func writeAtomic(p string, data []byte) error {
