@@ -9,8 +9,12 @@ import (
 // RKE2 agent installed from the tarball has rke2-server.service loaded
 // too (inactive): it is never picked, whatever the order of Units.
 func TestPickUnit(t *testing.T) {
-	server := func(rank int, pid uint32) candidate { return candidate{name: "rke2-server.service", rank: rank, mainPID: pid} }
-	agent := func(rank int, pid uint32) candidate { return candidate{name: "rke2-agent.service", rank: rank, mainPID: pid} }
+	server := func(rank int, pid uint32) candidate {
+		return candidate{name: "rke2-server.service", rank: rank, mainPID: pid}
+	}
+	agent := func(rank int, pid uint32) candidate {
+		return candidate{name: "rke2-agent.service", rank: rank, mainPID: pid}
+	}
 	for _, tt := range []struct {
 		name    string
 		loaded  []candidate
