@@ -6,8 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
+	"syscall"
 )
 
 // fileChange is one file a Change wrote.
@@ -21,6 +25,9 @@ type fileChange struct {
 	after    []byte // what the Change wrote, unless removed
 	removed  bool   // the Change removed the file
 	id       string // its record in the journal
+	// createdDirs are the directories (node paths, deepest first) the
+	// Change created for the file: a drop-in directory that was not there.
+	createdDirs []string
 }
 
 // Change is an edit on disk, pending until it is committed or rolled back.
@@ -36,6 +43,66 @@ type fileChange struct {
 type Change struct {
 	files []fileChange
 	done  bool
+}
+
+// CreatedDirs lists the directories (node paths, deepest first) the Change
+// created for the files it wrote, such as a drop-in directory that did not
+// exist. Rollback and Restore remove them again when empty; after a Commit
+// the caller records them, to remove them when a later Change leaves them
+// empty (RemoveCreatedDir).
+func (c *Change) CreatedDirs() []string {
+	var out []string
+	for _, f := range c.files {
+		for _, d := range f.createdDirs {
+			if !slices.Contains(out, d) {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
+}
+
+// RemoveCreatedDir removes the directory at nodePath under root when it is
+// empty, and reports whether it is gone (removed now, or already absent):
+// a directory someone put a file into since stays, and so does the
+// record of it.
+func RemoveCreatedDir(root, nodePath string) (gone bool, err error) {
+	err = os.Remove(hostPath(root, nodePath))
+	switch {
+	case err == nil, errors.Is(err, fs.ErrNotExist):
+		return true, nil
+	case errors.Is(err, syscall.ENOTEMPTY), errors.Is(err, syscall.EEXIST):
+		return false, nil
+	}
+	return false, err
+}
+
+// missingDirs lists the directories of nodePath (deepest first) that do not
+// exist on this machine (local is nodePath there).
+func missingDirs(local, nodePath string) []string {
+	var out []string
+	for dir, ldir := path.Dir(nodePath), filepath.Dir(local); dir != "/" && dir != "."; dir, ldir = path.Dir(dir), filepath.Dir(ldir) {
+		if _, err := os.Lstat(ldir); !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		out = append(out, dir)
+	}
+	return out
+}
+
+// removeDirs removes the directories a change created for the file at
+// local (deepest first) while they are empty and the file is gone.
+func removeDirs(local string, createdDirs []string) {
+	if _, err := os.Lstat(local); !errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	ldir := filepath.Dir(local)
+	for range createdDirs {
+		if err := os.Remove(ldir); err != nil {
+			return
+		}
+		ldir = filepath.Dir(ldir)
+	}
 }
 
 // Changed reports whether any file changed, that is whether containerd
@@ -77,6 +144,7 @@ func (f *fileChange) record() error {
 		return err
 	}
 	f.id = hex.EncodeToString(id)
+	f.createdDirs = missingDirs(f.local, f.nodePath)
 	if err := os.MkdirAll(filepath.Dir(f.local), 0o755); err != nil {
 		return err
 	}
@@ -105,7 +173,7 @@ func (f fileChange) writeAfter() error {
 }
 
 func (f fileChange) entry() journalEntry {
-	return journalEntry{ID: f.id, Existed: f.existed, Before: f.before, Seed: f.seed, Removed: f.removed, After: f.after}
+	return journalEntry{ID: f.id, Existed: f.existed, Before: f.before, Seed: f.seed, Removed: f.removed, After: f.after, CreatedDirs: f.createdDirs}
 }
 
 // forget drops the change's record from the journal.
@@ -152,6 +220,7 @@ func (c *Change) Rollback() error {
 			continue
 		}
 		errs = append(errs, f.forget())
+		removeDirs(f.local, f.createdDirs) // after the journal, which sits there too
 	}
 	c.done = true
 	return errors.Join(errs...)
@@ -207,6 +276,9 @@ func Restore(path string) (restored bool, err error) {
 		}
 		if err := removeFile(path + journalSuffix); err != nil {
 			return true, err
+		}
+		if len(j.Changes) > 0 {
+			removeDirs(path, j.Changes[0].CreatedDirs)
 		}
 		restored = true
 	}

@@ -142,6 +142,12 @@
 //     {{ template "base" . }}. A handler the distribution already generates
 //     is left alone (no-op when identical, ErrConflict otherwise); one the
 //     user wrote in the template is refused, or adopted when asked for.
+//     k3s renders the template with Go's text/template, so a string shimkit
+//     writes there that holds "{{" is a basic string with each '{' escaped
+//     (\u007B): k3s renders no action from it and containerd reads the
+//     value exactly. A template that replaces the distribution's config
+//     (no {{ template "base" . }} line) or has actions inside TOML lines is
+//     valid but not edited: ErrTemplate.
 //   - MicroK8s: /var/snap/microk8s/current/args/containerd-template.toml,
 //     unit snap.microk8s.daemon-containerd.
 //   - k0s: a drop-in in /etc/k0s/containerd.d; k0s reloads it, no restart.

@@ -31,9 +31,10 @@ func AddHandler(path string, data []byte, h RuntimeHandler) (out []byte, changed
 // addOptions adapt AddHandler to files that are not a whole config: a
 // template or drop-in, whose schema version and runtimes come from elsewhere.
 type addOptions struct {
-	version int  // schema version, when the file does not say
-	hasRunc bool // the effective config already defines runc
-	adopt   bool // take over a handler the file defines (AdoptHandler)
+	version  int  // schema version, when the file does not say
+	hasRunc  bool // the effective config already defines runc
+	adopt    bool // take over a handler the file defines (AdoptHandler)
+	template bool // the file is a k3s/RKE2 Go template (masked)
 }
 
 func addHandler(path string, data []byte, h RuntimeHandler, opts addOptions) (out []byte, changed bool, err error) {
@@ -45,6 +46,7 @@ func addHandler(path string, data []byte, h RuntimeHandler, opts addOptions) (ou
 		return nil, false, &FileError{Path: path, Err: err}
 	}
 	s := detectStyle(data)
+	s.template = opts.template
 	runtimes := cfg.runtimesPath()
 	body, err := s.renderHandler(runtimes, h)
 	if err != nil {

@@ -45,6 +45,9 @@ type journalEntry struct {
 	Seed    text   `json:"seed,omitempty"`
 	Removed bool   `json:"removed,omitempty"`
 	After   text   `json:"after,omitempty"`
+	// CreatedDirs are the directories (node paths, deepest first) the
+	// change created for the file; undone with it while empty.
+	CreatedDirs []string `json:"createdDirs,omitempty"`
 }
 
 const journalFormat = 1

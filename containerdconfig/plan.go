@@ -188,7 +188,7 @@ func (t Target) planRancher(s subject) (plan, error) {
 	nodePath := path.Join(p.agentDir, tmpl)
 	return plan{
 		nodePath: nodePath, local: t.local(nodePath), seed: templateSeed, template: true,
-		opts:     addOptions{version: rendered.Version, hasRunc: true},
+		opts:     addOptions{version: rendered.Version, hasRunc: true, template: true},
 		rendered: rendered,
 	}, nil
 }

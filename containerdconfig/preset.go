@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -26,6 +27,9 @@ type Preset struct {
 
 	// agentDir is the containerd directory of k3s and RKE2.
 	agentDir string
+	// generates are the binaries for which the distribution writes a
+	// runtime table of its own when it finds them on its PATH.
+	generates []string
 	// dropInDir is where k0s reads drop-ins.
 	dropInDir string
 }
@@ -49,7 +53,7 @@ func Presets() []Preset {
 	rancher := func(name string, units ...string) Preset {
 		dir := "/var/lib/rancher/" + name + "/agent/etc/containerd"
 		// RKE2 keeps k3s's socket path.
-		return Preset{Name: name, Config: dir + "/config.toml", Units: units, Socket: "/run/k3s/containerd/containerd.sock", agentDir: dir}
+		return Preset{Name: name, Config: dir + "/config.toml", Units: units, Socket: "/run/k3s/containerd/containerd.sock", agentDir: dir, generates: rancherRuntimes}
 	}
 	return []Preset{
 		rancher(PresetK3s, "k3s", "k3s-agent"),
@@ -61,6 +65,28 @@ func Presets() []Preset {
 		{Name: PresetK0s, Config: "/etc/k0s/containerd.toml", Socket: "/run/k0s/containerd.sock", dropInDir: "/etc/k0s/containerd.d"},
 		{Name: PresetContainerd, Config: "/etc/containerd/config.toml", Units: []string{"containerd"}, Socket: "/run/containerd/containerd.sock"},
 	}
+}
+
+// rancherRuntimes are the binaries k3s (and RKE2, which runs k3s's agent)
+// looks for on its PATH at every start, adding a runtime table for each one
+// it finds to the config it renders (runtime names crun, nvidia,
+// nvidia-experimental, nvidia-cdi, lunatic, slight, spin, wws, wasmedge,
+// wasmer, wasmtime): k3s's pkg/agent/containerd/runtimes.go, with
+// /usr/local/nvidia/toolkit and /opt/kwasm/bin put in front of its PATH.
+var rancherRuntimes = []string{
+	"crun", "nvidia-container-runtime", "nvidia-container-runtime-experimental", "nvidia-container-runtime.cdi",
+	"containerd-shim-lunatic-v1", "containerd-shim-slight-v1", "containerd-shim-spin-v2", "containerd-shim-wws-v1",
+	"containerd-shim-wasmedge-v1", "containerd-shim-wasmer-v1", "containerd-shim-wasmtime-v1",
+}
+
+// GeneratesRuntimeFor reports whether the distribution writes a runtime
+// table of its own into the config it renders when it finds the binary
+// (a base name) on its PATH: k3s and RKE2 do for the runtimes they
+// auto-detect. A shim binary of such a name must not be put on their PATH
+// by shimkit: the rendered config would define the runtime twice where
+// shimkit's handler goes to a template.
+func (p Preset) GeneratesRuntimeFor(binary string) bool {
+	return slices.Contains(p.generates, binary)
 }
 
 // PresetNamed returns the preset with that name, for an explicit override.

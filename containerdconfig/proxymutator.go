@@ -50,7 +50,7 @@ func (i *InstallProxyPlugin) Apply(ctx context.Context) (*Change, error) {
 				return data, false, err // someone else's, as asked: nothing to do
 			}
 		}
-		return addProxyPlugin(p.nodePath, data, i.Plugin, p.opts.version)
+		return addProxyPlugin(p.nodePath, data, i.Plugin, p.opts)
 	})
 }
 

@@ -158,11 +158,11 @@ func desiredProxy(s style, p ProxyPlugin) (body []byte, want map[string]any, err
 // byte for byte, and the result is parsed again and must hold every setting
 // of the original with the same value.
 func AddProxyPlugin(path string, data []byte, p ProxyPlugin) (out []byte, changed bool, err error) {
-	return addProxyPlugin(path, data, p, 0)
+	return addProxyPlugin(path, data, p, addOptions{})
 }
 
-func addProxyPlugin(path string, data []byte, p ProxyPlugin, version int) (out []byte, changed bool, err error) {
-	cfg, err := parse(path, data, version)
+func addProxyPlugin(path string, data []byte, p ProxyPlugin, opts addOptions) (out []byte, changed bool, err error) {
+	cfg, err := parse(path, data, opts.version)
 	if err != nil {
 		return nil, false, err
 	}
@@ -170,6 +170,7 @@ func addProxyPlugin(path string, data []byte, p ProxyPlugin, version int) (out [
 		return nil, false, &FileError{Path: path, Err: err}
 	}
 	s := detectStyle(data)
+	s.template = opts.template
 	body, want, err := desiredProxy(s, p)
 	if err != nil {
 		return nil, false, &FileError{Path: path, Err: err}

@@ -15,6 +15,10 @@ import (
 type style struct {
 	nl    string // "\n" or "\r\n"
 	quote byte   // '"' or '\'' for quoted keys in table headers
+	// template: the text goes into a k3s/RKE2 Go template, which k3s
+	// renders with text/template before containerd reads it; a string
+	// that holds "{{" is written so that no "{{" reaches the template.
+	template bool
 }
 
 func detectStyle(data []byte) style {
@@ -49,14 +53,22 @@ func (s style) renderKeyPart(k string) (string, error) {
 
 // renderString writes a TOML string: a literal string ('...') in files
 // that use them when the text allows it, a basic string ("...") otherwise.
+//
+// In a template, a string holding "{{" (which text/template would take for
+// an action: k3s could not render the template) is a basic string with
+// each '{' escaped as \u007B, so the template has no action there and
+// containerd reads the value exactly.
 func (s style) renderString(v string) string {
-	if s.quote == '\'' && !strings.ContainsRune(v, '\'') && isPrintable(v) {
+	braces := s.template && strings.Contains(v, "{{")
+	if s.quote == '\'' && !strings.ContainsRune(v, '\'') && isPrintable(v) && !braces {
 		return "'" + v + "'"
 	}
 	var b strings.Builder
 	b.WriteByte('"')
 	for _, r := range v {
 		switch {
+		case r == '{' && braces:
+			b.WriteString(`\u007B`)
 		case r == '"' || r == '\\':
 			b.WriteByte('\\')
 			b.WriteRune(r)

@@ -29,7 +29,10 @@ type maskedTemplate struct {
 // {{ }} (inside a value, a conditional around TOML) is not understood.
 func maskTemplate(path string, data []byte) (*maskedTemplate, error) {
 	m := &maskedTemplate{data: bytes.Clone(data)}
-	hasBase := false
+	if !hasBaseLine(data) {
+		return nil, &FileError{Path: path, Line: 1, Column: 1,
+			Err: fmt.Errorf("%w: the template does not start from {{ template \"base\" . }}; it replaces the distribution's config, so shimkit will not edit it", ErrTemplate)}
+	}
 	off := 0
 	for i, line := range bytes.SplitAfter(data, []byte("\n")) {
 		content := bytes.TrimSuffix(line, []byte("\n"))
@@ -39,7 +42,6 @@ func maskTemplate(path string, data []byte) (*maskedTemplate, error) {
 				return nil, &FileError{Path: path, Line: i + 1, Column: 1,
 					Err: fmt.Errorf("%w: only the line {{ template \"base\" . }} is understood, not %q", ErrTemplate, bytes.TrimSpace(content))}
 			}
-			hasBase = true
 			j := bytes.Index(content, []byte("{{"))
 			m.data[off+j] = '#'
 			m.actions = append(m.actions, content)
@@ -49,11 +51,18 @@ func maskTemplate(path string, data []byte) (*maskedTemplate, error) {
 		}
 		off += len(line)
 	}
-	if !hasBase {
-		return nil, &FileError{Path: path, Line: 1, Column: 1,
-			Err: fmt.Errorf("%w: the template does not start from {{ template \"base\" . }}; it replaces the distribution's config, so shimkit will not edit it", ErrTemplate)}
-	}
 	return m, nil
+}
+
+// hasBaseLine reports whether a line of the template is
+// {{ template "base" . }}: one that extends the distribution's config.
+func hasBaseLine(data []byte) bool {
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		if baseTemplate.Match(line) {
+			return true
+		}
+	}
+	return false
 }
 
 // unmask restores the action lines in an edited masked template. The edit

@@ -52,9 +52,11 @@ type fleetNode struct {
 //   - containerd 2.2 whose config imports conf.d: the handler goes to a
 //     drop-in, the root config untouched;
 //   - containerd 1.7 with a version 2 config file, edited in place;
-//   - a k3s-style node (containerd and the kubelet in k3s-agent.service):
-//     the installer's one restart takes its own kubelet along, and its Job
-//     still reports;
+//   - a k3s-style node (containerd and the kubelet in k3s-agent.service),
+//     current k3s, whose rendered config imports config-v3.toml.d: the
+//     handler goes to a drop-in there (the directory created, and removed
+//     again at the end); the installer's one restart takes its own kubelet
+//     along, and its Job still reports;
 //   - a node whose image had the handler baked in by examples/image-builder
 //     before it booted (spec.preinstalledOn): labelled from what its
 //     kubelet reports, without an installer run or a restart;
@@ -72,12 +74,14 @@ func testFleet(t *testing.T, c *testutil.Cluster, dump *dumper, images []string)
 	dropIn := "/etc/containerd/conf.d/shimkit-" + mixShim + ".toml"
 	k3sTemplate := testutil.K3sConfigDir + "/config-v3.toml.tmpl"
 	k3sRendered := testutil.K3sConfigDir + "/config.toml"
+	k3sDropIns := testutil.K3sConfigDir + "/config-v3.toml.d"
+	k3sDropIn := k3sDropIns + "/shimkit-" + mixShim + ".toml"
 	nodes := []*fleetNode{
 		{kind: "containerd 2.2, drop-in", files: []string{rootConfig, dropIn},
 			join: testutil.JoinOptions{Labels: pool, Containerd: &b22, Files: map[string][]byte{rootConfig: importsConfD(b22)}}},
 		{kind: "containerd 1.7, file", files: []string{rootConfig},
 			join: testutil.JoinOptions{Labels: pool, Containerd: &b17}},
-		{kind: "k3s-style", files: []string{k3sTemplate, k3sRendered},
+		{kind: "k3s-style", files: []string{k3sTemplate, k3sRendered, k3sDropIn},
 			join: testutil.JoinOptions{Labels: pool, K3s: true}},
 		{kind: "handler baked in", files: []string{rootConfig},
 			join: testutil.JoinOptions{Labels: map[string]string{poolLabel: mixPool, bakedLabel: "true"}, Files: map[string][]byte{rootConfig: bakedConfig(t, b22)}}},
@@ -159,13 +163,15 @@ func testFleet(t *testing.T, c *testutil.Cluster, dump *dumper, images []string)
 	}
 	// What went where: the 2.2 node's root config is untouched (a drop-in
 	// of its own), the 1.7 node's file has the handler, the k3s-style
-	// node's template (created: there was none) renders it, and the
-	// baked and read-only nodes are as they were.
+	// node has it in a drop-in its rendered config imports (no template,
+	// the rendered config as it was), and the baked and read-only nodes
+	// are as they were.
 	assertFile(t, drop, rootConfig, drop.orig[rootConfig])
 	assertHas(t, drop, dropIn, mixShim)
 	assertHas(t, file, rootConfig, mixShim)
-	assertHas(t, k3s, k3sTemplate, mixShim)
-	assertHas(t, k3s, k3sRendered, mixShim)
+	assertHas(t, k3s, k3sDropIn, mixShim)
+	assertFile(t, k3s, k3sTemplate, nil)
+	assertFile(t, k3s, k3sRendered, k3s.orig[k3sRendered])
 	assertFile(t, baked, rootConfig, baked.orig[rootConfig])
 	assertFile(t, ro, rootConfig, ro.orig[rootConfig])
 	// The k3s-style node's kubelet was restarted with its containerd, and
@@ -261,6 +267,9 @@ func testFleet(t *testing.T, c *testutil.Cluster, dump *dumper, images []string)
 			t.Errorf("%s (%s): /opt/shimkit left: %v", fn.node.Name, fn.kind, err)
 		}
 		assertLabelled(t, c, fn.node.Name, mixShim, false)
+	}
+	if _, err := os.Stat(k3s.node.Local(k3sDropIns)); !os.IsNotExist(err) {
+		t.Errorf("%s (%s): the drop-in directory shimkit created is left: %v", k3s.node.Name, k3s.kind, err)
 	}
 }
 

@@ -129,11 +129,28 @@ func (i *Installer) settle(t containerdconfig.Target, files []string, err error)
 	return err
 }
 
-// commitConfig drops the backups.
+// commitConfig drops the backups, records the directories the edits
+// created (a drop-in directory) in the node's state, and removes those
+// recorded that are empty now (the last drop-in went).
 func (r *run) commitConfig() error {
 	var errs []error
 	for _, c := range r.changes {
 		errs = append(errs, c.Commit())
+		for _, d := range c.CreatedDirs() {
+			if !slices.Contains(r.state.CreatedDirs, d) {
+				r.state.CreatedDirs = append(r.state.CreatedDirs, d)
+			}
+		}
+	}
+	r.state.CreatedDirs = slices.DeleteFunc(r.state.CreatedDirs, func(d string) bool {
+		gone, err := containerdconfig.RemoveCreatedDir(r.i.root(), d)
+		if err != nil {
+			r.i.log().Warn("removing a directory shimkit created", "dir", d, "err", err)
+		}
+		return gone
+	})
+	if len(r.state.CreatedDirs) == 0 {
+		r.state.CreatedDirs = nil
 	}
 	return errors.Join(errs...)
 }

@@ -73,7 +73,10 @@
 //     restart; a committed plan stays. A crash leaves one pending record
 //     per Shim in the state, undone newest first by the next operation.
 //   - containerd is restarted through systemd over D-Bus (SystemdRestarter),
-//     never with SIGHUP (containerd exits on it). Sandboxer units are written
+//     never with SIGHUP (containerd exits on it). The unit restarted is the
+//     preset's unit that runs containerd (k3s or k3s-agent; on an RKE2
+//     agent installed from the tarball rke2-agent, never the merely loaded
+//     rke2-server). Sandboxer units are written
 //     under UnitDir, enabled, and (re)started before containerd; they are
 //     stopped and removed only after containerd runs without their proxy
 //     plugins.
@@ -117,7 +120,14 @@
 //     only when no file of that name is on containerd's PATH, so nothing an
 //     admin or another Shim put there is replaced or shadowed. containerd
 //     1.7 and later honour runtime_path and need no link; on 1.6 (asked over
-//     CRI) a taken name is a Conflict.
+//     CRI) a taken name is a Conflict. On k3s and RKE2 a shim k3s
+//     auto-detects on its PATH (containerd-shim-spin-v2, the wasm shims) is
+//     not linked at all: k3s would render its own runtime table for it, a
+//     second one where the handler goes to a template.
+//   - A drop-in directory shimkit created (config-v3.toml.d on current k3s)
+//     is recorded in the state and removed once empty; one that was there
+//     before stays. A k3s template shimkit will not edit (a full custom
+//     one) is refused as ConfigNotEditable.
 //   - Compare-and-swap undo: a rollback or a recovery puts back a file only
 //     when it still holds what shimkit wrote; a file someone changed since is
 //     left as it is (ErrConcurrentEdit, reason ConcurrentEdit).

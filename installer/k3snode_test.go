@@ -3,76 +3,232 @@ package installer_test
 import (
 	"bytes"
 	"context"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/shimkit/shimkit/installer"
 	"github.com/shimkit/shimkit/internal/testutil"
 )
 
-// TestK3sStyleNode: on a node laid out as k3s (containerd in the
-// k3s-agent unit, its config rendered at each start from
-// config-v3.toml.tmpl, the socket under /run/k3s), the installer detects
-// the layout, writes a template that keeps {{ template "base" . }},
-// restarts k3s-agent (the unit, not containerd.service) and checks CRI on
-// k3s's socket; a sandbox runs with the handler from the rendered config;
-// the uninstall, in one run, leaves the rendered config byte for byte as
-// it was and no template behind.
-func TestK3sStyleNode(t *testing.T) {
-	b := testutil.ContainerdMatrix(t)[2]
-	ctx := context.Background()
-	n := testutil.StartNode(t, testutil.NodeOptions{Containerd: &b, K3s: true})
+// k3sCase is one k3s or RKE2 generation of the stand-in (k3snode.go).
+type k3sCase struct {
+	name      string
+	build     testutil.ContainerdBuild
+	opts      testutil.NodeOptions
+	unit      string
+	configDir string
+	// dropIn: the rendered config imports config-v3.toml.d, so the handler
+	// goes to a drop-in there; otherwise to the template.
+	dropIn   bool
+	template string
+}
+
+func k3sCases(t *testing.T) []k3sCase {
+	m := testutil.ContainerdMatrix(t)
+	b17, b22 := m[1], m[2]
+	return []k3sCase{
+		{name: "k3s", build: b22, opts: testutil.NodeOptions{K3s: true}, unit: testutil.K3sUnit, configDir: testutil.K3sConfigDir, dropIn: true},
+		{name: "k3s-before-imports", build: b22, opts: testutil.NodeOptions{K3s: true, K3sOld: true}, unit: testutil.K3sUnit, configDir: testutil.K3sConfigDir, template: "config-v3.toml.tmpl"},
+		{name: "k3s-containerd1.7", build: b17, opts: testutil.NodeOptions{K3s: true}, unit: testutil.K3sUnit, configDir: testutil.K3sConfigDir, template: "config.toml.tmpl"},
+		{name: "rke2-agent", build: b22, opts: testutil.NodeOptions{RKE2: true}, unit: testutil.RKE2Unit, configDir: testutil.RKE2ConfigDir, dropIn: true},
+	}
+}
+
+func (c k3sCase) boot(t *testing.T) *testutil.Node {
+	t.Helper()
+	c.opts.Containerd = &c.build
+	n := testutil.StartNode(t, c.opts)
 	testutil.ImportPause(t, "/usr/bin/ctr", n.Socket())
-	rendered := n.Local(testutil.K3sConfigDir + "/config.toml")
-	tmpl := n.Local(testutil.K3sConfigDir + "/config-v3.toml.tmpl")
-	orig, err := os.ReadFile(rendered)
+	return n
+}
+
+// TestK3sStyleNode: on nodes laid out as each k3s and RKE2 generation lays
+// them out (containerd in the agent's unit, its config rendered by Go
+// text/template at each start), the installer detects the layout, writes a
+// drop-in where the rendered config imports config-v3.toml.d and otherwise
+// a template that keeps {{ template "base" . }}, restarts the unit that
+// runs containerd (on an RKE2 agent installed from the tarball
+// rke2-agent, never the loaded rke2-server) once, and a sandbox runs with
+// the handler; the uninstall, in one run, leaves the config directory
+// byte for byte as it was, the drop-in directory shimkit created included.
+func TestK3sStyleNode(t *testing.T) {
+	for _, c := range k3sCases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			n := c.boot(t)
+			before := snapshotTree(t, n.Local(c.configDir))
+			inst := &installer.Installer{HostRoot: n.Root} // every default: the layout detected
+			srv := testutil.StartFileServer(t)
+			a := testutil.NewShimArchive(t, "demo", c.build.Binary("containerd-shim-runc-v2"), nil)
+			starts := n.ContainerdStarts(t)
+
+			res, err := inst.Install(ctx, httpPlan(srv, "/demo.tar.gz", a))
+			if err != nil {
+				t.Fatalf("install: %v\n%s", err, n.Journal(c.unit))
+			}
+			if got := n.ContainerdStarts(t); !res.Restarted || got != starts+1 {
+				t.Errorf("install: restarted %v, %s started %d times (was %d), want one restart", res.Restarted, c.unit, got, starts)
+			}
+			if c.opts.RKE2 {
+				assertNeverStarted(t, n, testutil.RKE2Server)
+			}
+			dropIn := n.Local(c.configDir + "/config-v3.toml.d/shimkit-demo.toml")
+			if c.dropIn {
+				if !exists(dropIn) || exists(n.Local(c.configDir+"/config-v3.toml.tmpl")) {
+					t.Errorf("want the drop-in %s and no template", dropIn)
+				}
+			} else {
+				data, err := os.ReadFile(n.Local(c.configDir + "/" + c.template))
+				if err != nil || !bytes.Contains(data, []byte("{{ template \"base\" . }}\n")) || !bytes.Contains(data, []byte("demo")) || exists(dropIn) {
+					t.Errorf("the template %s: %v\n%s", c.template, err, data)
+				}
+			}
+			rt := runtimeClient(t, n.Socket())
+			if _, exe, err := testutil.RunSandbox(ctx, rt, "demo", "k3s"); err != nil {
+				t.Fatalf("%v\n%s", err, n.Journal(c.unit))
+			} else if !strings.HasPrefix(exe, "/opt/shimkit/demo/") {
+				t.Errorf("the sandbox runs %s", exe)
+			}
+			removeSandboxes(ctx, t, rt)
+
+			starts = n.ContainerdStarts(t)
+			if res, err := inst.Uninstall(ctx, uninstallPlan("demo")); err != nil || !res.Restarted {
+				t.Fatalf("uninstall: %+v %v\n%s", res, err, n.Journal(c.unit))
+			}
+			if got := n.ContainerdStarts(t); got != starts+1 {
+				t.Errorf("uninstall: %s started %d times (was %d), want one restart", c.unit, got, starts)
+			}
+			if after := snapshotTree(t, n.Local(c.configDir)); !equalTrees(before, after) {
+				t.Errorf("%s after the uninstall:\n%v\nwant\n%v", c.configDir, keys(after), keys(before))
+			}
+			if c.opts.RKE2 {
+				assertNeverStarted(t, n, testutil.RKE2Server)
+			}
+			assertClean(t, n)
+		})
+	}
+}
+
+// TestK3sDetectedShim: k3s finds runtimes it knows (spin, wasmtime, ...)
+// on its PATH and renders a runtime table of its own for each. A Spin shim
+// (containerd-shim-spin-v2) installs on both k3s generations, without a
+// link on k3s's PATH: where the handler goes to a template (k3s without
+// the config-v3.toml.d import) k3s would otherwise render the spin table a
+// second time and containerd refuse the config. The handler survives a
+// restart of k3s-agent, and the uninstall leaves the config directory as
+// it was.
+func TestK3sDetectedShim(t *testing.T) {
+	for _, c := range k3sCases(t)[:2] {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			n := c.boot(t)
+			before := snapshotTree(t, n.Local(c.configDir))
+			inst := &installer.Installer{HostRoot: n.Root}
+			srv := testutil.StartFileServer(t)
+			a := testutil.NewShimArchive(t, "spin", c.build.Binary("containerd-shim-runc-v2"), nil)
+			if _, err := inst.Install(ctx, namedHTTPPlan("spin", srv, "/spin.tar.gz", a)); err != nil {
+				t.Fatalf("install: %v\n%s", err, n.Journal(c.unit))
+			}
+			if exists(n.Local("/usr/local/bin/containerd-shim-spin-v2")) {
+				t.Error("the shim is linked onto k3s's PATH")
+			}
+			rt := runtimeClient(t, n.Socket())
+			runSpin := func(name string) {
+				t.Helper()
+				if _, exe, err := testutil.RunSandbox(ctx, rt, "spin", name); err != nil {
+					t.Fatalf("%v\n%s", err, n.Journal(c.unit))
+				} else if !strings.HasPrefix(exe, "/opt/shimkit/spin/") {
+					t.Errorf("the sandbox runs %s", exe)
+				}
+				removeSandboxes(ctx, t, rt)
+			}
+			runSpin("before")
+			if out, err := n.Exec(ctx, "systemctl", "restart", c.unit); err != nil {
+				t.Fatalf("restart %s: %v %s\n%s", c.unit, err, out, n.Journal(c.unit))
+			}
+			waitCRI(ctx, t, rt)
+			runSpin("after")
+			if _, err := inst.Uninstall(ctx, uninstallPlan("spin")); err != nil {
+				t.Fatalf("uninstall: %v\n%s", err, n.Journal(c.unit))
+			}
+			if after := snapshotTree(t, n.Local(c.configDir)); !equalTrees(before, after) {
+				t.Errorf("%s after the uninstall:\n%v\nwant\n%v", c.configDir, keys(after), keys(before))
+			}
+		})
+	}
+}
+
+func waitCRI(ctx context.Context, t *testing.T, rt runtimeapi.RuntimeServiceClient) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := rt.Status(ctx, &runtimeapi.StatusRequest{})
+		if err == nil && st.GetStatus() != nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("CRI did not answer: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// assertNeverStarted: systemd never started the unit (no start job, no
+// "Started" line).
+func assertNeverStarted(t *testing.T, n *testutil.Node, unit string) {
+	t.Helper()
+	out, _ := n.Exec(context.Background(), "systemctl", "show", "-p", "ActiveState", "-p", "NRestarts", "-p", "ExecMainStartTimestampMonotonic", unit)
+	if !strings.Contains(string(out), "ActiveState=inactive") || !strings.Contains(string(out), "ExecMainStartTimestampMonotonic=0") {
+		t.Errorf("%s was started:\n%s\n%s", unit, out, n.Journal(unit))
+	}
+}
+
+// snapshotTree maps every path under dir (directories with a trailing /)
+// to its content.
+func snapshotTree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if d.IsDir() {
+			out[rel+"/"] = ""
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		out[rel] = string(data)
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst := &installer.Installer{HostRoot: n.Root} // every default: the layout detected
-	srv := testutil.StartFileServer(t)
-	a := testutil.NewShimArchive(t, "demo", b.Binary("containerd-shim-runc-v2"), nil)
-	starts := n.ContainerdStarts(t)
+	return out
+}
 
-	res, err := inst.Install(ctx, httpPlan(srv, "/demo.tar.gz", a))
-	if err != nil {
-		t.Fatalf("install: %v\n%s", err, n.Journal(testutil.K3sUnit))
+func equalTrees(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
 	}
-	if got := n.ContainerdStarts(t); !res.Restarted || got != starts+1 {
-		t.Errorf("install: restarted %v, %s started %d times (was %d), want one restart", res.Restarted, testutil.K3sUnit, got, starts)
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
 	}
-	data, err := os.ReadFile(tmpl)
-	if err != nil || !bytes.Contains(data, []byte("{{ template \"base\" . }}\n")) || !bytes.Contains(data, []byte("demo")) {
-		t.Errorf("the template %s: %v\n%s", tmpl, err, data)
-	}
-	if cfg, _ := os.ReadFile(rendered); !bytes.Contains(cfg, []byte("demo")) || !bytes.Contains(cfg, []byte(testutil.K3sSocket)) {
-		t.Errorf("the rendered config lacks the handler or the base:\n%s", cfg)
-	}
-	rt := runtimeClient(t, n.Socket())
-	_, exe, err := testutil.RunSandbox(ctx, rt, "demo", "k3s")
-	if err != nil {
-		t.Fatalf("%v\n%s", err, n.Journal(testutil.K3sUnit))
-	}
-	if !strings.HasPrefix(exe, "/opt/shimkit/demo/") {
-		t.Errorf("the sandbox runs %s", exe)
-	}
-	removeSandboxes(ctx, t, rt)
+	return true
+}
 
-	starts = n.ContainerdStarts(t)
-	if res, err := inst.Uninstall(ctx, uninstallPlan("demo")); err != nil || !res.Restarted {
-		t.Fatalf("uninstall: %+v %v\n%s", res, err, n.Journal(testutil.K3sUnit))
+func keys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
 	}
-	if got := n.ContainerdStarts(t); got != starts+1 {
-		t.Errorf("uninstall: %s started %d times (was %d), want one restart", testutil.K3sUnit, got, starts)
-	}
-	if _, err := os.Stat(tmpl); !os.IsNotExist(err) {
-		t.Errorf("the template shimkit created is left: %v", err)
-	}
-	if cfg, _ := os.ReadFile(rendered); !bytes.Equal(cfg, orig) {
-		t.Errorf("the rendered config after the uninstall:\n%s\nwant\n%s", cfg, orig)
-	}
-	if _, err := os.Stat(n.Local("/opt/shimkit")); !os.IsNotExist(err) {
-		t.Errorf("/opt/shimkit left: %v", err)
-	}
+	return out
 }

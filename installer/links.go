@@ -75,6 +75,9 @@ func (r *run) planLinks(ctx context.Context) error {
 	var errs []error
 	for _, link := range slices.Sorted(maps.Keys(want)) {
 		target := want[link]
+		if r.skipDetected(ctx, link) {
+			continue
+		}
 		if cur, err := os.Readlink(r.i.local(link)); err == nil && cur == target {
 			r.ownLinks = append(r.ownLinks, link)
 			continue
@@ -93,6 +96,29 @@ func (r *run) planLinks(ctx context.Context) error {
 			ErrConflict, taken, orDefault(version, "(version unknown)")))
 	}
 	return errors.Join(errs...)
+}
+
+// skipDetected reports whether the link is left out because the
+// distribution (k3s, RKE2) would find the binary on its PATH and render a
+// runtime table of its own for it: where shimkit's handler goes to a
+// template (k3s without the config-v3.toml.d import), containerd would then
+// refuse a config that defines the runtime twice; where it goes to a
+// drop-in, the handler would be partly k3s's. The distributions that
+// detect shims bundle containerd 1.7 or later, which finds the shim by
+// runtime_path; only a containerd known to be older (a k3s from before
+// detection) gets the link.
+func (r *run) skipDetected(ctx context.Context, link string) bool {
+	if !r.target.Preset.GeneratesRuntimeFor(path.Base(link)) {
+		return false
+	}
+	if r.i.Offline {
+		return true
+	}
+	if version, needed := r.i.needsLinks(ctx, r.target); needed && version != "" {
+		return false
+	}
+	r.i.log().Info("not linking the shim: the distribution would render a runtime of its own for it found on its PATH", "link", link, "preset", r.target.Preset.Name)
+	return true
 }
 
 // onPath returns the first node path on containerd's PATH (and LinkDir)

@@ -1,11 +1,13 @@
 package installer
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
 	"github.com/godbus/dbus/v5"
@@ -48,8 +50,13 @@ var ErrRestartFailed = errors.New("restart failed")
 type SystemdRestarter struct {
 	// HostRoot is where the node's / is mounted ("/" on the node).
 	HostRoot string
-	// Units are the candidate units, in order; the first one that systemd
-	// has loaded is restarted (for example k3s, then k3s-agent).
+	// Units are the candidate units, in order (for example k3s, then
+	// k3s-agent). The one restarted is the one that runs containerd: when
+	// several are loaded (an RKE2 tarball install loads rke2-server and
+	// rke2-agent), the running one (active, activating or reloading;
+	// among several, the one whose main process is containerd's parent),
+	// else one that failed; a unit that is merely loaded is never picked.
+	// One loaded candidate is the one, whatever its state.
 	Units []string
 }
 
@@ -104,22 +111,94 @@ func (s *SystemdRestarter) connect(ctx context.Context) (*sddbus.Conn, error) {
 	return nil, fmt.Errorf("connect to systemd: %w", errors.Join(errs...))
 }
 
-// unit returns the first candidate unit systemd has loaded.
+// ErrNoUnit: none of the candidate units runs containerd.
+var ErrNoUnit = errors.New("no unit runs containerd")
+
+// candidate is a loaded candidate unit and how it runs.
+type candidate struct {
+	name    string
+	rank    int // 2 running, 1 failed, 0 merely loaded
+	mainPID uint32
+}
+
+// unit returns the candidate unit that runs containerd (see Units).
 func (s *SystemdRestarter) unit(ctx context.Context, conn *sddbus.Conn) (string, error) {
+	var loaded []candidate
 	for _, u := range s.Units {
 		name := u
 		if filepath.Ext(name) == "" {
 			name += ".service"
 		}
-		p, err := conn.GetUnitPropertyContext(ctx, name, "LoadState")
-		if err != nil {
+		props, err := conn.GetUnitPropertiesContext(ctx, name)
+		if err != nil || props["LoadState"] != "loaded" {
 			continue
 		}
-		if v, ok := p.Value.Value().(string); ok && v == "loaded" {
-			return name, nil
+		c := candidate{name: name}
+		switch props["ActiveState"] {
+		case "active", "activating", "reloading", "deactivating":
+			c.rank = 2
+		case "failed":
+			c.rank = 1
+		}
+		if p, err := conn.GetServicePropertyContext(ctx, name, "MainPID"); err == nil {
+			c.mainPID, _ = p.Value.Value().(uint32)
+		}
+		loaded = append(loaded, c)
+	}
+	return pickUnit(loaded, containerdParents(s.HostRoot), s.Units)
+}
+
+// pickUnit chooses among the loaded candidates (see Units); parents are
+// the parent pids of the node's containerd processes.
+func pickUnit(loaded []candidate, parents []uint32, units []string) (string, error) {
+	if len(loaded) == 1 {
+		return loaded[0].name, nil
+	}
+	best := -1
+	for k, c := range loaded {
+		switch {
+		case c.rank == 0:
+		case best < 0 || c.rank > loaded[best].rank:
+			best = k
+		case c.rank == 2 && loaded[best].rank == 2 && slices.Contains(parents, c.mainPID) && !slices.Contains(parents, loaded[best].mainPID):
+			best = k
 		}
 	}
-	return "", fmt.Errorf("none of the units %v is loaded", s.Units)
+	if best < 0 {
+		var names []string
+		for _, c := range loaded {
+			names = append(names, c.name)
+		}
+		if len(names) == 0 {
+			return "", fmt.Errorf("%w: none of the units %v is loaded", ErrNoUnit, units)
+		}
+		return "", fmt.Errorf("%w: the units %v are loaded but none runs (none active or failed); shimkit restarts only the unit that runs containerd", ErrNoUnit, names)
+	}
+	return loaded[best].name, nil
+}
+
+// containerdParents returns the parent pids of the processes named
+// containerd under root's /proc (none when it cannot be read: a node
+// root without the host's /proc, another PID namespace).
+func containerdParents(root string) []uint32 {
+	if root == "" {
+		root = "/"
+	}
+	dirs, _ := filepath.Glob(filepath.Join(root, "proc", "[0-9]*", "status"))
+	var out []uint32
+	for _, p := range dirs {
+		data, err := os.ReadFile(p)
+		if err != nil || !bytes.HasPrefix(data, []byte("Name:\tcontainerd\n")) {
+			continue
+		}
+		if _, after, ok := bytes.Cut(data, []byte("\nPPid:\t")); ok {
+			var ppid uint32
+			if _, err := fmt.Sscanf(string(after), "%d", &ppid); err == nil {
+				out = append(out, ppid)
+			}
+		}
+	}
+	return out
 }
 
 // onUnit connects to systemd and runs fn on the first loaded candidate

@@ -27,6 +27,11 @@ type State struct {
 	// the next run restores what it had changed, newest first, before
 	// doing anything else.
 	Pending Pendings `json:"pending,omitempty"`
+	// CreatedDirs are directories shimkit created for config files (a
+	// drop-in directory the config imports but nobody had made), node
+	// paths: removed once empty after an operation, never otherwise, and
+	// only these (a directory that was there before is left alone).
+	CreatedDirs []string `json:"createdDirs,omitempty"`
 }
 
 // ShimState is one installed Shim: everything shimkit wrote for it, so

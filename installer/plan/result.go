@@ -43,6 +43,13 @@ const (
 	// ReasonConfigInvalid: the node's containerd config cannot be edited
 	// safely (it does not parse, an unknown template, ...).
 	ReasonConfigInvalid Reason = "ConfigInvalid"
+	// ReasonConfigNotEditable: the node's containerd config is valid but
+	// shimkit will not edit it: a k3s/RKE2 template that replaces the
+	// distribution's config instead of extending {{ template "base" . }},
+	// or that uses template actions inside TOML lines. The admin owns such
+	// a template; the handler goes there by hand, or the template extends
+	// the base.
+	ReasonConfigNotEditable Reason = "ConfigNotEditable"
 	// ReasonConflict: a handler, file, unit or plugin of that name exists
 	// and shimkit did not write it.
 	ReasonConflict Reason = "Conflict"
@@ -106,7 +113,7 @@ const (
 func (r Reason) Permanent() bool {
 	switch r {
 	case ReasonInvalidPlan, ReasonUnauthorized, ReasonDigestMismatch, ReasonArtifactInvalid, ReasonConfigInvalid,
-		ReasonConflict, ReasonReserved, ReasonReadOnlyHost, ReasonSignatureMissing, ReasonSignatureInvalid, ReasonInsecureTransport:
+		ReasonConfigNotEditable, ReasonConflict, ReasonReserved, ReasonReadOnlyHost, ReasonSignatureMissing, ReasonSignatureInvalid, ReasonInsecureTransport:
 		return true
 	}
 	return false

@@ -159,7 +159,8 @@ func TestPermanentReasons(t *testing.T) {
 	for r, want := range map[plan.Reason]bool{
 		plan.ReasonInvalidPlan: true, plan.ReasonUnauthorized: true, plan.ReasonDigestMismatch: true,
 		plan.ReasonArtifactInvalid: true, plan.ReasonConfigInvalid: true, plan.ReasonConflict: true,
-		plan.ReasonReserved: true, plan.ReasonSignatureMissing: true, plan.ReasonSignatureInvalid: true,
+		plan.ReasonConfigNotEditable: true,
+		plan.ReasonReserved:          true, plan.ReasonSignatureMissing: true, plan.ReasonSignatureInvalid: true,
 		plan.ReasonInsecureTransport: true,
 		plan.ReasonFetchFailed:       false, plan.ReasonConcurrentEdit: false, plan.ReasonUnitFailed: false,
 		plan.ReasonRestartFailed: false, plan.ReasonNodeError: false, plan.ReasonInterrupted: false,

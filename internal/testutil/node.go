@@ -62,6 +62,14 @@ type NodeOptions struct {
 	// Containerd build, required) and the kubelet in one unit,
 	// k3s-agent.service.
 	K3s bool
+	// K3sOld makes the k3s-style node a k3s before the base config imported
+	// config-v3.toml.d/*.toml (k3s PR #13680): a handler goes to a
+	// template there.
+	K3sOld bool
+	// RKE2 makes the k3s-style node an RKE2 agent installed from the
+	// tarball: rke2-server.service and rke2-agent.service both loaded, the
+	// agent running (K3s is implied).
+	RKE2 bool
 	// ReadOnly are node directories mounted read-only inside the node
 	// (/etc, /opt: an immutable or hardened host). Files are written
 	// before, and the host side (Local) stays writable.
@@ -133,11 +141,11 @@ func StartNode(t testing.TB, opts NodeOptions) *Node {
 	if opts.Containerd != nil {
 		n.useContainerd(t, *opts.Containerd)
 	}
-	if opts.K3s {
+	if opts.K3s || opts.RKE2 {
 		if opts.Containerd == nil {
 			t.Fatal("StartNode: a k3s-style node needs NodeOptions.Containerd")
 		}
-		n.useK3sLayout(t, *opts.Containerd)
+		n.useK3sLayout(t, *opts.Containerd, opts)
 	}
 	// Every machine has its own ID (the cached root's would make every
 	// node the same machine, and a reimage would not change it).
