@@ -58,7 +58,7 @@ func TestDemo(t *testing.T) {
 	last := ""
 	waitFor(t, 3*time.Minute, "the Shim to be Ready", func() bool {
 		_ = c.Client.Get(ctx, client.ObjectKey{Name: "demo"}, s)
-		line := fmt.Sprintf("nodes done %d/%d, in progress %d, failed %d", s.Status.UpdatedNodes, s.Status.Nodes, s.Status.InProgressNodes, s.Status.FailedNodes)
+		line := progressLine(s)
 		if line != last {
 			say("%s", line)
 			last = line

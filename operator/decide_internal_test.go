@@ -110,7 +110,7 @@ func TestDecideRollout(t *testing.T) {
 				v.Job = tc.jobs[n.Name]
 				obs.views = append(obs.views, v)
 			}
-			d, err := fleet.Decide(obs.snapshot(), fleet.Policy{Planner: (&Reconciler{}).planner(obs), Shared: tc.shared, PlanFor: obs.planFor(Options{InstallerImage: "i", Namespace: "ns"}.withDefaults())})
+			d, err := fleet.Decide(obs.snapshot(), fleet.Policy{Planner: plannerOf(obs), Shared: tc.shared, PlanFor: obs.planFor(Options{InstallerImage: "i", Namespace: "ns"}.withDefaults())})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -153,7 +153,7 @@ func TestDecideRemoval(t *testing.T) {
 	for _, n := range []*corev1.Node{nodeAt("n1", "a", hash, nil), nodeAt("n2", "b", "old", nil), nodeAt("n3", "a", hash, nil), nodeAt("n4", "a", "", refused)} {
 		obs.views = append(obs.views, viewNode(shim, n, canaryHash(shim)))
 	}
-	d, err := fleet.DecideRemoval(obs.snapshot(), (&Reconciler{}).planner(obs), fleet.Delivery{})
+	d, err := fleet.DecideRemoval(obs.snapshot(), plannerOf(obs), fleet.Delivery{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func BenchmarkObserveDecide1000Nodes(b *testing.B) {
 		for _, n := range nodes {
 			obs.views = append(obs.views, viewNode(shim, n, canary))
 		}
-		if _, err := fleet.Decide(obs.snapshot(), fleet.Policy{Planner: (&Reconciler{}).planner(obs), PlanFor: obs.planFor(opts)}); err != nil {
+		if _, err := fleet.Decide(obs.snapshot(), fleet.Policy{Planner: plannerOf(obs), PlanFor: obs.planFor(opts)}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -109,8 +110,11 @@ func (o *observed) previousRevision() *v1alpha1.Revision {
 
 // recordRollout is what the status records of the rollout of the target
 // after the decision: when it started, its stage, the next window, a halt
-// (the gate's, new or kept), and the revision it goes back to.
-func (r *Reconciler) recordRollout(obs *observed, d fleet.Delivered) *v1alpha1.RolloutStatus {
+// (the gate's, new or kept), and the revision it goes back to. A revert
+// for nodes that failed (failing) records them as its halt, so that the
+// reconciles of the revert, and the status once the nodes are back, still
+// say why (the nodes' own failures go as they are installed again).
+func (r *Reconciler) recordRollout(obs *observed, d fleet.Delivered, failing []v1alpha1.NodeFailure) *v1alpha1.RolloutStatus {
 	now := r.opts.Clock.Now()
 	if obs.reverted != "" {
 		st := obs.shim.Status.Rollout.DeepCopy()
@@ -133,8 +137,31 @@ func (r *Reconciler) recordRollout(obs *observed, d fleet.Delivered) *v1alpha1.R
 	}
 	if d.Revert {
 		st.RevertedTo = obs.previousRevision().SpecHash
+		if st.Halt == nil {
+			st.Halt = &v1alpha1.RolloutHalt{Reason: v1alpha1.ReasonNodeFailed, Message: failureSummary(failing), Time: metav1.NewTime(now.Truncate(time.Second))}
+		}
 	}
 	return st
+}
+
+// failureSummary names the failed nodes and why, for a halt's message.
+func failureSummary(failing []v1alpha1.NodeFailure) string {
+	if len(failing) == 0 {
+		return "a node failed"
+	}
+	parts := make([]string, 0, len(failing))
+	for _, f := range failing {
+		parts = append(parts, fmt.Sprintf("node %s failed (%s: %s)", f.Node, f.Reason, truncate(f.Message, 120)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// haltTrip is the recorded halt as the decision reads it (nil: none).
+func haltTrip(h *v1alpha1.RolloutHalt) *fleet.Trip {
+	if h == nil {
+		return nil
+	}
+	return &fleet.Trip{Reason: h.Reason, Message: h.Message}
 }
 
 func timeOrNil(t time.Time) *metav1.Time {

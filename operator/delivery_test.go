@@ -118,6 +118,15 @@ func TestProgressiveDelivery(t *testing.T) {
 	if s := getShim(t, env.Client, "wasm"); s.Status.SpecHash != v1.SpecHash || s.Status.Rollout.SpecHash != v2 || s.Status.Rollout.RevertedTo != v1.SpecHash {
 		t.Errorf("reverted: specHash %s, rollout %+v; want %s from %s", s.Status.SpecHash, s.Status.Rollout, v1.SpecHash, v2)
 	}
+	// Every condition of the revert says why: the gate tripped, on which
+	// pod and node (no node failed), and how many nodes have v1 (all 4).
+	s = getShim(t, env.Client, "wasm")
+	for _, c := range []string{v1alpha1.ConditionReady, v1alpha1.ConditionDegraded, v1alpha1.ConditionStalled} {
+		m := condition(s, c).Message
+		if !contains(m, "the health gate tripped", "default/web-1", updated, "4 of 4 nodes have the previous revision") || contains(m, "a node failed") {
+			t.Errorf("%s says %q: want the gate's trip on web-1 and %s, and 4 of 4 nodes on the previous revision", c, m, updated)
+		}
+	}
 
 	// A daily window that opens two hours on: a new spec waits for it.
 	if err := env.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "default"}}); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/operator/health"
+	"github.com/shimkit/shimkit/rollout"
 )
 
 // Health gate defaults (spec.rolloutStrategy.healthGate).
@@ -117,17 +118,18 @@ func lostHandlers(obs *observed, updated map[string]bool) []health.Failure {
 // reportDelivery records where the decision left the rollout (for the
 // status), and tells of a tripped gate and of a revert with a Warning
 // Event each, once.
-func (r *Reconciler) reportDelivery(obs *observed, d fleet.Delivered) {
+func (r *Reconciler) reportDelivery(obs *observed, dec fleet.Decision) {
+	d := dec.Delivered
 	obs.delivered = d
 	old := rolloutOf(obs.shim, obs.hash)
-	obs.rollout = r.recordRollout(obs, d)
+	obs.rollout = r.recordRollout(obs, d, failedNodes(obs, dec.Rollin, rollout.Plan{}))
 	name := obs.shim.Name
 	if d.Tripped {
 		r.metrics.gateTripped(name, d.Halt.Reason)
 		r.event(obs.shim, nil, corev1.EventTypeWarning, d.Halt.Reason, "Rollout", "the rollout halts: %s", d.Halt.Message)
 	}
 	if d.Revert && obs.reverted == "" && (old == nil || old.RevertedTo == "") {
-		r.event(obs.shim, nil, corev1.EventTypeWarning, v1alpha1.ReasonReverting, "Rollout", "the rollout of %s failed: the nodes updated go back to revision %s", obs.hash, obs.rollout.RevertedTo)
+		r.event(obs.shim, nil, corev1.EventTypeWarning, v1alpha1.ReasonReverting, "Rollout", "the rollout of %s failed (%s): the nodes updated go back to revision %s", obs.hash, fleet.RevertCause(nil, haltTrip(obs.rollout.Halt)), obs.rollout.RevertedTo)
 	}
 	step := -1
 	if len(obs.steps) > 0 && obs.reverted == "" && d.Stage.Step < len(obs.steps) {

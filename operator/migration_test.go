@@ -103,7 +103,7 @@ func TestMigrationFromRCM(t *testing.T) {
 	env := startClusterWithRCM(t)
 	ctx := context.Background()
 	for _, f := range []string{"service_account.yaml", "role.yaml", "role_binding.yaml", "leader_election_role.yaml"} {
-		applyYAML(t, env.Client, filepath.Join(testutil.RepoRoot(), "operator/config/rbac", f))
+		testutil.ApplyFile(t, env.Client, filepath.Join(testutil.RepoRoot(), "operator/config/rbac", f))
 	}
 	sa := rest.CopyConfig(env.Config)
 	sa.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:shimkit-system:shimkit-operator"}

@@ -3,6 +3,7 @@ package operator_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/shimkit/shimkit/operator"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
@@ -77,6 +79,34 @@ func TestPreinstalledFetchType(t *testing.T) {
 		t.Errorf("status.artifact %+v", s.Status.Artifact)
 	}
 	assertNoJobs(t, env.Client, "spin")
+	// No installer runs, so no canary: no canary RuntimeClass either.
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: operator.CanaryRuntimeClass("spin")}, &nodev1.RuntimeClass{}); !apierrors.IsNotFound(err) {
+		t.Errorf("RuntimeClass %s of a preinstalled Shim: %v, want none", operator.CanaryRuntimeClass("spin"), err)
+	}
+
+	// Every node stops listing it: the Shim is in the state of a new Shim
+	// that no node can run, and says what such a Shim says (it was Ready
+	// "0 of 0 nodes"); its RuntimeClass stays, for the pods asking for it
+	// to pend until a node serves the handler again.
+	setHandlers(t, env.Client, "img-none", "other")
+	setHandlers(t, env.Client, "img-talos", "other")
+	fresh := newShim("spin2", "spin", "1", nil)
+	fresh.Spec.RuntimeClass.Name = "spin2-rc"
+	fresh.Spec.FetchStrategy = v1alpha1.FetchStrategy{Type: v1alpha1.FetchPreinstalled}
+	if err := env.Client.Create(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"spin", "spin2"} {
+		waitReason(t, env, name, v1alpha1.ConditionReady, v1alpha1.ReasonNoNodes)
+	}
+	waitFor(t, 30*time.Second, "the same conditions for the same state", func() (bool, string) {
+		a, b := conditionsOf(getShim(t, env.Client, "spin")), conditionsOf(getShim(t, env.Client, "spin2"))
+		return a == b, "spin: " + a + "\nspin2: " + b
+	})
+	getRuntimeClass(t, env.Client, "spin-rc")
+	if err := env.Client.Delete(ctx, getShim(t, env.Client, "spin2")); err != nil {
+		t.Fatal(err)
+	}
 
 	if err := env.Client.Delete(ctx, getShim(t, env.Client, "spin")); err != nil {
 		t.Fatal(err)
@@ -100,4 +130,13 @@ func assertNoJobs(t *testing.T, c client.Client, shim string) {
 	for _, j := range jobsOf(t, c, shim) {
 		t.Errorf("Job %s (%s) on %s: a preinstalled Shim runs none", j.Name, j.Labels["shim.containerd.x-k8s.io/op"], j.Spec.Template.Spec.NodeName)
 	}
+}
+
+// conditionsOf is a Shim's conditions as type=status/reason: message.
+func conditionsOf(s *v1alpha1.Shim) string {
+	var b strings.Builder
+	for _, c := range s.Status.Conditions {
+		fmt.Fprintf(&b, "%s=%s/%s: %s; ", c.Type, c.Status, c.Reason, c.Message)
+	}
+	return b.String()
 }

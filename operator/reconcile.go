@@ -194,7 +194,7 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 		return nil, fmt.Errorf("shim %s: %w", shim.Name, err)
 	}
 	r.gate.sync(jobs, time.Now())
-	latest, verifying := r.newestJobs(shim, jobs)
+	latest, verifying := newestJobs(shim, jobs, r.retries.deleted)
 	held := r.gate.inFlight(jobview.LabelValue(shim.Name))
 	obs := &observed{shim: shim, specHash: specHash(shim), refusal: refusalOf(shim, r.opts)}
 	obs.shown = shim.Status.Artifact
@@ -220,14 +220,8 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 		if shim.Spec.FetchStrategy.Type == v1alpha1.FetchImage && !v.Preinstalled {
 			v.ImageWay = imageWay(r.opts.ServerVersion, n)
 		}
-		if j := latest[v.Node.Name]; j != nil && forMachine(&v, j) {
-			v.Job = j
-			v.Job.Result, v.Job.ResultRead = r.results.get(shim.Name, j.Object.UID)
-			current[j.Object.UID] = true
-		}
-		if j := verifying[v.Node.Name]; j != nil && forMachine(&v, j) {
-			v.Verify = j
-			v.Verify.Result, v.Verify.ResultRead = r.results.get(shim.Name, j.Object.UID)
+		for _, j := range attachJobs(&v, latest, verifying) {
+			j.Result, j.ResultRead = r.results.get(shim.Name, j.Object.UID)
 			current[j.Object.UID] = true
 		}
 		if job, ok := held[v.Node.Name]; ok && (v.Job == nil || v.Job.Object.Name != job) {
@@ -247,11 +241,11 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 // Job (it changes nothing, so the rollout does not see it). Another
 // Shim's Jobs, an earlier Shim's of the same name and Jobs a retry
 // deleted are left out.
-func (r *Reconciler) newestJobs(shim *v1alpha1.Shim, jobs []*batchv1.Job) (latest, verifying map[string]*jobview.View) {
+func newestJobs(shim *v1alpha1.Shim, jobs []*batchv1.Job, deleted func(*v1alpha1.Shim, types.UID) bool) (latest, verifying map[string]*jobview.View) {
 	latest, verifying = map[string]*jobview.View{}, map[string]*jobview.View{}
 	for _, j := range jobs {
 		jv, ok := jobview.For(j, shim)
-		if !ok || r.retries.deleted(shim, j.UID) {
+		if !ok || deleted(shim, j.UID) {
 			continue
 		}
 		byNode := latest
@@ -274,7 +268,9 @@ func (r *Reconciler) group(ctx context.Context) *errgroup.Group {
 	return g
 }
 
-func (r *Reconciler) planner(obs *observed) rollout.Planner {
+// plannerOf plans the rollout of the observed target under the Shim's
+// strategy.
+func plannerOf(obs *observed) rollout.Planner {
 	rs := obs.shim.Spec.RolloutStrategy
 	s := rollout.Strategy{}
 	if rs != nil {
@@ -298,12 +294,12 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 	if err := r.checkGate(ctx, obs); err != nil {
 		return ctrl.Result{}, err
 	}
-	d, err := fleet.Decide(obs.snapshot(), fleet.Policy{Planner: r.planner(obs), Shared: r.sharedNodes(obs), PlanFor: obs.planFor(r.opts), Delivery: r.delivery(obs)})
+	d, err := fleet.Decide(obs.snapshot(), fleet.Policy{Planner: plannerOf(obs), Shared: r.sharedNodes(obs), PlanFor: obs.planFor(r.opts), Delivery: r.delivery(obs)})
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	r.reportDecision(obs, d)
-	r.reportDelivery(obs, d.Delivered)
+	r.reportDelivery(obs, d)
 	if err := r.relabel(ctx, obs, &d); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -454,7 +450,7 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed) (ctrl.Resu
 	if !controllerutil.ContainsFinalizer(obs.shim, Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	d, err := fleet.DecideRemoval(obs.snapshot(), r.planner(obs), r.delivery(obs))
+	d, err := fleet.DecideRemoval(obs.snapshot(), plannerOf(obs), r.delivery(obs))
 	if err != nil {
 		return ctrl.Result{}, err
 	}

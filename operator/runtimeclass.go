@@ -118,7 +118,8 @@ func (r *Reconciler) ensureRuntimeClasses(ctx context.Context, obs *observed, st
 	anyInstalled, anyTouched := false, false
 	for _, v := range obs.views {
 		anyInstalled = anyInstalled || v.Label == nodelabel.Installed
-		anyTouched = anyTouched || v.Touched() || v.Held
+		// A node whose image has the shim runs no installer, so no canary.
+		anyTouched = anyTouched || !v.Preinstalled && v.Touched() || v.Held
 	}
 	specs := runtimeClassSpecs(obs.shim)
 	canary, withCanary := canaryClassSpec(obs.shim)

@@ -36,6 +36,9 @@ func (r *Reconciler) updateStatus(ctx context.Context, obs *observed, install, r
 	if obs.rollout != nil {
 		st.Rollout = obs.rollout
 	}
+	if st.Rollout != nil && obs.reverted != "" {
+		u.Cause = haltTrip(st.Rollout.Halt)
+	}
 	if u.Ready() && obs.reverted == "" {
 		if err := r.recordRevision(ctx, obs); err != nil {
 			return err

@@ -26,8 +26,12 @@ type Rollup struct {
 	// Delivered is where the progressive-delivery rules left the rollout.
 	Delivered Delivered
 	// Reverted names the target the rollout failed at when the nodes go
-	// (or went) back to the previous revision instead ("": they do not).
+	// (or went) back to the previous revision instead ("": they do not);
+	// Cause is why that rollout failed, as the status recorded it
+	// (status.rollout.halt: the health gate's trip naming the pods and
+	// nodes, or the nodes that failed).
 	Reverted string
+	Cause    *Trip
 }
 
 // Refusal is why a spec is rolled out to no node: a reason constant of
@@ -55,8 +59,14 @@ func (u Rollup) tripped() *Trip {
 	return u.Delivered.Halt
 }
 func (u Rollup) done() bool { return u.Install.Done && u.Removal.Done && !u.deleting() }
+
+// Ready: every targeted node, and at least one, has the current spec, and
+// every RuntimeClass is published. It is a function of the fleet's state
+// alone: a Shim whose every node stopped being targeted (a preinstalled
+// handler the admin removed) is as little Ready as a new Shim that
+// selects no node, even though its RuntimeClasses stay.
 func (u Rollup) Ready() bool {
-	return u.done() && u.Classes.Published && u.refused() == nil && u.Reverted == ""
+	return u.done() && u.Counts.UpdatedNodes > 0 && u.Classes.Published && u.refused() == nil && u.Reverted == ""
 }
 
 // refused is the spec's refusal, unless the Shim is being deleted (its
@@ -117,8 +127,10 @@ func readyCondition(u Rollup) metav1.Condition {
 		return condition(t, true, v1alpha1.ReasonRolledOut, fmt.Sprintf("%d of %d nodes have the current spec; %s published%s", u.Counts.UpdatedNodes, u.Counts.Nodes, runtimeClassNames(u.Shim), skipped))
 	case u.done() && len(u.Classes.Conflicts) > 0:
 		return condition(t, false, v1alpha1.ReasonRuntimeClassConflict, strings.Join(u.Classes.Conflicts, "; "))
+	case u.done() && u.Counts.UpdatedNodes == 0:
+		return condition(t, false, v1alpha1.ReasonNoNodes, "no node that can run the shim matches the selector"+skipped)
 	case u.done():
-		return condition(t, false, v1alpha1.ReasonNoNodes, "no node that can run the shim matches the selector; no RuntimeClass is published"+skipped)
+		return condition(t, false, v1alpha1.ReasonRuntimeClassPending, fmt.Sprintf("%d of %d nodes have the current spec; a RuntimeClass is still to be published", u.Counts.UpdatedNodes, u.Counts.Nodes))
 	}
 	if h := u.hold(); h != HoldNone {
 		return condition(t, false, string(h), fmt.Sprintf("%d of %d nodes have the current spec; %s%s", u.Counts.UpdatedNodes, u.Counts.Nodes, holdNote(u), skipped))
@@ -134,14 +146,27 @@ func revertReason(u Rollup) string {
 	return v1alpha1.ReasonReverting
 }
 
-// revertNote says what failed and where the nodes stand.
+// revertNote says why the rollout failed and where the nodes stand: how
+// many have the previous revision installed (a node whose revert has not
+// succeeded yet is not counted).
 func revertNote(u Rollup) string {
-	why := "a node failed"
-	if h := u.Delivered.Halt; h != nil {
-		why = h.Message
+	return fmt.Sprintf("the rollout of %s failed (%s); %d of %d nodes have the previous revision %s; change the spec to roll out again",
+		u.Reverted, RevertCause(u.Delivered.Halt, u.Cause), u.Counts.UpdatedNodes, u.Counts.Nodes, u.Counts.SpecHash)
+}
+
+// RevertCause says why a rollout failed: the halt of this decision, else
+// the one the status recorded; "a node failed" when neither says more.
+func RevertCause(halt, recorded *Trip) string {
+	for _, t := range []*Trip{halt, recorded} {
+		if t == nil {
+			continue
+		}
+		if t.Reason == v1alpha1.ReasonWorkloadFailures {
+			return "the health gate tripped: " + t.Message
+		}
+		return t.Message
 	}
-	return fmt.Sprintf("the rollout of %s failed (%s); %d of %d nodes are back on the previous revision %s; change the spec to roll out again",
-		u.Reverted, why, u.Counts.UpdatedNodes, u.Counts.Nodes, u.Counts.SpecHash)
+	return "a node failed"
 }
 
 // holdNote says why no node starts now.
@@ -228,7 +253,7 @@ func stall(u Rollup) (reason, msg string) {
 		return "", ""
 	case len(u.Classes.Conflicts) > 0:
 		return v1alpha1.ReasonRuntimeClassConflict, strings.Join(u.Classes.Conflicts, "; ")
-	case u.Counts.Nodes == 0:
+	case u.Counts.UpdatedNodes == 0:
 		return v1alpha1.ReasonNoNodes, "no node that can run the shim matches the selector" + SkippedNote(u.Nodes)
 	}
 	return "", "" // a RuntimeClass is still to be published

@@ -28,6 +28,7 @@ func TestConditions(t *testing.T) {
 	halted := rollout.Plan{Budget: 2, Halted: true, Failed: []string{"n1"}}
 	nodes := []fleet.NodeView{node("n0", target), node("n1", "")}
 	trip := &fleet.Trip{Reason: v1alpha1.ReasonWorkloadFailures, Message: "2 workload pods failing on 1 updated node"}
+	all := v1alpha1.ShimStatus{Nodes: 2, UpdatedNodes: 2}
 	for _, tc := range []struct {
 		name  string
 		u     fleet.Rollup
@@ -36,12 +37,11 @@ func TestConditions(t *testing.T) {
 	}{
 		{"rolling out", fleet.Rollup{Shim: shim, Nodes: nodes, Install: rolling, Removal: done},
 			"False/RollingOut True/NodesChanging False/NoFailures True/NodesChanging False/Reconciling", false},
-		{"rolled out", fleet.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Classes: fleet.Classes{Published: true}},
+		{"rolled out", fleet.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Counts: all, Classes: fleet.Classes{Published: true}},
 			"True/RolledOut False/Idle False/NoFailures False/RolledOut False/RolledOut", true},
-		// RuntimeClasses are published once the first node has the shim:
-		// every node done and none published is a rollout to no node.
-		{"a RuntimeClass to publish", fleet.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Counts: v1alpha1.ShimStatus{Nodes: 2}},
-			"False/NoNodes False/Idle False/NoFailures True/RuntimeClassPending False/Reconciling", false},
+		// RuntimeClasses are published once the first node has the shim.
+		{"a RuntimeClass to publish", fleet.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Counts: all},
+			"False/RuntimeClassPending False/Idle False/NoFailures True/RuntimeClassPending False/Reconciling", false},
 		{"halted", fleet.Rollup{Shim: shim, Nodes: nodes, Install: halted, Removal: done},
 			"False/RollingOut False/Halted True/NodeFailed False/Stalled True/NodeFailed", false},
 		{"refused", fleet.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Refusal: &fleet.Refusal{Reason: v1alpha1.ReasonSignatureMissing, Message: "no signature"}},
@@ -69,7 +69,7 @@ func TestConditions(t *testing.T) {
 			"False/Reverting True/Reverting True/Reverted True/Reverting False/Reconciling", false},
 		{"reverted", fleet.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Reverted: "h3", Classes: fleet.Classes{Published: true}},
 			"False/Reverted False/Idle True/Reverted False/Stalled True/Reverted", false},
-		{"paused once rolled out: ready", fleet.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Classes: fleet.Classes{Published: true}},
+		{"paused once rolled out: ready", fleet.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Counts: all, Classes: fleet.Classes{Published: true}},
 			"True/RolledOut False/Idle False/NoFailures False/RolledOut False/RolledOut", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -110,5 +110,90 @@ func TestImageSources(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ImageSources (-want +got):\n%s", diff)
+	}
+}
+
+// TestConditionsOfStateNotHistory: a Shim's conditions are a function of
+// the fleet's state, not of how it got there. A preinstalled Shim whose
+// every node stopped reporting its handler keeps its RuntimeClass (the
+// pods asking for it pend rather than being refused), while a new Shim in
+// that state never published one: both are NoNodes, Stalled, not Ready
+// (the first said Ready "0 of 0 nodes", and kubectl wait passed).
+func TestConditionsOfStateNotHistory(t *testing.T) {
+	shim := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "spin", Generation: 2}, Spec: v1alpha1.ShimSpec{RuntimeClass: v1alpha1.RuntimeClassSpec{Name: "spin"}}}
+	old := shim.DeepCopy()
+	old.Status.Revisions = []v1alpha1.Revision{{SpecHash: "h1"}}
+	old.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonRolledOut}}
+	done := rollout.Plan{Budget: 1, Done: true}
+	skipped := node("n1", "")
+	skipped.Skip = &fleet.Skip{Reason: v1alpha1.SkipHandlerNotReported, Detail: "handler spin not reported"}
+	gone := node("n2", "")
+	gone.Matching = false
+	for _, state := range []struct {
+		name  string
+		nodes []fleet.NodeView
+		want  string
+	}{
+		{"no node", nil, "False/NoNodes False/Idle False/NoFailures False/Stalled True/NoNodes"},
+		{"every node skipped", []fleet.NodeView{skipped}, "False/NoNodes False/Idle False/NoFailures False/Stalled True/NoNodes"},
+		{"no node selected", []fleet.NodeView{gone}, "False/NoNodes False/Idle False/NoFailures False/Stalled True/NoNodes"},
+	} {
+		var first []metav1.Condition
+		for _, history := range []struct {
+			name string
+			u    fleet.Rollup
+		}{
+			{"new", fleet.Rollup{Shim: shim, Install: done, Removal: done}},
+			{"rolled out before, RuntimeClass kept", fleet.Rollup{Shim: old, Install: done, Removal: done, Classes: fleet.Classes{Published: true}}},
+		} {
+			u := history.u
+			u.Nodes = state.nodes
+			u.Counts = fleet.Counts(fleet.Snapshot{Shim: u.Shim, Hash: target, Nodes: state.nodes})
+			cs := fleet.Conditions(u, nil)
+			got := make([]string, len(cs))
+			for i, c := range cs {
+				got[i] = fmt.Sprintf("%s/%s", c.Status, c.Reason)
+			}
+			if strings.Join(got, " ") != state.want || u.Ready() {
+				t.Errorf("%s, %s: conditions %s (Ready() %v), want %s", state.name, history.name, strings.Join(got, " "), u.Ready(), state.want)
+			}
+			if first == nil {
+				first = cs
+			} else if diff := cmp.Diff(first, cs); diff != "" {
+				t.Errorf("%s: the conditions depend on the history (-new +%s):\n%s", state.name, history.name, diff)
+			}
+		}
+	}
+}
+
+// TestRevertNote: a revert says why the rollout failed, the health gate's
+// trip naming the pod and node, as the status recorded it, in every
+// reconcile of the revert (not "a node failed"); and it counts the nodes
+// that have the previous revision installed.
+func TestRevertNote(t *testing.T) {
+	shim := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "spin", Generation: 3}, Spec: v1alpha1.ShimSpec{RuntimeClass: v1alpha1.RuntimeClassSpec{Name: "spin"}}}
+	trip := &fleet.Trip{Reason: v1alpha1.ReasonWorkloadFailures, Message: "1 workload pod failing on 1 updated node (limit 1 per node): n1: default/web-0 (SandboxFailed: failed to create shim task)"}
+	nodeFail := &fleet.Trip{Reason: v1alpha1.ReasonNodeFailed, Message: "node n3 failed (Conflict: handler spin is someone else's)"}
+	reverting := rollout.Plan{Budget: 1, InFlight: 1, Remaining: 1}
+	counts := v1alpha1.ShimStatus{Nodes: 3, UpdatedNodes: 2, SpecHash: "h1"}
+	for _, c := range []struct {
+		name string
+		u    fleet.Rollup
+		want string
+	}{
+		{"gate, recorded", fleet.Rollup{Shim: shim, Install: reverting, Removal: reverting, Counts: counts, Reverted: "h2", Cause: trip},
+			"the rollout of h2 failed (the health gate tripped: " + trip.Message + "); 2 of 3 nodes have the previous revision h1"},
+		{"node failure, recorded", fleet.Rollup{Shim: shim, Install: reverting, Removal: reverting, Counts: counts, Reverted: "h2", Cause: nodeFail},
+			"the rollout of h2 failed (" + nodeFail.Message + "); 2 of 3 nodes have the previous revision h1"},
+		{"nothing recorded", fleet.Rollup{Shim: shim, Install: reverting, Removal: reverting, Counts: counts, Reverted: "h2"},
+			"the rollout of h2 failed (a node failed); 2 of 3 nodes have the previous revision h1"},
+	} {
+		for _, cond := range fleet.Conditions(c.u, nil) {
+			if cond.Type == v1alpha1.ConditionReady || cond.Type == v1alpha1.ConditionDegraded || cond.Type == v1alpha1.ConditionProgressing {
+				if !strings.HasPrefix(cond.Message, c.want) {
+					t.Errorf("%s: %s says %q, want it to start %q", c.name, cond.Type, cond.Message, c.want)
+				}
+			}
+		}
 	}
 }

@@ -112,6 +112,13 @@
   - get
   - create
   - update
+- apiGroups:
+  - ""
+  resources:
+  - events
+  verbs:
+  - create
+  - patch
 {{- end }}
 
 {{- define "shimkit.generated.podSecurityContext" -}}

@@ -914,8 +914,11 @@ type RolloutStatus struct {
 	// wait for one.
 	// +optional
 	NextWindow *metav1.Time `json:"nextWindow,omitempty"`
-	// halt says why the rollout of the target stopped (WorkloadFailures):
-	// it stays stopped until the spec changes (or the retry annotation).
+	// halt says why the rollout of the target stopped: WorkloadFailures
+	// (the health gate tripped; the message names the pods and nodes), or
+	// NodeFailed when onFailure: Revert takes the nodes back after a node
+	// failed. It stays stopped until the spec changes (or the retry
+	// annotation).
 	// +optional
 	Halt *RolloutHalt `json:"halt,omitempty"`
 	// revertedTo is the revision the nodes go back to (onFailure: Revert).

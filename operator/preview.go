@@ -1,0 +1,123 @@
+package operator
+
+import (
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/fleet"
+	"github.com/shimkit/shimkit/runtimeclass"
+)
+
+// Preview is what the operator would do with a Shim's spec on the fleet
+// as it is: the same decision a reconcile makes (fleet.Decide, through
+// fleet.Simulate wave after wave), computed from lists read once, writing
+// nothing. kubectl shimkit plan prints it.
+type Preview struct {
+	Shim *v1alpha1.Shim
+	// Target is the hash the rollout converges to; Pinned: it includes
+	// the artifact the status pinned for this spec (else the operator
+	// resolves the artifact when it rolls the spec out, and the nodes'
+	// plans pin what it finds).
+	Target string
+	Pinned bool
+	// Refusal is why the operator would roll the spec out to no node.
+	Refusal *fleet.Refusal
+	// Views are the nodes as the Shim sees them, before the rollout.
+	Views []fleet.NodeView
+	// Simulation is the rollout's course: its first wave is what the
+	// operator's next reconcile starts.
+	Simulation fleet.Simulation
+	// Classes are the Shim's RuntimeClasses and what becomes of each.
+	Classes []ClassPreview
+}
+
+// ClassPreview is one RuntimeClass of the Shim and what the rollout does
+// with it.
+type ClassPreview struct {
+	Name, Handler string
+	// Action: Create (once the first node has the shim), Update,
+	// Unchanged, or Conflict (not the Shim's: never touched; the Shim is
+	// Degraded RuntimeClassConflict), with Owner naming its controller
+	// ("": none, an admin's or another tool's).
+	Action string
+	Owner  string
+}
+
+// RuntimeClass preview actions.
+const (
+	ClassCreate    = "Create"
+	ClassUpdate    = "Update"
+	ClassUnchanged = "Unchanged"
+	ClassConflict  = "Conflict"
+)
+
+// PreviewRollout decides for shim (a spec to apply, carrying the live
+// Shim's identity and status when it exists) on the nodes, the operator's
+// Jobs and the cluster's RuntimeClasses, at now. What it cannot see: the
+// installers' results a reconcile reads from their pods (a Job's
+// conditions stand in), other Shims' pending installs (batches), and the
+// health gate's verdict on workloads; installs take no time in it.
+func PreviewRollout(shim *v1alpha1.Shim, nodes []*corev1.Node, jobs []*batchv1.Job, classes []nodev1.RuntimeClass, opts Options, now time.Time) (*Preview, error) {
+	opts = opts.withDefaults()
+	obs := &observed{shim: shim, specHash: specHash(shim), refusal: refusalOf(shim, opts)}
+	obs.art = pinOf(shim, obs.specHash)
+	obs.hash = targetHash(shim, obs.specHash, obs.art)
+	obs.windows, obs.steps, _ = rolloutRules(shim)
+	p := &Preview{Shim: shim, Target: obs.hash, Pinned: obs.art != nil || pinnedBySpec(shim.Spec.FetchStrategy)}
+	if ref := obs.refusal; ref != nil {
+		p.Refusal = &fleet.Refusal{Reason: ref.reason, Message: ref.message}
+	}
+	obs.views = NodeViews(shim, nodes, jobs)
+	p.Views = append([]fleet.NodeView(nil), obs.views...)
+	dl := fleet.Delivery{Now: now, Windows: obs.windows, Steps: obs.steps}
+	if rs := shim.Spec.RolloutStrategy; rs != nil {
+		dl.Paused = rs.Paused
+	}
+	if st := rolloutOf(shim, obs.hash); st != nil && st.Halt != nil {
+		dl.Halt = haltTrip(st.Halt)
+	}
+	sim, err := fleet.Simulate(obs.snapshot(), fleet.Policy{Planner: plannerOf(obs), PlanFor: obs.planFor(opts), Delivery: dl})
+	if err != nil {
+		return nil, err
+	}
+	p.Simulation = sim
+	p.Classes = previewClasses(shim, classes)
+	return p, nil
+}
+
+// previewClasses says what becomes of each of the Shim's RuntimeClasses.
+func previewClasses(shim *v1alpha1.Shim, existing []nodev1.RuntimeClass) []ClassPreview {
+	byName := map[string]*nodev1.RuntimeClass{}
+	for i := range existing {
+		byName[existing[i].Name] = &existing[i]
+	}
+	var out []ClassPreview
+	for _, spec := range runtimeClassSpecs(shim) {
+		c := ClassPreview{Name: spec.Name, Handler: spec.Handler, Action: ClassCreate}
+		switch rc := byName[spec.Name]; {
+		case rc == nil:
+		case !runtimeclass.Owned(rc, shim.UID):
+			c.Action, c.Owner = ClassConflict, ownerOf(rc)
+		case runtimeclass.UpToDate(rc, spec.Spec):
+			c.Action = ClassUnchanged
+		default:
+			c.Action = ClassUpdate
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// ownerOf names a RuntimeClass's controller ("": none).
+func ownerOf(rc *nodev1.RuntimeClass) string {
+	for _, o := range rc.OwnerReferences {
+		if o.Controller != nil && *o.Controller {
+			return o.Kind + " " + o.Name
+		}
+	}
+	return ""
+}

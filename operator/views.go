@@ -1,0 +1,49 @@
+package operator
+
+import (
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/fleet"
+	"github.com/shimkit/shimkit/operator/jobview"
+)
+
+// NodeViews is how the Shim sees each node, read as a reconcile reads it:
+// whether it matches and can run the shim (and if not, why it is
+// skipped), its label, hash and records, and the newest install or
+// uninstall Job and the newest verifying Job the Shim has there. A Job's
+// result is what its conditions say (a reconcile also reads the
+// installer's result from the Job's pod). It reads nothing and writes
+// nothing: tools (kubectl shimkit) show the fleet as the operator sees it.
+func NodeViews(shim *v1alpha1.Shim, nodes []*corev1.Node, jobs []*batchv1.Job) []fleet.NodeView {
+	latest, verifying := newestJobs(shim, jobs, func(*v1alpha1.Shim, types.UID) bool { return false })
+	canary := canaryHash(shim)
+	views := make([]fleet.NodeView, 0, len(nodes))
+	for _, n := range nodes {
+		v := viewNode(shim, n, canary)
+		attachJobs(&v, latest, verifying)
+		if why, ok := readOnlyHost(&v, shim.Status.SpecHash); ok && v.Matching && v.Skip == nil {
+			v.Skip = &fleet.Skip{Reason: v1alpha1.SkipReadOnlyHost, Detail: why}
+		}
+		views = append(views, v)
+	}
+	return views
+}
+
+// attachJobs gives the node's view its newest Jobs (install or uninstall,
+// and verifying) when they tell of the node's machine now, and returns
+// those it attached.
+func attachJobs(v *fleet.NodeView, latest, verifying map[string]*jobview.View) []*jobview.View {
+	var out []*jobview.View
+	if j := latest[v.Node.Name]; j != nil && forMachine(v, j) {
+		v.Job = j
+		out = append(out, j)
+	}
+	if j := verifying[v.Node.Name]; j != nil && forMachine(v, j) {
+		v.Verify = j
+		out = append(out, j)
+	}
+	return out
+}
