@@ -62,6 +62,6 @@ if [[ -n $IMAGE_PREFIX ]]; then
 fi
 "$HELM" package "$work/shimkit" --version "$VERSION" --app-version "$VERSION" --destination "$DIST" >/dev/null
 
-(cd "$DIST" && sha256sum -- *.tar *.tgz *.cdx.json >sha256sums.txt)
+(cd "$DIST" && sha256sum -- shimkit-*.tar shimkit-*.tgz shimkit-*.cdx.json >sha256sums.txt)
 echo "release $VERSION in $DIST:"
 ls -l "$DIST"

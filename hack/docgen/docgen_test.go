@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func TestChartValues(t *testing.T) {
@@ -64,6 +66,20 @@ func TestOperatorMetrics(t *testing.T) {
 	op := byName["shimkit_node_operation_duration_seconds"]
 	if op.kind != "histogram" || !slices.Equal(op.labels, []string{"shim", "op", "result", "reason"}) || len(op.buckets) == 0 {
 		t.Errorf("shimkit_node_operation_duration_seconds: %+v", op)
+	}
+}
+
+// A collector that is no vector is described too, without labels.
+func TestDescribePlain(t *testing.T) {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "x_up", Help: "Up."})
+	m, err := describe(g)
+	if err != nil || m.name != "x_up" || m.kind != "gauge" || len(m.labels) != 0 || m.help != "Up." {
+		t.Errorf("describe(Gauge) = %+v, %v", m, err)
+	}
+	v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "x_total", Help: "X."}, []string{"b", "a", "c"})
+	m, err = describe(v)
+	if err != nil || !slices.Equal(m.labels, []string{"b", "a", "c"}) || m.kind != "counter" {
+		t.Errorf("describe(CounterVec) = %+v, %v; want labels in declared order b, a, c", m, err)
 	}
 }
 

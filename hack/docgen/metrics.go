@@ -98,7 +98,7 @@ func operatorMetrics() ([]metric, error) {
 
 // describe makes one series of a metric vector, labelled L0, L1, ... so
 // that the labels' declared order can be read back, and reads the metric
-// from a registry of its own.
+// from a registry of its own (one collector, one metric family).
 func describe(c prometheus.Collector) (metric, error) {
 	var with func(...string) error
 	switch v := c.(type) {
@@ -108,12 +108,14 @@ func describe(c prometheus.Collector) (metric, error) {
 		with = func(l ...string) error { _, err := v.GetMetricWithLabelValues(l...); return err }
 	case *prometheus.HistogramVec:
 		with = func(l ...string) error { _, err := v.GetMetricWithLabelValues(l...); return err }
-	default:
-		return metric{}, fmt.Errorf("collector %T: not a gauge, counter or histogram vector", c)
+	case *prometheus.SummaryVec:
+		with = func(l ...string) error { _, err := v.GetMetricWithLabelValues(l...); return err }
 	}
+	// A collector that is no vector (a Gauge, a GaugeFunc, ...) has no
+	// variable labels and collects its one series as it is.
 	n := 0
-	for ; with(placeholders(n)...) != nil; n++ {
-		if n > 16 {
+	for with != nil && with(placeholders(n)...) != nil {
+		if n++; n > 16 {
 			return metric{}, fmt.Errorf("collector %T: no label count up to 16 fits", c)
 		}
 	}
