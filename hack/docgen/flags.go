@@ -9,6 +9,7 @@ import (
 	"github.com/shimkit/shimkit/installer/cli"
 	"github.com/shimkit/shimkit/operator/manager"
 	"github.com/shimkit/shimkit/operator/migrate"
+	"github.com/shimkit/shimkit/operator/plugin"
 )
 
 // helpText is one command's --help, as its binary prints it.
@@ -47,6 +48,9 @@ func helps() ([]helpText, error) {
 			out = append(out, helpText{"shimkit-installer " + cmd + " --help", "shimkit-installer " + cmd, text})
 		}
 	}
+	var po, pe bytes.Buffer
+	plugin.Run(ctx, []string{"status", "--help"}, noEnv, &po, &pe)
+	out = append(out, helpText{"kubectl shimkit status|plan --help", "kubectl shimkit", po.String() + pe.String()})
 	for _, h := range out {
 		if !strings.Contains(h.text, "-") || len(h.text) < 40 {
 			return nil, fmt.Errorf("%s: no help text: %q", h.command, h.text)

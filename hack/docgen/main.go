@@ -6,8 +6,8 @@
 //   - metrics.md: every metric the operator registers, read from the
 //     registry its reconciler registers into (names, types, labels, help,
 //     buckets);
-//   - flags.md: the --help of shimkit-operator, shimkit-operator migrate
-//     and shimkit-installer, run in this process;
+//   - flags.md: the --help of shimkit-operator, shimkit-operator migrate,
+//     shimkit-installer and kubectl shimkit, run in this process;
 //   - helm-values.md: every key of the chart's values.yaml with its
 //     default and the comment above it;
 //   - reasons.md: every failure, condition and skip reason, from the
