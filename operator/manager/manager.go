@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -178,11 +179,9 @@ func run(ctx context.Context, opts operator.Options, m managerFlags) error {
 	if m.qps <= 0 {
 		cfg.QPS = -1 // client-go reads 0 as its default of 5 per second
 	}
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return err
-		}
+	scheme, err := Scheme()
+	if err != nil {
+		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
@@ -223,6 +222,32 @@ func run(ctx context.Context, opts operator.Options, m managerFlags) error {
 
 // Main is the whole of main: signals end the operator gracefully.
 func Main() { os.Exit(Run(ctrl.SetupSignalHandler(), os.Args[1:], os.Getenv, os.Stderr)) }
+
+// Scheme is the scheme of the operator and its commands: Kubernetes' own
+// types and the Shim API.
+func Scheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
+	}
+	return scheme, nil
+}
+
+// NewClient is a client of the cluster of the kubeconfig file (RESTConfig)
+// with Scheme, for the operator's commands (migrate, kubectl shimkit).
+func NewClient(kubeconfig string) (client.Client, error) {
+	cfg, err := RESTConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: scheme})
+}
 
 // RESTConfig loads the kubeconfig file, or when it is empty the in-cluster
 // config, $KUBECONFIG or ~/.kube/config.

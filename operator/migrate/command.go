@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -76,7 +75,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		return 2
 	}
-	c, err := newClient(*kubeconfig)
+	c, err := manager.NewClient(*kubeconfig)
 	if err != nil {
 		fmt.Fprintf(stderr, "shimkit-operator migrate: %v\n", err)
 		return 1
@@ -90,20 +89,6 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return 1
 	}
 	return 0
-}
-
-func newClient(kubeconfig string) (client.Client, error) {
-	cfg, err := manager.RESTConfig(kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return nil, err
-		}
-	}
-	return client.New(cfg, client.Options{Scheme: scheme})
 }
 
 // migration is one run of the command.

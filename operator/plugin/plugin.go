@@ -12,8 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -66,7 +64,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stderr, "kubectl shimkit %s: want %s\n", cmd, map[string]string{"status": "NAME", "plan": "NAME or -f FILE"}[cmd])
 		return 2
 	}
-	c, err := newClient(*kubeconfig)
+	c, err := manager.NewClient(*kubeconfig)
 	if err == nil {
 		r := reader{c: c, namespace: *namespace}
 		if cmd == "status" {
@@ -110,20 +108,6 @@ func hasValue(flag string) bool {
 		}
 	}
 	return false
-}
-
-func newClient(kubeconfig string) (client.Client, error) {
-	cfg, err := manager.RESTConfig(kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return nil, err
-		}
-	}
-	return client.New(cfg, client.Options{Scheme: scheme})
 }
 
 // reader reads what the operator reads, once.
