@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 
+	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/runtimeclass"
@@ -57,11 +58,11 @@ const (
 
 // PreviewRollout decides for shim (a spec to apply, carrying the live
 // Shim's identity and status when it exists) on the nodes, the operator's
-// Jobs and the cluster's RuntimeClasses, at now. What it cannot see: the
-// installers' results a reconcile reads from their pods (a Job's
-// conditions stand in), other Shims' pending installs (batches), and the
-// health gate's verdict on workloads; installs take no time in it.
-func PreviewRollout(shim *v1alpha1.Shim, nodes []*corev1.Node, jobs []*batchv1.Job, classes []nodev1.RuntimeClass, opts Options, now time.Time) (*Preview, error) {
+// Jobs (with their installers' results, as NodeViews reads them) and the
+// cluster's RuntimeClasses, at now. What it cannot see: other Shims'
+// pending installs (batches) and the health gate's verdict on workloads;
+// installs take no time in it.
+func PreviewRollout(shim *v1alpha1.Shim, nodes []*corev1.Node, jobs []*batchv1.Job, result func(*batchv1.Job) *plan.NodeResult, classes []nodev1.RuntimeClass, opts Options, now time.Time) (*Preview, error) {
 	opts = opts.withDefaults()
 	obs := &observed{shim: shim, specHash: specHash(shim), refusal: refusalOf(shim, opts)}
 	obs.art = pinOf(shim, obs.specHash)
@@ -71,7 +72,7 @@ func PreviewRollout(shim *v1alpha1.Shim, nodes []*corev1.Node, jobs []*batchv1.J
 	if ref := obs.refusal; ref != nil {
 		p.Refusal = &fleet.Refusal{Reason: ref.reason, Message: ref.message}
 	}
-	obs.views = NodeViews(shim, nodes, jobs)
+	obs.views = NodeViews(shim, nodes, jobs, result)
 	p.Views = append([]fleet.NodeView(nil), obs.views...)
 	dl := fleet.Delivery{Now: now, Windows: obs.windows, Steps: obs.steps}
 	if rs := shim.Spec.RolloutStrategy; rs != nil {

@@ -5,6 +5,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/operator/jobview"
@@ -13,17 +14,22 @@ import (
 // NodeViews is how the Shim sees each node, read as a reconcile reads it:
 // whether it matches and can run the shim (and if not, why it is
 // skipped), its label, hash and records, and the newest install or
-// uninstall Job and the newest verifying Job the Shim has there. A Job's
-// result is what its conditions say (a reconcile also reads the
-// installer's result from the Job's pod). It reads nothing and writes
-// nothing: tools (kubectl shimkit) show the fleet as the operator sees it.
-func NodeViews(shim *v1alpha1.Shim, nodes []*corev1.Node, jobs []*batchv1.Job) []fleet.NodeView {
+// uninstall Job and the newest verifying Job the Shim has there, with the
+// installer's result of a finished one (result: read from the Job's pods,
+// as a reconcile reads it, nodejob.JobResult; nil: the Job's conditions
+// alone). It calls no API server and writes nothing: tools (kubectl
+// shimkit) show the fleet as the operator sees it.
+func NodeViews(shim *v1alpha1.Shim, nodes []*corev1.Node, jobs []*batchv1.Job, result func(*batchv1.Job) *plan.NodeResult) []fleet.NodeView {
 	latest, verifying := newestJobs(shim, jobs, func(*v1alpha1.Shim, types.UID) bool { return false })
 	canary := canaryHash(shim)
 	views := make([]fleet.NodeView, 0, len(nodes))
 	for _, n := range nodes {
 		v := viewNode(shim, n, canary)
-		attachJobs(&v, latest, verifying)
+		for _, j := range attachJobs(&v, latest, verifying) {
+			if result != nil && !j.Running() {
+				j.Result, j.ResultRead = result(j.Object), true
+			}
+		}
 		if why, ok := readOnlyHost(&v, shim.Status.SpecHash); ok && v.Matching && v.Skip == nil {
 			v.Skip = &fleet.Skip{Reason: v1alpha1.SkipReadOnlyHost, Detail: why}
 		}

@@ -15,11 +15,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/version"
 	"github.com/shimkit/shimkit/operator"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/jobview"
 	"github.com/shimkit/shimkit/operator/manager"
+	"github.com/shimkit/shimkit/operator/nodejob"
 	"github.com/shimkit/shimkit/operator/report"
 )
 
@@ -116,6 +118,22 @@ type reader struct {
 	namespace string
 }
 
+// results reads the installers' results of the shim's finished Jobs from
+// their pods, as the operator does (one list of the namespace's pods).
+func (r reader) results(ctx context.Context, shim string) (func(*batchv1.Job) *plan.NodeResult, error) {
+	var pods corev1.PodList
+	if err := r.c.List(ctx, &pods, client.InNamespace(r.namespace)); err != nil {
+		return nil, fmt.Errorf("list pods in %s: %w", r.namespace, err)
+	}
+	byJob := map[string][]corev1.Pod{}
+	for _, p := range pods.Items {
+		if uid := p.Labels[nodejob.LabelControllerUID]; uid != "" {
+			byJob[uid] = append(byJob[uid], p)
+		}
+	}
+	return func(j *batchv1.Job) *plan.NodeResult { return nodejob.JobResult(j, byJob[string(j.UID)], shim) }, nil
+}
+
 // fleet lists the nodes and the operator's Jobs.
 func (r reader) fleet(ctx context.Context) ([]*corev1.Node, []*batchv1.Job, error) {
 	var nodes corev1.NodeList
@@ -146,7 +164,11 @@ func (r reader) status(ctx context.Context, w io.Writer, name, output string) er
 	if err != nil {
 		return err
 	}
-	return report.Write(w, shim, report.Status(shim, operator.NodeViews(shim, nodes, jobs)), output, time.Now())
+	results, err := r.results(ctx, shim.Name)
+	if err != nil {
+		return err
+	}
+	return report.Write(w, shim, report.Status(shim, operator.NodeViews(shim, nodes, jobs, results)), output, time.Now())
 }
 
 func (r reader) plan(ctx context.Context, w io.Writer, name, file, output string) error {
@@ -158,12 +180,16 @@ func (r reader) plan(ctx context.Context, w io.Writer, name, file, output string
 	if err != nil {
 		return err
 	}
+	results, err := r.results(ctx, shim.Name)
+	if err != nil {
+		return err
+	}
 	var classes nodev1.RuntimeClassList
 	if err := r.c.List(ctx, &classes); err != nil {
 		return fmt.Errorf("list RuntimeClasses: %w", err)
 	}
 	now := time.Now()
-	p, err := operator.PreviewRollout(shim, nodes, jobs, classes.Items, operator.Options{InstallerImage: "-", Namespace: r.namespace}, now)
+	p, err := operator.PreviewRollout(shim, nodes, jobs, results, classes.Items, operator.Options{InstallerImage: "-", Namespace: r.namespace}, now)
 	if err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ func TestPlanGolden(t *testing.T) {
 	shim.Spec.RolloutStrategy = &v1alpha1.RolloutStrategy{Type: v1alpha1.RolloutRolling, Rolling: &v1alpha1.RollingUpdate{MaxUpdate: &two},
 		Steps: []v1alpha1.RolloutStep{{Nodes: intstr.FromInt32(1), Bake: &metav1.Duration{Duration: 600e9}}, {Nodes: intstr.FromString("100%")}}}
 	foreign := nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "spin"}, Handler: "spin"}
-	p, err := operator.PreviewRollout(shim, nodes, jobs, []nodev1.RuntimeClass{foreign}, operator.Options{InstallerImage: "shimkit-installer:test", Namespace: "shimkit-system"}, now)
+	p, err := operator.PreviewRollout(shim, nodes, jobs, results, []nodev1.RuntimeClass{foreign}, operator.Options{InstallerImage: "shimkit-installer:test", Namespace: "shimkit-system"}, now)
 	if err != nil {
 		t.Fatal(err)
 	}

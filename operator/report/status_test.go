@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/golden"
 	"github.com/shimkit/shimkit/nodelabel/record"
 	"github.com/shimkit/shimkit/operator"
@@ -89,11 +90,20 @@ func fleetOf() (*v1alpha1.Shim, []*corev1.Node, []*batchv1.Job) {
 	return shim, nodes, jobs
 }
 
+// results is what the installers of the fleet's finished Jobs reported:
+// n-failed's refused a handler of someone else's.
+func results(j *batchv1.Job) *plan.NodeResult {
+	if j.Labels[jobview.LabelNode] == "n-failed" {
+		return &plan.NodeResult{Outcome: plan.RolledBack, Reason: plan.ReasonConflict, Message: "handler spin in /etc/containerd/config.toml is someone else's"}
+	}
+	return nil
+}
+
 // TestStatusGolden: kubectl shimkit status's table, wide table, JSON and
 // YAML for a fleet with a node of every state.
 func TestStatusGolden(t *testing.T) {
 	shim, nodes, jobs := fleetOf()
-	rows := report.Status(shim, operator.NodeViews(shim, nodes, jobs))
+	rows := report.Status(shim, operator.NodeViews(shim, nodes, jobs, results))
 	for _, format := range []string{report.FormatTable, report.FormatWide, report.FormatJSON, report.FormatYAML} {
 		var b bytes.Buffer
 		if err := report.Write(&b, shim, rows, format, now); err != nil {
@@ -114,7 +124,7 @@ func TestStatusGolden(t *testing.T) {
 func TestStatusStates(t *testing.T) {
 	shim, nodes, jobs := fleetOf()
 	got := map[string]string{}
-	for _, r := range report.Status(shim, operator.NodeViews(shim, nodes, jobs)) {
+	for _, r := range report.Status(shim, operator.NodeViews(shim, nodes, jobs, results)) {
 		got[r.Node] = r.State + "/" + r.Reason
 	}
 	want := map[string]string{
