@@ -3,7 +3,7 @@
 # them per version under $SHIMKIT_CACHE (default: the user cache dir), so a
 # second run rebuilds nothing.
 #
-#   hack/bins.sh            envtest (kube-apiserver, etcd), the containerd matrix and gVisor
+#   hack/bins.sh            envtest (kube-apiserver, etcd), the containerd matrix, gVisor and CRI-O
 #   hack/bins.sh cluster    also kubelet, kube-controller-manager, kube-scheduler, kubectl
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -56,6 +56,19 @@ gvisor() {
 		"gvisor.dev/gvisor/runsc@$GVISOR_VERSION" "gvisor.dev/gvisor/shim@$GVISOR_VERSION"
 	mv "$out/shim" "$out/containerd-shim-runsc-v1"
 }
+# CRI-O: crio from the module (its go.mod has no replace or exclude, so
+# `go install pkg@version` works) without seccomp, SELinux, AppArmor, btrfs or
+# gpgme (the Makefile's tag scripts would probe for their C libraries); pinns
+# is CRI-O's small C helper, compiled with gcc alone from the module's source.
+crio_tags="containers_image_openpgp containers_image_ostree_stub exclude_graphdriver_btrfs exclude_graphdriver_devicemapper"
+crio() {
+	GOBIN=$out GOFLAGS=-buildvcs=false go install -trimpath -tags "$crio_tags" -ldflags "-s -w" \
+		"github.com/cri-o/cri-o/cmd/crio@$CRIO_VERSION"
+	local src
+	src=$(cd "$out" && go mod download -json "github.com/cri-o/cri-o@$CRIO_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	gcc -std=c99 -O2 -Wall -Wextra -static -o "$out/pinns" "$src"/pinns/src/*.c
+	strip -s "$out/pinns"
+}
 
 # The Kubernetes binaries in one go build (envtest needs kube-apiserver; the
 # cluster the rest): one compile of what they share, their links side by side.
@@ -74,3 +87,4 @@ for v in "$CONTAINERD_22_VERSION" "$CONTAINERD_23_VERSION"; do
 done
 build "$cache/bin/containerd-$CONTAINERD_17_VERSION" containerd ctr containerd-shim-runc-v2 -- containerd1
 build "$cache/bin/gvisor-$GVISOR_VERSION" runsc containerd-shim-runsc-v1 -- gvisor
+build "$cache/bin/crio-$CRIO_VERSION" crio pinns -- crio
