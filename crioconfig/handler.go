@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	units "github.com/docker/go-units"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -156,6 +157,8 @@ func checkPath(p string, required bool) error {
 		return nil
 	case !path.IsAbs(p) || path.Clean(p) != p:
 		return fmt.Errorf("must be a clean absolute path")
+	case !utf8.ValidString(p):
+		return fmt.Errorf("is not UTF-8 (TOML files are)")
 	case strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }):
 		return fmt.Errorf("contains a control character")
 	}

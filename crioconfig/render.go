@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/pelletier/go-toml/v2"
 )
@@ -115,7 +116,7 @@ func verifyRendered(data []byte, h RuntimeHandler) error {
 // checkOwner accepts a non-empty owner without control characters (it is
 // written into a comment line).
 func checkOwner(owner string) error {
-	if owner == "" || strings.ContainsFunc(owner, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+	if owner == "" || !utf8.ValidString(owner) || strings.ContainsFunc(owner, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return fmt.Errorf("crioconfig: owner %q must be non-empty and on one line", owner)
 	}
 	return nil
