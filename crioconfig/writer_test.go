@@ -313,7 +313,9 @@ func TestRollback(t *testing.T) {
 	before := n.tree()
 	w := NewWriter(n.tg, "shim/a")
 	for _, op := range []func() (*Change, error){
-		func() (*Change, error) { return w.Install(ctx, with(crunHandler, func(h *RuntimeHandler) { h.ContainerMinMemory = "12MiB" })) },
+		func() (*Change, error) {
+			return w.Install(ctx, with(crunHandler, func(h *RuntimeHandler) { h.ContainerMinMemory = "12MiB" }))
+		},
 		func() (*Change, error) { return w.Install(ctx, kataHandler) },
 		func() (*Change, error) { return w.Uninstall(ctx, "crun-wasm") },
 	} {
