@@ -69,10 +69,10 @@ func or(s, def string) string {
 // and checks that they are on one filesystem, so that a file renamed from
 // one into the other appears whole.
 func (t Target) checkLayout() error {
-	drop, state := filepath.Clean(t.dropInDir()), filepath.Clean(t.stateDir())
-	if rel, err := filepath.Rel(drop, state); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
-		return fmt.Errorf("crioconfig: state directory %s is inside the drop-in directory %s, which CRI-O loads whole", state, drop)
+	if err := t.checkStateOutside(); err != nil {
+		return err
 	}
+	drop, state := filepath.Clean(t.dropInDir()), filepath.Clean(t.stateDir())
 	var devs [2]uint64
 	for i, d := range []string{drop, state} {
 		if err := os.MkdirAll(t.local(d), 0o755); err != nil {
@@ -86,6 +86,17 @@ func (t Target) checkLayout() error {
 	}
 	if devs[0] != devs[1] {
 		return fmt.Errorf("crioconfig: state directory %s and drop-in directory %s are on different filesystems; a drop-in could not be renamed into place whole", state, drop)
+	}
+	return nil
+}
+
+// checkStateOutside refuses a state directory at or under the drop-in
+// directory: CRI-O would load shimkit's records, journals and temporary
+// files.
+func (t Target) checkStateOutside() error {
+	drop, state := filepath.Clean(t.dropInDir()), filepath.Clean(t.stateDir())
+	if rel, err := filepath.Rel(drop, state); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+		return fmt.Errorf("crioconfig: state directory %s is inside the drop-in directory %s, which CRI-O loads whole", state, drop)
 	}
 	return nil
 }

@@ -73,6 +73,9 @@ func (w *Writer) planInstall(h RuntimeHandler) ([]fileEdit, error) {
 		return nil, err
 	}
 	t := w.Target
+	if err := t.checkStateOutside(); err != nil {
+		return nil, err
+	}
 	if err := checkBinary(t, h); err != nil {
 		return nil, err
 	}
