@@ -49,7 +49,7 @@ func TestRealCRIOPodOnOCIHandler(t *testing.T) {
 	sbConfig := &runtimeapi.PodSandboxConfig{
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: "canary", Namespace: "default", Uid: "canary-uid"},
 		LogDirectory: filepath.Join(c.Dir, "log/pods/canary"),
-		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+		Linux: &runtimeapi.LinuxPodSandboxConfig{CgroupParent: c.CgroupParent(), SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
 			NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE, Pid: runtimeapi.NamespaceMode_CONTAINER},
 		}},
 	}
@@ -100,6 +100,9 @@ func TestRealCRIOPodOnOCIHandler(t *testing.T) {
 	}
 	if err != nil {
 		t.Fatalf("long-running container: %v\n%s", err, c.LogTail())
+	}
+	if m, _ := filepath.Glob("/sys/fs/cgroup/*" + c.CgroupParent()); len(m) == 0 {
+		t.Errorf("no cgroup %s: the pod's cgroups are elsewhere, and Teardown would not remove them", c.CgroupParent())
 	}
 	if pids := testutil.ProcessesMentioning(runc); len(pids) == 0 {
 		t.Errorf("no process (conmon) runs the handler's binary %s", runc)

@@ -369,6 +369,40 @@ func (c *CRIO) Teardown(ctx context.Context) error {
 		}
 		errs = append(errs, fmt.Errorf("mounts left behind: %v", mounts))
 	}
+	errs = append(errs, c.removeCgroups())
+	return errors.Join(errs...)
+}
+
+// CgroupParent is the cgroup (cgroupfs) the test's pod sandboxes should
+// name as their parent (LinuxPodSandboxConfig.CgroupParent), so that
+// Teardown finds and removes what CRI-O leaves there (it keeps an empty
+// crio-conmon-<id> cgroup of a container now and then).
+func (c *CRIO) CgroupParent() string { return "/shimkit-" + filepath.Base(c.Dir) }
+
+// removeCgroups removes CgroupParent, deepest first, from every mounted
+// hierarchy; a cgroup that still holds a process is an error.
+func (c *CRIO) removeCgroups() error {
+	roots, _ := filepath.Glob("/sys/fs/cgroup/*")
+	roots = append(roots, "/sys/fs/cgroup")
+	var errs []error
+	for _, root := range roots {
+		top := filepath.Join(root, c.CgroupParent())
+		if _, err := os.Stat(top); err != nil {
+			continue
+		}
+		var dirs []string
+		_ = filepath.WalkDir(top, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		for i := len(dirs) - 1; i >= 0; i-- {
+			if err := os.Remove(dirs[i]); err != nil {
+				errs = append(errs, fmt.Errorf("cgroup left behind: %w", err))
+			}
+		}
+	}
 	return errors.Join(errs...)
 }
 
