@@ -336,3 +336,49 @@ func TestRealCRIOForeignFileAndRollback(t *testing.T) {
 		t.Errorf("the admin's drop-in changed: %q", got)
 	}
 }
+
+// TestRealCRIOStopsOnUnreadableDropIn: a file under crio.conf.d that is
+// not TOML (whatever its name), or a symlink to a directory there, stops
+// CRI-O (`crio config` fails as the daemon would); the Writer refuses to
+// add a handler beside it (ErrParse naming the file), so that CRI-O is
+// not restarted into a failure that is not shimkit's.
+func TestRealCRIOStopsOnUnreadableDropIn(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(c *testutil.CRIO) string // returns the offending file
+	}{
+		{"notes file that is not TOML", func(c *testutil.CRIO) string {
+			p := filepath.Join(c.DropInDir, "README.txt")
+			if err := os.WriteFile(p, []byte("Drop-ins go here: [crio.runtime\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}},
+		{"symlink to a directory", func(c *testutil.CRIO) string {
+			p := filepath.Join(c.DropInDir, "60-link")
+			if err := os.Symlink(c.Dir, p); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := testutil.NewCRIO(t)
+			bad := tc.setup(c)
+			if out, err := c.ConfigOutput(context.Background()); err == nil || !strings.Contains(err.Error(), bad) {
+				t.Fatalf("crio config with %s: %v\n%s", bad, err, out)
+			}
+			crun := installCopy(t, c, "/usr/bin/crun", "opt/shimkit/bin/crun")
+			_, err := crioconfig.NewWriter(target(c), "shim/test").Install(context.Background(),
+				crioconfig.RuntimeHandler{Name: "crun-shimkit", Kind: crioconfig.KindOCI, RuntimePath: crun})
+			var fe *crioconfig.FileError
+			if !errors.Is(err, crioconfig.ErrParse) || !errors.As(err, &fe) || fe.Path != bad {
+				t.Fatalf("Install = %v, want ErrParse naming %s", err, bad)
+			}
+			if _, err := os.Stat(filepath.Join(c.DropInDir, crioconfig.DropInName("crun-shimkit"))); err == nil {
+				t.Error("the drop-in was written")
+			}
+		})
+	}
+}

@@ -58,12 +58,13 @@ func Scan(t Target) (*Snapshot, error) {
 		if d.IsDir() {
 			return nil
 		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
 		rel, _ := filepath.Rel(root, p)
-		src, err := parseSource(filepath.Join(t.dropInDir(), rel), data)
+		node := filepath.Join(t.dropInDir(), rel)
+		data, err := os.ReadFile(p)
+		if err != nil { // a symlink to a directory, an unreadable file: CRI-O stops too
+			return fileErr(node, ErrParse, "CRI-O reads every file here and cannot read this one: %v", err)
+		}
+		src, err := parseSource(node, data)
 		if err != nil {
 			return err
 		}

@@ -65,8 +65,13 @@ func (n *node) tree() map[string]string {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		data, err := os.ReadFile(p)
 		rel, _ := filepath.Rel(n.root, p)
+		if d.Type()&fs.ModeSymlink != 0 {
+			target, err := os.Readlink(p)
+			out["/"+rel] = "symlink to " + target
+			return err
+		}
+		data, err := os.ReadFile(p)
 		out["/"+rel] = string(data)
 		return err
 	})
@@ -204,6 +209,14 @@ func TestRefusals(t *testing.T) {
 		{"a file CRI-O reads is not TOML", func(n *node) {
 			n.write("/etc/crio/crio.conf.d/50-broken.conf", "[crio.runtime\n", 0o644)
 		}, crunHandler, "", ErrParse, "50-broken.conf"},
+		// CRI-O's walk does not follow a symlink to a directory: it reads
+		// it as a file, fails, and does not start.
+		{"a symlink to a directory in crio.conf.d", func(n *node) {
+			n.mkdir("/etc/crio/elsewhere")
+			if err := os.Symlink(filepath.Join(n.root, "etc/crio/elsewhere"), filepath.Join(n.root, "etc/crio/crio.conf.d/60-link")); err != nil {
+				t.Fatal(err)
+			}
+		}, crunHandler, "", ErrParse, "60-link"},
 		{"runtimes entry not a table", func(n *node) {
 			n.write("/etc/crio/crio.conf", "[crio.runtime.runtimes]\nx = 1\n", 0o644)
 		}, crunHandler, "", ErrParse, "not a table"},
