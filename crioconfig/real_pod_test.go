@@ -3,6 +3,7 @@ package crioconfig_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -126,5 +127,64 @@ func waitExit(ctx context.Context, rt runtimeapi.RuntimeServiceClient, id string
 			return 0, fmt.Errorf("container %s did not exit: %w", id, ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+}
+
+// TestRealCRIOPodOnVMHandler: a vm handler the Writer added is the one
+// CRI-O starts for a pod sandbox. The handler's binary is a wrapper named
+// containerd-shim-probe-v2 that records its arguments and runs Debian's
+// containerd 1.6 runc shim v2. On this machine the sandbox itself cannot
+// start: CRI-O keeps the infra container for vm handlers
+// (server/sandbox_run_linux.go: podIsKernelSeparated) and gives it
+// oom_score_adj -998 (PodInfraOOMAdj), which runc cannot set without
+// CAP_SYS_RESOURCE ("can't get final child's PID from pipe: EOF"); any
+// other failure fails the test. containerd 2.x's runc shim cannot be used
+// at all: it answers with JSON bootstrap parameters, which CRI-O v1.34
+// dials as an address (CRI-O main reads them since 2026-05).
+func TestRealCRIOPodOnVMHandler(t *testing.T) {
+	reg := testutil.StartRegistry(t, "", "")
+	pause := testutil.PushPauseImage(t, reg)
+	c := testutil.StartCRIO(t, testutil.WithPauseImage(pause))
+	record := filepath.Join(c.Dir, "shim-started")
+	wrapper := filepath.Join(c.Dir, "opt/shimkit/probe/containerd-shim-probe-v2")
+	if err := os.MkdirAll(filepath.Dir(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := "#!/bin/sh\necho \"$@\" >> " + record + "\nexec /usr/bin/containerd-shim-runc-v2 \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := crioconfig.RuntimeHandler{Name: "probe-vm", Kind: crioconfig.KindVM, RuntimePath: wrapper}
+	change, err := crioconfig.NewWriter(target(c), "shim/test").Install(context.Background(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := change.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	restart(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rt := c.Runtime(t)
+	sb, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{RuntimeHandler: h.Name, Config: &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: "vm", Namespace: "default", Uid: "vm-uid"},
+		Linux: &runtimeapi.LinuxPodSandboxConfig{CgroupParent: c.CgroupParent(), SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE, Pid: runtimeapi.NamespaceMode_CONTAINER},
+		}},
+	}})
+	// CRI-O runs the binary with --version when it starts
+	// (initializeRuntimeFeatures); for a sandbox it runs "... -id ID start".
+	started, _ := os.ReadFile(record)
+	if !strings.Contains(string(started), " -id ") || !strings.Contains(string(started), " start\n") {
+		t.Fatalf("CRI-O did not start the vm handler's binary %s (RunPodSandbox: %v)\n%s", wrapper, err, c.LogTail())
+	}
+	t.Logf("CRI-O started %s with: %s", wrapper, strings.TrimSpace(string(started)))
+	switch {
+	case err == nil:
+		t.Logf("the sandbox %s runs on the vm handler", sb.PodSandboxId)
+	case strings.Contains(err.Error(), "can't get final child's PID from pipe: EOF"):
+		t.Logf("as expected on a machine without CAP_SYS_RESOURCE, the infra container failed: %v", err)
+	default:
+		t.Fatalf("RunPodSandbox on %s: %v\n%s", h.Name, err, c.LogTail())
 	}
 }
