@@ -29,7 +29,13 @@ import (
 // What it is not: a node's crio.service. It is started and stopped as a
 // process here (a node restarts it through systemd); it listens on its own
 // socket; its CNI configuration is loopback only (pods use the host's
-// network); the machine lacks CAP_SYS_RESOURCE.
+// network); the machine lacks CAP_SYS_RESOURCE, so a sandbox that keeps
+// its infra container (oom_score_adj -998) cannot start, and pods here
+// use a pid namespace per container. Debian's crun 1.8.1, CRI-O's default
+// runtime here, refuses CRI-O v1.34's runtime spec 1.2.1 ("unknown
+// version specified"): containers run on runc. One file is outside Dir:
+// containers/image's blob info cache, /var/lib/containers/cache (CRI-O
+// v1.34 has no setting for it), shared by every test CRI-O.
 type CRIO struct {
 	Version   string // CRIO_VERSION of hack/versions.env
 	BinDir    string // holds crio and pinns
