@@ -32,7 +32,8 @@ type Change struct {
 // restarted.
 func (c *Change) Changed() bool { return len(c.files) > 0 }
 
-// Files lists the changed files as paths on the node.
+// Files lists the changed files as paths on the node: shimkit's drop-in
+// and its ownership record in the state directory.
 func (c *Change) Files() []string { return c.files }
 
 // Commit makes the change permanent (its journal goes).

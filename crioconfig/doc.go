@@ -60,6 +60,17 @@
 // while pods on it fail (cri-o #10202). This package only writes; the
 // caller restarts CRI-O and checks the handler in the CRI status.
 //
+// # What runs as which kind (seen with CRI-O v1.34.0 here)
+//
+//   - oci: an OCI runtime run under conmon. Its runtime must accept
+//     runtime spec 1.2.1: runc 1.1.5 does; crun 1.8.1 (Debian 12) refuses
+//     every container ("unknown version specified").
+//   - vm: a containerd shim v2 binary. CRI-O v1.34 dials the address the
+//     shim prints on start, so it needs a shim that prints a plain address
+//     (containerd 1.x's shim API, as Kata's does): containerd 2.x shims
+//     print JSON bootstrap parameters, which CRI-O v1.34 cannot dial.
+//     CRI-O keeps the infra container of a vm handler's pods.
+//
 // HandlerWriter is the role a node installer consumes; Writer is the real
 // one and Fake an in-memory double.
 package crioconfig
