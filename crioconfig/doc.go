@@ -67,7 +67,7 @@
 //     every container ("unknown version specified").
 //   - vm: a containerd shim v2 binary. CRI-O v1.34 dials the address the
 //     shim prints on start, so it needs a shim that prints a plain address
-//     (containerd 1.x's shim API, as Kata's does): containerd 2.x shims
+//     (containerd 1.x's shim API; Kata's runs in CRI-O's CI): containerd 2.x shims
 //     print JSON bootstrap parameters, which CRI-O v1.34 cannot dial.
 //     CRI-O keeps the infra container of a vm handler's pods.
 //
