@@ -182,3 +182,14 @@ func Restore(t Target, handler string) (restored bool, err error) {
 	}
 	return true, nil
 }
+
+// ForgetPending drops the journal of the handler, accepting the files as
+// they are: the way out after Rollback or Restore returned
+// ErrConcurrentEdit and someone decided the files are right as they are.
+// Until then a new change of the handler is refused (ErrPending).
+func ForgetPending(t Target, handler string) error {
+	if err := validName(handler); err != nil {
+		return err
+	}
+	return removeFile(t.local(t.journalPath(handler)))
+}

@@ -46,7 +46,9 @@
 //     and fsynced before any file) and is committed or rolled back:
 //     Rollback, and Restore after a crash, put back each file's former
 //     bytes while it holds exactly what shimkit wrote; a file someone
-//     changed since is left as it is (ErrConcurrentEdit).
+//     changed since is left as it is (ErrConcurrentEdit), and the journal
+//     stays, refusing new changes of the handler (ErrPending) until
+//     Restore succeeds or ForgetPending accepts the files as they are.
 //   - Nothing of shimkit's is ever in the drop-in directory but its
 //     drop-ins: records, journals and temporary files are in the state
 //     directory (/etc/crio/shimkit by default), which must be on the same

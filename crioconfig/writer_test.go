@@ -470,3 +470,35 @@ func TestOwnerChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoreConcurrentEdit: a crash left a change pending and an admin
+// edited the drop-in since: Restore leaves the edit and the journal, new
+// changes stay refused until ForgetPending, and then the edited drop-in
+// is no longer shimkit's.
+func TestRestoreConcurrentEdit(t *testing.T) {
+	ctx := context.Background()
+	n := newNode(t)
+	if _, err := NewWriter(n.tg, "shim/a").Install(ctx, crunHandler); err != nil {
+		t.Fatal(err)
+	}
+	edited := "# the admin's now\n"
+	n.write("/etc/crio/crio.conf.d/90-shimkit-crun-wasm.conf", edited, 0o644)
+	if restored, err := Restore(n.tg, "crun-wasm"); restored || !errors.Is(err, ErrConcurrentEdit) {
+		t.Fatalf("Restore = %v, %v", restored, err)
+	}
+	if got, _ := n.read("/etc/crio/crio.conf.d/90-shimkit-crun-wasm.conf"); got != edited {
+		t.Fatalf("Restore overwrote the edit: %q", got)
+	}
+	if _, err := NewWriter(n.tg, "shim/a").Install(ctx, crunHandler); !errors.Is(err, ErrPending) {
+		t.Fatalf("Install = %v, want ErrPending", err)
+	}
+	if err := ForgetPending(n.tg, "crun-wasm"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewWriter(n.tg, "shim/a").Install(ctx, crunHandler); !errors.Is(err, ErrNotOurs) {
+		t.Fatalf("Install over the edited drop-in = %v, want ErrNotOurs", err)
+	}
+	if got, _ := n.read("/etc/crio/crio.conf.d/90-shimkit-crun-wasm.conf"); got != edited {
+		t.Fatalf("the edit was lost: %q", got)
+	}
+}
