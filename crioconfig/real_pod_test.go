@@ -26,6 +26,7 @@ import (
 // container_min_memory is enforced by CRI-O: a 2 MiB limit is refused
 // under the handler's 4 MiB minimum.
 func TestRealCRIOPodOnOCIHandler(t *testing.T) {
+	t.Parallel() // each runs its own crio
 	reg := testutil.StartRegistry(t, "", "")
 	pause := testutil.PushPauseImage(t, reg)
 	c := testutil.StartCRIO(t, testutil.WithPauseImage(pause))
@@ -142,6 +143,7 @@ func waitExit(ctx context.Context, rt runtimeapi.RuntimeServiceClient, id string
 // at all: it answers with JSON bootstrap parameters, which CRI-O v1.34
 // dials as an address (CRI-O main reads them since 2026-05).
 func TestRealCRIOPodOnVMHandler(t *testing.T) {
+	t.Parallel() // each runs its own crio
 	reg := testutil.StartRegistry(t, "", "")
 	pause := testutil.PushPauseImage(t, reg)
 	c := testutil.StartCRIO(t, testutil.WithPauseImage(pause))

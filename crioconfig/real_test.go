@@ -124,6 +124,7 @@ func restart(t *testing.T, c *testutil.CRIO) time.Duration {
 // uninstalling them leaves the config directory byte for byte as it was
 // and the handlers gone after the next restart.
 func TestRealCRIOLoadsHandlers(t *testing.T) {
+	t.Parallel() // each runs its own crio
 	c := testutil.StartCRIO(t)
 	before := tree(t, filepath.Dir(c.Config))
 	crun := installCopy(t, c, "/usr/bin/crun", "opt/shimkit/crun-shimkit/bin/crun")
@@ -218,6 +219,7 @@ func keys(m map[string]string) []string {
 // logging that they are ignored (RuntimeConfig.ValidateRuntimes). The
 // Writer refuses each of them, and writes nothing.
 func TestRealCRIODropsBadHandlersSilently(t *testing.T) {
+	t.Parallel() // each runs its own crio
 	c := testutil.NewCRIO(t)
 	notShim := installCopy(t, c, "/usr/bin/containerd-shim-runc-v2", "opt/bad/runc-shim")
 	crun := installCopy(t, c, "/usr/bin/crun", "opt/bad/crun")
@@ -275,6 +277,7 @@ func TestRealCRIODropsBadHandlersSilently(t *testing.T) {
 // rollback restores the directory byte for byte and CRI-O without the
 // handler after a restart.
 func TestRealCRIOForeignFileAndRollback(t *testing.T) {
+	t.Parallel() // each runs its own crio
 	c := testutil.NewCRIO(t)
 	crun := installCopy(t, c, "/usr/bin/crun", "opt/shimkit/crun-shimkit/bin/crun")
 	admin := filepath.Join(c.DropInDir, "50-admin.conf")
@@ -343,18 +346,19 @@ func TestRealCRIOForeignFileAndRollback(t *testing.T) {
 // add a handler beside it (ErrParse naming the file), so that CRI-O is
 // not restarted into a failure that is not shimkit's.
 func TestRealCRIOStopsOnUnreadableDropIn(t *testing.T) {
+	t.Parallel() // each runs its own crio
 	cases := []struct {
 		name  string
-		setup func(c *testutil.CRIO) string // returns the offending file
+		setup func(t *testing.T, c *testutil.CRIO) string // returns the offending file
 	}{
-		{"notes file that is not TOML", func(c *testutil.CRIO) string {
+		{"notes file that is not TOML", func(t *testing.T, c *testutil.CRIO) string {
 			p := filepath.Join(c.DropInDir, "README.txt")
 			if err := os.WriteFile(p, []byte("Drop-ins go here: [crio.runtime\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			return p
 		}},
-		{"symlink to a directory", func(c *testutil.CRIO) string {
+		{"symlink to a directory", func(t *testing.T, c *testutil.CRIO) string {
 			p := filepath.Join(c.DropInDir, "60-link")
 			if err := os.Symlink(c.Dir, p); err != nil {
 				t.Fatal(err)
@@ -365,7 +369,7 @@ func TestRealCRIOStopsOnUnreadableDropIn(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := testutil.NewCRIO(t)
-			bad := tc.setup(c)
+			bad := tc.setup(t, c)
 			if out, err := c.ConfigOutput(context.Background()); err == nil || !strings.Contains(err.Error(), bad) {
 				t.Fatalf("crio config with %s: %v\n%s", bad, err, out)
 			}
