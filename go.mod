@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/containerd/containerd/api v1.11.1
 	github.com/coreos/go-systemd/v22 v22.7.0
+	github.com/docker/go-units v0.5.0
 	github.com/go-logr/logr v1.4.4
 	github.com/godbus/dbus/v5 v5.2.4
 	github.com/google/go-cmp v0.7.0

@@ -38,7 +38,12 @@ func (r *Registry) PushImage(t testing.TB, repoName, tag string, files map[strin
 	if err := tw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	img := oneLayerImage(t, buf.Bytes(), v1.Config{})
+	return r.pushImage(t, repoName, tag, oneLayerImage(t, buf.Bytes(), v1.Config{}))
+}
+
+// pushImage pushes img as repoName:tag and returns its manifest digest.
+func (r *Registry) pushImage(t testing.TB, repoName, tag string, img v1.Image) string {
+	t.Helper()
 	// Its blobs and manifest, pushed as they are (oras-go, with the
 	// registry's credentials).
 	ctx := context.Background()

@@ -1,0 +1,7 @@
+package crioconfig
+
+// For the external tests (real_test.go).
+var (
+	WatchNames  = watchNames
+	OnlyDropIns = onlyDropIns
+)

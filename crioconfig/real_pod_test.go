@@ -1,0 +1,192 @@
+package crioconfig_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shimkit/shimkit/crioconfig"
+	"github.com/shimkit/shimkit/internal/testutil"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// TestRealCRIOPodOnOCIHandler runs a pod on an oci handler the Writer
+// added: Debian's runc 1.1.5 copied where a Shim's bundle would put it
+// (Debian's crun 1.8.1 refuses every container of CRI-O v1.34, whose
+// runtime spec is 1.2.1: "unknown version specified"), a pod sandbox
+// with that runtime handler (host network; the pid namespace per
+// container, so CRI-O drops the infra container, whose oom_score_adj of
+// -998 this machine, lacking CAP_SYS_RESOURCE, cannot set), a canary
+// container that exits 0, and a long-running one whose conmon runs our
+// crun. The pause image is pulled by CRI-O from the registry stand-in.
+// container_min_memory is enforced by CRI-O: a 2 MiB limit is refused
+// under the handler's 4 MiB minimum.
+func TestRealCRIOPodOnOCIHandler(t *testing.T) {
+	t.Parallel() // each runs its own crio
+	reg := testutil.StartRegistry(t, "", "")
+	pause := testutil.PushPauseImage(t, reg)
+	c := testutil.StartCRIO(t, testutil.WithPauseImage(pause))
+	runc := installCopy(t, c, "/usr/bin/runc", "opt/shimkit/runc-shimkit/bin/runc")
+	h := crioconfig.RuntimeHandler{Name: "runc-shimkit", Kind: crioconfig.KindOCI, RuntimePath: runc,
+		RuntimeRoot: filepath.Join(c.Dir, "run/runc-shimkit"), ContainerMinMemory: "4MiB"}
+	change, err := crioconfig.NewWriter(target(c), "shim/test").Install(context.Background(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := change.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	restart(t, c)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rt, img := c.Runtime(t), c.Images(t)
+	if _, err := img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: pause}}); err != nil {
+		t.Fatalf("PullImage %s: %v\n%s", pause, err, c.LogTail())
+	}
+	sbConfig := &runtimeapi.PodSandboxConfig{
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: "canary", Namespace: "default", Uid: "canary-uid"},
+		LogDirectory: filepath.Join(c.Dir, "log/pods/canary"),
+		Linux: &runtimeapi.LinuxPodSandboxConfig{CgroupParent: c.CgroupParent(), SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE, Pid: runtimeapi.NamespaceMode_CONTAINER},
+		}},
+	}
+	sb, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sbConfig, RuntimeHandler: h.Name})
+	if err != nil {
+		t.Fatalf("RunPodSandbox on %s: %v\n%s", h.Name, err, c.LogTail())
+	}
+	// CRI-O v1.34 leaves PodSandboxStatus.runtime_handler empty; the
+	// handler is in the sandbox spec's annotations (verbose info).
+	st, err := rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sb.PodSandboxId, Verbose: true})
+	if err != nil || st.GetStatus().GetState() != runtimeapi.PodSandboxState_SANDBOX_READY ||
+		!strings.Contains(st.GetInfo()["info"], `"io.kubernetes.cri-o.RuntimeHandler":"`+h.Name+`"`) {
+		t.Fatalf("sandbox status %v, info %v, %v", st.GetStatus(), st.GetInfo(), err)
+	}
+	create := func(name string, args []string, memory int64) (string, error) {
+		resp, err := rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
+			PodSandboxId:  sb.PodSandboxId,
+			SandboxConfig: sbConfig,
+			Config: &runtimeapi.ContainerConfig{
+				Metadata: &runtimeapi.ContainerMetadata{Name: name},
+				Image:    &runtimeapi.ImageSpec{Image: pause, UserSpecifiedImage: pause}, // kubelet sets both; CRI-O needs the latter
+				Command:  args,
+				LogPath:  name + ".log",
+				Linux: &runtimeapi.LinuxContainerConfig{
+					Resources:       &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: memory},
+					SecurityContext: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: sbConfig.Linux.SecurityContext.NamespaceOptions},
+				},
+			},
+		})
+		return resp.GetContainerId(), err
+	}
+	if _, err := create("small", []string{"/pause", "exit", "0"}, 2<<20); err == nil || !strings.Contains(err.Error(), "should be at least") {
+		t.Errorf("a 2 MiB container under a 4 MiB container_min_memory: %v", err)
+	}
+	canary, err := create("canary", []string{"/pause", "exit", "0"}, 0)
+	if err != nil {
+		t.Fatalf("CreateContainer: %v\n%s", err, c.LogTail())
+	}
+	if _, err := rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: canary}); err != nil {
+		t.Fatalf("StartContainer: %v\n%s", err, c.LogTail())
+	}
+	if code, err := waitExit(ctx, rt, canary); err != nil || code != 0 {
+		t.Fatalf("canary: exit %d, %v\n%s", code, err, c.LogTail())
+	}
+	long, err := create("long", []string{"/pause"}, 0)
+	if err == nil {
+		_, err = rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: long})
+	}
+	if err != nil {
+		t.Fatalf("long-running container: %v\n%s", err, c.LogTail())
+	}
+	if m, _ := filepath.Glob("/sys/fs/cgroup/*" + c.CgroupParent()); len(m) == 0 {
+		t.Errorf("no cgroup %s: the pod's cgroups are elsewhere, and Teardown would not remove them", c.CgroupParent())
+	}
+	if pids := testutil.ProcessesMentioning(runc); len(pids) == 0 {
+		t.Errorf("no process (conmon) runs the handler's binary %s", runc)
+	}
+	if _, err := rt.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: long, Timeout: 5}); err != nil {
+		t.Error(err)
+	}
+}
+
+func waitExit(ctx context.Context, rt runtimeapi.RuntimeServiceClient, id string) (int32, error) {
+	for {
+		st, err := rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
+		if err != nil {
+			return 0, err
+		}
+		if st.GetStatus().GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
+			return st.GetStatus().GetExitCode(), nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("container %s did not exit: %w", id, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// TestRealCRIOPodOnVMHandler: a vm handler the Writer added is the one
+// CRI-O starts for a pod sandbox. The handler's binary is a wrapper named
+// containerd-shim-probe-v2 that records its arguments and runs Debian's
+// containerd 1.6 runc shim v2. On this machine the sandbox itself cannot
+// start: CRI-O keeps the infra container for vm handlers
+// (server/sandbox_run_linux.go: podIsKernelSeparated) and gives it
+// oom_score_adj -998 (PodInfraOOMAdj), which runc cannot set without
+// CAP_SYS_RESOURCE ("can't get final child's PID from pipe: EOF"); any
+// other failure fails the test. containerd 2.x's runc shim cannot be used
+// at all: it answers with JSON bootstrap parameters, which CRI-O v1.34
+// dials as an address (CRI-O main reads them since 2026-05).
+func TestRealCRIOPodOnVMHandler(t *testing.T) {
+	t.Parallel() // each runs its own crio
+	reg := testutil.StartRegistry(t, "", "")
+	pause := testutil.PushPauseImage(t, reg)
+	c := testutil.StartCRIO(t, testutil.WithPauseImage(pause))
+	record := filepath.Join(c.Dir, "shim-started")
+	wrapper := filepath.Join(c.Dir, "opt/shimkit/probe/containerd-shim-probe-v2")
+	if err := os.MkdirAll(filepath.Dir(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := "#!/bin/sh\necho \"$@\" >> " + record + "\nexec /usr/bin/containerd-shim-runc-v2 \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := crioconfig.RuntimeHandler{Name: "probe-vm", Kind: crioconfig.KindVM, RuntimePath: wrapper}
+	change, err := crioconfig.NewWriter(target(c), "shim/test").Install(context.Background(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := change.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	restart(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rt := c.Runtime(t)
+	sb, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{RuntimeHandler: h.Name, Config: &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: "vm", Namespace: "default", Uid: "vm-uid"},
+		Linux: &runtimeapi.LinuxPodSandboxConfig{CgroupParent: c.CgroupParent(), SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE, Pid: runtimeapi.NamespaceMode_CONTAINER},
+		}},
+	}})
+	// CRI-O runs the binary with --version when it starts
+	// (initializeRuntimeFeatures); for a sandbox it runs "... -id ID start".
+	started, _ := os.ReadFile(record)
+	if !strings.Contains(string(started), " -id ") || !strings.Contains(string(started), " start\n") {
+		t.Fatalf("CRI-O did not start the vm handler's binary %s (RunPodSandbox: %v)\n%s", wrapper, err, c.LogTail())
+	}
+	t.Logf("CRI-O started %s with: %s", wrapper, strings.TrimSpace(string(started)))
+	switch {
+	case err == nil:
+		t.Logf("the sandbox %s runs on the vm handler", sb.PodSandboxId)
+	case strings.Contains(err.Error(), "can't get final child's PID from pipe: EOF"):
+		t.Logf("as expected on a machine without CAP_SYS_RESOURCE, the infra container failed: %v", err)
+	default:
+		t.Fatalf("RunPodSandbox on %s: %v\n%s", h.Name, err, c.LogTail())
+	}
+}

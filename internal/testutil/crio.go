@@ -1,0 +1,455 @@
+package testutil
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// CRIO is one real crio process (hack/bins.sh builds it from the module
+// proxy's github.com/cri-o/cri-o@$CRIO_VERSION) with its own root, runroot,
+// socket, config file and drop-in directory under Dir, cgroupfs, vfs
+// storage and a policy.json that accepts every image. Debian's conmon and
+// crun run its containers.
+//
+// What it is not: a node's crio.service. It is started and stopped as a
+// process here (a node restarts it through systemd); it listens on its own
+// socket; its CNI configuration is loopback only (pods use the host's
+// network); the machine lacks CAP_SYS_RESOURCE, so a sandbox that keeps
+// its infra container (oom_score_adj -998) cannot start, and pods here
+// use a pid namespace per container. Debian's crun 1.8.1, CRI-O's default
+// runtime here, refuses CRI-O v1.34's runtime spec 1.2.1 ("unknown
+// version specified"): containers run on runc. One file is outside Dir:
+// containers/image's blob info cache, /var/lib/containers/cache (CRI-O
+// v1.34 has no setting for it), shared by every test CRI-O.
+type CRIO struct {
+	Version   string // CRIO_VERSION of hack/versions.env
+	BinDir    string // holds crio and pinns
+	Dir       string
+	Config    string // crio --config
+	DropInDir string // crio --config-dir
+	StateDir  string // beside DropInDir, for crioconfig.Target.StateDir
+	Socket    string
+	LogPath   string
+	// PauseImage is pause_image (a registry reference): CRI-O pulls it
+	// for a pod sandbox's infra container.
+	PauseImage string
+
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	exitErr error
+}
+
+// CRIOBinDir returns the cache directory of the CRI-O build and fails the
+// test when it, conmon or crun is missing.
+func CRIOBinDir(t testing.TB) string {
+	t.Helper()
+	RequireHarness(t)
+	dir := BinDir(t, "crio", "CRIO_VERSION", "crio", "pinns")
+	for _, b := range []string{"/usr/bin/conmon", "/usr/bin/crun"} {
+		if _, err := os.Stat(b); err != nil {
+			t.Fatalf("%v (apt-get install conmon crun containernetworking-plugins)", err)
+		}
+	}
+	return dir
+}
+
+// CRIOOption changes how StartCRIO configures crio.
+type CRIOOption func(*CRIO)
+
+// WithPauseImage sets pause_image, for tests that run pod sandboxes.
+func WithPauseImage(ref string) CRIOOption { return func(c *CRIO) { c.PauseImage = ref } }
+
+// StartCRIO writes the configuration into a fresh directory, starts crio
+// on it and waits until CRI reports RuntimeReady. In t.Cleanup it removes
+// every pod sandbox, stops crio, and fails the test when a process or
+// mount of it is left behind.
+func StartCRIO(t testing.TB, opts ...CRIOOption) *CRIO {
+	t.Helper()
+	c := NewCRIO(t, opts...)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// NewCRIO is StartCRIO without starting crio: the test writes drop-ins
+// first, or checks that crio refuses to start.
+func NewCRIO(t testing.TB, opts ...CRIOOption) *CRIO {
+	t.Helper()
+	bin := CRIOBinDir(t)
+	v, _ := Version("CRIO_VERSION")
+	dir, err := os.MkdirTemp("", "crio-") // socket paths are limited to 108 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &CRIO{
+		Version: v, BinDir: bin, Dir: dir,
+		Config:    filepath.Join(dir, "etc/crio/crio.conf"),
+		DropInDir: filepath.Join(dir, "etc/crio/crio.conf.d"),
+		StateDir:  filepath.Join(dir, "etc/crio/shimkit"),
+		Socket:    filepath.Join(dir, "crio.sock"),
+		LogPath:   filepath.Join(dir, "crio.log"),
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	if err := c.writeFiles(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Teardown(context.Background()); err != nil {
+			t.Errorf("crio teardown: %v", err)
+		}
+		if !t.Failed() {
+			_ = os.RemoveAll(dir)
+		} else {
+			t.Logf("crio kept %s for inspection", dir)
+		}
+	})
+	return c
+}
+
+func (c *CRIO) path(p string) string { return filepath.Join(c.Dir, p) }
+
+// writeFiles writes crio.conf (every path of CRI-O's under Dir), an empty
+// drop-in directory, policy.json, registries.conf, storage.conf and a
+// loopback CNI network.
+func (c *CRIO) writeFiles() error {
+	files := map[string]string{
+		"policy.json":              `{"default": [{"type": "insecureAcceptAnything"}]}` + "\n",
+		"registries.conf":          "unqualified-search-registries = []\n",
+		"storage.conf":             "[storage]\ndriver = \"vfs\"\nrunroot = \"" + c.path("run/storage") + "\"\ngraphroot = \"" + c.path("lib/storage") + "\"\n",
+		"cni/10-loopback.conflist": `{"cniVersion": "1.0.0", "name": "shimkit-loopback", "plugins": [{"type": "loopback"}]}` + "\n",
+		"etc/crio/crio.conf":       c.configText(),
+	}
+	for name, data := range files {
+		p := c.path(name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			return err
+		}
+	}
+	return os.MkdirAll(c.DropInDir, 0o755)
+}
+
+func (c *CRIO) configText() string {
+	q := func(s string) string { return fmt.Sprintf("%q", s) }
+	var b strings.Builder
+	fmt.Fprintf(&b, "# The test's crio.conf (internal/testutil/crio.go): every path under %s.\n", c.Dir)
+	fmt.Fprintf(&b, "[crio]\nroot = %s\nrunroot = %s\nstorage_driver = \"vfs\"\nlog_dir = %s\n", q(c.path("lib/storage")), q(c.path("run/storage")), q(c.path("log/pods")))
+	fmt.Fprintf(&b, "version_file = %s\nversion_file_persist = %s\nclean_shutdown_file = %s\n", q(c.path("run/version")), q(c.path("lib/version")), q(c.path("lib/clean.shutdown")))
+	fmt.Fprintf(&b, "\n[crio.api]\nlisten = %s\nstream_address = \"127.0.0.1\"\nstream_port = \"0\"\n", q(c.Socket))
+	fmt.Fprintf(&b, "\n[crio.runtime]\ncgroup_manager = \"cgroupfs\"\nconmon = \"/usr/bin/conmon\"\nconmon_cgroup = \"pod\"\n")
+	fmt.Fprintf(&b, "default_runtime = \"crun\"\npinns_path = %s\nnamespaces_dir = %s\n", q(filepath.Join(c.BinDir, "pinns")), q(c.path("run/ns")))
+	fmt.Fprintf(&b, "container_exits_dir = %s\ncontainer_attach_socket_dir = %s\n", q(c.path("run/exits")), q(c.path("run/attach")))
+	fmt.Fprintf(&b, "hooks_dir = []\ncdi_spec_dirs = []\ndecryption_keys_path = %s\nirqbalance_config_file = \"\"\nirqbalance_config_restore_file = \"disable\"\n", q(c.path("keys")))
+	fmt.Fprintf(&b, "\n[crio.runtime.runtimes.crun]\nruntime_path = \"/usr/bin/crun\"\nruntime_root = %s\n", q(c.path("run/crun")))
+	fmt.Fprintf(&b, "\n[crio.image]\nsignature_policy = %s\n", q(c.path("policy.json")))
+	if c.PauseImage != "" {
+		fmt.Fprintf(&b, "pause_image = %s\npause_command = \"/pause\"\n", q(c.PauseImage))
+	}
+	fmt.Fprintf(&b, "\n[crio.network]\nnetwork_dir = %s\nplugin_dirs = [\"/usr/lib/cni\"]\n", q(c.path("cni")))
+	fmt.Fprintf(&b, "\n[crio.metrics]\nenable_metrics = false\n\n[crio.nri]\nenable_nri = false\n")
+	return b.String()
+}
+
+// command returns crio with the test's config, config directory and
+// registries.conf, and args.
+func (c *CRIO) command(ctx context.Context, args ...string) *exec.Cmd {
+	all := append([]string{"--config", c.Config, "--config-dir", c.DropInDir, "--registries-conf", c.path("registries.conf")}, args...)
+	cmd := exec.CommandContext(ctx, filepath.Join(c.BinDir, "crio"), all...)
+	cmd.Env = append(os.Environ(), "CONTAINERS_STORAGE_CONF="+c.path("storage.conf"), "CONTAINERS_REGISTRIES_CONF="+c.path("registries.conf"))
+	return cmd
+}
+
+// Start starts crio and waits until CRI reports RuntimeReady.
+func (c *CRIO) Start(ctx context.Context) error {
+	if err := c.StartProcess(); err != nil {
+		return err
+	}
+	if err := c.WaitReady(ctx); err != nil {
+		return fmt.Errorf("crio %s did not become ready: %w\n%s", c.Version, err, c.LogTail())
+	}
+	return nil
+}
+
+// StartProcess starts crio without waiting for it.
+func (c *CRIO) StartProcess() error {
+	if c.cmd != nil {
+		return errors.New("crio already running")
+	}
+	logf, err := os.OpenFile(c.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := c.command(context.Background(), "--log-level", "info")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start crio %s: %w", c.Version, err)
+	}
+	c.cmd = cmd
+	c.exited = make(chan struct{})
+	go func() { c.exitErr = cmd.Wait(); logf.Close(); close(c.exited) }()
+	return nil
+}
+
+// Exited returns a channel closed when the crio process has exited, and
+// the error Wait returned once it is closed.
+func (c *CRIO) Exited() (<-chan struct{}, func() error) {
+	return c.exited, func() error { return c.exitErr }
+}
+
+// WaitReady polls CRI Status until RuntimeReady is true or crio exits.
+func (c *CRIO) WaitReady(ctx context.Context) error {
+	rt, closeConn, err := c.dial()
+	if err != nil {
+		return err
+	}
+	defer closeConn()
+	var last error
+	for {
+		if last = runtimeReady(ctx, rt); last == nil {
+			return nil
+		}
+		select {
+		case <-c.exited:
+			return fmt.Errorf("process exited (%w); last CRI error: %w", c.exitErr, last)
+		case <-ctx.Done():
+			return fmt.Errorf("%w; last CRI error: %w", ctx.Err(), last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Stop sends SIGTERM and waits for crio to exit, killing it after 20 s.
+func (c *CRIO) Stop(ctx context.Context) error {
+	if c.cmd == nil {
+		return nil
+	}
+	defer func() { c.cmd = nil }()
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.exited:
+		return nil
+	case <-time.After(20 * time.Second):
+	case <-ctx.Done():
+	}
+	_ = c.cmd.Process.Kill()
+	<-c.exited
+	return fmt.Errorf("crio %s did not stop on SIGTERM; killed", c.Version)
+}
+
+// Restart stops and starts crio, as `systemctl restart crio` does (never
+// SIGHUP: cri-o #10202), and waits until it is ready again.
+func (c *CRIO) Restart(ctx context.Context) error {
+	if err := c.Stop(ctx); err != nil {
+		return err
+	}
+	return c.Start(ctx)
+}
+
+func (c *CRIO) dial() (runtimeapi.RuntimeServiceClient, func(), error) {
+	conn, err := grpc.NewClient("unix://"+c.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, nil, fmt.Errorf("dial %s: %w", c.Socket, err)
+	}
+	return runtimeapi.NewRuntimeServiceClient(conn), func() { conn.Close() }, nil
+}
+
+// Runtime returns a CRI runtime client of this crio, closed in t.Cleanup.
+func (c *CRIO) Runtime(t testing.TB) runtimeapi.RuntimeServiceClient {
+	t.Helper()
+	rt, closeConn, err := c.dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeConn)
+	return rt
+}
+
+// Images returns a CRI image client of this crio, closed in t.Cleanup.
+func (c *CRIO) Images(t testing.TB) runtimeapi.ImageServiceClient {
+	t.Helper()
+	conn, err := grpc.NewClient("unix://"+c.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return runtimeapi.NewImageServiceClient(conn)
+}
+
+// RuntimeHandlers returns the handler names CRI Status announces (what
+// the kubelet puts in node.status.runtimeHandlers).
+func (c *CRIO) RuntimeHandlers(ctx context.Context) ([]string, error) {
+	rt, closeConn, err := c.dial()
+	if err != nil {
+		return nil, err
+	}
+	defer closeConn()
+	st, err := rt.Status(ctx, &runtimeapi.StatusRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("CRI Status: %w", err)
+	}
+	var names []string
+	for _, h := range st.GetRuntimeHandlers() {
+		names = append(names, h.Name)
+	}
+	return names, nil
+}
+
+// ConfigOutput returns `crio config` for the test's files: the merged
+// configuration CRI-O reads (before it validates the runtimes, which only
+// the daemon does).
+func (c *CRIO) ConfigOutput(ctx context.Context) ([]byte, error) {
+	var stderr bytes.Buffer
+	cmd := c.command(ctx, "config")
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("crio config: %w: %s", err, stderr.String())
+	}
+	return out, nil
+}
+
+// LogTail returns the last lines of crio's log.
+func (c *CRIO) LogTail() string {
+	data, _ := os.ReadFile(c.LogPath)
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > 40 {
+		lines = lines[len(lines)-40:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Log returns crio's whole log.
+func (c *CRIO) Log() string {
+	data, _ := os.ReadFile(c.LogPath)
+	return string(data)
+}
+
+// Teardown removes every pod sandbox through CRI, stops crio, then checks
+// that no process or mount under Dir is left; leftovers are cleaned up
+// and reported as an error.
+func (c *CRIO) Teardown(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	var errs []error
+	if c.cmd != nil {
+		rt, closeConn, err := c.dial()
+		if err == nil {
+			errs = append(errs, c.removeSandboxes(ctx, rt))
+			closeConn()
+		}
+	}
+	errs = append(errs, c.Stop(ctx))
+	if procs := ProcessesMentioning(c.Dir); len(procs) > 0 {
+		for _, p := range procs {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+		errs = append(errs, fmt.Errorf("processes left behind: %v", procs))
+	}
+	if mounts := MountsUnder(c.Dir); len(mounts) > 0 {
+		for _, m := range mounts {
+			_ = syscall.Unmount(m, syscall.MNT_DETACH)
+		}
+		errs = append(errs, fmt.Errorf("mounts left behind: %v", mounts))
+	}
+	errs = append(errs, c.removeCgroups())
+	return errors.Join(errs...)
+}
+
+// CgroupParent is the cgroup (cgroupfs) the test's pod sandboxes should
+// name as their parent (LinuxPodSandboxConfig.CgroupParent), so that
+// Teardown finds and removes what CRI-O leaves there (it keeps an empty
+// crio-conmon-<id> cgroup of a container now and then).
+func (c *CRIO) CgroupParent() string { return "/shimkit-" + filepath.Base(c.Dir) }
+
+// removeCgroups removes CgroupParent, deepest first, from every mounted
+// hierarchy; a cgroup that still holds a process is an error.
+func (c *CRIO) removeCgroups() error {
+	roots, _ := filepath.Glob("/sys/fs/cgroup/*")
+	roots = append(roots, "/sys/fs/cgroup")
+	var errs []error
+	for _, root := range roots {
+		top := filepath.Join(root, c.CgroupParent())
+		if _, err := os.Stat(top); err != nil {
+			continue
+		}
+		var dirs []string
+		_ = filepath.WalkDir(top, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		for i := len(dirs) - 1; i >= 0; i-- {
+			if err := os.Remove(dirs[i]); err != nil {
+				errs = append(errs, fmt.Errorf("cgroup left behind: %w", err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *CRIO) removeSandboxes(ctx context.Context, rt runtimeapi.RuntimeServiceClient) error {
+	list, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		return fmt.Errorf("list pod sandboxes: %w", err)
+	}
+	var errs []error
+	for _, sb := range list.GetItems() {
+		if _, err := rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
+			errs = append(errs, fmt.Errorf("stop sandbox %s: %w", sb.Id, err))
+		}
+		if _, err := rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
+			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", sb.Id, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// PushPauseImage pushes the pause binary of internal/testutil/pause as
+// the image pause:1 of the registry (at /pause, executable) and returns
+// its reference, for WithPauseImage. CRI-O pulls its pause image like any
+// other (loopback registries are insecure to it: internal/storage adds
+// 127.0.0.0/8), so a test's CRI-O pulls from the stand-in.
+func PushPauseImage(t testing.TB, r *Registry) string {
+	t.Helper()
+	dir := t.TempDir()
+	bin := GoBuild(t, "./internal/testutil/pause", filepath.Join(dir, "pause"), "-trimpath", "-ldflags", "-s -w")
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var layer bytes.Buffer
+	tw := tar.NewWriter(&layer)
+	if err := tw.WriteHeader(&tar.Header{Name: "pause", Mode: 0o755, Size: int64(len(data)), Typeflag: tar.TypeReg, ModTime: time.Unix(0, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = tw.Write(data)
+	_ = tw.Close()
+	img := oneLayerImage(t, layer.Bytes(), v1.Config{Entrypoint: []string{"/pause"}})
+	r.pushImage(t, "pause", "1", img)
+	return r.Host + "/pause:1"
+}
