@@ -12,6 +12,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/shimkit/shimkit/containerdconfig"
 	"github.com/shimkit/shimkit/installer"
 	"github.com/shimkit/shimkit/internal/testutil"
 )
@@ -231,4 +232,42 @@ func keys(m map[string]string) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestK3sTemplateBraces: a value holding "{{" goes into the template of a
+// k3s without the config-v3.toml.d import escaped for text/template: the
+// agent renders the template, containerd starts, and the rendered config
+// holds the value exactly; a sandbox runs with the handler.
+func TestK3sTemplateBraces(t *testing.T) {
+	c := k3sCases(t)[1]
+	ctx := context.Background()
+	n := c.boot(t)
+	inst := &installer.Installer{HostRoot: n.Root}
+	srv := testutil.StartFileServer(t)
+	a := testutil.NewShimArchive(t, "demo", c.build.Binary("containerd-shim-runc-v2"), nil)
+	p := httpPlan(srv, "/demo.tar.gz", a)
+	const ann = "example.com/{{node}}"
+	p.Handlers[0].PodAnnotations = []string{ann}
+	if _, err := inst.Install(ctx, rehash(p)); err != nil {
+		t.Fatalf("install: %v\n%s", err, n.Journal(c.unit))
+	}
+	data, err := os.ReadFile(n.Local(c.configDir + "/config.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := containerdconfig.Parse("config.toml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := cfg.Handler("demo")["pod_annotations"].([]any); len(got) != 1 || got[0] != ann {
+		t.Errorf("rendered pod_annotations = %#v, want [%q]", cfg.Handler("demo")["pod_annotations"], ann)
+	}
+	rt := runtimeClient(t, n.Socket())
+	if _, _, err := testutil.RunSandbox(ctx, rt, "demo", "braces"); err != nil {
+		t.Fatalf("%v\n%s", err, n.Journal(c.unit))
+	}
+	removeSandboxes(ctx, t, rt)
+	if _, err := inst.Uninstall(ctx, uninstallPlan("demo")); err != nil {
+		t.Fatalf("uninstall: %v", err)
+	}
 }

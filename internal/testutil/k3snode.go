@@ -39,7 +39,9 @@ import (
 // What it does not reproduce: k3s's own binary (its flags come on the
 // command line, not /etc/rancher/k3s/config.yaml), its embedded flannel and
 // the rest of its control plane, the template fields package k3s leaves
-// out, containerd in k3s's data directory (it is /usr/local/bin/containerd)
+// out, containerd in k3s's data directory (it is /usr/local/bin/containerd),
+// RKE2's ExecStopPost that kills a containerd or kubelet left in the unit's
+// cgroup (the stand-in stops both itself)
 // and containerd's root (/var/lib/containerd, on a real directory for the
 // overlayfs snapshotter, not <data dir>/agent/containerd).
 
@@ -57,11 +59,13 @@ const (
 // starts the kubelet with containerd (absent: containerd alone).
 const K3sAgentEnv = "/etc/default/k3s-agent"
 
-// k3sUnitFile is a unit as k3s's install.sh and RKE2's tarball write it.
+// k3sUnitFile is a unit as k3s's install.sh and RKE2's tarball
+// (bundle/lib/systemd/system) write it.
 func k3sUnitFile(program, role, conflicts, flags string) string {
-	c := ""
+	c, env := "", "EnvironmentFile=-/etc/systemd/system/%n.env\n"
 	if conflicts != "" {
 		c = "Conflicts=" + conflicts + ".service\n"
+		env = "EnvironmentFile=-/usr/local/lib/systemd/system/%N.env\n"
 	}
 	return `[Unit]
 Description=Lightweight Kubernetes (stand-in)
@@ -75,7 +79,7 @@ WantedBy=multi-user.target
 Type=notify
 EnvironmentFile=-/etc/default/%N
 EnvironmentFile=-/etc/sysconfig/%N
-KillMode=process
+` + env + `KillMode=process
 Delegate=yes
 LimitNOFILE=1048576
 TimeoutStartSec=0
