@@ -170,7 +170,7 @@ chart: $(KUSTOMIZE)
 verify-chart: $(KUSTOMIZE) $(HELM)
 	CGO_ENABLED=0 $(GO) run ./hack/chartgen -verify -kustomize $(KUSTOMIZE) -helm $(HELM) -chart $(CHART)
 
-## docs-gen: write the site's generated references (docs/reference: API, metrics, flags, Helm values, reasons) from the code.
+## docs-gen: write the site's generated references (docs/reference: API, metrics, flags, Helm values, reasons, examples) from the code.
 docs-gen: $(CRD_REF_DOCS)
 	CGO_ENABLED=0 $(GO) run ./hack/docgen -crd-ref-docs $(CRD_REF_DOCS) -out docs/reference
 

@@ -118,3 +118,20 @@ func TestFlagsReference(t *testing.T) {
 		}
 	}
 }
+
+// The examples page has the packages' examples by their function names,
+// with their code and checked output, and no internal package.
+func TestExamplesReference(t *testing.T) {
+	page, err := examplesReference(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\n## fetch\n", "### ExampleHTTPFetcher\n", "fetch.NewHTTPFetcher(", "// Output:", "\n## installer/plan\n"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("examples page lacks %q", want)
+		}
+	}
+	if strings.Contains(string(page), "## internal/") {
+		t.Error("examples page shows an internal package")
+	}
+}

@@ -12,7 +12,9 @@
 //     default and the comment above it;
 //   - reasons.md: every failure, condition and skip reason, from the
 //     constants of installer/plan and operator/api/v1alpha1 and their
-//     comments.
+//     comments;
+//   - examples.md: every runnable example of the public packages, with
+//     its checked output.
 //
 // With -verify it writes nothing and fails when a file differs from what
 // it would write (run make docs-gen and commit), as chartgen -verify does
@@ -68,6 +70,7 @@ func generate(crdRefDocs, api, values string) (map[string][]byte, error) {
 		{"flags.md", "the binaries' --help", flagsReference},
 		{"helm-values.md", values, func() ([]byte, error) { return valuesReference(values) }},
 		{"reasons.md", "installer/plan and " + api, func() ([]byte, error) { return reasonsReference("installer/plan", api) }},
+		{"examples.md", "the packages' example_test.go", func() ([]byte, error) { return examplesReference(".") }},
 	} {
 		body, err := g.render()
 		if err != nil {

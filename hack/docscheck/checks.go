@@ -147,11 +147,12 @@ func readLines(file string) ([]string, error) {
 	return out, sc.Err()
 }
 
-// tableReasons are the backquoted words of the first cell of a Markdown
-// table's rows.
-var firstCell = regexp.MustCompile("(?m)^\\| *([^|]+?) *\\|")
+// firstCell is the first cell of a Markdown table's row.
+var firstCell = regexp.MustCompile(`(?m)^\| *([^|]+?) *\|`)
 var backquoted = regexp.MustCompile("`([A-Za-z]+)`")
 
+// tableReasons are the backquoted words of the first cell of a Markdown
+// table's rows.
 func tableReasons(md string) map[string]bool {
 	out := map[string]bool{}
 	for _, m := range firstCell.FindAllStringSubmatch(md, -1) {

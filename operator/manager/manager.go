@@ -108,6 +108,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	log := logr.FromSlogHandler(slog.NewJSONHandler(stderr, nil))
 	ctrl.SetLogger(log)
+	log.Info("starting shimkit-operator", "version", version.Version())
 	if err := run(ctx, opts, m); err != nil {
 		log.Error(err, "operator stopped")
 		return 1
