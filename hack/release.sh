@@ -3,6 +3,7 @@
 #   shimkit-{operator,installer}-$VERSION.tar   the images, tagged $VERSION, binaries stamped with it
 #   shimkit-$VERSION.tgz                        the chart: version = appVersion = $VERSION (the images' default tag)
 #   shimkit-{operator,installer}-$VERSION.cdx.json  a CycloneDX SBOM of each image's binary
+#   kubectl-shimkit-$VERSION-linux-amd64        the kubectl plugin (static), and its SBOM (.cdx.json)
 #   sha256sums.txt                              the sha256 of each file above (sha256sum -c reads it)
 # Environment: VERSION (required, semver with a leading v), DIST (default dist),
 # IMAGE_PREFIX (e.g. registry.example/shimkit/: prefixed to both images' names,
@@ -27,12 +28,12 @@ fi
 
 # Only the files of a release are replaced: DIST may be any directory.
 mkdir -p "$DIST"
-rm -f "$DIST"/shimkit-*.tar "$DIST"/shimkit-*.tgz "$DIST"/shimkit-*.cdx.json "$DIST"/sha256sums.txt
+rm -f "$DIST"/shimkit-*.tar "$DIST"/shimkit-*.tgz "$DIST"/shimkit-*.cdx.json "$DIST"/kubectl-shimkit-* "$DIST"/sha256sums.txt
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 ldflags="-s -w -X github.com/shimkit/shimkit/internal/version.version=$VERSION"
-for bin in shimkit-operator shimkit-installer; do
+for bin in shimkit-operator shimkit-installer kubectl-shimkit; do
 	CGO_ENABLED=0 $GO build -trimpath -ldflags "$ldflags" -o "$work/$bin" "./cmd/$bin"
 	if ! got=$("$work/$bin" --version) || [[ $got != "$bin $VERSION "* ]]; then
 		echo "release: $bin --version says '$got', want $VERSION" >&2
@@ -46,10 +47,15 @@ CGO_ENABLED=0 $GO run ./hack/imagebuild -binary "$work/shimkit-operator" -name s
 CGO_ENABLED=0 $GO run ./hack/imagebuild -binary "$work/shimkit-installer" -name shimkit-installer \
 	-ref "${IMAGE_PREFIX}shimkit-installer:$VERSION" -out "$DIST/shimkit-installer-$VERSION.tar"
 
+# The kubectl plugin, as a plain binary (krew's platforms: linux/amd64 here).
+plugin="kubectl-shimkit-$VERSION-linux-amd64"
+cp "$work/kubectl-shimkit" "$DIST/$plugin"
+
 # The SBOMs: every module linked into each binary, read from its build info.
 for bin in shimkit-operator shimkit-installer; do
 	"$CYCLONEDX_GOMOD" bin -json -version "$VERSION" -output "$DIST/$bin-$VERSION.cdx.json" "$work/$bin"
 done
+"$CYCLONEDX_GOMOD" bin -json -version "$VERSION" -output "$DIST/$plugin.cdx.json" "$work/kubectl-shimkit"
 
 # The chart: its images' tags default to appVersion; with IMAGE_PREFIX, its
 # repositories name the prefixed images.
@@ -62,6 +68,6 @@ if [[ -n $IMAGE_PREFIX ]]; then
 fi
 "$HELM" package "$work/shimkit" --version "$VERSION" --app-version "$VERSION" --destination "$DIST" >/dev/null
 
-(cd "$DIST" && sha256sum -- shimkit-*.tar shimkit-*.tgz shimkit-*.cdx.json >sha256sums.txt)
+(cd "$DIST" && sha256sum -- shimkit-*.tar shimkit-*.tgz shimkit-*.cdx.json kubectl-shimkit-* >sha256sums.txt)
 echo "release $VERSION in $DIST:"
 ls -l "$DIST"

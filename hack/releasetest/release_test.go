@@ -73,6 +73,8 @@ func TestRelease(t *testing.T) {
 		"shimkit-installer-" + version + ".tar",
 		"shimkit-operator-" + version + ".cdx.json",
 		"shimkit-operator-" + version + ".tar",
+		"kubectl-shimkit-" + version + "-linux-amd64",
+		"kubectl-shimkit-" + version + "-linux-amd64.cdx.json",
 	}
 	entries, err := os.ReadDir(dist)
 	if err != nil {
@@ -100,6 +102,11 @@ func TestRelease(t *testing.T) {
 			checkSBOM(t, filepath.Join(dist, bin+"-"+version+".cdx.json"), bin)
 		})
 	}
+	t.Run("kubectl-shimkit", func(t *testing.T) {
+		plugin := filepath.Join(dist, "kubectl-shimkit-"+version+"-linux-amd64")
+		checkVersion(t, plugin, "kubectl-shimkit")
+		checkSBOM(t, plugin+".cdx.json", "kubectl-shimkit")
+	})
 }
 
 // With IMAGE_PREFIX the images are named under the registry, and so are
@@ -296,6 +303,12 @@ func checkImage(t *testing.T, file, ref, binary string) {
 		}
 		break
 	}
+	checkVersion(t, exe, binary)
+}
+
+// checkVersion checks that the executable says it is the release's binary.
+func checkVersion(t *testing.T, exe, binary string) {
+	t.Helper()
 	out, err := exec.Command(exe, "--version").CombinedOutput()
 	if want := binary + " " + version + " "; err != nil || !strings.HasPrefix(string(out), want) {
 		t.Errorf("%s --version: %v, %q; want it to start with %q", binary, err, out, want)
@@ -342,7 +355,7 @@ func checkSBOM(t *testing.T, file, binary string) {
 	}
 	// A module each binary links for sure: the installer edits TOML, the
 	// operator is a controller-runtime manager.
-	want := map[string]string{"shimkit-installer": "github.com/pelletier/go-toml/v2", "shimkit-operator": "sigs.k8s.io/controller-runtime"}[binary]
+	want := map[string]string{"shimkit-installer": "github.com/pelletier/go-toml/v2", "shimkit-operator": "sigs.k8s.io/controller-runtime", "kubectl-shimkit": "k8s.io/client-go"}[binary]
 	if !mods[want] {
 		t.Errorf("%s: %d modules, not %s", file, len(mods), want)
 	}
