@@ -18,6 +18,9 @@ type Wave struct {
 	// Step is the rollout step (spec.rolloutStrategy.steps, 0-based) the
 	// wave belongs to (-1: no steps).
 	Step int
+	// AfterRunning: the wave waits for the Jobs running before it (an
+	// earlier rollout's, or a wave's the simulation took as done) to end.
+	AfterRunning bool
 }
 
 // Simulation is the course a rollout takes from the snapshot when every
@@ -48,6 +51,7 @@ const MaxWaves = 10000
 // opens. It changes the snapshot's node views.
 func Simulate(s Snapshot, p Policy) (Simulation, error) {
 	var sim Simulation
+	after := false
 	for i := 0; i < MaxWaves; i++ {
 		d, err := Decide(s, p)
 		if err != nil {
@@ -57,8 +61,9 @@ func Simulate(s Snapshot, p Policy) (Simulation, error) {
 			sim.First = d
 		}
 		p.Delivery.Stage = d.Delivered.Stage
-		w := Wave{At: p.Delivery.Now, Install: concat(d.Rollin.Start, d.Label), Remove: concat(d.Removal.Start, d.Unlabel), Step: -1}
+		w := Wave{At: p.Delivery.Now, Install: concat(d.Rollin.Start, d.Label), Remove: concat(d.Removal.Start, d.Unlabel), Step: -1, AfterRunning: after}
 		if len(w.Install)+len(w.Remove) > 0 {
+			after = false
 			if len(p.Delivery.Steps) > 0 {
 				w.Step = d.Delivered.Stage.Step
 			}
@@ -72,7 +77,8 @@ func Simulate(s Snapshot, p Policy) (Simulation, error) {
 		next, stop := advance(d, p.Delivery.Now)
 		if stop == HoldNone && !next.After(p.Delivery.Now) {
 			if finish(s.Nodes) {
-				continue // the Jobs running end; then the rollout goes on
+				after = true // the Jobs running end; then the rollout goes on
+				continue
 			}
 			stop = HoldHalted // nothing starts and nothing will: a failed node halts it
 		}

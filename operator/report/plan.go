@@ -36,10 +36,12 @@ type PlanReport struct {
 // PlanWave is one wave: when it starts, its step, the nodes it installs
 // (or labels, for preinstalled nodes) and those it uninstalls.
 type PlanWave struct {
-	At        time.Time `json:"at"`
-	Step      *int      `json:"step,omitempty"`
-	Install   []string  `json:"install,omitempty"`
-	Uninstall []string  `json:"uninstall,omitempty"`
+	At   time.Time `json:"at"`
+	Step *int      `json:"step,omitempty"`
+	// AfterRunning: the wave waits for the Jobs running before it.
+	AfterRunning bool     `json:"afterRunning,omitempty"`
+	Install      []string `json:"install,omitempty"`
+	Uninstall    []string `json:"uninstall,omitempty"`
 }
 
 // SkippedNode is a selected node the rollout leaves alone, and why.
@@ -54,7 +56,7 @@ type SkippedNode struct {
 func Plan(p *operator.Preview) PlanReport {
 	r := PlanReport{Shim: p.Shim.Name, Target: p.Target, Pinned: p.Pinned, Refused: p.Refusal, RuntimeClasses: p.Classes, Waves: []PlanWave{}}
 	for _, w := range p.Simulation.Waves {
-		pw := PlanWave{At: w.At.UTC(), Install: w.Install, Uninstall: w.Remove}
+		pw := PlanWave{At: w.At.UTC(), Install: w.Install, Uninstall: w.Remove, AfterRunning: w.AfterRunning}
 		if w.Step >= 0 {
 			step := w.Step + 1
 			pw.Step = &step
@@ -108,6 +110,9 @@ func writePlanText(w io.Writer, r PlanReport, now time.Time) error {
 	}
 	for i, wv := range r.Waves {
 		fmt.Fprintf(w, "Wave %d, %s", i+1, when(wv.At, now))
+		if wv.AfterRunning {
+			fmt.Fprint(w, ", once the Jobs running end")
+		}
 		if wv.Step != nil {
 			fmt.Fprintf(w, ", step %d", *wv.Step)
 		}
