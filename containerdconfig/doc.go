@@ -147,7 +147,13 @@
 //     (\u007B): k3s renders no action from it and containerd reads the
 //     value exactly. A template that replaces the distribution's config
 //     (no {{ template "base" . }} line) or has actions inside TOML lines is
-//     valid but not edited: ErrTemplate.
+//     valid but not edited: ErrTemplate. k3s and RKE2 also render a runtime
+//     table of their own for each shim they find on their PATH
+//     (Preset.GeneratesRuntimeFor: containerd-shim-spin-v2, the wasm
+//     shims, crun, nvidia): the installer does not put such a shim there.
+//     A removal (Uninstall) works even when the rendered config does not
+//     parse: it edits shimkit's drop-in or the template, which repairs a
+//     config k3s rendered with a table twice.
 //   - MicroK8s: /var/snap/microk8s/current/args/containerd-template.toml,
 //     unit snap.microk8s.daemon-containerd.
 //   - k0s: a drop-in in /etc/k0s/containerd.d; k0s reloads it, no restart.

@@ -80,8 +80,15 @@ func NewUninstall(t Target, name string) *Uninstall { return &Uninstall{Target: 
 
 // Apply removes the handler. A handler shimkit did not write is left alone
 // and the Change reports nothing changed.
+//
+// On k3s and RKE2 it works even when the rendered config does not parse
+// (k3s rendered a runtime table twice): it removes shimkit's block from
+// its drop-in or the template, which is what lets k3s render a config
+// containerd accepts again.
 func (u *Uninstall) Apply(ctx context.Context) (*Change, error) {
-	return u.Target.apply(ctx, handlerSubject(u.Name), func(p plan, data []byte) ([]byte, bool, error) {
+	s := handlerSubject(u.Name)
+	s.removal = true
+	return u.Target.apply(ctx, s, func(p plan, data []byte) ([]byte, bool, error) {
 		return RemoveHandler(p.nodePath, data, u.Name)
 	})
 }

@@ -61,6 +61,12 @@ type subject struct {
 	// file, when set, is the one file to edit (it must exist), whatever the
 	// preset says: a file another installer wrote to.
 	file string
+	// removal: the edit only removes what shimkit wrote, so on k3s and
+	// RKE2 it may go to shimkit's drop-in or the template even when the
+	// rendered config does not parse (a config k3s rendered from a
+	// template and its own runtime tables that containerd refuses): the
+	// removal is what repairs it.
+	removal bool
 }
 
 func handlerSubject(name string) subject {
@@ -168,6 +174,9 @@ func (t Target) planRancher(s subject) (plan, error) {
 	}
 	rendered, err := Parse(p.Config, data)
 	if err != nil {
+		if pl, ok := t.rancherRemoval(s); ok {
+			return pl, nil
+		}
 		return plan{}, err
 	}
 	tmpl, dropDir := "config.toml.tmpl", "config.toml.d"
@@ -193,11 +202,42 @@ func (t Target) planRancher(s subject) (plan, error) {
 	}, nil
 }
 
+// rancherRemoval plans a removal on k3s and RKE2 without the rendered
+// config (it does not parse): shimkit's drop-in in config-v3.toml.d when
+// it is there, else the template k3s reads first (config-v3.toml.tmpl,
+// then config.toml.tmpl) when there is one.
+func (t Target) rancherRemoval(s subject) (plan, bool) {
+	if !s.removal {
+		return plan{}, false
+	}
+	dir := t.Preset.agentDir
+	dropIn := path.Join(dir, "config-v3.toml.d", s.dropIn)
+	if _, err := os.Lstat(t.local(dropIn)); err == nil {
+		return t.dropIn(dropIn, path.Join(dir, "config-v3.toml.d", "*.toml"), s, 3), true
+	}
+	for _, tm := range []struct {
+		name    string
+		version int
+	}{{"config-v3.toml.tmpl", 3}, {"config.toml.tmpl", 2}} {
+		nodePath := path.Join(dir, tm.name)
+		if _, err := os.Lstat(t.local(nodePath)); err == nil {
+			return plan{nodePath: nodePath, local: t.local(nodePath), seed: templateSeed, template: true,
+				opts: addOptions{version: tm.version, hasRunc: true, template: true}}, true
+		}
+	}
+	return plan{}, false
+}
+
 // File returns the node path of the file an edit for handler goes to (the
 // config, a template or a drop-in), so that a caller can record it before
 // the edit for crash recovery (see Restore).
+//
+// On k3s and RKE2 whose rendered config does not parse, it names the file a
+// removal would edit (see Uninstall); an install there still fails.
 func (t Target) File(handler string) (string, error) {
-	p, err := t.plan(handler)
+	s := handlerSubject(handler)
+	s.removal = true
+	p, err := t.planFor(s)
 	if err != nil {
 		return "", err
 	}

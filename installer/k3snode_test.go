@@ -3,6 +3,7 @@ package installer_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -269,5 +270,54 @@ func TestK3sTemplateBraces(t *testing.T) {
 	removeSandboxes(ctx, t, rt)
 	if _, err := inst.Uninstall(ctx, uninstallPlan("demo")); err != nil {
 		t.Fatalf("uninstall: %v", err)
+	}
+}
+
+// TestK3sUninstallRepairsDoubleTable: a node an older shimkit left broken
+// (Spin's handler in the template of a k3s without the import, and the
+// shim linked onto k3s's PATH: k3s renders the spin table twice and
+// containerd refuses the config) is repaired by the uninstall: the
+// rendered config does not parse, but shimkit's block comes out of the
+// template, k3s-agent starts again, and the link goes.
+func TestK3sUninstallRepairsDoubleTable(t *testing.T) {
+	c := k3sCases(t)[1]
+	ctx := context.Background()
+	n := c.boot(t)
+	before := snapshotTree(t, n.Local(c.configDir))
+	inst := &installer.Installer{HostRoot: n.Root}
+	srv := testutil.StartFileServer(t)
+	a := testutil.NewShimArchive(t, "spin", c.build.Binary("containerd-shim-runc-v2"), nil)
+	if _, err := inst.Install(ctx, namedHTTPPlan("spin", srv, "/spin.tar.gz", a)); err != nil {
+		t.Fatalf("install: %v\n%s", err, n.Journal(c.unit))
+	}
+	// What an older shimkit did: link the shim onto k3s's PATH, recorded.
+	const link = "/usr/local/bin/containerd-shim-spin-v2"
+	if err := os.Symlink("/opt/shimkit/spin/current/containerd-shim-spin-v2", n.Local(link)); err != nil {
+		t.Fatal(err)
+	}
+	statePath := n.Local("/var/lib/shimkit/state.json")
+	var st map[string]any
+	data, err := os.ReadFile(statePath)
+	if err != nil || json.Unmarshal(data, &st) != nil {
+		t.Fatalf("state: %v", err)
+	}
+	st["shims"].(map[string]any)["spin"].(map[string]any)["links"] = []string{link}
+	if data, err = json.Marshal(st); err != nil || os.WriteFile(statePath, data, 0o644) != nil {
+		t.Fatal(err)
+	}
+	if out, err := n.Exec(ctx, "systemctl", "restart", c.unit); err == nil {
+		t.Fatalf("k3s-agent started with the spin table twice: %s", out)
+	}
+	if _, err := inst.Uninstall(ctx, uninstallPlan("spin")); err != nil {
+		t.Fatalf("uninstall: %v\n%s", err, n.Journal(c.unit))
+	}
+	if exists(n.Local(link)) {
+		t.Error("the link is left")
+	}
+	if out, err := n.Exec(ctx, "systemctl", "restart", c.unit); err != nil {
+		t.Fatalf("restart: %v %s\n%s", err, out, n.Journal(c.unit))
+	}
+	if after := snapshotTree(t, n.Local(c.configDir)); !equalTrees(before, after) {
+		t.Errorf("%s after the uninstall:\n%v\nwant\n%v", c.configDir, after, before)
 	}
 }

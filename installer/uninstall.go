@@ -7,7 +7,9 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/shimkit/shimkit/containerdconfig"
@@ -37,7 +39,7 @@ func (i *Installer) Uninstall(ctx context.Context, p *plan.NodePlan) (*Result, e
 		i.step("done", "shim", name, "changed", false)
 		return res, nil
 	}
-	steps := []step{uninstallCheck{}, unconfigure{}, &restartContainerd{absent: r.prev.handlers()}, removeFiles{}}
+	steps := []step{uninstallCheck{}, unconfigure{}, &unlinkDetected{}, &restartContainerd{absent: r.prev.handlers()}, removeFiles{}}
 	if err := i.execute(ctx, r, steps); err != nil {
 		return nil, fmt.Errorf("uninstall %s: %w", name, err)
 	}
@@ -89,6 +91,42 @@ func (unconfigure) do(ctx context.Context, r *run) error {
 }
 
 func (unconfigure) undo(_ context.Context, r *run) error { return r.rollbackConfig() }
+
+// unlinkDetected removes, before the restart, the Shim's PATH links that
+// the distribution (k3s, RKE2) finds and renders a runtime table of its own
+// for (an older shimkit made them): with the link there, the restarted
+// agent would render the handler again. The undo puts them back.
+type unlinkDetected struct{ removed map[string]string }
+
+func (*unlinkDetected) name() string { return "unlinked" }
+
+func (s *unlinkDetected) do(_ context.Context, r *run) error {
+	s.removed = map[string]string{}
+	for _, l := range r.prev.Links {
+		if !r.target.Preset.GeneratesRuntimeFor(path.Base(l)) {
+			continue
+		}
+		cur, err := os.Readlink(r.i.local(l))
+		if err != nil || r.prev.BundleDir == "" || !strings.HasPrefix(cur, r.prev.BundleDir+"/") {
+			continue
+		}
+		if err := os.Remove(r.i.local(l)); err != nil {
+			return fmt.Errorf("unlink %s: %w", l, err)
+		}
+		s.removed[l] = cur
+	}
+	return nil
+}
+
+func (s *unlinkDetected) undo(_ context.Context, r *run) error {
+	var errs []error
+	for l, target := range s.removed {
+		if err := os.Symlink(target, r.i.local(l)); err != nil && !errors.Is(err, fs.ErrExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // removeFiles commits the config and removes what containerd no longer
 // uses: units, links, the bundle, and the record.

@@ -92,7 +92,9 @@ func run(containerdBin, cfgPath, kubeletBin string) {
 	case <-sig:
 		_ = ctd.Process.Signal(syscall.SIGTERM)
 		k.halt()
-		<-exited
+		if err := <-exited; err != nil {
+			fmt.Fprintln(os.Stderr, "containerd stopped:", err)
+		}
 		os.Exit(0)
 	case err := <-exited:
 		k.halt()
@@ -105,7 +107,7 @@ func waitSocket(sock string, exited <-chan error) error {
 	for time.Now().Before(deadline) {
 		select {
 		case err := <-exited:
-			return fmt.Errorf("exited before its socket answered: %v", err)
+			return fmt.Errorf("exited before its socket answered: %w", err)
 		default:
 		}
 		if c, err := net.Dial("unix", sock); err == nil {
