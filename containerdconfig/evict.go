@@ -101,7 +101,7 @@ var _ Mutator = (*Evict)(nil)
 func (e *Evict) Apply(ctx context.Context) (*Change, error) {
 	for _, w := range e.where() {
 		if w.s.file != "" {
-			if _, ok, err := readOptional(w.t.local(w.s.file)); err != nil || !ok {
+			if _, ok, err := readOptional(w.t.LocalPath(w.s.file)); err != nil || !ok {
 				if err != nil {
 					return nil, err
 				}

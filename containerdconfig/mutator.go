@@ -192,7 +192,7 @@ func (t Target) mergedWith(p plan) ([]string, error) {
 		others = append(others, t.Preset.Config)
 	}
 	if p.imports != "" {
-		entries, err := os.ReadDir(t.local(path.Dir(p.imports)))
+		entries, err := os.ReadDir(t.LocalPath(path.Dir(p.imports)))
 		if err != nil && !os.IsNotExist(err) {
 			return nil, err
 		}
@@ -230,7 +230,7 @@ func (t Target) handlerElsewhere(p plan, data []byte, name string) error {
 		return err
 	}
 	for _, np := range others {
-		data, ok, err := readOptional(t.local(np))
+		data, ok, err := readOptional(t.LocalPath(np))
 		if err != nil {
 			return err
 		}

@@ -87,8 +87,6 @@ var templateSeed = []byte("# Created by shimkit: the distribution's config plus 
 
 func dropInName(handler string) string { return "shimkit-" + handler + ".toml" }
 
-func (t Target) local(nodePath string) string { return hostPath(t.Root, nodePath) }
-
 // readOptional reads a file that may not exist.
 func readOptional(p string) ([]byte, bool, error) {
 	data, err := os.ReadFile(p)
@@ -100,9 +98,6 @@ func readOptional(p string) ([]byte, bool, error) {
 	}
 	return data, true, nil
 }
-
-// plan decides which file the edit for handler goes to.
-func (t Target) plan(handler string) (plan, error) { return t.planFor(handlerSubject(handler)) }
 
 // planFor decides which file the edit for s goes to.
 func (t Target) planFor(s subject) (plan, error) {
@@ -120,7 +115,7 @@ func (t Target) planFor(s subject) (plan, error) {
 		}
 		return t.dropIn(path.Join(p.dropInDir, s.dropIn), path.Join(p.dropInDir, "*.toml"), s, version), nil
 	}
-	data, ok, err := readOptional(t.local(p.Config))
+	data, ok, err := readOptional(t.LocalPath(p.Config))
 	if err != nil {
 		return plan{}, err
 	}
@@ -128,7 +123,7 @@ func (t Target) planFor(s subject) (plan, error) {
 		if p.Name != PresetContainerd || t.Mode == ModeDropIn {
 			return plan{}, &FileError{Path: p.Config, Err: fs.ErrNotExist}
 		}
-		return plan{nodePath: p.Config, local: t.local(p.Config), seed: configSeed(2)}, nil
+		return plan{nodePath: p.Config, local: t.LocalPath(p.Config), seed: configSeed(2)}, nil
 	}
 	cfg, err := Parse(p.Config, data)
 	if err != nil {
@@ -145,7 +140,7 @@ func (t Target) planFor(s subject) (plan, error) {
 		return plan{}, &FileError{Path: p.Config, Key: "imports",
 			Err: fmt.Errorf("%w (containerd 1.x replaces whole plugin sections from drop-ins, so shimkit writes drop-ins only for schema 3 and up)", ErrNoDropIn)}
 	}
-	pl := plan{nodePath: p.Config, local: t.local(p.Config)}
+	pl := plan{nodePath: p.Config, local: t.LocalPath(p.Config)}
 	if p.Name == PresetContainerd {
 		pl.seed = configSeed(2) // a file shimkit created goes with its last handler
 	}
@@ -156,7 +151,7 @@ func (t Target) planFor(s subject) (plan, error) {
 // one makes containerd 2.3.0–2.3.4 refuse to start and 2.0–2.2 skip
 // migrating the root.
 func (t Target) dropIn(nodePath, imports string, s subject, version int) plan {
-	return plan{nodePath: nodePath, local: t.local(nodePath), seed: s.seed(version), opts: addOptions{hasRunc: true}, imports: imports}
+	return plan{nodePath: nodePath, local: t.LocalPath(nodePath), seed: s.seed(version), opts: addOptions{hasRunc: true}, imports: imports}
 }
 
 // planRancher plans an edit for k3s and RKE2, which render containerd's
@@ -165,7 +160,7 @@ func (t Target) dropIn(nodePath, imports string, s subject, version int) plan {
 // never edited.
 func (t Target) planRancher(s subject) (plan, error) {
 	p := t.Preset
-	data, ok, err := readOptional(t.local(p.Config))
+	data, ok, err := readOptional(t.LocalPath(p.Config))
 	if err != nil {
 		return plan{}, err
 	}
@@ -196,7 +191,7 @@ func (t Target) planRancher(s subject) (plan, error) {
 	}
 	nodePath := path.Join(p.agentDir, tmpl)
 	return plan{
-		nodePath: nodePath, local: t.local(nodePath), seed: templateSeed, template: true,
+		nodePath: nodePath, local: t.LocalPath(nodePath), seed: templateSeed, template: true,
 		opts:     addOptions{version: rendered.Version, hasRunc: true, template: true},
 		rendered: rendered,
 	}, nil
@@ -212,7 +207,7 @@ func (t Target) rancherRemoval(s subject) (plan, bool) {
 	}
 	dir := t.Preset.agentDir
 	dropIn := path.Join(dir, "config-v3.toml.d", s.dropIn)
-	if _, err := os.Lstat(t.local(dropIn)); err == nil {
+	if _, err := os.Lstat(t.LocalPath(dropIn)); err == nil {
 		return t.dropIn(dropIn, path.Join(dir, "config-v3.toml.d", "*.toml"), s, 3), true
 	}
 	for _, tm := range []struct {
@@ -220,8 +215,8 @@ func (t Target) rancherRemoval(s subject) (plan, bool) {
 		version int
 	}{{"config-v3.toml.tmpl", 3}, {"config.toml.tmpl", 2}} {
 		nodePath := path.Join(dir, tm.name)
-		if _, err := os.Lstat(t.local(nodePath)); err == nil {
-			return plan{nodePath: nodePath, local: t.local(nodePath), seed: templateSeed, template: true,
+		if _, err := os.Lstat(t.LocalPath(nodePath)); err == nil {
+			return plan{nodePath: nodePath, local: t.LocalPath(nodePath), seed: templateSeed, template: true,
 				opts: addOptions{version: tm.version, hasRunc: true, template: true}}, true
 		}
 	}
@@ -246,12 +241,12 @@ func (t Target) File(handler string) (string, error) {
 
 // LocalPath maps a node path to this machine, where the node's root
 // filesystem is at Root.
-func (t Target) LocalPath(nodePath string) string { return t.local(nodePath) }
+func (t Target) LocalPath(nodePath string) string { return hostPath(t.Root, nodePath) }
 
 // HasHandler reports whether the file the target edits for handler (the
 // config, a template or a drop-in) defines it.
 func (t Target) HasHandler(handler string) (bool, error) {
-	p, err := t.plan(handler)
+	p, err := t.planFor(handlerSubject(handler))
 	if err != nil {
 		return false, err
 	}
@@ -280,13 +275,13 @@ func (t Target) fixedFile(nodePath string) (plan, error) {
 	if err != nil {
 		return plan{}, err
 	}
-	return plan{nodePath: nodePath, local: t.local(nodePath), opts: addOptions{version: version, hasRunc: true}}, nil
+	return plan{nodePath: nodePath, local: t.LocalPath(nodePath), opts: addOptions{version: version, hasRunc: true}}, nil
 }
 
 // RootConfig reads and parses the preset's root config (the rendered one
 // on k3s and RKE2); ok is false when the file does not exist.
 func (t Target) RootConfig() (cfg *Config, ok bool, err error) {
-	data, ok, err := readOptional(t.local(t.Preset.Config))
+	data, ok, err := readOptional(t.LocalPath(t.Preset.Config))
 	if err != nil || !ok {
 		return nil, false, err
 	}

@@ -98,7 +98,7 @@ func (t Target) proxyElsewhere(p plan, pp ProxyPlugin) (defined bool, err error)
 		return false, err
 	}
 	for _, np := range others {
-		data, ok, err := readOptional(t.local(np))
+		data, ok, err := readOptional(t.LocalPath(np))
 		if err != nil {
 			return false, err
 		}
