@@ -283,14 +283,7 @@ func TestRealCRIOForeignFileAndRollback(t *testing.T) {
 	admin := filepath.Join(c.DropInDir, "50-admin.conf")
 	adminText := "# an admin's drop-in\r\n[crio.runtime.runtimes.admin-rt]\r\nruntime_path = \"/usr/bin/crun\"\r\nruntime_root = \"" + filepath.Join(c.Dir, "run/admin-rt") + "\"\r\n"
 	backup := filepath.Join(c.DropInDir, "old", "crun-shimkit.conf.bak")
-	for p, data := range map[string]string{admin: adminText, backup: "[crio.runtime.runtimes.crun-shimkit]\nruntime_path = \"/usr/bin/runc\"\n"} {
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, map[string]string{admin: adminText, backup: "[crio.runtime.runtimes.crun-shimkit]\nruntime_path = \"/usr/bin/runc\"\n"})
 	eff := effectiveHandlers(t, c)
 	if eff["crun-shimkit"]["runtime_path"] != "/usr/bin/runc" || eff["admin-rt"] == nil {
 		t.Fatalf("crio config does not merge the backup file in a subdirectory: %v", eff)
@@ -384,5 +377,19 @@ func TestRealCRIOStopsOnUnreadableDropIn(t *testing.T) {
 				t.Error("the drop-in was written")
 			}
 		})
+	}
+}
+
+// writeFiles writes each file (mode 0600, as an admin's may be), creating
+// its directory.
+func writeFiles(t *testing.T, files map[string]string) {
+	t.Helper()
+	for p, data := range files {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
