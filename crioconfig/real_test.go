@@ -131,7 +131,10 @@ func TestRealCRIOLoadsHandlers(t *testing.T) {
 	shim := installCopy(t, c, "/usr/bin/containerd-shim-runc-v2", "opt/shimkit/runc-vm/bin/containerd-shim-runc-v2")
 	oci := crioconfig.RuntimeHandler{Name: "crun-shimkit", Kind: crioconfig.KindOCI, RuntimePath: crun, RuntimeRoot: filepath.Join(c.Dir, "run/crun-shimkit"),
 		AllowedAnnotations: []string{"module.wasm.image/variant", "run.oci."}, ContainerMinMemory: "4MiB"}
-	vm := crioconfig.RuntimeHandler{Name: "runc-vm", Kind: crioconfig.KindVM, RuntimePath: shim}
+	shimConfig := filepath.Join(c.Dir, "opt/shimkit/runc-vm/configuration.toml")
+	writeFiles(t, map[string]string{shimConfig: "# the shim's own configuration\n"})
+	vm := crioconfig.RuntimeHandler{Name: "runc-vm", Kind: crioconfig.KindVM, RuntimePath: shim, RuntimeConfigPath: shimConfig,
+		AllowedAnnotations: []string{"io.kubernetes.cri-o.Devices"}}
 	w := crioconfig.NewWriter(target(c), "shim/test")
 	ctx := context.Background()
 	for _, h := range []crioconfig.RuntimeHandler{oci, vm} {
@@ -148,7 +151,7 @@ func TestRealCRIOLoadsHandlers(t *testing.T) {
 		!slices.Equal(anyStrings(got["allowed_annotations"]), oci.AllowedAnnotations) {
 		t.Errorf("crio config: crun-shimkit = %v", got)
 	}
-	if got := eff["runc-vm"]; got["runtime_path"] != shim || got["runtime_type"] != "vm" {
+	if got := eff["runc-vm"]; got["runtime_path"] != shim || got["runtime_type"] != "vm" || got["runtime_config_path"] != shimConfig {
 		t.Errorf("crio config: runc-vm = %v", got)
 	}
 	if hs := handlers(t, c); slices.Contains(hs, "crun-shimkit") {
