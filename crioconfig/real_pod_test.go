@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -197,4 +199,47 @@ func createContainer(ctx context.Context, rt runtimeapi.RuntimeServiceClient, sa
 		},
 	})
 	return resp.GetContainerId(), err
+}
+
+// TestRealCRIOSIGHUPIsNotARestart shows why shimkit restarts CRI-O and
+// never reloads it (cri-o #10202, seen on the pinned v1.34.0): after a
+// SIGHUP, CRI-O announces the new handler in its CRI status (so the
+// kubelet would put it in node.status.runtimeHandlers) but a pod sandbox
+// on it fails; after a restart the same pod runs.
+func TestRealCRIOSIGHUPIsNotARestart(t *testing.T) {
+	t.Parallel() // each runs its own crio
+	reg := testutil.StartRegistry(t, "", "")
+	pause := testutil.PushPauseImage(t, reg)
+	c := testutil.StartCRIO(t, testutil.WithPauseImage(pause))
+	runc := installCopy(t, c, "/usr/bin/runc", "opt/shimkit/runc-shimkit/bin/runc")
+	h := crioconfig.RuntimeHandler{Name: "runc-shimkit", Kind: crioconfig.KindOCI, RuntimePath: runc, RuntimeRoot: filepath.Join(c.Dir, "run/runc-shimkit")}
+	change, err := crioconfig.NewWriter(target(c), "shim/test").Install(context.Background(), h)
+	if err == nil {
+		err = change.Commit()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !slices.Contains(handlers(t, c), h.Name) {
+		if time.Now().After(deadline) {
+			t.Fatalf("CRI-O did not announce %s within 10 s of SIGHUP: %v", h.Name, handlers(t, c))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rt := c.Runtime(t)
+	_, err = rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig(c, "after-hup"), RuntimeHandler: h.Name})
+	if err == nil || !strings.Contains(err.Error(), "failed to find runtime handler "+h.Name) {
+		t.Fatalf("a sandbox on %s after SIGHUP: %v; want CRI-O's 'failed to find runtime handler' (cri-o #10202)", h.Name, err)
+	}
+	restart(t, c)
+	rt = c.Runtime(t)
+	if _, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig(c, "after-restart"), RuntimeHandler: h.Name}); err != nil {
+		t.Fatalf("a sandbox on %s after a restart: %v\n%s", h.Name, err, c.LogTail())
+	}
 }

@@ -206,6 +206,15 @@ func (c *CRIO) Stop(ctx context.Context) error {
 	return fmt.Errorf("crio %s did not stop on SIGTERM; killed", c.Version)
 }
 
+// Signal sends sig to the running crio (a test of what SIGHUP does; a
+// node never reloads CRI-O, see Restart).
+func (c *CRIO) Signal(sig os.Signal) error {
+	if c.cmd == nil {
+		return errors.New("crio is not running")
+	}
+	return c.cmd.Process.Signal(sig)
+}
+
 // Restart stops and starts crio, as `systemctl restart crio` does (never
 // SIGHUP: cri-o #10202), and waits until it is ready again.
 func (c *CRIO) Restart(ctx context.Context) error {
