@@ -32,8 +32,9 @@
 //     <drop-in dir>/90-shimkit-<handler>.conf (DropInName); no file
 //     shimkit did not write is ever edited.
 //   - A handler of that name that any other file CRI-O reads defines is
-//     refused with ErrForeignHandler, naming the file; so is CRI-O's
-//     default runtime (ErrReserved). Nothing is written.
+//     refused with ErrForeignHandler, naming the file; so are CRI-O's
+//     default runtime and its built-in crun (ErrReserved). Nothing is
+//     written.
 //   - Ownership: <state dir>/<handler>.owner.json records the owner and
 //     the sha256 of the drop-in shimkit wrote. A drop-in without a record,
 //     of another owner, or changed since is ErrNotOurs, and stays as it is

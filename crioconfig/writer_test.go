@@ -203,6 +203,10 @@ func TestRefusals(t *testing.T) {
 			n.write("/etc/crio/crio.conf.d/01-kata.conf", "[crio.runtime.runtimes.kata]\nruntime_type = \"vm\"\n", 0o644)
 		}, kataHandler, "", ErrForeignHandler, "01-kata.conf"},
 		{"default runtime crun", nil, RuntimeHandler{Name: "crun", Kind: KindOCI, RuntimePath: "/usr/local/bin/crun"}, "", ErrReserved, "default runtime"},
+		// CRI-O's DefaultConfig defines crun before reading any file.
+		{"built-in crun when the default is runc", func(n *node) {
+			n.write("/etc/crio/crio.conf", "[crio.runtime]\ndefault_runtime = \"runc\"\n[crio.runtime.runtimes.runc]\n", 0o644)
+		}, RuntimeHandler{Name: "crun", Kind: KindOCI, RuntimePath: "/usr/local/bin/crun"}, "", ErrReserved, "built-in"},
 		{"default runtime set in a drop-in", func(n *node) {
 			n.write("/etc/crio/crio.conf.d/00-default.conf", "[crio.runtime]\ndefault_runtime = \"crun-wasm\"\n", 0o644)
 		}, crunHandler, "", ErrReserved, "default runtime"},
