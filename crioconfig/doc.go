@@ -32,8 +32,9 @@
 //     <drop-in dir>/90-shimkit-<handler>.conf (DropInName); no file
 //     shimkit did not write is ever edited.
 //   - A handler of that name that any other file CRI-O reads defines is
-//     refused with ErrForeignHandler, naming the file; so is CRI-O's
-//     default runtime (ErrReserved). Nothing is written.
+//     refused with ErrForeignHandler, naming the file; so are CRI-O's
+//     default runtime and its built-in crun (ErrReserved). Nothing is
+//     written.
 //   - Ownership: <state dir>/<handler>.owner.json records the owner and
 //     the sha256 of the drop-in shimkit wrote. A drop-in without a record,
 //     of another owner, or changed since is ErrNotOurs, and stays as it is
@@ -57,10 +58,13 @@
 //   - Errors wrap exported sentinels (errors.Is) whose exported names
 //     Reason returns, and name the file (*FileError).
 //
-// Reloading: CRI-O must be restarted (systemctl restart crio), never sent
-// SIGHUP: after a SIGHUP CRI-O reports a new handler in its CRI status
-// while pods on it fail (cri-o #10202). This package only writes; the
-// caller restarts CRI-O and checks the handler in the CRI status.
+// Reloading: CRI-O must be restarted (Unit, crio.service), never reloaded
+// or sent SIGHUP (the unit's ExecReload): after a SIGHUP CRI-O reports a
+// new handler in its CRI status while pods on it fail (cri-o #10202).
+// This package only writes; the caller restarts CRI-O and checks the
+// handler in the CRI status (on DefaultSocket) and with a canary pod.
+// Detect finds a CRI-O node by its socket, config file or drop-in
+// directory.
 //
 // # What runs as which kind (seen with CRI-O v1.34.0 here)
 //

@@ -56,8 +56,8 @@ func (f *Fake) Install(ctx context.Context, h RuntimeHandler) (*Change, error) {
 	if f.Binaries != nil && !f.Binaries[h.RuntimePath] {
 		return nil, fileErr(h.RuntimePath, ErrBinary, "runtime_path of handler %q does not exist (fake)", h.Name)
 	}
-	if h.Name == "crun" {
-		return nil, fmt.Errorf("%w: %q is CRI-O's default runtime (fake)", ErrReserved, h.Name)
+	if h.Name == builtinRuntime {
+		return nil, fmt.Errorf("%w: %q is CRI-O's built-in handler (fake)", ErrReserved, h.Name)
 	}
 	if file, ok := f.Foreign[h.Name]; ok {
 		return nil, fileErr(file, ErrForeignHandler, "defines the runtime handler %q (fake)", h.Name)

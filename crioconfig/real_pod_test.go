@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,8 +23,8 @@ import (
 // with that runtime handler (host network; the pid namespace per
 // container, so CRI-O drops the infra container, whose oom_score_adj of
 // -998 this machine, lacking CAP_SYS_RESOURCE, cannot set), a canary
-// container that exits 0, and a long-running one whose conmon runs our
-// crun. The pause image is pulled by CRI-O from the registry stand-in.
+// container that exits 0, and a long-running one whose conmon runs the
+// handler's runc. The pause image is pulled by CRI-O from the registry stand-in.
 // container_min_memory is enforced by CRI-O: a 2 MiB limit is refused
 // under the handler's 4 MiB minimum.
 func TestRealCRIOPodOnOCIHandler(t *testing.T) {
@@ -33,14 +35,7 @@ func TestRealCRIOPodOnOCIHandler(t *testing.T) {
 	runc := installCopy(t, c, "/usr/bin/runc", "opt/shimkit/runc-shimkit/bin/runc")
 	h := crioconfig.RuntimeHandler{Name: "runc-shimkit", Kind: crioconfig.KindOCI, RuntimePath: runc,
 		RuntimeRoot: filepath.Join(c.Dir, "run/runc-shimkit"), ContainerMinMemory: "4MiB"}
-	change, err := crioconfig.NewWriter(target(c), "shim/test").Install(context.Background(), h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := change.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	restart(t, c)
+	installAndRestart(t, c, h)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -48,13 +43,7 @@ func TestRealCRIOPodOnOCIHandler(t *testing.T) {
 	if _, err := img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: pause}}); err != nil {
 		t.Fatalf("PullImage %s: %v\n%s", pause, err, c.LogTail())
 	}
-	sbConfig := &runtimeapi.PodSandboxConfig{
-		Metadata:     &runtimeapi.PodSandboxMetadata{Name: "canary", Namespace: "default", Uid: "canary-uid"},
-		LogDirectory: filepath.Join(c.Dir, "log/pods/canary"),
-		Linux: &runtimeapi.LinuxPodSandboxConfig{CgroupParent: c.CgroupParent(), SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
-			NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE, Pid: runtimeapi.NamespaceMode_CONTAINER},
-		}},
-	}
+	sbConfig := sandboxConfig(c, "canary")
 	sb, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sbConfig, RuntimeHandler: h.Name})
 	if err != nil {
 		t.Fatalf("RunPodSandbox on %s: %v\n%s", h.Name, err, c.LogTail())
@@ -67,21 +56,7 @@ func TestRealCRIOPodOnOCIHandler(t *testing.T) {
 		t.Fatalf("sandbox status %v, info %v, %v", st.GetStatus(), st.GetInfo(), err)
 	}
 	create := func(name string, args []string, memory int64) (string, error) {
-		resp, err := rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
-			PodSandboxId:  sb.PodSandboxId,
-			SandboxConfig: sbConfig,
-			Config: &runtimeapi.ContainerConfig{
-				Metadata: &runtimeapi.ContainerMetadata{Name: name},
-				Image:    &runtimeapi.ImageSpec{Image: pause, UserSpecifiedImage: pause}, // kubelet sets both; CRI-O needs the latter
-				Command:  args,
-				LogPath:  name + ".log",
-				Linux: &runtimeapi.LinuxContainerConfig{
-					Resources:       &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: memory},
-					SecurityContext: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: sbConfig.Linux.SecurityContext.NamespaceOptions},
-				},
-			},
-		})
-		return resp.GetContainerId(), err
+		return createContainer(ctx, rt, sb.PodSandboxId, sbConfig, pause, name, args, memory)
 	}
 	if _, err := create("small", []string{"/pause", "exit", "0"}, 2<<20); err == nil || !strings.Contains(err.Error(), "should be at least") {
 		t.Errorf("a 2 MiB container under a 4 MiB container_min_memory: %v", err)
@@ -109,9 +84,7 @@ func TestRealCRIOPodOnOCIHandler(t *testing.T) {
 	if pids := testutil.ProcessesMentioning(runc); len(pids) == 0 {
 		t.Errorf("no process (conmon) runs the handler's binary %s", runc)
 	}
-	if _, err := rt.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: long, Timeout: 5}); err != nil {
-		t.Error(err)
-	}
+	// Teardown stops and removes the pod through CRI.
 }
 
 func waitExit(ctx context.Context, rt runtimeapi.RuntimeServiceClient, id string) (int32, error) {
@@ -157,23 +130,11 @@ func TestRealCRIOPodOnVMHandler(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := crioconfig.RuntimeHandler{Name: "probe-vm", Kind: crioconfig.KindVM, RuntimePath: wrapper}
-	change, err := crioconfig.NewWriter(target(c), "shim/test").Install(context.Background(), h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := change.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	restart(t, c)
+	installAndRestart(t, c, h)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	rt := c.Runtime(t)
-	sb, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{RuntimeHandler: h.Name, Config: &runtimeapi.PodSandboxConfig{
-		Metadata: &runtimeapi.PodSandboxMetadata{Name: "vm", Namespace: "default", Uid: "vm-uid"},
-		Linux: &runtimeapi.LinuxPodSandboxConfig{CgroupParent: c.CgroupParent(), SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
-			NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE, Pid: runtimeapi.NamespaceMode_CONTAINER},
-		}},
-	}})
+	sb, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{RuntimeHandler: h.Name, Config: sandboxConfig(c, "vm")})
 	// CRI-O runs the binary with --version when it starts
 	// (initializeRuntimeFeatures); for a sandbox it runs "... -id ID start".
 	started, _ := os.ReadFile(record)
@@ -188,5 +149,97 @@ func TestRealCRIOPodOnVMHandler(t *testing.T) {
 		t.Logf("as expected on a machine without CAP_SYS_RESOURCE, the infra container failed: %v", err)
 	default:
 		t.Fatalf("RunPodSandbox on %s: %v\n%s", h.Name, err, c.LogTail())
+	}
+}
+
+// installAndRestart writes h with the Writer, commits it and restarts
+// CRI-O, as the installer does.
+func installAndRestart(t *testing.T, c *testutil.CRIO, h crioconfig.RuntimeHandler) {
+	t.Helper()
+	change, err := crioconfig.NewWriter(target(c), "shim/test").Install(context.Background(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := change.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	restart(t, c)
+}
+
+// sandboxConfig is a pod on the host's network with a pid namespace per
+// container (so CRI-O drops an oci handler's infra container), under the
+// CRI-O's cgroup parent.
+func sandboxConfig(c *testutil.CRIO, name string) *runtimeapi.PodSandboxConfig {
+	return &runtimeapi.PodSandboxConfig{
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "default", Uid: name + "-uid"},
+		LogDirectory: filepath.Join(c.Dir, "log/pods", name),
+		Linux: &runtimeapi.LinuxPodSandboxConfig{CgroupParent: c.CgroupParent(), SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE, Pid: runtimeapi.NamespaceMode_CONTAINER},
+		}},
+	}
+}
+
+// createContainer creates a container of image in the sandbox, as the
+// kubelet asks for it (UserSpecifiedImage, which CRI-O requires, and the
+// sandbox's namespaces), with a memory limit when memory > 0.
+func createContainer(ctx context.Context, rt runtimeapi.RuntimeServiceClient, sandbox string, sbConfig *runtimeapi.PodSandboxConfig,
+	image, name string, args []string, memory int64) (string, error) {
+	resp, err := rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
+		PodSandboxId:  sandbox,
+		SandboxConfig: sbConfig,
+		Config: &runtimeapi.ContainerConfig{
+			Metadata: &runtimeapi.ContainerMetadata{Name: name},
+			Image:    &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: image},
+			Command:  args,
+			LogPath:  name + ".log",
+			Linux: &runtimeapi.LinuxContainerConfig{
+				Resources:       &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: memory},
+				SecurityContext: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: sbConfig.Linux.SecurityContext.NamespaceOptions},
+			},
+		},
+	})
+	return resp.GetContainerId(), err
+}
+
+// TestRealCRIOSIGHUPIsNotARestart shows why shimkit restarts CRI-O and
+// never reloads it (cri-o #10202, seen on the pinned v1.34.0): after a
+// SIGHUP, CRI-O announces the new handler in its CRI status (so the
+// kubelet would put it in node.status.runtimeHandlers) but a pod sandbox
+// on it fails; after a restart the same pod runs.
+func TestRealCRIOSIGHUPIsNotARestart(t *testing.T) {
+	t.Parallel() // each runs its own crio
+	reg := testutil.StartRegistry(t, "", "")
+	pause := testutil.PushPauseImage(t, reg)
+	c := testutil.StartCRIO(t, testutil.WithPauseImage(pause))
+	runc := installCopy(t, c, "/usr/bin/runc", "opt/shimkit/runc-shimkit/bin/runc")
+	h := crioconfig.RuntimeHandler{Name: "runc-shimkit", Kind: crioconfig.KindOCI, RuntimePath: runc, RuntimeRoot: filepath.Join(c.Dir, "run/runc-shimkit")}
+	change, err := crioconfig.NewWriter(target(c), "shim/test").Install(context.Background(), h)
+	if err == nil {
+		err = change.Commit()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !slices.Contains(handlers(t, c), h.Name) {
+		if time.Now().After(deadline) {
+			t.Fatalf("CRI-O did not announce %s within 10 s of SIGHUP: %v", h.Name, handlers(t, c))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rt := c.Runtime(t)
+	_, err = rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig(c, "after-hup"), RuntimeHandler: h.Name})
+	if err == nil || !strings.Contains(err.Error(), "failed to find runtime handler "+h.Name) {
+		t.Fatalf("a sandbox on %s after SIGHUP: %v; want CRI-O's 'failed to find runtime handler' (cri-o #10202)", h.Name, err)
+	}
+	restart(t, c)
+	rt = c.Runtime(t)
+	if _, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig(c, "after-restart"), RuntimeHandler: h.Name}); err != nil {
+		t.Fatalf("a sandbox on %s after a restart: %v\n%s", h.Name, err, c.LogTail())
 	}
 }

@@ -131,7 +131,10 @@ func TestRealCRIOLoadsHandlers(t *testing.T) {
 	shim := installCopy(t, c, "/usr/bin/containerd-shim-runc-v2", "opt/shimkit/runc-vm/bin/containerd-shim-runc-v2")
 	oci := crioconfig.RuntimeHandler{Name: "crun-shimkit", Kind: crioconfig.KindOCI, RuntimePath: crun, RuntimeRoot: filepath.Join(c.Dir, "run/crun-shimkit"),
 		AllowedAnnotations: []string{"module.wasm.image/variant", "run.oci."}, ContainerMinMemory: "4MiB"}
-	vm := crioconfig.RuntimeHandler{Name: "runc-vm", Kind: crioconfig.KindVM, RuntimePath: shim}
+	shimConfig := filepath.Join(c.Dir, "opt/shimkit/runc-vm/configuration.toml")
+	writeFiles(t, map[string]string{shimConfig: "# the shim's own configuration\n"})
+	vm := crioconfig.RuntimeHandler{Name: "runc-vm", Kind: crioconfig.KindVM, RuntimePath: shim, RuntimeConfigPath: shimConfig,
+		AllowedAnnotations: []string{"io.kubernetes.cri-o.Devices"}}
 	w := crioconfig.NewWriter(target(c), "shim/test")
 	ctx := context.Background()
 	for _, h := range []crioconfig.RuntimeHandler{oci, vm} {
@@ -148,7 +151,7 @@ func TestRealCRIOLoadsHandlers(t *testing.T) {
 		!slices.Equal(anyStrings(got["allowed_annotations"]), oci.AllowedAnnotations) {
 		t.Errorf("crio config: crun-shimkit = %v", got)
 	}
-	if got := eff["runc-vm"]; got["runtime_path"] != shim || got["runtime_type"] != "vm" {
+	if got := eff["runc-vm"]; got["runtime_path"] != shim || got["runtime_type"] != "vm" || got["runtime_config_path"] != shimConfig {
 		t.Errorf("crio config: runc-vm = %v", got)
 	}
 	if hs := handlers(t, c); slices.Contains(hs, "crun-shimkit") {
@@ -283,14 +286,7 @@ func TestRealCRIOForeignFileAndRollback(t *testing.T) {
 	admin := filepath.Join(c.DropInDir, "50-admin.conf")
 	adminText := "# an admin's drop-in\r\n[crio.runtime.runtimes.admin-rt]\r\nruntime_path = \"/usr/bin/crun\"\r\nruntime_root = \"" + filepath.Join(c.Dir, "run/admin-rt") + "\"\r\n"
 	backup := filepath.Join(c.DropInDir, "old", "crun-shimkit.conf.bak")
-	for p, data := range map[string]string{admin: adminText, backup: "[crio.runtime.runtimes.crun-shimkit]\nruntime_path = \"/usr/bin/runc\"\n"} {
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, map[string]string{admin: adminText, backup: "[crio.runtime.runtimes.crun-shimkit]\nruntime_path = \"/usr/bin/runc\"\n"})
 	eff := effectiveHandlers(t, c)
 	if eff["crun-shimkit"]["runtime_path"] != "/usr/bin/runc" || eff["admin-rt"] == nil {
 		t.Fatalf("crio config does not merge the backup file in a subdirectory: %v", eff)
@@ -384,5 +380,19 @@ func TestRealCRIOStopsOnUnreadableDropIn(t *testing.T) {
 				t.Error("the drop-in was written")
 			}
 		})
+	}
+}
+
+// writeFiles writes each file (mode 0600, as an admin's may be), creating
+// its directory.
+func writeFiles(t *testing.T, files map[string]string) {
+	t.Helper()
+	for p, data := range files {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

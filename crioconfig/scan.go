@@ -113,10 +113,15 @@ func (s *Snapshot) DefiningFiles(handler string) []string {
 	return out
 }
 
+// builtinRuntime is the handler CRI-O v1.34's DefaultConfig defines
+// before it reads any file (pkg/config DefaultRuntime): a file's handler
+// of that name replaces it.
+const builtinRuntime = "crun"
+
 // DefaultRuntime returns the default runtime CRI-O would use: the last
 // default_runtime set, or crun (CRI-O v1.34's DefaultRuntime).
 func (s *Snapshot) DefaultRuntime() string {
-	def := "crun"
+	def := builtinRuntime
 	for _, src := range s.Sources {
 		if src.DefaultRuntime != "" {
 			def = src.DefaultRuntime

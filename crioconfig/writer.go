@@ -87,8 +87,11 @@ func (w *Writer) planInstall(h RuntimeHandler) ([]fileEdit, error) {
 		return nil, err
 	}
 	ours := t.DropInPath(h.Name)
-	if def := snap.DefaultRuntime(); h.Name == def {
+	switch def := snap.DefaultRuntime(); h.Name {
+	case def:
 		return nil, fmt.Errorf("%w: %q is CRI-O's default runtime on this node (default_runtime)", ErrReserved, h.Name)
+	case builtinRuntime:
+		return nil, fmt.Errorf("%w: %q is CRI-O's built-in handler (its default configuration defines it on every node)", ErrReserved, h.Name)
 	}
 	for _, f := range snap.DefiningFiles(h.Name) {
 		if f != ours {

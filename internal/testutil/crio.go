@@ -1,7 +1,6 @@
 package testutil
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"errors"
@@ -14,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -126,52 +124,6 @@ func NewCRIO(t testing.TB, opts ...CRIOOption) *CRIO {
 	return c
 }
 
-func (c *CRIO) path(p string) string { return filepath.Join(c.Dir, p) }
-
-// writeFiles writes crio.conf (every path of CRI-O's under Dir), an empty
-// drop-in directory, policy.json, registries.conf, storage.conf and a
-// loopback CNI network.
-func (c *CRIO) writeFiles() error {
-	files := map[string]string{
-		"policy.json":              `{"default": [{"type": "insecureAcceptAnything"}]}` + "\n",
-		"registries.conf":          "unqualified-search-registries = []\n",
-		"storage.conf":             "[storage]\ndriver = \"vfs\"\nrunroot = \"" + c.path("run/storage") + "\"\ngraphroot = \"" + c.path("lib/storage") + "\"\n",
-		"cni/10-loopback.conflist": `{"cniVersion": "1.0.0", "name": "shimkit-loopback", "plugins": [{"type": "loopback"}]}` + "\n",
-		"etc/crio/crio.conf":       c.configText(),
-	}
-	for name, data := range files {
-		p := c.path(name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			return err
-		}
-	}
-	return os.MkdirAll(c.DropInDir, 0o755)
-}
-
-func (c *CRIO) configText() string {
-	q := func(s string) string { return fmt.Sprintf("%q", s) }
-	var b strings.Builder
-	fmt.Fprintf(&b, "# The test's crio.conf (internal/testutil/crio.go): every path under %s.\n", c.Dir)
-	fmt.Fprintf(&b, "[crio]\nroot = %s\nrunroot = %s\nstorage_driver = \"vfs\"\nlog_dir = %s\n", q(c.path("lib/storage")), q(c.path("run/storage")), q(c.path("log/pods")))
-	fmt.Fprintf(&b, "version_file = %s\nversion_file_persist = %s\nclean_shutdown_file = %s\n", q(c.path("run/version")), q(c.path("lib/version")), q(c.path("lib/clean.shutdown")))
-	fmt.Fprintf(&b, "\n[crio.api]\nlisten = %s\nstream_address = \"127.0.0.1\"\nstream_port = \"0\"\n", q(c.Socket))
-	fmt.Fprintf(&b, "\n[crio.runtime]\ncgroup_manager = \"cgroupfs\"\nconmon = \"/usr/bin/conmon\"\nconmon_cgroup = \"pod\"\n")
-	fmt.Fprintf(&b, "default_runtime = \"crun\"\npinns_path = %s\nnamespaces_dir = %s\n", q(filepath.Join(c.BinDir, "pinns")), q(c.path("run/ns")))
-	fmt.Fprintf(&b, "container_exits_dir = %s\ncontainer_attach_socket_dir = %s\n", q(c.path("run/exits")), q(c.path("run/attach")))
-	fmt.Fprintf(&b, "hooks_dir = []\ncdi_spec_dirs = []\ndecryption_keys_path = %s\nirqbalance_config_file = \"\"\nirqbalance_config_restore_file = \"disable\"\n", q(c.path("keys")))
-	fmt.Fprintf(&b, "\n[crio.runtime.runtimes.crun]\nruntime_path = \"/usr/bin/crun\"\nruntime_root = %s\n", q(c.path("run/crun")))
-	fmt.Fprintf(&b, "\n[crio.image]\nsignature_policy = %s\n", q(c.path("policy.json")))
-	if c.PauseImage != "" {
-		fmt.Fprintf(&b, "pause_image = %s\npause_command = \"/pause\"\n", q(c.PauseImage))
-	}
-	fmt.Fprintf(&b, "\n[crio.network]\nnetwork_dir = %s\nplugin_dirs = [\"/usr/lib/cni\"]\n", q(c.path("cni")))
-	fmt.Fprintf(&b, "\n[crio.metrics]\nenable_metrics = false\n\n[crio.nri]\nenable_nri = false\n")
-	return b.String()
-}
-
 // command returns crio with the test's config, config directory and
 // registries.conf, and args.
 func (c *CRIO) command(ctx context.Context, args ...string) *exec.Cmd {
@@ -214,12 +166,6 @@ func (c *CRIO) StartProcess() error {
 	return nil
 }
 
-// Exited returns a channel closed when the crio process has exited, and
-// the error Wait returned once it is closed.
-func (c *CRIO) Exited() (<-chan struct{}, func() error) {
-	return c.exited, func() error { return c.exitErr }
-}
-
 // WaitReady polls CRI Status until RuntimeReady is true or crio exits.
 func (c *CRIO) WaitReady(ctx context.Context) error {
 	rt, closeConn, err := c.dial()
@@ -258,6 +204,15 @@ func (c *CRIO) Stop(ctx context.Context) error {
 	_ = c.cmd.Process.Kill()
 	<-c.exited
 	return fmt.Errorf("crio %s did not stop on SIGTERM; killed", c.Version)
+}
+
+// Signal sends sig to the running crio (a test of what SIGHUP does; a
+// node never reloads CRI-O, see Restart).
+func (c *CRIO) Signal(sig os.Signal) error {
+	if c.cmd == nil {
+		return errors.New("crio is not running")
+	}
+	return c.cmd.Process.Signal(sig)
 }
 
 // Restart stops and starts crio, as `systemctl restart crio` does (never
@@ -427,29 +382,4 @@ func (c *CRIO) removeSandboxes(ctx context.Context, rt runtimeapi.RuntimeService
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// PushPauseImage pushes the pause binary of internal/testutil/pause as
-// the image pause:1 of the registry (at /pause, executable) and returns
-// its reference, for WithPauseImage. CRI-O pulls its pause image like any
-// other (loopback registries are insecure to it: internal/storage adds
-// 127.0.0.0/8), so a test's CRI-O pulls from the stand-in.
-func PushPauseImage(t testing.TB, r *Registry) string {
-	t.Helper()
-	dir := t.TempDir()
-	bin := GoBuild(t, "./internal/testutil/pause", filepath.Join(dir, "pause"), "-trimpath", "-ldflags", "-s -w")
-	data, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var layer bytes.Buffer
-	tw := tar.NewWriter(&layer)
-	if err := tw.WriteHeader(&tar.Header{Name: "pause", Mode: 0o755, Size: int64(len(data)), Typeflag: tar.TypeReg, ModTime: time.Unix(0, 0)}); err != nil {
-		t.Fatal(err)
-	}
-	_, _ = tw.Write(data)
-	_ = tw.Close()
-	img := oneLayerImage(t, layer.Bytes(), v1.Config{Entrypoint: []string{"/pause"}})
-	r.pushImage(t, "pause", "1", img)
-	return r.Host + "/pause:1"
 }
