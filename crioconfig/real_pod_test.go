@@ -39,14 +39,14 @@ func TestRealCRIOPodOnOCIHandler(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	rt, img := c.Runtime(t), c.Images(t)
+	rt, img := c.CRI.Runtime(t), c.CRI.Images(t)
 	if _, err := img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: pause}}); err != nil {
-		t.Fatalf("PullImage %s: %v\n%s", pause, err, c.LogTail())
+		t.Fatalf("PullImage %s: %v\n%s", pause, err, c.Log.Tail())
 	}
 	sbConfig := sandboxConfig(c, "canary")
 	sb, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sbConfig, RuntimeHandler: h.Name})
 	if err != nil {
-		t.Fatalf("RunPodSandbox on %s: %v\n%s", h.Name, err, c.LogTail())
+		t.Fatalf("RunPodSandbox on %s: %v\n%s", h.Name, err, c.Log.Tail())
 	}
 	// CRI-O v1.34 leaves PodSandboxStatus.runtime_handler empty; the
 	// handler is in the sandbox spec's annotations (verbose info).
@@ -63,20 +63,20 @@ func TestRealCRIOPodOnOCIHandler(t *testing.T) {
 	}
 	canary, err := create("canary", []string{"/pause", "exit", "0"}, 0)
 	if err != nil {
-		t.Fatalf("CreateContainer: %v\n%s", err, c.LogTail())
+		t.Fatalf("CreateContainer: %v\n%s", err, c.Log.Tail())
 	}
 	if _, err := rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: canary}); err != nil {
-		t.Fatalf("StartContainer: %v\n%s", err, c.LogTail())
+		t.Fatalf("StartContainer: %v\n%s", err, c.Log.Tail())
 	}
 	if code, err := waitExit(ctx, rt, canary); err != nil || code != 0 {
-		t.Fatalf("canary: exit %d, %v\n%s", code, err, c.LogTail())
+		t.Fatalf("canary: exit %d, %v\n%s", code, err, c.Log.Tail())
 	}
 	long, err := create("long", []string{"/pause"}, 0)
 	if err == nil {
 		_, err = rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: long})
 	}
 	if err != nil {
-		t.Fatalf("long-running container: %v\n%s", err, c.LogTail())
+		t.Fatalf("long-running container: %v\n%s", err, c.Log.Tail())
 	}
 	if m, _ := filepath.Glob("/sys/fs/cgroup/*" + c.CgroupParent()); len(m) == 0 {
 		t.Errorf("no cgroup %s: the pod's cgroups are elsewhere, and Teardown would not remove them", c.CgroupParent())
@@ -133,13 +133,13 @@ func TestRealCRIOPodOnVMHandler(t *testing.T) {
 	installAndRestart(t, c, h)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rt := c.Runtime(t)
+	rt := c.CRI.Runtime(t)
 	sb, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{RuntimeHandler: h.Name, Config: sandboxConfig(c, "vm")})
 	// CRI-O runs the binary with --version when it starts
 	// (initializeRuntimeFeatures); for a sandbox it runs "... -id ID start".
 	started, _ := os.ReadFile(record)
 	if !strings.Contains(string(started), " -id ") || !strings.Contains(string(started), " start\n") {
-		t.Fatalf("CRI-O did not start the vm handler's binary %s (RunPodSandbox: %v)\n%s", wrapper, err, c.LogTail())
+		t.Fatalf("CRI-O did not start the vm handler's binary %s (RunPodSandbox: %v)\n%s", wrapper, err, c.Log.Tail())
 	}
 	t.Logf("CRI-O started %s with: %s", wrapper, strings.TrimSpace(string(started)))
 	switch {
@@ -148,7 +148,7 @@ func TestRealCRIOPodOnVMHandler(t *testing.T) {
 	case strings.Contains(err.Error(), "can't get final child's PID from pipe: EOF"):
 		t.Logf("as expected on a machine without CAP_SYS_RESOURCE, the infra container failed: %v", err)
 	default:
-		t.Fatalf("RunPodSandbox on %s: %v\n%s", h.Name, err, c.LogTail())
+		t.Fatalf("RunPodSandbox on %s: %v\n%s", h.Name, err, c.Log.Tail())
 	}
 }
 
@@ -232,14 +232,14 @@ func TestRealCRIOSIGHUPIsNotARestart(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rt := c.Runtime(t)
+	rt := c.CRI.Runtime(t)
 	_, err = rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig(c, "after-hup"), RuntimeHandler: h.Name})
 	if err == nil || !strings.Contains(err.Error(), "failed to find runtime handler "+h.Name) {
 		t.Fatalf("a sandbox on %s after SIGHUP: %v; want CRI-O's 'failed to find runtime handler' (cri-o #10202)", h.Name, err)
 	}
 	restart(t, c)
-	rt = c.Runtime(t)
+	rt = c.CRI.Runtime(t)
 	if _, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig(c, "after-restart"), RuntimeHandler: h.Name}); err != nil {
-		t.Fatalf("a sandbox on %s after a restart: %v\n%s", h.Name, err, c.LogTail())
+		t.Fatalf("a sandbox on %s after a restart: %v\n%s", h.Name, err, c.Log.Tail())
 	}
 }

@@ -99,7 +99,7 @@ func handlers(t *testing.T, c *testutil.CRIO) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	hs, err := c.RuntimeHandlers(ctx)
+	hs, err := c.CRI.RuntimeHandlers(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestRealCRIOLoadsHandlers(t *testing.T) {
 	t.Logf("CRI-O %s restarted in %v; runtime handlers %v", c.Version, took, hs)
 	for _, h := range []string{"crun", "crun-shimkit", "runc-vm"} {
 		if !slices.Contains(hs, h) {
-			t.Errorf("CRI Status lacks handler %q: %v\n%s", h, hs, c.LogTail())
+			t.Errorf("CRI Status lacks handler %q: %v\n%s", h, hs, c.Log.Tail())
 		}
 	}
 	for _, h := range []string{"crun-shimkit", "runc-vm"} {
@@ -249,8 +249,8 @@ func TestRealCRIODropsBadHandlersSilently(t *testing.T) {
 		if slices.Contains(hs, h.Name) {
 			t.Errorf("CRI-O kept the bad handler %q: %v", h.Name, hs)
 		}
-		if !strings.Contains(c.Log(), `Runtime handler \"`+h.Name+`\" is being ignored`) {
-			t.Errorf("CRI-O's log does not say it ignores %q:\n%s", h.Name, c.LogTail())
+		if !strings.Contains(c.Log.String(), `Runtime handler \"`+h.Name+`\" is being ignored`) {
+			t.Errorf("CRI-O's log does not say it ignores %q:\n%s", h.Name, c.Log.Tail())
 		}
 	}
 	// The Writer refuses them before writing anything (the hand-written
@@ -314,7 +314,7 @@ func TestRealCRIOForeignFileAndRollback(t *testing.T) {
 	}
 	restart(t, c)
 	if hs := handlers(t, c); !slices.Contains(hs, "crun-shimkit") || !slices.Contains(hs, "admin-rt") {
-		t.Fatalf("CRI Status handlers %v, want crun-shimkit and admin-rt\n%s", hs, c.LogTail())
+		t.Fatalf("CRI Status handlers %v, want crun-shimkit and admin-rt\n%s", hs, c.Log.Tail())
 	}
 	if err := change.Rollback(); err != nil {
 		t.Fatal(err)

@@ -42,7 +42,10 @@ type CRIO struct {
 	DropInDir string // crio --config-dir
 	StateDir  string // beside DropInDir, for crioconfig.Target.StateDir
 	Socket    string
-	LogPath   string
+	// CRI is the CRI endpoint of Socket: its clients and what it reports.
+	CRI CRIEndpoint
+	// Log is crio's log file.
+	Log LogFile
 	// PauseImage is pause_image (a registry reference): CRI-O pulls it
 	// for a pod sandbox's infra container.
 	PauseImage string
@@ -103,8 +106,9 @@ func NewCRIO(t testing.TB, opts ...CRIOOption) *CRIO {
 		DropInDir: filepath.Join(dir, "etc/crio/crio.conf.d"),
 		StateDir:  filepath.Join(dir, "etc/crio/shimkit"),
 		Socket:    filepath.Join(dir, "crio.sock"),
-		LogPath:   filepath.Join(dir, "crio.log"),
+		Log:       LogFile(filepath.Join(dir, "crio.log")),
 	}
+	c.CRI = CRIEndpoint{Socket: c.Socket}
 	for _, o := range opts {
 		o(c)
 	}
@@ -139,7 +143,7 @@ func (c *CRIO) Start(ctx context.Context) error {
 		return err
 	}
 	if err := c.WaitReady(ctx); err != nil {
-		return fmt.Errorf("crio %s did not become ready: %w\n%s", c.Version, err, c.LogTail())
+		return fmt.Errorf("crio %s did not become ready: %w\n%s", c.Version, err, c.Log.Tail())
 	}
 	return nil
 }
@@ -149,7 +153,7 @@ func (c *CRIO) StartProcess() error {
 	if c.cmd != nil {
 		return errors.New("crio already running")
 	}
-	logf, err := os.OpenFile(c.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(string(c.Log), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
@@ -168,7 +172,7 @@ func (c *CRIO) StartProcess() error {
 
 // WaitReady polls CRI Status until RuntimeReady is true or crio exits.
 func (c *CRIO) WaitReady(ctx context.Context) error {
-	rt, closeConn, err := c.dial()
+	rt, closeConn, err := c.CRI.dial()
 	if err != nil {
 		return err
 	}
@@ -224,55 +228,6 @@ func (c *CRIO) Restart(ctx context.Context) error {
 	return c.Start(ctx)
 }
 
-func (c *CRIO) dial() (runtimeapi.RuntimeServiceClient, func(), error) {
-	conn, err := grpc.NewClient("unix://"+c.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return nil, nil, fmt.Errorf("dial %s: %w", c.Socket, err)
-	}
-	return runtimeapi.NewRuntimeServiceClient(conn), func() { conn.Close() }, nil
-}
-
-// Runtime returns a CRI runtime client of this crio, closed in t.Cleanup.
-func (c *CRIO) Runtime(t testing.TB) runtimeapi.RuntimeServiceClient {
-	t.Helper()
-	rt, closeConn, err := c.dial()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(closeConn)
-	return rt
-}
-
-// Images returns a CRI image client of this crio, closed in t.Cleanup.
-func (c *CRIO) Images(t testing.TB) runtimeapi.ImageServiceClient {
-	t.Helper()
-	conn, err := grpc.NewClient("unix://"+c.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return runtimeapi.NewImageServiceClient(conn)
-}
-
-// RuntimeHandlers returns the handler names CRI Status announces (what
-// the kubelet puts in node.status.runtimeHandlers).
-func (c *CRIO) RuntimeHandlers(ctx context.Context) ([]string, error) {
-	rt, closeConn, err := c.dial()
-	if err != nil {
-		return nil, err
-	}
-	defer closeConn()
-	st, err := rt.Status(ctx, &runtimeapi.StatusRequest{})
-	if err != nil {
-		return nil, fmt.Errorf("CRI Status: %w", err)
-	}
-	var names []string
-	for _, h := range st.GetRuntimeHandlers() {
-		names = append(names, h.Name)
-	}
-	return names, nil
-}
-
 // ConfigOutput returns `crio config` for the test's files: the merged
 // configuration CRI-O reads (before it validates the runtimes, which only
 // the daemon does).
@@ -287,22 +242,6 @@ func (c *CRIO) ConfigOutput(ctx context.Context) ([]byte, error) {
 	return out, nil
 }
 
-// LogTail returns the last lines of crio's log.
-func (c *CRIO) LogTail() string {
-	data, _ := os.ReadFile(c.LogPath)
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > 40 {
-		lines = lines[len(lines)-40:]
-	}
-	return strings.Join(lines, "\n")
-}
-
-// Log returns crio's whole log.
-func (c *CRIO) Log() string {
-	data, _ := os.ReadFile(c.LogPath)
-	return string(data)
-}
-
 // Teardown removes every pod sandbox through CRI, stops crio, then checks
 // that no process or mount under Dir is left; leftovers are cleaned up
 // and reported as an error.
@@ -311,7 +250,7 @@ func (c *CRIO) Teardown(ctx context.Context) error {
 	defer cancel()
 	var errs []error
 	if c.cmd != nil {
-		rt, closeConn, err := c.dial()
+		rt, closeConn, err := c.CRI.dial()
 		if err == nil {
 			errs = append(errs, c.removeSandboxes(ctx, rt))
 			closeConn()
@@ -382,4 +321,75 @@ func (c *CRIO) removeSandboxes(ctx context.Context, rt runtimeapi.RuntimeService
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// CRIEndpoint is a CRI socket: clients of it, and the handlers it
+// announces.
+type CRIEndpoint struct{ Socket string }
+
+func (e CRIEndpoint) dial() (runtimeapi.RuntimeServiceClient, func(), error) {
+	conn, err := grpc.NewClient("unix://"+e.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, nil, fmt.Errorf("dial %s: %w", e.Socket, err)
+	}
+	return runtimeapi.NewRuntimeServiceClient(conn), func() { conn.Close() }, nil
+}
+
+// Runtime returns a CRI runtime client, closed in t.Cleanup.
+func (e CRIEndpoint) Runtime(t testing.TB) runtimeapi.RuntimeServiceClient {
+	t.Helper()
+	rt, closeConn, err := e.dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeConn)
+	return rt
+}
+
+// Images returns a CRI image client, closed in t.Cleanup.
+func (e CRIEndpoint) Images(t testing.TB) runtimeapi.ImageServiceClient {
+	t.Helper()
+	conn, err := grpc.NewClient("unix://"+e.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return runtimeapi.NewImageServiceClient(conn)
+}
+
+// RuntimeHandlers returns the handler names CRI Status announces (what
+// the kubelet puts in node.status.runtimeHandlers).
+func (e CRIEndpoint) RuntimeHandlers(ctx context.Context) ([]string, error) {
+	rt, closeConn, err := e.dial()
+	if err != nil {
+		return nil, err
+	}
+	defer closeConn()
+	st, err := rt.Status(ctx, &runtimeapi.StatusRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("CRI Status: %w", err)
+	}
+	var names []string
+	for _, h := range st.GetRuntimeHandlers() {
+		names = append(names, h.Name)
+	}
+	return names, nil
+}
+
+// LogFile is a process's log file.
+type LogFile string
+
+// Tail returns its last 40 lines.
+func (l LogFile) Tail() string {
+	lines := strings.Split(strings.TrimRight(l.String(), "\n"), "\n")
+	if len(lines) > 40 {
+		lines = lines[len(lines)-40:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// String returns the whole log.
+func (l LogFile) String() string {
+	data, _ := os.ReadFile(string(l))
+	return string(data)
 }
