@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -280,11 +278,7 @@ func (c *Containerd) Runtime(t testing.TB) runtimeapi.RuntimeServiceClient {
 }
 
 func (c *Containerd) dial() (runtimeapi.RuntimeServiceClient, func(), error) {
-	conn, err := grpc.NewClient("unix://"+c.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return nil, nil, fmt.Errorf("dial %s: %w", c.Socket, err)
-	}
-	return runtimeapi.NewRuntimeServiceClient(conn), func() { conn.Close() }, nil
+	return CRIEndpoint{Socket: c.Socket}.dial()
 }
 
 // ConfigDump returns `containerd config dump` for the config file: the

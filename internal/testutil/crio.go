@@ -252,7 +252,7 @@ func (c *CRIO) Teardown(ctx context.Context) error {
 	if c.cmd != nil {
 		rt, closeConn, err := c.CRI.dial()
 		if err == nil {
-			errs = append(errs, c.removeSandboxes(ctx, rt))
+			errs = append(errs, removeSandboxes(ctx, rt))
 			closeConn()
 		}
 	}
@@ -306,7 +306,8 @@ func (c *CRIO) removeCgroups() error {
 	return errors.Join(errs...)
 }
 
-func (c *CRIO) removeSandboxes(ctx context.Context, rt runtimeapi.RuntimeServiceClient) error {
+// removeSandboxes stops and removes every pod sandbox of the runtime.
+func removeSandboxes(ctx context.Context, rt runtimeapi.RuntimeServiceClient) error {
 	list, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 	if err != nil {
 		return fmt.Errorf("list pod sandboxes: %w", err)

@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/shimkit/shimkit/internal/mountinfo"
-
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // Teardown removes every pod sandbox through CRI (so shims, mounts and
@@ -54,20 +52,7 @@ func (c *Containerd) removeSandboxes(ctx context.Context) error {
 		return err
 	}
 	defer closeConn()
-	list, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
-	if err != nil {
-		return fmt.Errorf("list pod sandboxes: %w", err)
-	}
-	var errs []error
-	for _, sb := range list.GetItems() {
-		if _, err := rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
-			errs = append(errs, fmt.Errorf("stop sandbox %s: %w", sb.Id, err))
-		}
-		if _, err := rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
-			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", sb.Id, err))
-		}
-	}
-	return errors.Join(errs...)
+	return removeSandboxes(ctx, rt)
 }
 
 // ProcessesMentioning returns the pids of processes whose command line
