@@ -1,12 +1,9 @@
 package containerdconfig
 
 import (
-	"errors"
-	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
-	"syscall"
+
+	"github.com/shimkit/shimkit/internal/atomicfile"
 )
 
 // backupSuffix names the copy of a file's original bytes that shimkit
@@ -20,68 +17,8 @@ const backupSuffix = ".shimkit-backup"
 // replaces (or perm for a new file), renames it over path and fsyncs the
 // directory.
 func WriteFileAtomic(path string, data []byte, perm fs.FileMode) error {
-	dir := filepath.Dir(path)
-	uid, gid := -1, -1
-	if fi, err := os.Stat(path); err == nil {
-		perm = fi.Mode().Perm()
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			uid, gid = int(st.Uid), int(st.Gid)
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".shimkit-tmp-")
-	if err != nil {
-		return err
-	}
-	tmpName := tmp.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			tmp.Close()
-			os.Remove(tmpName)
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", tmpName, err)
-	}
-	if err := tmp.Chmod(perm); err != nil {
-		return err
-	}
-	if uid >= 0 {
-		if err := tmp.Chown(uid, gid); err != nil && !errors.Is(err, fs.ErrPermission) {
-			return err
-		}
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", tmpName, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmpName, path); err != nil {
-		return err
-	}
-	ok = true
-	return syncDir(dir)
+	return atomicfile.Write("", path, data, perm)
 }
 
 // removeFile removes path and fsyncs its directory.
-func removeFile(path string) error {
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", dir, err)
-	}
-	return nil
-}
+func removeFile(path string) error { return atomicfile.Remove(path) }
