@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -179,8 +180,8 @@ func TestRealCRIOLoadsHandlers(t *testing.T) {
 		t.Errorf("handlers after uninstall and restart: %v", hs)
 	}
 	after := tree(t, filepath.Dir(c.Config))
-	if !mapsEqual(before, after) {
-		t.Errorf("uninstall did not leave %s as it was:\nbefore %v\nafter  %v", filepath.Dir(c.Config), keys(before), keys(after))
+	if !maps.Equal(before, after) {
+		t.Errorf("uninstall did not leave %s as it was:\nbefore %v\nafter  %v", filepath.Dir(c.Config), slices.Sorted(maps.Keys(before)), slices.Sorted(maps.Keys(after)))
 	}
 }
 
@@ -191,27 +192,6 @@ func anyStrings(v any) []string {
 		s, _ := e.(string)
 		out = append(out, s)
 	}
-	return out
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
-
-func keys(m map[string]string) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
 	return out
 }
 
@@ -265,8 +245,8 @@ func TestRealCRIODropsBadHandlersSilently(t *testing.T) {
 			t.Errorf("Install(%s) = %v, want %v", bad[i].Name, err, want)
 		}
 	}
-	if after := tree(t, filepath.Dir(c.Config)); !mapsEqual(before, after) {
-		t.Errorf("a refused Install wrote: %v", keys(after))
+	if after := tree(t, filepath.Dir(c.Config)); !maps.Equal(before, after) {
+		t.Errorf("a refused Install wrote: %v", slices.Sorted(maps.Keys(after)))
 	}
 }
 
@@ -328,8 +308,8 @@ func TestRealCRIOForeignFileAndRollback(t *testing.T) {
 	if len(seen) == 0 {
 		t.Error("inotify saw nothing: the drop-in was never written")
 	}
-	if after := tree(t, filepath.Dir(c.Config)); !mapsEqual(before, after) {
-		t.Errorf("rollback did not restore %s byte for byte:\nbefore %v\nafter  %v", filepath.Dir(c.Config), keys(before), keys(after))
+	if after := tree(t, filepath.Dir(c.Config)); !maps.Equal(before, after) {
+		t.Errorf("rollback did not restore %s byte for byte:\nbefore %v\nafter  %v", filepath.Dir(c.Config), slices.Sorted(maps.Keys(before)), slices.Sorted(maps.Keys(after)))
 	}
 	if got, _ := os.ReadFile(admin); string(got) != adminText {
 		t.Errorf("the admin's drop-in changed: %q", got)

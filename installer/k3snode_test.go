@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -106,8 +108,8 @@ func TestK3sStyleNode(t *testing.T) {
 			if got := n.ContainerdStarts(t); got != starts+1 {
 				t.Errorf("uninstall: %s started %d times (was %d), want one restart", c.unit, got, starts)
 			}
-			if after := snapshotTree(t, n.Local(c.configDir)); !equalTrees(before, after) {
-				t.Errorf("%s after the uninstall:\n%v\nwant\n%v", c.configDir, keys(after), keys(before))
+			if after := snapshotTree(t, n.Local(c.configDir)); !maps.Equal(before, after) {
+				t.Errorf("%s after the uninstall:\n%v\nwant\n%v", c.configDir, slices.Sorted(maps.Keys(after)), slices.Sorted(maps.Keys(before)))
 			}
 			if c.opts.RKE2 {
 				assertNeverStarted(t, n, testutil.RKE2Server)
@@ -159,8 +161,8 @@ func TestK3sDetectedShim(t *testing.T) {
 			if _, err := inst.Uninstall(ctx, uninstallPlan("spin")); err != nil {
 				t.Fatalf("uninstall: %v\n%s", err, n.Journal(c.unit))
 			}
-			if after := snapshotTree(t, n.Local(c.configDir)); !equalTrees(before, after) {
-				t.Errorf("%s after the uninstall:\n%v\nwant\n%v", c.configDir, keys(after), keys(before))
+			if after := snapshotTree(t, n.Local(c.configDir)); !maps.Equal(before, after) {
+				t.Errorf("%s after the uninstall:\n%v\nwant\n%v", c.configDir, slices.Sorted(maps.Keys(after)), slices.Sorted(maps.Keys(before)))
 			}
 		})
 	}
@@ -211,26 +213,6 @@ func snapshotTree(t *testing.T, dir string) map[string]string {
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	return out
-}
-
-func equalTrees(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
-
-func keys(m map[string]string) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
 	}
 	return out
 }
@@ -317,7 +299,7 @@ func TestK3sUninstallRepairsDoubleTable(t *testing.T) {
 	if out, err := n.Exec(ctx, "systemctl", "restart", c.unit); err != nil {
 		t.Fatalf("restart: %v %s\n%s", err, out, n.Journal(c.unit))
 	}
-	if after := snapshotTree(t, n.Local(c.configDir)); !equalTrees(before, after) {
+	if after := snapshotTree(t, n.Local(c.configDir)); !maps.Equal(before, after) {
 		t.Errorf("%s after the uninstall:\n%v\nwant\n%v", c.configDir, after, before)
 	}
 }
