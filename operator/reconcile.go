@@ -288,14 +288,17 @@ func plannerOf(obs *observed) rollout.Planner {
 // (obs), decides (fleet.Decide), then carries the decision out, each
 // write a step.
 func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, error) {
-	if err := r.prepareNodes(ctx, obs); err != nil {
-		return ctrl.Result{}, err
-	}
 	if err := r.checkGate(ctx, obs); err != nil {
 		return ctrl.Result{}, err
 	}
 	d, err := fleet.Decide(obs.snapshot(), fleet.Policy{Planner: plannerOf(obs), Shared: r.sharedNodes(obs), PlanFor: obs.planFor(r.opts), Delivery: r.delivery(obs)})
 	if err != nil {
+		return ctrl.Result{}, err
+	}
+	// What the decision does not depend on, written once it is made: the
+	// views already read stale records, a reimaged node's label and the
+	// predecessor's RuntimeClasses as they will be.
+	if err := r.prepareNodes(ctx, obs); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.reportDecision(obs, d)
@@ -341,10 +344,12 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 	return ctrl.Result{RequeueAfter: r.deliveryRequeue(obs, d, r.requeueAfter(obs, d, verifyAt, batchWait, waiting))}, nil
 }
 
-// prepareNodes is what comes before a decision: a migration takes the
+// prepareNodes carries out what the views already assume, before any
+// RuntimeClass, label or Job of the decision: a migration takes the
 // predecessor's RuntimeClasses over first, so that deleting it can no
 // longer delete them, and releases the nodes already installed; records
-// another Shim object of the name left on nodes are dropped.
+// another Shim object of the name left on nodes, and a reimaged node's
+// label, are dropped.
 func (r *Reconciler) prepareNodes(ctx context.Context, obs *observed) error {
 	var err error
 	if obs.takeover, err = r.takeOverRuntimeClasses(ctx, obs); err != nil {
