@@ -170,13 +170,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if !shim.DeletionTimestamp.IsZero() {
 		return r.uninstallAll(ctx, obs)
 	}
-	if !controllerutil.ContainsFinalizer(shim, Finalizer) {
-		patch := client.MergeFrom(shim.DeepCopy())
-		controllerutil.AddFinalizer(shim, Finalizer)
-		if err := r.client.Patch(ctx, shim, patch); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
 	return r.install(ctx, obs)
 }
 
@@ -295,6 +288,11 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	// The finalizer first, before anything is on a node: a deleted Shim
+	// waits for its nodes to be clean.
+	if err := r.ensureFinalizer(ctx, obs.shim); err != nil {
+		return ctrl.Result{}, err
+	}
 	// What the decision does not depend on, written once it is made: the
 	// views already read stale records, a reimaged node's label and the
 	// predecessor's RuntimeClasses as they will be.
@@ -342,6 +340,23 @@ func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, e
 		}
 	}
 	return ctrl.Result{RequeueAfter: r.deliveryRequeue(obs, d, r.requeueAfter(obs, d, verifyAt, batchWait, waiting))}, nil
+}
+
+// ensureFinalizer adds the Finalizer to the Shim when it lacks it. It
+// patches a copy: the reconcile's Shim may carry a revision's spec (a
+// revert), which the API server's answer would overwrite.
+func (r *Reconciler) ensureFinalizer(ctx context.Context, shim *v1alpha1.Shim) error {
+	if controllerutil.ContainsFinalizer(shim, Finalizer) {
+		return nil
+	}
+	obj := shim.DeepCopy()
+	patch := client.MergeFrom(obj.DeepCopy())
+	controllerutil.AddFinalizer(obj, Finalizer)
+	if err := r.client.Patch(ctx, obj, patch); err != nil {
+		return err
+	}
+	shim.Finalizers = obj.Finalizers
+	return nil
 }
 
 // prepareNodes carries out what the views already assume, before any
