@@ -13,6 +13,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -227,6 +228,13 @@ func testProgressive(t *testing.T, c *testutil.Cluster, nodes []testutil.Cluster
 	if err := c.Client.Delete(ctx, shim); err != nil {
 		t.Fatal(err)
 	}
+	// The nodes scenario runs on these nodes next and counts their
+	// containerd restarts and reads their configs: the Shim's uninstall
+	// (after v3's installs in flight) ends first, as every scenario leaves
+	// the cluster as it found it.
+	waitFor(t, 180*time.Second, "the Shim gated gone", func() bool {
+		return apierrors.IsNotFound(c.Client.Get(ctx, client.ObjectKeyFromObject(shim), &v1alpha1.Shim{}))
+	})
 }
 
 // assertNothingStarted fails t when an installer Job of the spec hash
