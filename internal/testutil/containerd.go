@@ -106,9 +106,7 @@ type Containerd struct {
 	// Path is prepended to containerd's PATH (after the build's directory).
 	Path string
 
-	cmd     *exec.Cmd
-	exited  chan struct{} // closed when the process has exited
-	exitErr error         // what Wait returned, once exited is closed
+	daemon
 }
 
 // StartContainerd writes config to a fresh directory, starts containerd on it
@@ -202,9 +200,7 @@ func (c *Containerd) startProcess() error {
 		logf.Close()
 		return fmt.Errorf("start containerd %s: %w", c.Build.Version, err)
 	}
-	c.cmd = cmd
-	c.exited = make(chan struct{})
-	go func() { c.exitErr = cmd.Wait(); logf.Close(); close(c.exited) }()
+	c.started(cmd, logf)
 	return nil
 }
 
@@ -217,44 +213,12 @@ func (c *Containerd) Pid() int {
 }
 
 // WaitReady polls CRI Status until RuntimeReady is true or the process exits.
-func (c *Containerd) WaitReady(ctx context.Context) error {
-	rt, closeConn, err := c.dial()
-	if err != nil {
-		return err
-	}
-	defer closeConn()
-	var last error
-	for {
-		if last = runtimeReady(ctx, rt); last == nil {
-			return nil
-		}
-		select {
-		case <-c.exited:
-			return fmt.Errorf("process exited (%w); last CRI error: %w", c.exitErr, last)
-		case <-ctx.Done():
-			return fmt.Errorf("%w; last CRI error: %w", ctx.Err(), last)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
+func (c *Containerd) WaitReady(ctx context.Context) error { return c.waitReady(ctx, c.dial) }
 
 // Stop sends SIGTERM and waits for the process to exit, killing it after
 // 15 seconds.
 func (c *Containerd) Stop(ctx context.Context) error {
-	if c.cmd == nil {
-		return nil
-	}
-	defer func() { c.cmd = nil }()
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.exited:
-		return nil
-	case <-time.After(15 * time.Second):
-	case <-ctx.Done():
-	}
-	_ = c.cmd.Process.Kill()
-	<-c.exited
-	return fmt.Errorf("containerd %s did not stop on SIGTERM; killed", c.Build.Version)
+	return c.stop(ctx, 15*time.Second, "containerd "+c.Build.Version)
 }
 
 // Restart stops and starts containerd and waits until it is ready again.

@@ -50,9 +50,7 @@ type CRIO struct {
 	// for a pod sandbox's infra container.
 	PauseImage string
 
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	exitErr error
+	daemon
 }
 
 // CRIOBinDir returns the cache directory of the CRI-O build and fails the
@@ -164,50 +162,16 @@ func (c *CRIO) StartProcess() error {
 		logf.Close()
 		return fmt.Errorf("start crio %s: %w", c.Version, err)
 	}
-	c.cmd = cmd
-	c.exited = make(chan struct{})
-	go func() { c.exitErr = cmd.Wait(); logf.Close(); close(c.exited) }()
+	c.started(cmd, logf)
 	return nil
 }
 
 // WaitReady polls CRI Status until RuntimeReady is true or crio exits.
-func (c *CRIO) WaitReady(ctx context.Context) error {
-	rt, closeConn, err := c.CRI.dial()
-	if err != nil {
-		return err
-	}
-	defer closeConn()
-	var last error
-	for {
-		if last = runtimeReady(ctx, rt); last == nil {
-			return nil
-		}
-		select {
-		case <-c.exited:
-			return fmt.Errorf("process exited (%w); last CRI error: %w", c.exitErr, last)
-		case <-ctx.Done():
-			return fmt.Errorf("%w; last CRI error: %w", ctx.Err(), last)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
+func (c *CRIO) WaitReady(ctx context.Context) error { return c.waitReady(ctx, c.CRI.dial) }
 
 // Stop sends SIGTERM and waits for crio to exit, killing it after 20 s.
 func (c *CRIO) Stop(ctx context.Context) error {
-	if c.cmd == nil {
-		return nil
-	}
-	defer func() { c.cmd = nil }()
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.exited:
-		return nil
-	case <-time.After(20 * time.Second):
-	case <-ctx.Done():
-	}
-	_ = c.cmd.Process.Kill()
-	<-c.exited
-	return fmt.Errorf("crio %s did not stop on SIGTERM; killed", c.Version)
+	return c.stop(ctx, 20*time.Second, "crio "+c.Version)
 }
 
 // Signal sends sig to the running crio (a test of what SIGHUP does; a
