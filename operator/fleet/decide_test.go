@@ -42,6 +42,23 @@ func node(name, at string) fleet.NodeView {
 	return v
 }
 
+// installPlan is the install plan of a node towards the target, for
+// Policy.PlanFor.
+func installPlan(n *corev1.Node) (*plan.NodePlan, error) {
+	p := plan.New(plan.ShimRef{Name: "spin"}, plan.OpInstall)
+	p.Node, p.SpecHash = n.Name, target
+	return p, nil
+}
+
+// oldNodes are targeted nodes at an older spec (h1).
+func oldNodes(names ...string) []fleet.NodeView {
+	var vs []fleet.NodeView
+	for _, n := range names {
+		vs = append(vs, node(n, "h1"))
+	}
+	return vs
+}
+
 func job(op, at string, cond batchv1.JobConditionType, res *plan.NodeResult) *jobview.View {
 	j := &batchv1.Job{}
 	if cond != "" {

@@ -5,10 +5,8 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/rollout"
@@ -20,18 +18,8 @@ func TestDeliver(t *testing.T) {
 	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC) // a Wednesday
 	three := intstr.FromInt32(3)
 	planner := rollout.Planner{Strategy: rollout.Strategy{MaxUpdate: &three}, ShimUID: "uid-spin", SpecHash: target}
-	planFor := func(n *corev1.Node) (*plan.NodePlan, error) {
-		return plan.New(plan.ShimRef{Name: "spin"}, plan.OpInstall), nil
-	}
 	fresh := func(n string) fleet.NodeView { return with(node(n, ""), func(v *fleet.NodeView) { v.Fresh = true }) }
 	forced := func(n string) fleet.NodeView { return with(node(n, "h1"), func(v *fleet.NodeView) { v.Forced = true }) }
-	old := func(names ...string) []fleet.NodeView {
-		var vs []fleet.NodeView
-		for _, n := range names {
-			vs = append(vs, node(n, "h1"))
-		}
-		return vs
-	}
 	nightly, err := rollout.ParseWindow(nil, "22:00", "04:00", "")
 	if err != nil {
 		t.Fatal(err)
@@ -49,28 +37,28 @@ func TestDeliver(t *testing.T) {
 		revert    bool
 		done      bool
 	}{
-		{name: "no rules: maxUpdate", nodes: old("n0", "n1", "n2", "n3"), dl: fleet.Delivery{Now: t0}, start: 3},
-		{name: "paused: nothing starts", nodes: old("n0", "n1", "n2", "n3"), dl: fleet.Delivery{Now: t0, Paused: true}, hold: fleet.HoldPaused},
+		{name: "no rules: maxUpdate", nodes: oldNodes("n0", "n1", "n2", "n3"), dl: fleet.Delivery{Now: t0}, start: 3},
+		{name: "paused: nothing starts", nodes: oldNodes("n0", "n1", "n2", "n3"), dl: fleet.Delivery{Now: t0, Paused: true}, hold: fleet.HoldPaused},
 		{name: "paused and rolled out: no hold", nodes: []fleet.NodeView{node("n0", target)}, dl: fleet.Delivery{Now: t0, Paused: true}, done: true},
-		{name: "window closed: only fresh and forced nodes", nodes: append(old("n0", "n1", "n2"), fresh("n3"), forced("n4")),
+		{name: "window closed: only fresh and forced nodes", nodes: append(oldNodes("n0", "n1", "n2"), fresh("n3"), forced("n4")),
 			dl: fleet.Delivery{Now: t0, Windows: rollout.Windows{nightly}}, start: 2, mustStart: []string{"n3", "n4"}, hold: fleet.HoldWindow},
-		{name: "window closed: workload nodes wait", nodes: old("n0", "n1"),
+		{name: "window closed: workload nodes wait", nodes: oldNodes("n0", "n1"),
 			dl: fleet.Delivery{Now: t0, Windows: rollout.Windows{nightly}}, hold: fleet.HoldWindow},
-		{name: "window open", nodes: old("n0", "n1"),
+		{name: "window open", nodes: oldNodes("n0", "n1"),
 			dl: fleet.Delivery{Now: t0.Add(11 * time.Hour), Windows: rollout.Windows{nightly}}, start: 2},
-		{name: "first step: one node", nodes: old("n0", "n1", "n2", "n3"), dl: fleet.Delivery{Now: t0, Steps: canarySteps}, start: 1},
-		{name: "first step done: bake", nodes: append(old("n1", "n2", "n3"), node("n0", target)), dl: fleet.Delivery{Now: t0, Steps: canarySteps},
+		{name: "first step: one node", nodes: oldNodes("n0", "n1", "n2", "n3"), dl: fleet.Delivery{Now: t0, Steps: canarySteps}, start: 1},
+		{name: "first step done: bake", nodes: append(oldNodes("n1", "n2", "n3"), node("n0", target)), dl: fleet.Delivery{Now: t0, Steps: canarySteps},
 			hold: fleet.HoldBaking, stage: rollout.Stage{BakeUntil: t0.Add(30 * time.Minute)}},
-		{name: "bake over: maxUpdate again", nodes: append(old("n1", "n2", "n3"), node("n0", target)),
+		{name: "bake over: maxUpdate again", nodes: append(oldNodes("n1", "n2", "n3"), node("n0", target)),
 			dl: fleet.Delivery{Now: t0.Add(30 * time.Minute), Steps: canarySteps, Stage: rollout.Stage{BakeUntil: t0.Add(30 * time.Minute)}}, start: 3, stage: rollout.Stage{Step: 1}},
-		{name: "gate trips during the bake: halt", nodes: append(old("n1", "n2", "n3"), node("n0", target)),
+		{name: "gate trips during the bake: halt", nodes: append(oldNodes("n1", "n2", "n3"), node("n0", target)),
 			dl:   fleet.Delivery{Now: t0.Add(30 * time.Minute), Steps: canarySteps, Stage: rollout.Stage{BakeUntil: t0.Add(30 * time.Minute)}, Gate: trip},
 			hold: fleet.HoldHalted, stage: rollout.Stage{BakeUntil: t0.Add(30 * time.Minute)}},
-		{name: "bake over but the gate could not judge: still baking", nodes: append(old("n1", "n2", "n3"), node("n0", target)),
+		{name: "bake over but the gate could not judge: still baking", nodes: append(oldNodes("n1", "n2", "n3"), node("n0", target)),
 			dl:   fleet.Delivery{Now: t0.Add(30 * time.Minute), Steps: canarySteps, Stage: rollout.Stage{BakeUntil: t0.Add(30 * time.Minute)}, Unjudged: true},
 			hold: fleet.HoldBaking, stage: rollout.Stage{BakeUntil: t0.Add(30 * time.Minute)}},
-		{name: "a recorded halt stands", nodes: append(old("n1", "n2", "n3"), node("n0", target)), dl: fleet.Delivery{Now: t0, Halt: trip}, hold: fleet.HoldHalted},
-		{name: "halt with Revert: revert", nodes: append(old("n1", "n2", "n3"), node("n0", target)), dl: fleet.Delivery{Now: t0, Gate: trip, CanRevert: true},
+		{name: "a recorded halt stands", nodes: append(oldNodes("n1", "n2", "n3"), node("n0", target)), dl: fleet.Delivery{Now: t0, Halt: trip}, hold: fleet.HoldHalted},
+		{name: "halt with Revert: revert", nodes: append(oldNodes("n1", "n2", "n3"), node("n0", target)), dl: fleet.Delivery{Now: t0, Gate: trip, CanRevert: true},
 			hold: fleet.HoldHalted, revert: true},
 		{name: "the last step bakes before done", nodes: []fleet.NodeView{node("n0", target), node("n1", target)},
 			dl:   fleet.Delivery{Now: t0, Steps: rollout.Steps{{Nodes: intstr.FromString("100%"), Bake: time.Hour}}},
@@ -80,7 +68,7 @@ func TestDeliver(t *testing.T) {
 			stage: rollout.Stage{Step: 1}, done: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d, err := fleet.Decide(fleet.Snapshot{Shim: &v1alpha1.Shim{}, Hash: target, Nodes: tc.nodes}, fleet.Policy{Planner: planner, PlanFor: planFor, Delivery: tc.dl})
+			d, err := fleet.Decide(fleet.Snapshot{Shim: &v1alpha1.Shim{}, Hash: target, Nodes: tc.nodes}, fleet.Policy{Planner: planner, PlanFor: installPlan, Delivery: tc.dl})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/shimkit/shimkit/installer/plan"
@@ -45,12 +44,7 @@ func FuzzDecide(f *testing.F) {
 			snap.Nodes = append(snap.Nodes, v)
 		}
 		dl := randomDelivery(rules)
-		planFor := func(n *corev1.Node) (*plan.NodePlan, error) {
-			p := plan.New(plan.ShimRef{Name: "spin"}, plan.OpInstall)
-			p.Node, p.SpecHash = n.Name, target
-			return p, nil
-		}
-		d, err := fleet.Decide(snap, fleet.Policy{Planner: planner, PlanFor: planFor, Delivery: dl})
+		d, err := fleet.Decide(snap, fleet.Policy{Planner: planner, PlanFor: installPlan, Delivery: dl})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,10 +4,8 @@ import (
 	"slices"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/rollout"
@@ -38,10 +36,7 @@ func TestDecidePreinstalled(t *testing.T) {
 	}
 	three := intstr.FromInt32(3)
 	planner := rollout.Planner{Strategy: rollout.Strategy{MaxUpdate: &three}, SpecHash: target}
-	planFor := func(n *corev1.Node) (*plan.NodePlan, error) {
-		return plan.New(plan.ShimRef{Name: "spin"}, plan.OpInstall), nil
-	}
-	d, err := fleet.Decide(fleet.Snapshot{Shim: &v1alpha1.Shim{}, Hash: target, Nodes: nodes}, fleet.Policy{Planner: planner, PlanFor: planFor})
+	d, err := fleet.Decide(fleet.Snapshot{Shim: &v1alpha1.Shim{}, Hash: target, Nodes: nodes}, fleet.Policy{Planner: planner, PlanFor: installPlan})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +52,7 @@ func TestDecidePreinstalled(t *testing.T) {
 
 	// Refused: labels stay as they are; a node no longer targeted still
 	// loses its label.
-	d, _ = fleet.Decide(fleet.Snapshot{Shim: &v1alpha1.Shim{}, Hash: target, Refused: true, Nodes: nodes}, fleet.Policy{Planner: planner, PlanFor: planFor})
+	d, _ = fleet.Decide(fleet.Snapshot{Shim: &v1alpha1.Shim{}, Hash: target, Refused: true, Nodes: nodes}, fleet.Policy{Planner: planner, PlanFor: installPlan})
 	if len(d.Label) != 0 || !slices.Equal(d.Unlabel, []string{"b-gone"}) {
 		t.Errorf("refused: label %v, unlabel %v", d.Label, d.Unlabel)
 	}

@@ -4,10 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/rollout"
 )
@@ -40,12 +38,7 @@ func FuzzSimulate(f *testing.F) {
 			again = append(again, v)
 		}
 		dl := randomDelivery(rules)
-		planFor := func(n *corev1.Node) (*plan.NodePlan, error) {
-			p := plan.New(plan.ShimRef{Name: "spin"}, plan.OpInstall)
-			p.Node, p.SpecHash = n.Name, target
-			return p, nil
-		}
-		policy := fleet.Policy{Planner: planner, PlanFor: planFor, Delivery: dl}
+		policy := fleet.Policy{Planner: planner, PlanFor: installPlan, Delivery: dl}
 		sim, err := fleet.Simulate(fleet.Snapshot{Hash: target, Refused: refused, Nodes: nodes}, policy)
 		if err != nil {
 			t.Fatal(err)

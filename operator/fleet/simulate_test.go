@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/shimkit/shimkit/installer/plan"
@@ -21,19 +20,9 @@ import (
 // decides now.
 func TestSimulate(t *testing.T) {
 	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	planFor := func(*corev1.Node) (*plan.NodePlan, error) {
-		return plan.New(plan.ShimRef{Name: "spin"}, plan.OpInstall), nil
-	}
 	planner := func(max int32) rollout.Planner {
 		m := intstr.FromInt32(max)
 		return rollout.Planner{Strategy: rollout.Strategy{MaxUpdate: &m}, ShimUID: "uid-spin", SpecHash: target}
-	}
-	old := func(names ...string) []fleet.NodeView {
-		var vs []fleet.NodeView
-		for _, n := range names {
-			vs = append(vs, node(n, "h1"))
-		}
-		return vs
 	}
 	nightly, err := rollout.ParseWindow(nil, "22:00", "04:00", "")
 	if err != nil {
@@ -50,20 +39,20 @@ func TestSimulate(t *testing.T) {
 		want  string // the waves, "at step [install] [remove]" each (the planner's order: a hash of the Shim's UID and the node)
 		stop  fleet.Hold
 	}{
-		{"maxUpdate 2", old("n0", "n1", "n2", "n3", "n4"), 2, fleet.Delivery{Now: t0},
+		{"maxUpdate 2", oldNodes("n0", "n1", "n2", "n3", "n4"), 2, fleet.Delivery{Now: t0},
 			"12:00 step-1 [n4 n1] []; 12:00 step-1 [n0 n3] []; 12:00 step-1 [n2] []", ""},
-		{"steps bake", old("n0", "n1", "n2"), 3, fleet.Delivery{Now: t0, Steps: steps},
+		{"steps bake", oldNodes("n0", "n1", "n2"), 3, fleet.Delivery{Now: t0, Steps: steps},
 			"12:00 step0 [n1] []; 12:30 step1 [n0 n2] []", ""},
-		{"a window", old("n0", "n1"), 1, fleet.Delivery{Now: t0, Windows: rollout.Windows{nightly}},
+		{"a window", oldNodes("n0", "n1"), 1, fleet.Delivery{Now: t0, Windows: rollout.Windows{nightly}},
 			"22:00 step-1 [n1] []; 22:00 step-1 [n0] []", ""},
-		{"paused", old("n0", "n1"), 1, fleet.Delivery{Now: t0, Paused: true}, "", fleet.HoldPaused},
-		{"a failed node halts", append(old("n0", "n1"), failed), 1, fleet.Delivery{Now: t0}, "", fleet.HoldHalted},
-		{"a node leaves", append(old("n0"), leaving), 1, fleet.Delivery{Now: t0},
+		{"paused", oldNodes("n0", "n1"), 1, fleet.Delivery{Now: t0, Paused: true}, "", fleet.HoldPaused},
+		{"a failed node halts", append(oldNodes("n0", "n1"), failed), 1, fleet.Delivery{Now: t0}, "", fleet.HoldHalted},
+		{"a node leaves", append(oldNodes("n0"), leaving), 1, fleet.Delivery{Now: t0},
 			"12:00 step-1 [n0] [x0]", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := fleet.Snapshot{Shim: &v1alpha1.Shim{}, Hash: target, Nodes: tc.nodes}
-			sim, err := fleet.Simulate(s, fleet.Policy{Planner: planner(tc.max), PlanFor: planFor, Delivery: tc.dl})
+			sim, err := fleet.Simulate(s, fleet.Policy{Planner: planner(tc.max), PlanFor: installPlan, Delivery: tc.dl})
 			if err != nil {
 				t.Fatal(err)
 			}
