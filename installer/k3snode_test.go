@@ -133,12 +133,7 @@ func TestK3sDetectedShim(t *testing.T) {
 			ctx := context.Background()
 			n := c.boot(t)
 			before := snapshotTree(t, n.Local(c.configDir))
-			inst := &installer.Installer{HostRoot: n.Root}
-			srv := testutil.StartFileServer(t)
-			a := testutil.NewShimArchive(t, "spin", c.build.Binary("containerd-shim-runc-v2"), nil)
-			if _, err := inst.Install(ctx, namedHTTPPlan("spin", srv, "/spin.tar.gz", a)); err != nil {
-				t.Fatalf("install: %v\n%s", err, n.Journal(c.unit))
-			}
+			inst := installSpin(ctx, t, c, n)
 			if exists(n.Local("/usr/local/bin/containerd-shim-spin-v2")) {
 				t.Error("the shim is linked onto k3s's PATH")
 			}
@@ -266,12 +261,7 @@ func TestK3sUninstallRepairsDoubleTable(t *testing.T) {
 	ctx := context.Background()
 	n := c.boot(t)
 	before := snapshotTree(t, n.Local(c.configDir))
-	inst := &installer.Installer{HostRoot: n.Root}
-	srv := testutil.StartFileServer(t)
-	a := testutil.NewShimArchive(t, "spin", c.build.Binary("containerd-shim-runc-v2"), nil)
-	if _, err := inst.Install(ctx, namedHTTPPlan("spin", srv, "/spin.tar.gz", a)); err != nil {
-		t.Fatalf("install: %v\n%s", err, n.Journal(c.unit))
-	}
+	inst := installSpin(ctx, t, c, n)
 	// What an older shimkit did: link the shim onto k3s's PATH, recorded.
 	const link = "/usr/local/bin/containerd-shim-spin-v2"
 	if err := os.Symlink("/opt/shimkit/spin/current/containerd-shim-spin-v2", n.Local(link)); err != nil {
@@ -302,4 +292,17 @@ func TestK3sUninstallRepairsDoubleTable(t *testing.T) {
 	if after := snapshotTree(t, n.Local(c.configDir)); !maps.Equal(before, after) {
 		t.Errorf("%s after the uninstall:\n%v\nwant\n%v", c.configDir, after, before)
 	}
+}
+
+// installSpin installs a Spin-named shim (the runc shim of the node's
+// containerd build) on the k3s-style node, as k3s would detect it.
+func installSpin(ctx context.Context, t *testing.T, c k3sCase, n *testutil.Node) *installer.Installer {
+	t.Helper()
+	inst := &installer.Installer{HostRoot: n.Root}
+	srv := testutil.StartFileServer(t)
+	a := testutil.NewShimArchive(t, "spin", c.build.Binary("containerd-shim-runc-v2"), nil)
+	if _, err := inst.Install(ctx, namedHTTPPlan("spin", srv, "/spin.tar.gz", a)); err != nil {
+		t.Fatalf("install: %v\n%s", err, n.Journal(c.unit))
+	}
+	return inst
 }
