@@ -33,10 +33,7 @@ func (r *Reconciler) offerInstalls(ctx context.Context, obs *observed, rollin ro
 		r.gate.offer(key, nil, false, now)
 		return 0, nil
 	}
-	var shims v1alpha1.ShimList
-	if err := r.client.List(ctx, &shims); err != nil {
-		return 0, fmt.Errorf("list Shims: %w", err)
-	}
+	shims := v1alpha1.ShimList{Items: obs.shims}
 	// A Shim whose own change is new waits too: Shims applied with it
 	// (kubectl apply -f dir/, one GitOps commit) may not be in the cache
 	// yet when it is reconciled first.
@@ -193,7 +190,7 @@ func (r *Reconciler) startInstall(ctx context.Context, obs *observed, v *fleet.N
 	if err != nil {
 		return err
 	}
-	created, err := r.createJob(ctx, job, v.Node.Name)
+	created, err := r.createJob(ctx, obs, job, v.Node.Name)
 	if err != nil || !created {
 		return err
 	}

@@ -7,21 +7,28 @@
 //
 // # A reconcile
 //
-// A reconcile reads once, decides in pure code, then acts, each write a
-// step of its own. The rooms it goes through are packages of their own,
-// imported one way (operator → fleet, nodejob → jobview; none imports
-// operator, fleet imports no client):
+// A reconcile reads once, decides, then acts: every read of a reconcile
+// comes before its first write (operator/phase marks the two phases, and
+// the envtest suites run every reconcile through phase.Checked, which
+// fails a write made before the decision is complete and a read made
+// after). The rooms it goes through are packages of their own, imported
+// one way (operator → fleet, nodejob → jobview; none imports operator,
+// fleet imports no client):
 //
 //	observe              the snapshot (fleet.Snapshot): the Shim, a
 //	  │                  fleet.NodeView per node (label, hash, records read
 //	  │                  by nodelabel/record, its newest Jobs read by
-//	  │                  jobview and their results), the pinned artifact
-//	  │                  (pin.go), read from the cache once; a failed
-//	  │                  rollout's previous revision as the target
-//	  │                  (revisions.go); the health gate's verdict on the
-//	  │                  workloads of updated nodes (healthgate.go,
-//	  │                  judged by package health)
+//	  │                  jobview and the results of those that finished),
+//	  │                  the pinned artifact (pin.go), a failed rollout's
+//	  │                  previous revision as the target (revisions.go),
+//	  │                  the pods of running Jobs that cannot pull, the
+//	  │                  RuntimeClasses (classes.go), every Shim; the
+//	  │                  health gate's verdict on the workloads of updated
+//	  │                  nodes (healthgate.go, judged by package health)
 //	  ▼
+//	decideRecords        pure: a retry request, the stuck pulls and the
+//	  │                  finished Jobs turned into typed actions
+//	  │                  (actions.go), the views left as they will be
 //	fleet.Decide         pure (no client, no context, no clock read): each
 //	fleet.DecideRemoval  node's state, the install plans, the nodes to start
 //	  │                  under maxUpdate (rollout.Planner), halts, refusals,
@@ -29,9 +36,12 @@
 //	  │                  halt and revert (delivery.go gives the time and
 //	  │                  the rules); golden-, table- and fuzz-tested
 //	  ▼
-//	startNodes           the node gate, the Jobs (nodejob.Build: one
+//	act, startNodes      the actions in order (act holds no policy), then
+//	  │                  the node gate, the Jobs (nodejob.Build: one
 //	  │                  installer per node, batches across Shims), labels
-//	  │                  (nodelabel), taints, RuntimeClasses (runtimeclass)
+//	  │                  (nodelabel), taints, RuntimeClasses (runtimeclass,
+//	  │                  on the snapshot, each write with the
+//	  │                  resourceVersion or UID read as its precondition)
 //	  ▼
 //	updateStatus         conditions with reason constants, counts, failing
 //	                     nodes, status.rollout, a revision once rolled out

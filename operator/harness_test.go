@@ -81,6 +81,8 @@ func startOperatorWith(t testing.TB, env *testutil.Env, cfg *rest.Config, mutate
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
+	// Every reconcile reads, decides, then writes (operator/phase).
+	r.CheckPhases(func(err error) { t.Errorf("reconcile out of phase: %v", err) })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

@@ -3,10 +3,8 @@ package operator
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
-
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
@@ -17,16 +15,15 @@ import (
 // artifact is an image are checked for a pull the kubelet failed.
 const pullCheck = 10 * time.Second
 
-// failStuckPulls ends the running installer Jobs of an image Shim whose
-// pod waits for an image the kubelet could not pull (nodejob.PullFailure:
-// the Shim's image, not found or refused, or the installer's own): the
-// Job fails at once with that failure as its result, reported as an
-// installer's would be, instead of pending until its deadline. While such
-// Jobs run the Shim is looked at again within pullCheck.
-func (r *Reconciler) failStuckPulls(ctx context.Context, obs *observed) error {
+// readPulls reads, for an image Shim, the pods of its running installer
+// Jobs, and keeps by node the failure of each whose pod waits for an image
+// the kubelet could not pull (nodejob.PullFailure: the Shim's image, not
+// found or refused, or the installer's own).
+func (r *Reconciler) readPulls(ctx context.Context, obs *observed) error {
 	if obs.shim.Spec.FetchStrategy.Type != v1alpha1.FetchImage {
 		return nil
 	}
+	var mu sync.Mutex
 	g := r.group(ctx)
 	for i := range obs.views {
 		v := &obs.views[i]
@@ -34,28 +31,54 @@ func (r *Reconciler) failStuckPulls(ctx context.Context, obs *observed) error {
 		if j == nil || !j.Running() {
 			continue
 		}
-		if due := time.Now().Add(pullCheck); obs.due.IsZero() || due.Before(obs.due) {
-			obs.due = due
-		}
 		g.Go(func() error {
 			pods, err := nodejob.Pods(ctx, r.reader, j.Object)
 			if err != nil {
 				return err
 			}
 			p := &plan.NodePlan{Shim: plan.ShimRef{Name: obs.shim.Name, UID: string(obs.shim.UID)}, Node: v.Node.Name, Operation: plan.Operation(j.Op), SpecHash: j.SpecHash}
-			res := nodejob.PullFailure(pods, p)
-			if res == nil {
-				return nil
-			}
-			data, err := nodejob.FailPatch(res)
-			if err != nil {
-				return err
-			}
-			if err := r.client.Patch(ctx, j.Object, client.RawPatch(types.MergePatchType, data)); err != nil {
-				return fmt.Errorf("end installer Job %s of node %s (%s): %w", j.Object.Name, v.Node.Name, res.Reason, err)
+			if res := nodejob.PullFailure(pods, p); res != nil {
+				mu.Lock()
+				defer mu.Unlock()
+				if obs.pulls == nil {
+					obs.pulls = map[string]*plan.NodeResult{}
+				}
+				obs.pulls[v.Node.Name] = res
 			}
 			return nil
 		})
 	}
 	return g.Wait()
+}
+
+// decideStuckPulls ends the running installer Jobs whose pull failed
+// (readPulls): each fails at once with that failure as its result,
+// reported as an installer's would be, instead of pending until its
+// deadline. While an image Shim's Jobs run it is looked at again within
+// pullCheck.
+func decideStuckPulls(obs *observed) ([]action, error) {
+	if obs.shim.Spec.FetchStrategy.Type != v1alpha1.FetchImage {
+		return nil, nil
+	}
+	var ends together
+	for i := range obs.views {
+		v := &obs.views[i]
+		j := v.Job
+		if j == nil || !j.Running() {
+			continue
+		}
+		if due := obs.now.Add(pullCheck); obs.due.IsZero() || due.Before(obs.due) {
+			obs.due = due
+		}
+		res := obs.pulls[v.Node.Name]
+		if res == nil {
+			continue
+		}
+		data, err := nodejob.FailPatch(res)
+		if err != nil {
+			return nil, fmt.Errorf("node %s: %w", v.Node.Name, err)
+		}
+		ends = append(ends, patchJob{job: j.Object, node: v.Node.Name, reason: string(res.Reason), patch: data})
+	}
+	return []action{ends}, nil
 }

@@ -403,7 +403,11 @@ func TestMetricsFinishedJobsCountedOnce(t *testing.T) {
 			}
 			obs.views = append(obs.views, v)
 		}
-		if err := r.recordFinishedJobs(ctx, obs); err != nil {
+		obs.now = time.Now()
+		if err := r.readFinished(ctx, obs); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.act(ctx, decideFinished(obs)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -108,6 +108,25 @@ func (r *Reconciler) rcmShimUID(ctx context.Context, p runtimeclass.Predecessor)
 	return "", fmt.Errorf("read %s: %w", p, err)
 }
 
+// readPredecessor reads the UID of the runtime-class-manager Shim that
+// spec.migrateFrom names when one of the Shim's RuntimeClasses is
+// controlled by a Shim of that name (empty otherwise, or when it cannot be
+// read: rcmShimUID).
+func (r *Reconciler) readPredecessor(ctx context.Context, obs *observed) (types.UID, error) {
+	m := obs.shim.Spec.MigrateFrom
+	if m == nil {
+		return "", nil
+	}
+	from := rcmPredecessor(m)
+	for _, spec := range runtimeClassSpecs(obs.shim) {
+		rc := &nodev1.RuntimeClass{}
+		if err := obs.classes.Get(ctx, client.ObjectKey{Name: spec.Name}, rc); err == nil && from.Controls(rc) {
+			return r.rcmShimUID(ctx, from)
+		}
+	}
+	return "", nil
+}
+
 // takeOverRuntimeClasses takes over, before anything else is done for the
 // Shim, those of its RuntimeClasses that the runtime-class-manager Shim it
 // replaces controls (runtimeclass.Takeover): from then on deleting that
@@ -121,27 +140,20 @@ func (r *Reconciler) takeOverRuntimeClasses(ctx context.Context, obs *observed) 
 	}
 	anyUID := rcmPredecessor(m)
 	from := anyUID
-	uidRead := false
+	from.UID = obs.rcmUID
 	conflicts := map[string]string{}
 	for _, spec := range runtimeClassSpecs(obs.shim) {
 		rc := &nodev1.RuntimeClass{}
-		if err := r.client.Get(ctx, client.ObjectKey{Name: spec.Name}, rc); err != nil {
+		if err := obs.classes.Get(ctx, client.ObjectKey{Name: spec.Name}, rc); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
-			return nil, fmt.Errorf("get RuntimeClass %s: %w", spec.Name, err)
+			return nil, err
 		}
 		if !anyUID.Controls(rc) {
 			continue // ours already, or someone else's: Ensure says which
 		}
-		if !uidRead {
-			uid, err := r.rcmShimUID(ctx, from)
-			if err != nil {
-				return nil, err
-			}
-			from.UID, uidRead = uid, true
-		}
-		res, err := runtimeclass.Takeover(ctx, r.client, spec.Spec, from)
+		res, err := runtimeclass.Takeover(ctx, obs.classes, spec.Spec, from)
 		var conflict *runtimeclass.ConflictError
 		switch {
 		case errors.As(err, &conflict):

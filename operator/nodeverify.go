@@ -2,7 +2,6 @@ package operator
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
@@ -87,33 +86,26 @@ func (r *Reconciler) startVerifies(ctx context.Context, obs *observed, budget in
 	return next, g.Wait()
 }
 
-// recordVerify records a finished verifying Job's finding on the node, and
-// marks the node drifted when it found something.
-func (r *Reconciler) recordVerify(ctx context.Context, obs *observed, v *fleet.NodeView) error {
+// recordVerify records a finished verifying Job's finding (readFinished)
+// on the node, and marks the node drifted when it found something.
+func recordVerify(obs *observed, v *fleet.NodeView) inOrder {
 	j := v.Verify
-	found := nodelabel.Verification{ShimUID: obs.shim.UID, SpecHash: j.SpecHash, Time: time.Now().UTC().Truncate(time.Second), Job: j.Object.Name, JobUID: string(j.Object.UID), Machine: record.Machine(v.Node)}
+	found := nodelabel.Verification{ShimUID: obs.shim.UID, SpecHash: j.SpecHash, Time: obs.now.UTC().Truncate(time.Second), Job: j.Object.Name, JobUID: string(j.Object.UID), Machine: record.Machine(v.Node)}
 	if done := j.Object.Status.CompletionTime; done != nil {
 		found.Time = done.UTC()
 	}
-	res, err := r.resultOf(ctx, j.Object, obs.shim.Name)
-	if err != nil {
-		return fmt.Errorf("verification of node %s: %w", v.Node.Name, err)
-	}
-	j.Result, j.ResultRead = res, true
-	r.results.put(obs.shim.Name, j.Object.UID, res)
+	var acts inOrder
 	if j.Failed() {
 		// Nothing found either way: looked at again a period later.
 		reason, msg := j.Failure()
-		r.event(obs.shim, v.Node, corev1.EventTypeWarning, "VerifyFailed", "Verify", "%s", failureNote(v.Node.Name, reason, msg))
-	} else if res != nil {
-		found.Drift = res.Drift
+		acts = append(acts, emitEvent{shim: obs.shim, related: v.Node, eventType: corev1.EventTypeWarning, reason: "VerifyFailed", act: "Verify", msg: failureNote(v.Node.Name, reason, msg)})
+	} else if j.Result != nil {
+		found.Drift = j.Result.Drift
 	}
-	if err := nodelabel.MarkVerified(ctx, r.client, v.Node.Name, obs.shim.Name, found); err != nil {
-		return err
-	}
+	acts = append(acts, markVerified{node: v.Node.Name, shim: obs.shim.Name, found: found})
 	v.Verified = &found
 	if len(found.Drift) == 0 {
-		obs.events.add("Verified", "Verify", "node "+v.Node.Name)
+		acts = append(acts, note{events: &obs.events, reason: "Verified", act: "Verify", detail: "node " + v.Node.Name})
 	}
-	return nil
+	return append(acts, countJob{shim: obs.shim.Name, job: j})
 }

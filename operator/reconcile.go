@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,6 +27,7 @@ import (
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/operator/jobview"
+	"github.com/shimkit/shimkit/operator/phase"
 	"github.com/shimkit/shimkit/rollout"
 )
 
@@ -91,6 +93,26 @@ type observed struct {
 	// retried is the retry request acted on (status.retried).
 	retried string
 	views   []fleet.NodeView
+	// now is when the snapshot was read: the time of the records a
+	// decision writes and of its drift checks.
+	now time.Time
+	// fresh: the result of the view's Job (by index) was read by this
+	// reconcile (readFinished); pulls are the pull failures of running
+	// Jobs by node (readPulls).
+	fresh []bool
+	pulls map[string]*plan.NodeResult
+	// jobs are the operator's Jobs as read (every Shim's), shims every
+	// Shim (the batch offers and the startup taint count them).
+	jobs  []*batchv1.Job
+	shims []v1alpha1.Shim
+	// droppable are the ControllerRevisions a new revision would drop,
+	// by name (readDroppable).
+	droppable map[string]*appsv1.ControllerRevision
+	// classes are the RuntimeClasses read (readClasses); rcmUID the UID
+	// of the runtime-class-manager Shim spec.migrateFrom names, read when
+	// one of them is that Shim's (readPredecessor).
+	classes *classSnapshot
+	rcmUID  types.UID
 	// refusal says why the spec is rolled out to no node (nil: it is).
 	refusal *refusal
 	// takeover holds, by name, why a RuntimeClass of the runtime-class-
@@ -130,6 +152,7 @@ type observed struct {
 // Reconcile drives one Shim towards its spec (or, when deleted, towards no
 // node having it).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
+	ctx = phase.Start(ctx)
 	shim := &v1alpha1.Shim{}
 	if err := r.client.Get(ctx, req.NamespacedName, shim); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -158,19 +181,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			res.RequeueAfter = max(due.Sub(now), time.Millisecond)
 		}
 	}()
-	if err := r.retry(ctx, obs); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.failStuckPulls(ctx, obs); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.recordFinishedJobs(ctx, obs); err != nil {
+	// What finished and what a retry asks, decided on the snapshot and
+	// written with the rest of the decision.
+	acts, err := decideRecords(obs)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if !shim.DeletionTimestamp.IsZero() {
-		return r.uninstallAll(ctx, obs)
+		return r.uninstallAll(ctx, obs, acts)
 	}
-	return r.install(ctx, obs)
+	return r.install(ctx, obs, acts)
+}
+
+// decideRecords decides, before the rollout, what the snapshot's finished
+// and stuck Jobs and a new retry request change: the retry first (it
+// clears failures), then the stuck pulls, then the finished Jobs' records.
+func decideRecords(obs *observed) ([]action, error) {
+	acts := decideRetry(obs)
+	pulls, err := decideStuckPulls(obs)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Concat(acts, pulls, decideFinished(obs)), nil
 }
 
 func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observed, error) {
@@ -189,7 +221,11 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	r.gate.sync(jobs, time.Now())
 	latest, verifying := newestJobs(shim, jobs, r.retries.deleted)
 	held := r.gate.inFlight(jobview.LabelValue(shim.Name))
-	obs := &observed{shim: shim, specHash: specHash(shim), refusal: refusalOf(shim, r.opts)}
+	var shims v1alpha1.ShimList
+	if err := r.client.List(ctx, &shims); err != nil {
+		return nil, fmt.Errorf("list Shims: %w", err)
+	}
+	obs := &observed{shim: shim, specHash: specHash(shim), refusal: refusalOf(shim, r.opts), now: time.Now(), retried: r.retries.latest(shim), jobs: jobs, shims: shims.Items}
 	obs.shown = shim.Status.Artifact
 	switch {
 	case shim.Spec.FetchStrategy.Type == v1alpha1.FetchPreinstalled:
@@ -226,6 +262,21 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 		obs.views = append(obs.views, v)
 	}
 	r.results.keep(shim.Name, current)
+	if err := r.readFinished(ctx, obs); err != nil {
+		return nil, err
+	}
+	if err := r.readPulls(ctx, obs); err != nil {
+		return nil, err
+	}
+	if err := r.readDroppable(ctx, obs); err != nil {
+		return nil, err
+	}
+	if obs.classes, err = r.readClasses(ctx, obs.shim); err != nil {
+		return nil, err
+	}
+	if obs.rcmUID, err = r.readPredecessor(ctx, obs); err != nil {
+		return nil, err
+	}
 	return obs, nil
 }
 
@@ -280,12 +331,16 @@ func plannerOf(obs *observed) rollout.Planner {
 // refused spec starts no install; removals go on. It reads the snapshot
 // (obs), decides (fleet.Decide), then carries the decision out, each
 // write a step.
-func (r *Reconciler) install(ctx context.Context, obs *observed) (ctrl.Result, error) {
+func (r *Reconciler) install(ctx context.Context, obs *observed, acts []action) (ctrl.Result, error) {
 	if err := r.checkGate(ctx, obs); err != nil {
 		return ctrl.Result{}, err
 	}
 	d, err := fleet.Decide(obs.snapshot(), fleet.Policy{Planner: plannerOf(obs), Shared: r.sharedNodes(obs), PlanFor: obs.planFor(r.opts), Delivery: r.delivery(obs)})
 	if err != nil {
+		return ctrl.Result{}, err
+	}
+	phase.Decided(ctx)
+	if err := r.act(ctx, acts); err != nil {
 		return ctrl.Result{}, err
 	}
 	// The finalizer first, before anything is on a node: a deleted Shim
@@ -466,12 +521,16 @@ func (r *Reconciler) installReason(shim *v1alpha1.Shim, node *corev1.Node, insta
 
 // uninstallAll removes the shim from every node that has it, rolling; then
 // deletes the RuntimeClasses and lets the Shim go.
-func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed) (ctrl.Result, error) {
+func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed, acts []action) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(obs.shim, Finalizer) {
 		return ctrl.Result{}, nil
 	}
 	d, err := fleet.DecideRemoval(obs.snapshot(), plannerOf(obs), r.delivery(obs))
 	if err != nil {
+		return ctrl.Result{}, err
+	}
+	phase.Decided(ctx)
+	if err := r.act(ctx, acts); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.relabel(ctx, obs, &d); err != nil {
@@ -548,35 +607,36 @@ func (r *Reconciler) startJob(ctx context.Context, obs *observed, v *fleet.NodeV
 	if err != nil {
 		return err
 	}
-	created, err := r.createJob(ctx, job, v.Node.Name)
+	created, err := r.createJob(ctx, obs, job, v.Node.Name)
 	if err != nil || !created {
 		return err
 	}
 	if op != jobview.OpVerify {
 		v.Held = true // changing from now on, before the cache shows its Job
 	}
-	obs.events.add(reason, action(op), fmt.Sprintf("node %s (Job %s)", v.Node.Name, job.Name))
+	obs.events.add(reason, opAction(op), fmt.Sprintf("node %s (Job %s)", v.Node.Name, job.Name))
 	return nil
 }
 
 // createJob creates the Job; false when one of its name exists: running
-// (ours already, from before a restart, or not in the cache yet), or
-// finished, which is deleted to make room for the next reconcile.
-func (r *Reconciler) createJob(ctx context.Context, job *batchv1.Job, node string) (bool, error) {
+// (ours already, from before a restart, or not in the snapshot: created
+// by an earlier reconcile), or finished, which is deleted (that Job, by
+// its UID) to make room for the next reconcile.
+func (r *Reconciler) createJob(ctx context.Context, obs *observed, job *batchv1.Job, node string) (bool, error) {
 	err := r.client.Create(ctx, job)
 	if apierrors.IsAlreadyExists(err) {
-		old := &batchv1.Job{}
-		if gerr := r.client.Get(ctx, client.ObjectKeyFromObject(job), old); gerr != nil {
-			// Not in the cache yet: created by an earlier reconcile.
-			return false, client.IgnoreNotFound(gerr)
+		i := slices.IndexFunc(obs.jobs, func(j *batchv1.Job) bool { return j.Name == job.Name && j.Namespace == job.Namespace })
+		if i < 0 {
+			return false, nil
 		}
+		old := obs.jobs[i]
 		if ov := jobview.ViewOf(old); ov.Running() {
 			return false, nil
 		}
 		// The node is free until the next reconcile creates the Job anew
 		// (a held node counts as changing: it would wait for gateGrace).
 		r.gate.release(node, job.Name)
-		return false, client.IgnoreNotFound(r.client.Delete(ctx, old, client.PropagationPolicy(metav1.DeletePropagationBackground)))
+		return false, client.IgnoreNotFound(r.client.Delete(ctx, old, client.Preconditions{UID: &old.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground)))
 	}
 	if err != nil {
 		return false, fmt.Errorf("create Job %s for node %s: %w", job.Name, node, err)
@@ -584,8 +644,8 @@ func (r *Reconciler) createJob(ctx context.Context, job *batchv1.Job, node strin
 	return true, nil
 }
 
-// action names an operation for events.
-func action(op string) string {
+// opAction names an operation for events.
+func opAction(op string) string {
 	if op == jobview.OpUninstall {
 		return "Uninstall"
 	}

@@ -60,93 +60,112 @@ func (rs *results) keep(shim string, keep map[types.UID]bool) {
 	}
 }
 
-// recordFinishedJobs reads the results of finished Jobs, reports failed
-// ones, and turns succeeded ones into node labels: installed (at the Job's
-// spec hash) or gone.
-func (r *Reconciler) recordFinishedJobs(ctx context.Context, obs *observed) error {
+// readFinished reads the results of the finished Jobs a decision records:
+// an install or uninstall Job that failed, or succeeded and is not
+// recorded yet, and a verifying Job not recorded yet. A result read now
+// (not known from an earlier reconcile) is marked fresh: its failure is
+// reported once.
+func (r *Reconciler) readFinished(ctx context.Context, obs *observed) error {
+	obs.fresh = make([]bool, len(obs.views))
 	g := r.group(ctx)
 	for i := range obs.views {
 		v := &obs.views[i]
-		if j := v.Job; j != nil && (j.Failed() || j.Succeeded() && v.Unrecorded()) {
-			g.Go(func() error { return r.recordJob(ctx, obs, v) })
-		}
-		if v.Unverified() {
+		if j := v.Job; j != nil && !j.ResultRead && (j.Failed() || j.Succeeded() && v.Unrecorded()) {
 			g.Go(func() error {
-				if err := r.recordVerify(ctx, obs, v); err != nil {
-					return err
+				res, err := r.resultOf(ctx, j.Object, obs.shim.Name)
+				if err != nil {
+					// Not fatal: the Job's condition stands in, and a failed
+					// Job's pods are read again next time.
+					log.FromContext(ctx).Error(err, "reading the installer's result", "node", v.Node.Name)
+					return nil
 				}
-				r.metrics.jobFinished(obs.shim.Name, v.Verify)
+				j.Result, j.ResultRead, obs.fresh[i] = res, true, true
+				r.results.put(obs.shim.Name, j.Object.UID, res)
+				return nil
+			})
+		}
+		if j := v.Verify; v.Unverified() {
+			g.Go(func() error {
+				res, err := r.resultOf(ctx, j.Object, obs.shim.Name)
+				if err != nil {
+					return fmt.Errorf("verification of node %s: %w", v.Node.Name, err)
+				}
+				j.Result, j.ResultRead = res, true
+				r.results.put(obs.shim.Name, j.Object.UID, res)
 				return nil
 			})
 		}
 	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
-	// Drift, once what finished is recorded: what the verifications found
-	// is drift from now on; what the installs repaired is not.
-	now := time.Now()
+	return g.Wait()
+}
+
+// decideFinished records what the finished Jobs did (readFinished):
+// failed ones are reported and recorded on their nodes, succeeded ones
+// turn into node labels (installed at the Job's spec hash, or gone), and
+// verifications into their findings. The views are left as the actions
+// will leave the nodes; then drift is judged on them: what the
+// verifications found is drift from now on, what the installs repaired is
+// not.
+func decideFinished(obs *observed) []action {
+	var writes together
 	for i := range obs.views {
-		if at := obs.views[i].DetectDrift(obs.shim, obs.hash, now); !at.IsZero() && (obs.driftCheck.IsZero() || at.Before(obs.driftCheck)) {
+		v := &obs.views[i]
+		if j := v.Job; j != nil && (j.Failed() || j.Succeeded() && v.Unrecorded()) {
+			writes = append(writes, recordJob(obs, v, obs.fresh[i]))
+		}
+		if v.Unverified() {
+			writes = append(writes, recordVerify(obs, v))
+		}
+	}
+	for i := range obs.views {
+		if at := obs.views[i].DetectDrift(obs.shim, obs.hash, obs.now); !at.IsZero() && (obs.driftCheck.IsZero() || at.Before(obs.driftCheck)) {
 			obs.driftCheck = at
 		}
 	}
-	return nil
+	return []action{writes}
 }
 
-func (r *Reconciler) recordJob(ctx context.Context, obs *observed, v *fleet.NodeView) error {
+// recordJob is what a finished install or uninstall Job leaves: a
+// failure's Warning (once, when its result was just read) and record, or
+// the node's label.
+func recordJob(obs *observed, v *fleet.NodeView, fresh bool) inOrder {
 	j := v.Job
-	if !j.ResultRead {
-		res, err := r.resultOf(ctx, j.Object, obs.shim.Name)
-		if err != nil {
-			// Not fatal: the Job's condition stands in, and a failed Job's
-			// pods are read again next time.
-			log.FromContext(ctx).Error(err, "reading the installer's result", "node", v.Node.Name)
-		} else {
-			j.Result, j.ResultRead = res, true
-			r.results.put(obs.shim.Name, j.Object.UID, res)
-		}
-		if j.Failed() && err == nil {
-			reason, msg := j.Failure()
-			r.event(obs.shim, v.Node, corev1.EventTypeWarning, action(j.Op)+"Failed", action(j.Op), "%s", failureNote(v.Node.Name, reason, msg))
-		}
+	var acts inOrder
+	if j.Failed() && fresh {
+		reason, msg := j.Failure()
+		acts = append(acts, emitEvent{shim: obs.shim, related: v.Node, eventType: corev1.EventTypeWarning, reason: opAction(j.Op) + "Failed", act: opAction(j.Op), msg: failureNote(v.Node.Name, reason, msg)})
 	}
+	name := obs.shim.Name
 	switch {
 	case j.Sibling():
-		obs.events.add("RetryAlone", "Install", fmt.Sprintf("node %s (Job %s: another Shim's plan failed; installing this one again, alone)", v.Node.Name, j.Object.Name))
-		return nil
+		return append(acts, note{events: &obs.events, reason: "RetryAlone", act: "Install", detail: fmt.Sprintf("node %s (Job %s: another Shim's plan failed; installing this one again, alone)", v.Node.Name, j.Object.Name)})
 	case j.Failed() && j.Batch > 0 && !j.ResultRead:
 		// Whose plan failed is in the result: read again next time.
-		return nil
+		return acts
 	case j.Failed():
-		return r.recordFailure(ctx, obs, v)
+		return append(acts, recordFailure(obs, v)...)
 	}
 	switch j.Op {
 	case jobview.OpInstall:
-		if err := nodelabel.MarkOn(ctx, r.client, v.Node, obs.shim.Name, obs.shim.UID, j.SpecHash); err != nil {
-			return err
-		}
+		acts = append(acts, markInstalled{node: v.Node, shim: name, uid: obs.shim.UID, specHash: j.SpecHash})
 		v.Label, v.SpecHash = nodelabel.Installed, j.SpecHash
-		v.Verified = &nodelabel.Verification{ShimUID: obs.shim.UID, SpecHash: j.SpecHash, Time: time.Now(), Machine: record.Machine(v.Node)} // as MarkOn wrote
+		v.Verified = &nodelabel.Verification{ShimUID: obs.shim.UID, SpecHash: j.SpecHash, Time: obs.now, Machine: record.Machine(v.Node)} // as MarkOn writes
 		digest := ""
 		if j.Result != nil && j.Result.Digest != "" {
 			digest = ", " + j.Result.Digest
 		}
-		obs.events.add("Installed", "Install", fmt.Sprintf("node %s (spec %s%s)", v.Node.Name, j.SpecHash, digest))
+		acts = append(acts, note{events: &obs.events, reason: "Installed", act: "Install", detail: fmt.Sprintf("node %s (spec %s%s)", v.Node.Name, j.SpecHash, digest)})
 	case jobview.OpUninstall:
-		if err := nodelabel.Unmark(ctx, r.client, v.Node.Name, obs.shim.Name); err != nil {
-			return err
-		}
-		v.Label, v.SpecHash, v.Verified, v.Failure = "", "", nil, nil // as Unmark removed
-		obs.events.add("Uninstalled", "Uninstall", "node "+v.Node.Name)
+		acts = append(acts, unmark{node: v.Node.Name, shim: name})
+		v.Label, v.SpecHash, v.Verified, v.Failure = "", "", nil, nil // as Unmark removes
+		acts = append(acts, note{events: &obs.events, reason: "Uninstalled", act: "Uninstall", detail: "node " + v.Node.Name})
 	}
-	r.metrics.jobFinished(obs.shim.Name, j)
-	return nil
+	return append(acts, countJob{shim: name, job: j})
 }
 
 // recordFailure writes the failed Job's reason on the node, once, so that
 // the failure outlives the Job.
-func (r *Reconciler) recordFailure(ctx context.Context, obs *observed, v *fleet.NodeView) error {
+func recordFailure(obs *observed, v *fleet.NodeView) []action {
 	j := v.Job
 	reason, msg := j.Failure()
 	canary := ""
@@ -156,13 +175,9 @@ func (r *Reconciler) recordFailure(ctx context.Context, obs *observed, v *fleet.
 	if f := v.Failure; f != nil && f.Job == j.Object.Name && f.Op == j.Op && f.SpecHash == j.SpecHash && f.Reason == reason && f.Canary == canary {
 		return nil
 	}
-	f := nodelabel.Failure{ShimUID: obs.shim.UID, Op: j.Op, SpecHash: j.SpecHash, Reason: reason, Message: msg, Canary: canary, Job: j.Object.Name, Time: time.Now().UTC().Truncate(time.Second), Machine: record.Machine(v.Node)}
-	if err := nodelabel.MarkFailed(ctx, r.client, v.Node.Name, obs.shim.Name, f); err != nil {
-		return err
-	}
+	f := nodelabel.Failure{ShimUID: obs.shim.UID, Op: j.Op, SpecHash: j.SpecHash, Reason: reason, Message: msg, Canary: canary, Job: j.Object.Name, Time: obs.now.UTC().Truncate(time.Second), Machine: record.Machine(v.Node)}
 	v.Failure = &f
-	r.metrics.jobFinished(obs.shim.Name, j)
-	return nil
+	return []action{markFailed{node: v.Node.Name, shim: obs.shim.Name, failure: f}, countJob{shim: obs.shim.Name, job: j}}
 }
 
 // readResult returns the shim's NodeResult that the installer wrote as the

@@ -1,17 +1,13 @@
 package operator
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
@@ -30,45 +26,46 @@ func retrySelection(value string) (all bool, nodes map[string]bool) {
 	return all, nodes
 }
 
-// retry acts on a new retry annotation: the selected failed nodes lose
-// their failure (the failed Job and the node's record), so that the
-// planner starts them again under maxUpdate.
-func (r *Reconciler) retry(ctx context.Context, obs *observed) error {
+// decideRetry acts on a new retry annotation: the selected failed nodes
+// lose their failure (the failed Job and the node's record), so that the
+// planner starts them again under maxUpdate. The views are left as the
+// actions will leave the nodes.
+func decideRetry(obs *observed) []action {
 	shim := obs.shim
-	obs.retried = r.retries.latest(shim)
 	req := shim.Annotations[v1alpha1.RetryAnnotation]
 	if req == "" || req == obs.retried {
 		return nil
 	}
 	obs.retriedNow = true
 	all, names := retrySelection(req)
+	var writes together
 	var retried []string
+	remember := rememberRetry{shim: shim, request: req}
 	for i := range obs.views {
 		v := &obs.views[i]
 		if !v.FailedNode() || !all && !names[v.Node.Name] {
 			continue
 		}
+		var steps inOrder
 		if j := v.Job; j != nil {
-			if err := r.client.Delete(ctx, j.Object, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("retry node %s: delete Job %s: %w", v.Node.Name, j.Object.Name, err)
-			}
-			r.retries.forgetJob(shim, j.Object.UID)
+			steps = append(steps, deleteJob{job: j.Object, node: v.Node.Name, why: "retry"})
+			remember.jobs = append(remember.jobs, j.Object.UID)
 			v.Job = nil
 		}
 		if v.Failure != nil {
-			if err := nodelabel.ClearFailure(ctx, r.client, v.Node.Name, shim.Name); err != nil {
-				return err
-			}
+			steps = append(steps, clearFailure{node: v.Node.Name, shim: shim.Name})
 			v.Failure = nil
 		}
+		writes = append(writes, steps)
 		retried = append(retried, v.Node.Name)
 	}
 	obs.retried = req
-	r.retries.put(shim, req)
+	acts := []action{writes, remember}
 	if len(retried) > 0 {
-		r.event(shim, nil, corev1.EventTypeNormal, "Retry", "Install", "retrying %d failed nodes (%s): %s", len(retried), req, strings.Join(retried[:min(len(retried), 10)], ", "))
+		acts = append(acts, emitEvent{shim: shim, eventType: corev1.EventTypeNormal, reason: "Retry", act: "Install",
+			msg: fmt.Sprintf("retrying %d failed nodes (%s): %s", len(retried), req, strings.Join(retried[:min(len(retried), 10)], ", "))})
 	}
-	return nil
+	return acts
 }
 
 // retries remembers, per Shim, the retry request acted on and the Jobs it

@@ -74,7 +74,7 @@ func (r *Reconciler) recordRevision(ctx context.Context, obs *observed) error {
 		case len(kept) < maxRevisions:
 			kept = append(kept, old)
 		default:
-			if err := r.deleteRevision(ctx, obs.shim, old.ControllerRevision); err != nil {
+			if err := r.deleteRevision(ctx, obs, old.ControllerRevision); err != nil {
 				return err
 			}
 		}
@@ -83,22 +83,38 @@ func (r *Reconciler) recordRevision(ctx context.Context, obs *observed) error {
 	return nil
 }
 
-// deleteRevision deletes a ControllerRevision the Shim owns (another's of
-// the name is left alone).
-func (r *Reconciler) deleteRevision(ctx context.Context, shim *v1alpha1.Shim, name string) error {
-	cr := &appsv1.ControllerRevision{}
-	err := r.reader.Get(ctx, client.ObjectKey{Namespace: r.opts.Namespace, Name: name}, cr)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil
-	case err != nil:
-		return fmt.Errorf("shim %s: revision %s: %w", shim.Name, name, err)
-	case !revisionOwnedBy(cr, shim):
+// readDroppable reads the ControllerRevisions that recording a new
+// revision would drop (those beyond the newest maxRevisions-1), so that
+// the reconcile deletes only the Shim's own, by UID, without a read.
+func (r *Reconciler) readDroppable(ctx context.Context, obs *observed) error {
+	revs := obs.shim.Status.Revisions
+	for _, old := range revs[min(len(revs), maxRevisions-1):] {
+		cr := &appsv1.ControllerRevision{}
+		err := r.reader.Get(ctx, client.ObjectKey{Namespace: r.opts.Namespace, Name: old.ControllerRevision}, cr)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return fmt.Errorf("shim %s: revision %s: %w", obs.shim.Name, old.ControllerRevision, err)
+		}
+		if obs.droppable == nil {
+			obs.droppable = map[string]*appsv1.ControllerRevision{}
+		}
+		obs.droppable[cr.Name] = cr
+	}
+	return nil
+}
+
+// deleteRevision deletes a ControllerRevision the Shim owns, as read
+// (readDroppable; another's of the name is left alone).
+func (r *Reconciler) deleteRevision(ctx context.Context, obs *observed, name string) error {
+	cr := obs.droppable[name]
+	if cr == nil || !revisionOwnedBy(cr, obs.shim) {
 		return nil
 	}
-	err = r.client.Delete(ctx, cr, client.Preconditions{UID: &cr.UID})
+	err := r.client.Delete(ctx, cr, client.Preconditions{UID: &cr.UID})
 	if client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("shim %s: delete revision %s: %w", shim.Name, name, err)
+		return fmt.Errorf("shim %s: delete revision %s: %w", obs.shim.Name, name, err)
 	}
 	return nil
 }

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
@@ -128,12 +127,12 @@ func (r *Reconciler) ensureRuntimeClasses(ctx context.Context, obs *observed, st
 	}
 	// A canary RuntimeClass no installer will use goes as a handler
 	// dropped from the spec does.
-	if err := r.deleteStaleRuntimeClasses(ctx, obs.shim, specs); err != nil {
+	if err := r.deleteStaleRuntimeClasses(ctx, obs.classes, obs.shim, specs); err != nil {
 		return classes{}, err
 	}
 	out := classes{published: true}
 	for _, spec := range specs {
-		ok, conflict, err := r.ensureRuntimeClass(ctx, obs.shim, spec, anyInstalled || spec.field == canary.field)
+		ok, conflict, err := r.ensureRuntimeClass(ctx, obs.classes, obs.shim, spec, anyInstalled || spec.field == canary.field)
 		if err != nil {
 			return classes{}, err
 		}
@@ -149,26 +148,21 @@ func (r *Reconciler) ensureRuntimeClasses(ctx context.Context, obs *observed, st
 	return out, nil
 }
 
-// ensureRuntimeClass publishes the RuntimeClass with runtimeclass.Ensure:
-// created when it is absent (once a node has the shim), updated or
-// replaced when it is the Shim's and out of date, and never written when
-// it belongs to someone else. It reports whether it is published, or why it
-// belongs to someone else. A RuntimeClass that changed between the read and
-// the write (runtimeclass.Retry) is not published yet: the watch on
-// RuntimeClasses brings the next reconcile, which reads whose it is.
-func (r *Reconciler) ensureRuntimeClass(ctx context.Context, shim *v1alpha1.Shim, spec classSpec, anyInstalled bool) (bool, string, error) {
+// ensureRuntimeClass publishes the RuntimeClass with runtimeclass.Ensure
+// on the reconcile's snapshot (readClasses): created when it is absent
+// (once a node has the shim), updated or replaced when it is the Shim's
+// and out of date, and never written when it belongs to someone else. It
+// reports whether it is published, or why it belongs to someone else. A
+// RuntimeClass that changed since the snapshot (runtimeclass.Retry) is not
+// published yet: the watch on RuntimeClasses brings the next reconcile,
+// which reads whose it is.
+func (r *Reconciler) ensureRuntimeClass(ctx context.Context, classes *classSnapshot, shim *v1alpha1.Shim, spec classSpec, anyInstalled bool) (bool, string, error) {
 	ensure := runtimeclass.Ensure
 	if !anyInstalled {
 		ensure = runtimeclass.UpdateExisting // not yet created: no node has the shim
 	}
-	res, err := ensure(ctx, r.client, spec.Spec)
+	res, err := ensure(ctx, classes, spec.Spec)
 	var conflict *runtimeclass.ConflictError
-	if errors.As(err, &conflict) {
-		// The cache may hold a copy from before the operator's own write
-		// (a takeover of this reconcile or the last): what the API server
-		// has decides, so that no Event contradicts what was just done.
-		res, err = ensure(ctx, liveReads{Client: r.client, reader: r.reader}, spec.Spec)
-	}
 	switch {
 	case errors.As(err, &conflict):
 		msg := conflictMessage(conflict, spec)
@@ -196,30 +190,16 @@ func conflictMessage(c *runtimeclass.ConflictError, spec classSpec) string {
 		c.Name, spec.field, c.Holder(), spec.field)
 }
 
-// ownedRuntimeClasses lists the RuntimeClasses the Shim controls.
-func (r *Reconciler) ownedRuntimeClasses(ctx context.Context, shim *v1alpha1.Shim) ([]nodev1.RuntimeClass, error) {
-	var list nodev1.RuntimeClassList
-	if err := r.client.List(ctx, &list, client.MatchingLabels{jobview.LabelShim: jobview.LabelValue(shim.Name)}); err != nil {
-		return nil, fmt.Errorf("list RuntimeClasses of Shim %s: %w", shim.Name, err)
-	}
-	return slices.DeleteFunc(list.Items, func(rc nodev1.RuntimeClass) bool { return !ownedBy(&rc, shim) }), nil
-}
-
 // deleteStaleRuntimeClasses deletes the RuntimeClasses of handlers the
 // spec dropped (or renamed), so that no new pod asks for them. Each is
 // deleted only if it is still the Shim's as read (runtimeclass.DeleteOwned):
 // never one recreated by someone else since.
-func (r *Reconciler) deleteStaleRuntimeClasses(ctx context.Context, shim *v1alpha1.Shim, specs []classSpec) error {
-	owned, err := r.ownedRuntimeClasses(ctx, shim)
-	if err != nil {
-		return err
-	}
-	for i := range owned {
-		rc := &owned[i]
+func (r *Reconciler) deleteStaleRuntimeClasses(ctx context.Context, classes *classSnapshot, shim *v1alpha1.Shim, specs []classSpec) error {
+	for _, rc := range classes.owned(shim) {
 		if slices.ContainsFunc(specs, func(s classSpec) bool { return s.Name == rc.Name }) {
 			continue
 		}
-		if err := runtimeclass.DeleteOwned(ctx, r.client, rc.Name, shim.UID); err != nil {
+		if err := runtimeclass.DeleteOwned(ctx, classes, rc.Name, shim.UID); err != nil {
 			return err
 		}
 		why := "no longer in the spec"
@@ -234,24 +214,9 @@ func (r *Reconciler) deleteStaleRuntimeClasses(ctx context.Context, shim *v1alph
 // deleteRuntimeClasses deletes every RuntimeClass the Shim owns; one of
 // its names that belongs to someone else stays.
 func (r *Reconciler) deleteRuntimeClasses(ctx context.Context, obs *observed) error {
-	owned, err := r.ownedRuntimeClasses(ctx, obs.shim)
-	if err != nil {
-		return err
-	}
 	var errs []error
-	for i := range owned {
-		errs = append(errs, runtimeclass.DeleteOwned(ctx, r.client, owned[i].Name, obs.shim.UID))
+	for _, rc := range obs.classes.owned(obs.shim) {
+		errs = append(errs, runtimeclass.DeleteOwned(ctx, obs.classes, rc.Name, obs.shim.UID))
 	}
 	return errors.Join(errs...)
-}
-
-// liveReads is a client whose reads go to the API server (reader), not to
-// the cache; its writes are the client's.
-type liveReads struct {
-	client.Client
-	reader client.Reader
-}
-
-func (l liveReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	return l.reader.Get(ctx, key, obj, opts...)
 }

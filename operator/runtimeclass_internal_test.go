@@ -59,7 +59,11 @@ func TestEnsureAfterTakeoverWithStaleCache(t *testing.T) {
 
 	rec := events.NewFakeRecorder(10)
 	r := &Reconciler{client: staleCache{Client: env.Client, old: old}, reader: env.Client, recorder: rec}
-	ok, conflict, err := r.ensureRuntimeClass(ctx, shim, spec, true)
+	classes, err := r.readClasses(ctx, shim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, conflict, err := r.ensureRuntimeClass(ctx, classes, shim, spec, true)
 	if err != nil || !ok || conflict != "" {
 		t.Errorf("ensureRuntimeClass = %v, %q, %v; want published, no conflict", ok, conflict, err)
 	}
@@ -76,10 +80,13 @@ func TestEnsureAfterTakeoverWithStaleCache(t *testing.T) {
 	if err := env.Client.Create(ctx, other); err != nil {
 		t.Fatal(err)
 	}
-	spec.Name = "admins"
+	shim.Spec.RuntimeClass.Name, spec.Name = "admins", "admins"
 	rec = events.NewFakeRecorder(10)
 	r.recorder = rec
-	if ok, conflict, err := r.ensureRuntimeClass(ctx, shim, spec, true); err != nil || ok || conflict == "" {
+	if classes, err = r.readClasses(ctx, shim); err != nil {
+		t.Fatal(err)
+	}
+	if ok, conflict, err := r.ensureRuntimeClass(ctx, classes, shim, spec, true); err != nil || ok || conflict == "" {
 		t.Errorf("ensureRuntimeClass of the admin's = %v, %q, %v; want a conflict", ok, conflict, err)
 	}
 	if len(rec.Events) != 1 {

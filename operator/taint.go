@@ -26,18 +26,11 @@ func hasPendingTaint(node *corev1.Node) bool {
 // releaseTaints removes the startup taint from the Shim's nodes that have
 // every Shim selecting them.
 func (r *Reconciler) releaseTaints(ctx context.Context, obs *observed) error {
-	var shims v1alpha1.ShimList
-	listed := false
+	shims := v1alpha1.ShimList{Items: obs.shims}
 	for i := range obs.views {
 		v := &obs.views[i]
 		if !v.Targeted() || !hasPendingTaint(v.Node) || v.Label != nodelabel.Installed || v.SpecHash != obs.hash {
 			continue
-		}
-		if !listed {
-			if err := r.client.List(ctx, &shims); err != nil {
-				return fmt.Errorf("list Shims: %w", err)
-			}
-			listed = true
 		}
 		if !allInstalled(obs, shims.Items, v.Node) {
 			continue

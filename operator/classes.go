@@ -1,0 +1,139 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	nodev1 "k8s.io/api/node/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/jobview"
+)
+
+// classSnapshot is the RuntimeClasses a reconcile read, by name (nil:
+// absent), as a client: its reads are served from what was read, its
+// writes go to the API server and are remembered. runtimeclass's
+// read-then-write steps (Ensure, Takeover, DeleteOwned) thus decide on the
+// reconcile's snapshot, and a later step sees an earlier one's write (a
+// takeover, then the update of the class taken over). Their writes keep
+// their preconditions (the resourceVersion or UID read): a RuntimeClass
+// changed since the snapshot is not overwritten, and the next reconcile
+// reads it again.
+type classSnapshot struct {
+	client.Client
+	mu     sync.Mutex
+	byName map[string]*nodev1.RuntimeClass
+}
+
+// readClasses reads the Shim's RuntimeClasses (those it labels, and every
+// name its spec and canary give) from the cache. A name the cache shows as
+// someone else's is read again from the API server: the cache may hold a
+// copy from before the operator's own write (a takeover), and what the API
+// server has decides, so that no conflict is reported for what was just
+// done.
+func (r *Reconciler) readClasses(ctx context.Context, shim *v1alpha1.Shim) (*classSnapshot, error) {
+	s := &classSnapshot{Client: r.client, byName: map[string]*nodev1.RuntimeClass{}}
+	var list nodev1.RuntimeClassList
+	if err := r.client.List(ctx, &list, client.MatchingLabels{jobview.LabelShim: jobview.LabelValue(shim.Name)}); err != nil {
+		return nil, fmt.Errorf("list RuntimeClasses of Shim %s: %w", shim.Name, err)
+	}
+	for i := range list.Items {
+		s.byName[list.Items[i].Name] = &list.Items[i]
+	}
+	names := []string{CanaryRuntimeClass(shim.Name)}
+	for _, spec := range runtimeClassSpecs(shim) {
+		names = append(names, spec.Name)
+	}
+	for _, name := range names {
+		if _, ok := s.byName[name]; ok || name == "" {
+			continue
+		}
+		rc := &nodev1.RuntimeClass{}
+		err := r.client.Get(ctx, client.ObjectKey{Name: name}, rc)
+		if err == nil && !ownedBy(rc, shim) {
+			rc = &nodev1.RuntimeClass{}
+			err = r.reader.Get(ctx, client.ObjectKey{Name: name}, rc)
+		}
+		switch {
+		case apierrors.IsNotFound(err):
+			s.byName[name] = nil
+		case err != nil:
+			return nil, fmt.Errorf("get RuntimeClass %s: %w", name, err)
+		default:
+			s.byName[name] = rc
+		}
+	}
+	return s, nil
+}
+
+// owned are the RuntimeClasses of the snapshot the Shim controls, by name.
+func (s *classSnapshot) owned(shim *v1alpha1.Shim) []*nodev1.RuntimeClass {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*nodev1.RuntimeClass
+	for _, name := range slices.Sorted(maps.Keys(s.byName)) {
+		if rc := s.byName[name]; rc != nil && ownedBy(rc, shim) {
+			out = append(out, rc)
+		}
+	}
+	return out
+}
+
+// Get serves a RuntimeClass of the snapshot; one the reconcile did not
+// read is an error (a decision must not depend on a read made after it).
+func (s *classSnapshot) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	out, ok := obj.(*nodev1.RuntimeClass)
+	if !ok {
+		return fmt.Errorf("RuntimeClass snapshot: cannot read a %T", obj)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rc, read := s.byName[key.Name]
+	switch {
+	case !read:
+		return fmt.Errorf("RuntimeClass %s was not read by this reconcile", key.Name)
+	case rc == nil:
+		return apierrors.NewNotFound(nodev1.Resource("runtimeclasses"), key.Name)
+	}
+	rc.DeepCopyInto(out)
+	return nil
+}
+
+func (s *classSnapshot) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	if err := s.Client.Create(ctx, obj, opts...); err != nil {
+		return err
+	}
+	s.remember(obj)
+	return nil
+}
+
+func (s *classSnapshot) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	if err := s.Client.Update(ctx, obj, opts...); err != nil {
+		return err
+	}
+	s.remember(obj)
+	return nil
+}
+
+func (s *classSnapshot) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	if err := s.Client.Delete(ctx, obj, opts...); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.byName[obj.GetName()] = nil
+	return nil
+}
+
+func (s *classSnapshot) remember(obj client.Object) {
+	if rc, ok := obj.(*nodev1.RuntimeClass); ok {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.byName[rc.Name] = rc.DeepCopy()
+	}
+}

@@ -1,0 +1,211 @@
+package operator
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/nodelabel"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/fleet"
+	"github.com/shimkit/shimkit/operator/jobview"
+)
+
+// describeActs flattens a decision's actions into one line each, in the
+// order act carries them out ("|" joins the ones that run together).
+func describeActs(acts []action) []string {
+	var out []string
+	for _, a := range acts {
+		switch a := a.(type) {
+		case together:
+			var parts []string
+			for _, p := range a {
+				parts = append(parts, describeActs([]action{p})...)
+			}
+			if len(parts) > 0 {
+				out = append(out, "together: "+fmt.Sprint(parts))
+			}
+		case inOrder:
+			out = append(out, describeActs(a)...)
+		case deleteJob:
+			out = append(out, "delete Job "+a.job.Name+" of "+a.node)
+		case clearFailure:
+			out = append(out, "clear failure of "+a.node)
+		case patchJob:
+			out = append(out, "end Job "+a.job.Name+" of "+a.node+": "+a.reason)
+		case markInstalled:
+			out = append(out, "mark "+a.node.Name+" installed at "+a.specHash)
+		case unmark:
+			out = append(out, "unmark "+a.node)
+		case markFailed:
+			out = append(out, "mark "+a.node+" failed: "+a.failure.Reason)
+		case markVerified:
+			out = append(out, fmt.Sprintf("mark %s verified (drift %v)", a.node, a.found.Drift))
+		case emitEvent:
+			out = append(out, "event "+a.eventType+" "+a.reason+": "+a.msg)
+		case note:
+			out = append(out, "note "+a.reason+": "+a.detail)
+		case countJob:
+			out = append(out, "count Job "+a.job.Object.Name)
+		case rememberRetry:
+			out = append(out, fmt.Sprintf("remember retry %s (%d Jobs)", a.request, len(a.jobs)))
+		default:
+			out = append(out, fmt.Sprintf("%T", a))
+		}
+	}
+	return out
+}
+
+// recordsObs is a snapshot of the Shim spin at hash h1 with a view per
+// node, each with the Job given (nil: none).
+func recordsObs(shim *v1alpha1.Shim, jobs map[string]*jobview.View, failures map[string]*nodelabel.Failure) *observed {
+	obs := &observed{shim: shim, hash: "h1", specHash: "h1", now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for n := range jobs {
+			if !yield(n) {
+				return
+			}
+		}
+	}) {
+		v := viewNode(shim, nodeAt(name, "a", "", nil), "")
+		if j := jobs[name]; j != nil {
+			j.Object.Name = "job-" + name
+			switch j.Op {
+			case jobview.OpVerify:
+				v.Verify = j
+			case jobview.OpUninstall:
+				v.Job, v.Label, v.SpecHash = j, fleet.LabelUninstalling, "h1"
+			default:
+				v.Job = j
+			}
+		}
+		v.Failure = failures[name]
+		obs.views = append(obs.views, v)
+	}
+	obs.fresh = make([]bool, len(obs.views))
+	return obs
+}
+
+func succeeded(op string, res *plan.NodeResult) *jobview.View {
+	j := finishedJob("uid-"+op, op, false, res)
+	j.SpecHash = "h1"
+	return j
+}
+
+func failed(reason plan.Reason) *jobview.View {
+	j := failedJob(jobview.OpInstall, "h1", "", reason)
+	j.Object.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue}}
+	return j
+}
+
+// TestDecideRecords: what a reconcile writes of the Jobs that finished and
+// of a retry request, decided from the snapshot alone, in order; and the
+// views left as those writes will leave the nodes.
+func TestDecideRecords(t *testing.T) {
+	shim := decideShim()
+	retryShim := decideShim()
+	retryShim.Annotations = map[string]string{v1alpha1.RetryAnnotation: "all@1"}
+	oldFailure := &nodelabel.Failure{ShimUID: shim.UID, Op: jobview.OpInstall, SpecHash: "h1", Reason: string(plan.ReasonRestartFailed), Job: "job-old"}
+	for _, tc := range []struct {
+		name     string
+		shim     *v1alpha1.Shim
+		jobs     map[string]*jobview.View
+		failures map[string]*nodelabel.Failure
+		fresh    bool
+		want     []string
+		// label, failure: each view's label and whether it keeps a failure.
+		labels   map[string]string
+		failedOn []string
+	}{
+		{name: "nothing finished", shim: shim, jobs: map[string]*jobview.View{"n1": nil},
+			want: []string{}, labels: map[string]string{"n1": ""}},
+		{name: "install succeeded", shim: shim, jobs: map[string]*jobview.View{"n1": succeeded(jobview.OpInstall, &plan.NodeResult{Outcome: plan.Succeeded, Digest: "sha256:ab"})},
+			want:   []string{"together: [mark n1 installed at h1 note Installed: node n1 (spec h1, sha256:ab) count Job job-n1]"},
+			labels: map[string]string{"n1": nodelabel.Installed}},
+		{name: "uninstall succeeded", shim: shim, jobs: map[string]*jobview.View{"n1": succeeded(jobview.OpUninstall, nil)},
+			want:   []string{"together: [unmark n1 note Uninstalled: node n1 count Job job-n1]"},
+			labels: map[string]string{"n1": ""}},
+		{name: "install failed, result read now: reported once", shim: shim, fresh: true, jobs: map[string]*jobview.View{"n1": failed(plan.ReasonConfigInvalid)},
+			want:   []string{"together: [event Warning InstallFailed: node n1: ConfigInvalid mark n1 failed: ConfigInvalid count Job job-n1]"},
+			labels: map[string]string{"n1": ""}, failedOn: []string{"n1"}},
+		{name: "failure already recorded: nothing", shim: shim,
+			jobs:     map[string]*jobview.View{"n1": failed(plan.ReasonRestartFailed)},
+			failures: map[string]*nodelabel.Failure{"n1": {ShimUID: shim.UID, Op: jobview.OpInstall, SpecHash: "h1", Reason: string(plan.ReasonRestartFailed), Job: "job-n1"}},
+			want:     []string{}, labels: map[string]string{"n1": ""}, failedOn: []string{"n1"}},
+		{name: "verification found drift", shim: shim, jobs: map[string]*jobview.View{"n1": succeeded(jobview.OpVerify, &plan.NodeResult{Outcome: plan.Succeeded, Drift: []string{"/opt/shim changed"}})},
+			want:   []string{"together: [mark n1 verified (drift [/opt/shim changed]) count Job job-n1]"},
+			labels: map[string]string{"n1": ""}},
+		{name: "retry all: the failed Job goes and the record is cleared", shim: retryShim,
+			jobs:     map[string]*jobview.View{"n1": failed(plan.ReasonRestartFailed), "n2": nil},
+			failures: map[string]*nodelabel.Failure{"n1": oldFailure},
+			want: []string{"together: [delete Job job-n1 of n1 clear failure of n1]", "remember retry all@1 (1 Jobs)",
+				"event Normal Retry: retrying 1 failed nodes (all@1): n1"},
+			labels: map[string]string{"n1": "", "n2": ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := recordsObs(tc.shim.DeepCopy(), tc.jobs, tc.failures)
+			for i := range obs.fresh {
+				obs.fresh[i] = tc.fresh
+			}
+			acts, err := decideRecords(obs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := describeActs(acts)
+			if got == nil {
+				got = []string{}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("actions (-want +got):\n%s", diff)
+			}
+			var failedOn []string
+			for _, v := range obs.views {
+				if v.Label != tc.labels[v.Node.Name] {
+					t.Errorf("node %s: label %q, want %q", v.Node.Name, v.Label, tc.labels[v.Node.Name])
+				}
+				if v.Failure != nil {
+					failedOn = append(failedOn, v.Node.Name)
+				}
+			}
+			if !slices.Equal(failedOn, tc.failedOn) {
+				t.Errorf("failed nodes %v, want %v", failedOn, tc.failedOn)
+			}
+		})
+	}
+}
+
+// TestDecideStuckPulls: an image Shim's running Job whose pod cannot pull
+// is ended with that failure; the Shim is looked at again within
+// pullCheck while its Jobs run.
+func TestDecideStuckPulls(t *testing.T) {
+	shim := decideShim()
+	shim.Spec.FetchStrategy = v1alpha1.FetchStrategy{Type: v1alpha1.FetchImage, Image: &v1alpha1.OCIFetch{Reference: "example.invalid/spin:1"}}
+	running := func() *jobview.View {
+		j := jobview.ViewOf(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{jobview.LabelOp: jobview.OpInstall}}})
+		j.SpecHash = "h1"
+		return j
+	}
+	obs := recordsObs(shim, map[string]*jobview.View{"n1": running(), "n2": running(), "n3": nil}, nil)
+	obs.pulls = map[string]*plan.NodeResult{"n2": {Outcome: plan.Failed, Reason: plan.ReasonImagePullFailed, Message: "not found"}}
+	acts, err := decideStuckPulls(obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"together: [end Job job-n2 of n2: ImagePullFailed]"}, describeActs(acts)); diff != "" {
+		t.Errorf("actions (-want +got):\n%s", diff)
+	}
+	if want := obs.now.Add(pullCheck); !obs.due.Equal(want) {
+		t.Errorf("due %v, want %v", obs.due, want)
+	}
+	shim.Spec.FetchStrategy = decideShim().Spec.FetchStrategy
+	if acts, _ := decideStuckPulls(obs); len(acts) != 0 {
+		t.Errorf("an HTTP Shim's Jobs: %v", describeActs(acts))
+	}
+}
