@@ -56,6 +56,10 @@ func TestCluster(t *testing.T) {
 	// Each scenario deletes its Shims; after a failure, what is left goes
 	// here, so that the next one starts clean.
 	deleteShims(t, c)
+	// Every reconcile of the scenarios read, decided, then wrote.
+	if logs := kubectl(t, c, "-n", "shimkit-system", "logs", "deployment/shimkit-operator"); strings.Contains(logs, "reconcile out of phase") {
+		t.Errorf("the operator wrote before a decision or read after one:\n%s", grepLines(logs, "reconcile out of phase", 20))
+	}
 
 	undeployOperator(t, c, overlay)
 	t.Run("chart", func(t *testing.T) { testChart(t, c, toolBinary(t, "HELM", "helm"), build) })
@@ -147,6 +151,17 @@ func loadImages(t *testing.T, c *testutil.Cluster) []string {
 	return tars[1:]
 }
 
+// grepLines returns the first n lines of text that contain s.
+func grepLines(text, s string, n int) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, s) && len(out) < n {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
 // deployOperator applies operator/config/default with kubectl through an
 // overlay that points it at the test images (already on the nodes: nothing
 // is pulled), and returns the overlay. Without kube-proxy, pods reach the
@@ -170,7 +185,7 @@ patches:
       - {op: replace, path: /spec/template/spec/containers/0/env/0/value, value: %s}
       - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: KUBERNETES_SERVICE_HOST, value: "%s"}}
       - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: KUBERNETES_SERVICE_PORT, value: "%s"}}
-      - {op: replace, path: /spec/template/spec/containers/0/args, value: ["--leader-elect", "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:18081"]}
+      - {op: replace, path: /spec/template/spec/containers/0/args, value: ["--leader-elect", "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:18081", "--check-phases"]}
       - {op: remove, path: /spec/template/spec/containers/0/livenessProbe}
       - {op: remove, path: /spec/template/spec/containers/0/readinessProbe}
 `, relTo(t, overlay, filepath.Join(testutil.RepoRoot(), "operator/config/default")), strings.Split(operatorImage, ":")[0], strings.Split(operatorImage, ":")[1], installerImage, host, port)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
-	"github.com/shimkit/shimkit/operator/phase"
 )
 
 // InstallJob is the install Job the reconciler would create for the Shim
@@ -28,11 +27,3 @@ func InstallJob(shim *v1alpha1.Shim, node *corev1.Node, opts Options) (*batchv1.
 // SetResolveBackoff sets the first wait before a failed resolution is asked
 // again (30s in production), so that a test sees its backoff in seconds.
 func SetResolveBackoff(o *Options, base time.Duration) { o.resolveBackoff = base }
-
-// CheckPhases runs every reconcile's client and API reader through
-// phase.Checked (call it after SetupWithManager): report gets each write
-// made before a decision is complete and each read made after.
-func (r *Reconciler) CheckPhases(report phase.Report) {
-	r.client = phase.Checked(r.client, report)
-	r.reader = phase.CheckedReader(r.reader, report)
-}

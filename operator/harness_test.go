@@ -70,7 +70,9 @@ func startOperatorWith(t testing.TB, env *testutil.Env, cfg *rest.Config, mutate
 		BatchWindow: 500 * time.Millisecond,
 		// Nodes a test labels by hand have no verification yet: they would
 		// be verified at once (TestVerifyRepairsChangedFiles sets its own).
-		VerifyPeriod: -1}
+		VerifyPeriod: -1,
+		// Every reconcile reads, decides, then writes (operator/phase).
+		PhaseReport: func(err error) { t.Errorf("reconcile out of phase: %v", err) }}
 	if mutate != nil {
 		mutate(&opts)
 	}
@@ -81,8 +83,6 @@ func startOperatorWith(t testing.TB, env *testutil.Env, cfg *rest.Config, mutate
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
-	// Every reconcile reads, decides, then writes (operator/phase).
-	r.CheckPhases(func(err error) { t.Errorf("reconcile out of phase: %v", err) })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

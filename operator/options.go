@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/shimkit/shimkit/operator/phase"
 )
 
 // DefaultInstallerServiceAccount is the installer pods' ServiceAccount
@@ -102,6 +104,12 @@ type Options struct {
 	// Clock tells the progressive-delivery rules the time (maintenance
 	// windows, bakes); default the real clock.
 	Clock clock.PassiveClock
+	// PhaseReport, when set, runs every reconcile's client and API reader
+	// through phase.Checked: a write made before the reconcile's decision
+	// is complete is refused and reported, a read made after it is
+	// reported. For developers of the operator and its tests
+	// (shimkit-operator --check-phases); nil: unchecked.
+	PhaseReport phase.Report
 	// GatePeriod is how often a rollout whose health gate watches is
 	// looked at again; default DefaultGatePeriod.
 	GatePeriod time.Duration

@@ -77,6 +77,9 @@ func New(c client.Client, recorder events.EventRecorder, opts Options) (*Reconci
 	}
 	r := &Reconciler{client: c, reader: c, recorder: recorder, opts: opts.withDefaults(), metrics: newMetrics(), gate: &nodeGate{max: opts.MaxRestartingNodes}}
 	r.gate.window = r.opts.BatchWindow
+	if report := r.opts.PhaseReport; report != nil && c != nil {
+		r.client, r.reader = phase.Checked(c, report), phase.Checked(c, report)
+	}
 	return r, nil
 }
 

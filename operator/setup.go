@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/phase"
 )
 
 // RBAC the reconciler needs, exactly (operator/config/rbac is generated
@@ -42,6 +43,9 @@ import (
 // the reconciler's stores of the cache's own objects (store.go).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.reader = mgr.GetAPIReader()
+	if report := r.opts.PhaseReport; report != nil {
+		r.reader = phase.CheckedReader(r.reader, report)
+	}
 	if r.opts.ServerVersion == "" {
 		r.opts.ServerVersion = serverVersion(mgr.GetConfig())
 	}

@@ -75,6 +75,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	fs.StringVar(&opts.BundleRoot, "bundle-root", "", "node directory of the Shims' bundles, writable and executable, for nodes whose /opt is read-only (default /opt/shimkit)")
 	fs.StringVar(&opts.LinkDir, "link-dir", "", `node directory on containerd's PATH for links to the shims ("-": none; default /usr/local/bin)`)
 	fs.BoolVar(&opts.HostPID, "installer-host-pid", false, "run the installer pods in the node's PID namespace (only for nodes with systemd but no D-Bus daemon)")
+	checkPhases := fs.Bool("check-phases", false, "refuse and log every write a reconcile makes before its decision is complete, and log every read it makes after (for developers of the operator; the end-to-end tests run with it)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -109,6 +110,9 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	log := logr.FromSlogHandler(slog.NewJSONHandler(stderr, nil))
 	ctrl.SetLogger(log)
 	log.Info("starting shimkit-operator", "version", version.Version())
+	if *checkPhases {
+		opts.PhaseReport = func(err error) { log.Error(err, "reconcile out of phase") }
+	}
 	if err := run(ctx, opts, m); err != nil {
 		log.Error(err, "operator stopped")
 		return 1
