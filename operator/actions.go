@@ -3,9 +3,11 @@ package operator
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,11 +24,11 @@ import (
 // was decided before any action ran. act runs a decision's actions in
 // order and stops at the first error.
 type action interface {
-	do(ctx context.Context, r *Reconciler) error
+	do(ctx context.Context, r *executor) error
 }
 
 // act carries out the actions in order, stopping at the first error.
-func (r *Reconciler) act(ctx context.Context, acts []action) error {
+func (r *executor) act(ctx context.Context, acts []action) error {
 	for _, a := range acts {
 		if err := a.do(ctx, r); err != nil {
 			return err
@@ -39,7 +41,7 @@ func (r *Reconciler) act(ctx context.Context, acts []action) error {
 // of a wave), after the actions before it and before the ones after.
 type together []action
 
-func (t together) do(ctx context.Context, r *Reconciler) error {
+func (t together) do(ctx context.Context, r *executor) error {
 	g := r.group(ctx)
 	for _, a := range t {
 		g.Go(func() error { return a.do(ctx, r) })
@@ -51,7 +53,7 @@ func (t together) do(ctx context.Context, r *Reconciler) error {
 // a together).
 type inOrder []action
 
-func (s inOrder) do(ctx context.Context, r *Reconciler) error { return r.act(ctx, s) }
+func (s inOrder) do(ctx context.Context, r *executor) error { return r.act(ctx, s) }
 
 // deleteJob deletes a Job (its pods in the background); one already gone
 // is fine.
@@ -61,7 +63,7 @@ type deleteJob struct {
 	why  string
 }
 
-func (a deleteJob) do(ctx context.Context, r *Reconciler) error {
+func (a deleteJob) do(ctx context.Context, r *executor) error {
 	err := r.client.Delete(ctx, a.job, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	if client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("%s node %s: delete Job %s: %w", a.why, a.node, a.job.Name, err)
@@ -77,7 +79,7 @@ type patchJob struct {
 	patch  []byte
 }
 
-func (a patchJob) do(ctx context.Context, r *Reconciler) error {
+func (a patchJob) do(ctx context.Context, r *executor) error {
 	if err := r.client.Patch(ctx, a.job, client.RawPatch(types.MergePatchType, a.patch)); err != nil {
 		return fmt.Errorf("end installer Job %s of node %s (%s): %w", a.job.Name, a.node, a.reason, err)
 	}
@@ -93,15 +95,48 @@ type markInstalled struct {
 	specHash string
 }
 
-func (a markInstalled) do(ctx context.Context, r *Reconciler) error {
+func (a markInstalled) do(ctx context.Context, r *executor) error {
 	return nodelabel.MarkOn(ctx, r.client, a.node, a.shim, a.uid, a.specHash)
 }
 
 // unmark removes the Shim's label and records from the node.
 type unmark struct{ node, shim string }
 
-func (a unmark) do(ctx context.Context, r *Reconciler) error {
+func (a unmark) do(ctx context.Context, r *executor) error {
 	return nodelabel.Unmark(ctx, r.client, a.node, a.shim)
+}
+
+// dropRecords removes records another Shim object of the name left.
+type dropRecords struct {
+	node string
+	keys []string
+}
+
+func (a dropRecords) do(ctx context.Context, r *executor) error {
+	return nodelabel.DropRecords(ctx, r.client, a.node, a.keys...)
+}
+
+// untaint removes the startup taint from a node with a patch carrying the
+// resourceVersion read: a taint list changed meanwhile is read again on
+// the next reconcile, not overwritten (a conflict is no error). A removal
+// is told in an Event.
+type untaint struct {
+	node *corev1.Node
+	shim *v1alpha1.Shim
+}
+
+func (a untaint) do(ctx context.Context, r *executor) error {
+	node := a.node.DeepCopy()
+	node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == PendingTaint })
+	err := r.client.Patch(ctx, node, client.MergeFromWithOptions(a.node, client.MergeFromWithOptimisticLock{}))
+	switch {
+	case apierrors.IsConflict(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("remove taint %s from node %s: %w", PendingTaint, node.Name, err)
+	}
+	r.event(a.shim, node, corev1.EventTypeNormal, "TaintRemoved", "Install", "node %s has every Shim that selects it: taint %s removed", node.Name, PendingTaint)
+	return nil
 }
 
 // markFailed records a Job's failure on the node.
@@ -110,14 +145,14 @@ type markFailed struct {
 	failure    nodelabel.Failure
 }
 
-func (a markFailed) do(ctx context.Context, r *Reconciler) error {
+func (a markFailed) do(ctx context.Context, r *executor) error {
 	return nodelabel.MarkFailed(ctx, r.client, a.node, a.shim, a.failure)
 }
 
 // clearFailure removes the Shim's failure record from the node.
 type clearFailure struct{ node, shim string }
 
-func (a clearFailure) do(ctx context.Context, r *Reconciler) error {
+func (a clearFailure) do(ctx context.Context, r *executor) error {
 	return nodelabel.ClearFailure(ctx, r.client, a.node, a.shim)
 }
 
@@ -127,7 +162,7 @@ type markVerified struct {
 	found      nodelabel.Verification
 }
 
-func (a markVerified) do(ctx context.Context, r *Reconciler) error {
+func (a markVerified) do(ctx context.Context, r *executor) error {
 	return nodelabel.MarkVerified(ctx, r.client, a.node, a.shim, a.found)
 }
 
@@ -138,7 +173,7 @@ type emitEvent struct {
 	eventType, reason, act, msg string
 }
 
-func (a emitEvent) do(_ context.Context, r *Reconciler) error {
+func (a emitEvent) do(_ context.Context, r *executor) error {
 	r.event(a.shim, a.related, a.eventType, a.reason, a.act, "%s", a.msg)
 	return nil
 }
@@ -150,7 +185,7 @@ type note struct {
 	reason, act, detail string
 }
 
-func (a note) do(context.Context, *Reconciler) error {
+func (a note) do(context.Context, *executor) error {
 	a.events.add(a.reason, a.act, a.detail)
 	return nil
 }
@@ -161,8 +196,8 @@ type countJob struct {
 	job  *jobview.View
 }
 
-func (a countJob) do(_ context.Context, r *Reconciler) error {
-	r.metrics.jobFinished(a.shim, a.job)
+func (a countJob) do(_ context.Context, r *executor) error {
+	r.metrics.JobFinished(a.shim, a.job)
 	return nil
 }
 
@@ -174,7 +209,7 @@ type rememberRetry struct {
 	jobs    []types.UID
 }
 
-func (a rememberRetry) do(_ context.Context, r *Reconciler) error {
+func (a rememberRetry) do(_ context.Context, r *executor) error {
 	for _, uid := range a.jobs {
 		r.retries.forgetJob(a.shim, uid)
 	}

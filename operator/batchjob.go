@@ -18,7 +18,9 @@ import (
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/operator/jobview"
+	"github.com/shimkit/shimkit/operator/nodegate"
 	"github.com/shimkit/shimkit/operator/nodejob"
+	"github.com/shimkit/shimkit/operator/nodeview"
 	"github.com/shimkit/shimkit/rollout"
 )
 
@@ -27,10 +29,10 @@ import (
 // other Shims to offer theirs before starting any. With nothing to
 // install, or no other Shim and no new change of its own, it offers
 // nothing and never waits.
-func (r *Reconciler) offerInstalls(ctx context.Context, obs *observed, rollin rollout.Plan) (time.Duration, error) {
+func (r *batcher) offerInstalls(ctx context.Context, obs *observed, rollin rollout.Plan) (time.Duration, error) {
 	key, now := jobview.LabelValue(obs.shim.Name), time.Now()
 	if r.opts.BatchWindow < 0 || rollin.Halted || len(rollin.Start) == 0 && rollin.InFlight == 0 {
-		r.gate.offer(key, nil, false, now)
+		r.gate.Offer(key, nil, false, now)
 		return 0, nil
 	}
 	shims := v1alpha1.ShimList{Items: obs.shims}
@@ -48,28 +50,28 @@ func (r *Reconciler) offerInstalls(ctx context.Context, obs *observed, rollin ro
 		unsettled = unsettled || s.Generation != s.Status.ObservedGeneration
 	}
 	if !others && !self {
-		r.gate.offer(key, nil, false, now)
+		r.gate.Offer(key, nil, false, now)
 		return 0, nil
 	}
-	o := &offer{shim: obs.shim.DeepCopy(), target: obs.target(), nodes: map[string]bool{}, free: max(0, rollin.Budget-rollin.InFlight),
-		installed: map[string]bool{}, drifted: map[string]string{}}
+	o := &nodegate.Offer{Shim: obs.shim.DeepCopy(), Hash: obs.hash, Artifact: obs.art, Nodes: map[string]bool{}, Free: max(0, rollin.Budget-rollin.InFlight),
+		Installed: map[string]bool{}, Drifted: map[string]string{}}
 	for i := range obs.views {
 		v := &obs.views[i]
 		// A node undone with another Shim's plan is installed alone.
 		if v.Targeted() && v.Plan != nil && !v.Held && v.NeedsInstall(obs.hash) && (v.Job == nil || !v.Job.Sibling()) {
-			o.nodes[v.Node.Name] = true
+			o.Nodes[v.Node.Name] = true
 			if v.Installed() {
-				o.installed[v.Node.Name] = true
+				o.Installed[v.Node.Name] = true
 			}
 			if v.Drifted != "" {
-				o.drifted[v.Node.Name] = v.Drifted
+				o.Drifted[v.Node.Name] = v.Drifted
 			}
 		}
 	}
 	// A node another Shim will offer once it sees it (one that just
 	// joined) is worth the wait too.
-	unsettled = unsettled || othersWillOffer(obs, shims.Items, o.nodes)
-	return r.gate.offer(key, o, unsettled, now), nil
+	unsettled = unsettled || othersWillOffer(obs, shims.Items, o.Nodes)
+	return r.gate.Offer(key, o, unsettled, now), nil
 }
 
 // othersWillOffer: another Shim selects one of the nodes and has never
@@ -90,7 +92,7 @@ func othersWillOffer(obs *observed, shims []v1alpha1.Shim, nodes map[string]bool
 			if _, been := n.Labels[nodelabel.Key(s.Name)]; been || nodelabel.FailureOf(n, s.Name, s.UID) != nil {
 				continue
 			}
-			if matches(s, n) && !preinstalled(s, n) && eligibility(s, n, false) == nil {
+			if nodeview.Matches(s, n) && !nodeview.Preinstalled(s, n) && nodeview.Eligibility(s, n, false) == nil {
 				return true
 			}
 		}
@@ -101,32 +103,32 @@ func othersWillOffer(obs *observed, shims []v1alpha1.Shim, nodes map[string]bool
 // sharedNodes are the nodes that other Shims would install now (nil
 // without batching): the planner prefers them, so that their installs
 // share one Job.
-func (r *Reconciler) sharedNodes(obs *observed) map[string]bool {
+func (r *batcher) sharedNodes(obs *observed) map[string]bool {
 	if r.opts.BatchWindow < 0 {
 		return nil
 	}
-	return r.gate.wanted(jobview.LabelValue(obs.shim.Name), time.Now())
+	return r.gate.Wanted(jobview.LabelValue(obs.shim.Name), time.Now())
 }
 
 // installStart is a node's install Job about to start: the Shim's own, or
 // a batch carrying partners' plans too.
 type installStart struct {
 	job      string
-	partners []*offer
+	partners []*nodegate.Offer
 	plans    []*plan.NodePlan // the partners'
 }
 
 // admitInstall takes along the Shims that offered the node (and fit one
 // installer run with this one), then asks the node gate for the node;
 // false: another Shim's installer runs there, or the cap is reached.
-func (r *Reconciler) admitInstall(obs *observed, v *fleet.NodeView) (*installStart, bool) {
+func (r *batcher) admitInstall(obs *observed, v *fleet.NodeView) (*installStart, bool) {
 	now, leader := time.Now(), jobview.LabelValue(obs.shim.Name)
 	b := &installStart{job: jobview.JobName(obs.shim.Name, v.Node.Name, jobview.OpInstall, obs.hash)}
 	if r.opts.BatchWindow >= 0 && v.Plan != nil && (v.Job == nil || !v.Job.Sibling()) {
-		for _, o := range r.gate.claim(v.Node.Name, leader, now) {
+		for _, o := range r.gate.Claim(v.Node.Name, leader, now) {
 			p, ok := r.partnerPlan(obs, v, o, b.plans)
 			if !ok {
-				r.gate.unclaim(v.Node.Name, o)
+				r.gate.Unclaim(v.Node.Name, o)
 				continue
 			}
 			b.partners, b.plans = append(b.partners, o), append(b.plans, p)
@@ -137,13 +139,13 @@ func (r *Reconciler) admitInstall(obs *observed, v *fleet.NodeView) (*installSta
 		ids := []string{obs.hash}
 		members = []string{leader}
 		for _, o := range b.partners {
-			ids = append(ids, o.shim.Name, o.target.hash)
-			members = append(members, jobview.LabelValue(o.shim.Name))
+			ids = append(ids, o.Shim.Name, o.Hash)
+			members = append(members, jobview.LabelValue(o.Shim.Name))
 		}
 		b.job = jobview.JobName(obs.shim.Name, v.Node.Name, jobview.OpInstall, strings.Join(ids, "+"))
 	}
-	if !r.gate.acquire(v.Node.Name, leader, b.job, members, now) {
-		r.gate.unclaim(v.Node.Name, b.partners...)
+	if !r.gate.Acquire(v.Node.Name, leader, b.job, members, now) {
+		r.gate.Unclaim(v.Node.Name, b.partners...)
 		return nil, false
 	}
 	return b, true
@@ -153,11 +155,11 @@ func (r *Reconciler) admitInstall(obs *observed, v *fleet.NodeView) (*installSta
 // leader's installer run: the same credentials and trusted root to mount,
 // and no handler of the same name as the leader's or an earlier
 // partner's.
-func (r *Reconciler) partnerPlan(obs *observed, v *fleet.NodeView, o *offer, earlier []*plan.NodePlan) (*plan.NodePlan, bool) {
-	if pullSecretName(o.shim) != pullSecretName(obs.shim) || trustedRootRef(o.shim) != trustedRootRef(obs.shim) {
+func (r *batcher) partnerPlan(obs *observed, v *fleet.NodeView, o *nodegate.Offer, earlier []*plan.NodePlan) (*plan.NodePlan, bool) {
+	if pullSecretName(o.Shim) != pullSecretName(obs.shim) || trustedRootRef(o.Shim) != trustedRootRef(obs.shim) {
 		return nil, false
 	}
-	p, err := buildPlan(o.shim, v.Node, plan.OpInstall, r.opts, o.target)
+	p, err := buildPlan(o.Shim, v.Node, plan.OpInstall, r.opts, target{hash: o.Hash, art: o.Artifact})
 	if err != nil {
 		return nil, false
 	}
@@ -182,7 +184,7 @@ func trustedRootRef(shim *v1alpha1.Shim) string {
 
 // startInstall creates the node's install Job: the Shim's own, or the
 // batch Job with its partners' plans.
-func (r *Reconciler) startInstall(ctx context.Context, obs *observed, v *fleet.NodeView, b *installStart, reason string) error {
+func (r *jobStarter) startInstall(ctx context.Context, obs *observed, v *fleet.NodeView, b *installStart, reason string) error {
 	if len(b.partners) == 0 {
 		return r.startJob(ctx, obs, v, jobview.OpInstall, reason)
 	}
@@ -197,9 +199,9 @@ func (r *Reconciler) startInstall(ctx context.Context, obs *observed, v *fleet.N
 	v.Held = true
 	names := make([]string, len(b.partners))
 	for k, o := range b.partners {
-		names[k] = o.shim.Name
-		why := r.installReason(o.shim, v.Node, o.installed[v.Node.Name], o.drifted[v.Node.Name])
-		r.event(o.shim, v.Node, corev1.EventTypeNormal, why, "Install", "node %s: with Shim %s in one installer run, one containerd restart (Job %s)", v.Node.Name, obs.shim.Name, job.Name)
+		names[k] = o.Shim.Name
+		why := r.installReason(o.Shim, v.Node, o.Installed[v.Node.Name], o.Drifted[v.Node.Name])
+		r.event(o.Shim, v.Node, corev1.EventTypeNormal, why, "Install", "node %s: with Shim %s in one installer run, one containerd restart (Job %s)", v.Node.Name, obs.shim.Name, job.Name)
 	}
 	obs.events.add(reason, "Install", fmt.Sprintf("node %s with Shims %s (Job %s)", v.Node.Name, strings.Join(names, ", "), job.Name))
 	return nil
@@ -209,7 +211,7 @@ func (r *Reconciler) startInstall(ctx context.Context, obs *observed, v *fleet.N
 // plan as a NodePlanList: the partners own it too (not as its
 // controller), and its members annotation gives each member's spec hash
 // and pinned digest.
-func (r *Reconciler) buildBatchJob(obs *observed, v *fleet.NodeView, b *installStart) (*batchv1.Job, error) {
+func (r *jobStarter) buildBatchJob(obs *observed, v *fleet.NodeView, b *installStart) (*batchv1.Job, error) {
 	job, err := r.buildJob(obs.shim, v.Node, v.Plan, obs.hash)
 	if err != nil {
 		return nil, err
@@ -221,9 +223,9 @@ func (r *Reconciler) buildBatchJob(obs *observed, v *fleet.NodeView, b *installS
 	}
 	members := []jobview.Member{{Shim: obs.shim.Name, SpecHash: obs.hash, Digest: digestOf(v.Plan), Canary: planCanary(obs.shim, v.Plan)}}
 	for k, o := range b.partners {
-		members = append(members, jobview.Member{Shim: o.shim.Name, SpecHash: o.target.hash, Digest: digestOf(b.plans[k]), Canary: planCanary(o.shim, b.plans[k])})
+		members = append(members, jobview.Member{Shim: o.Shim.Name, SpecHash: o.Hash, Digest: digestOf(b.plans[k]), Canary: planCanary(o.Shim, b.plans[k])})
 		job.OwnerReferences = append(job.OwnerReferences, metav1.OwnerReference{
-			APIVersion: v1alpha1.GroupVersion.String(), Kind: "Shim", Name: o.shim.Name, UID: o.shim.UID, BlockOwnerDeletion: ptr.To(true),
+			APIVersion: v1alpha1.GroupVersion.String(), Kind: "Shim", Name: o.Shim.Name, UID: o.Shim.UID, BlockOwnerDeletion: ptr.To(true),
 		})
 	}
 	raw, err := json.Marshal(members)
@@ -249,7 +251,7 @@ func planCanary(shim *v1alpha1.Shim, p *plan.NodePlan) string {
 	if p.Canary == nil {
 		return ""
 	}
-	return canaryHash(shim)
+	return nodeview.CanaryHash(shim)
 }
 
 // digestOf is the artifact digest the plan pins ("" without one).
@@ -258,4 +260,25 @@ func digestOf(p *plan.NodePlan) string {
 		return ""
 	}
 	return p.Artifact.Digest
+}
+
+// jobHash is the spec hash a node's Job of op is named by.
+func (o *observed) jobHash(v *fleet.NodeView, op string) string {
+	if op == jobview.OpUninstall {
+		return v.SpecHash
+	}
+	return o.hash
+}
+
+// admit asks the node gate for the node before its Job is started.
+func (r *batcher) admit(obs *observed, v *fleet.NodeView, op string) bool {
+	return r.gate.Acquire(v.Node.Name, jobview.LabelValue(obs.shim.Name), jobview.JobName(obs.shim.Name, v.Node.Name, op, obs.jobHash(v, op)), nil, time.Now())
+}
+
+// released gives the node back when its Job could not be started.
+func (r *batcher) released(obs *observed, v *fleet.NodeView, op string, err error) error {
+	if err != nil {
+		r.gate.Release(v.Node.Name, jobview.JobName(obs.shim.Name, v.Node.Name, op, obs.jobHash(v, op)))
+	}
+	return err
 }

@@ -5,15 +5,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shimkit/shimkit/operator/workload"
 )
 
 // CacheOptions are the manager cache settings the reconciler is built for:
 // Jobs watched in namespace only (where its RBAC allows), and Jobs and
 // Nodes trimmed to what it reads (TrimJob, TrimNode), which keeps the
 // operator's memory down at thousands of nodes. For the health gate
-// (workloads.go), Pods outside namespace are trimmed (TrimPod) and indexed
+// (package workload), Pods outside namespace are trimmed (workload.TrimPod) and indexed
 // by RuntimeClass, and only the FailedCreatePodSandBox Events are cached,
-// trimmed (TrimEvent); neither is watched until a Shim's gate first reads
+// trimmed (workload.TrimEvent); neither is watched until a Shim's gate first reads
 // them. (A host operator whose own controllers read whole Pods, or other
 // Events, through the same cache would leave those out, and give the
 // reconciler a client reading Pods and Events from the API server:
@@ -23,7 +25,7 @@ func CacheOptions(namespace string) cache.Options {
 		&batchv1.Job{}: {Namespaces: map[string]cache.Config{namespace: {}}, Transform: TrimJob},
 		&corev1.Node{}: {Transform: TrimNode},
 	}}
-	workloadCache(&opts, namespace)
+	workload.AddToCache(&opts, namespace)
 	return opts
 }
 

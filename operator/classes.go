@@ -36,7 +36,7 @@ type classSnapshot struct {
 // copy from before the operator's own write (a takeover), and what the API
 // server has decides, so that no conflict is reported for what was just
 // done.
-func (r *Reconciler) readClasses(ctx context.Context, shim *v1alpha1.Shim) (*classSnapshot, error) {
+func (r *runtimeClasses) readClasses(ctx context.Context, shim *v1alpha1.Shim) (*classSnapshot, error) {
 	s := &classSnapshot{Client: r.client, byName: map[string]*nodev1.RuntimeClass{}}
 	var list nodev1.RuntimeClassList
 	if err := r.client.List(ctx, &list, client.MatchingLabels{jobview.LabelShim: jobview.LabelValue(shim.Name)}); err != nil {

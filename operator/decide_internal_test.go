@@ -17,6 +17,7 @@ import (
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/operator/jobview"
+	"github.com/shimkit/shimkit/operator/nodeview"
 )
 
 // decideShim is a Shim of the nodes labelled pool=a, maxUpdate 2.
@@ -61,8 +62,8 @@ func failedJob(op, hash, canary string, reason plan.Reason) *jobview.View {
 // stands.
 func TestDecideRollout(t *testing.T) {
 	shim := decideShim()
-	hash := specHash(shim)
-	canary := canaryHash(shim)
+	hash := nodeview.SpecHash(shim)
+	canary := nodeview.CanaryHash(shim)
 	otherUID := `{"shimUID":"uid-old","op":"install","specHash":"` + hash + `","reason":"Conflict","time":"2026-11-25T06:00:00Z"}`
 	for _, tc := range []struct {
 		name    string
@@ -96,7 +97,7 @@ func TestDecideRollout(t *testing.T) {
 			start: []string{"n1"}},
 		{name: "control-plane nodes are left alone", nodes: []*corev1.Node{func() *corev1.Node {
 			n := nodeAt("cp", "a", "", nil)
-			n.Labels[controlPlaneLabel] = ""
+			n.Labels[nodeview.ControlPlaneLabel] = ""
 			return n
 		}()}, done: true},
 	} {
@@ -106,7 +107,7 @@ func TestDecideRollout(t *testing.T) {
 				obs.refusal = &refusal{reason: v1alpha1.ReasonSignatureMissing, message: "no signature"}
 			}
 			for _, n := range tc.nodes {
-				v := viewNode(shim, n, canary)
+				v := nodeview.View(shim, n, canary)
 				v.Job = tc.jobs[n.Name]
 				obs.views = append(obs.views, v)
 			}
@@ -147,11 +148,11 @@ func matchNames(got, want []string) bool {
 // uninstall.
 func TestDecideRemoval(t *testing.T) {
 	shim := decideShim()
-	hash := specHash(shim)
+	hash := nodeview.SpecHash(shim)
 	refused := map[string]string{nodelabel.FailureKey("spin"): `{"shimUID":"uid-spin","op":"install","specHash":"` + hash + `","reason":"Conflict","time":"2026-11-25T06:00:00Z"}`}
 	obs := &observed{shim: shim, hash: hash, specHash: hash}
 	for _, n := range []*corev1.Node{nodeAt("n1", "a", hash, nil), nodeAt("n2", "b", "old", nil), nodeAt("n3", "a", hash, nil), nodeAt("n4", "a", "", refused)} {
-		obs.views = append(obs.views, viewNode(shim, n, canaryHash(shim)))
+		obs.views = append(obs.views, nodeview.View(shim, n, nodeview.CanaryHash(shim)))
 	}
 	d, err := fleet.DecideRemoval(obs.snapshot(), plannerOf(obs), fleet.Delivery{})
 	if err != nil {
@@ -167,8 +168,8 @@ func TestDecideRemoval(t *testing.T) {
 // decision (go test ./operator -run '^$' -bench ObserveDecide -benchmem).
 func BenchmarkObserveDecide1000Nodes(b *testing.B) {
 	shim := decideShim()
-	hash := specHash(shim)
-	canary := canaryHash(shim)
+	hash := nodeview.SpecHash(shim)
+	canary := nodeview.CanaryHash(shim)
 	opts := Options{InstallerImage: "i", Namespace: "ns"}.withDefaults()
 	nodes := make([]*corev1.Node, 1000)
 	for i := range nodes {
@@ -177,7 +178,7 @@ func BenchmarkObserveDecide1000Nodes(b *testing.B) {
 	for b.Loop() {
 		obs := &observed{shim: shim, hash: hash, specHash: hash, views: make([]fleet.NodeView, 0, len(nodes))}
 		for _, n := range nodes {
-			obs.views = append(obs.views, viewNode(shim, n, canary))
+			obs.views = append(obs.views, nodeview.View(shim, n, canary))
 		}
 		if _, err := fleet.Decide(obs.snapshot(), fleet.Policy{Planner: plannerOf(obs), PlanFor: obs.planFor(opts)}); err != nil {
 			b.Fatal(err)

@@ -9,13 +9,14 @@ import (
 
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/fleet"
+	"github.com/shimkit/shimkit/operator/nodeview"
 	"github.com/shimkit/shimkit/rollout"
 )
 
 // ForceRolloutAnnotation on a node ("true") lets it change outside the
 // maintenance windows (spec.rolloutStrategy.windows): an admin's way to
 // install, upgrade or uninstall one node now. A pause still holds it.
-const ForceRolloutAnnotation = "shim.containerd.x-k8s.io/force-rollout"
+const ForceRolloutAnnotation = nodeview.ForceRolloutAnnotation
 
 // rolloutRules reads the Shim's maintenance windows and steps, naming the
 // field that is wrong (an unknown time zone passes the API server's
@@ -114,7 +115,7 @@ func (o *observed) previousRevision() *v1alpha1.Revision {
 // for nodes that failed (failing) records them as its halt, so that the
 // reconciles of the revert, and the status once the nodes are back, still
 // say why (the nodes' own failures go as they are installed again).
-func (r *Reconciler) recordRollout(obs *observed, d fleet.Delivered, failing []v1alpha1.NodeFailure) *v1alpha1.RolloutStatus {
+func (r *reporter) recordRollout(obs *observed, d fleet.Delivered, failing []v1alpha1.NodeFailure) *v1alpha1.RolloutStatus {
 	now := r.opts.Clock.Now()
 	if obs.reverted != "" {
 		st := obs.shim.Status.Rollout.DeepCopy()

@@ -16,15 +16,17 @@
 // fleet imports no client):
 //
 //	observe              the snapshot (fleet.Snapshot): the Shim, a
-//	  │                  fleet.NodeView per node (label, hash, records read
-//	  │                  by nodelabel/record, its newest Jobs read by
-//	  │                  jobview and the results of those that finished),
+//	  │                  fleet.NodeView per node (nodeview.View: label,
+//	  │                  hash, records read by nodelabel/record, its newest
+//	  │                  Jobs read by jobview, the results of those that
+//	  │                  finished; the node gate's holds, package nodegate),
 //	  │                  the pinned artifact (pin.go), a failed rollout's
 //	  │                  previous revision as the target (revisions.go),
 //	  │                  the pods of running Jobs that cannot pull, the
 //	  │                  RuntimeClasses (classes.go), every Shim; the
 //	  │                  health gate's verdict on the workloads of updated
-//	  │                  nodes (healthgate.go, judged by package health)
+//	  │                  nodes (read by package workload, judged by
+//	  │                  package health)
 //	  ▼
 //	decideRecords        pure: a retry request, the stuck pulls and the
 //	  │                  finished Jobs turned into typed actions
@@ -36,7 +38,10 @@
 //	  │                  halt and revert (delivery.go gives the time and
 //	  │                  the rules); golden-, table- and fuzz-tested
 //	  ▼
-//	act, startNodes      the actions in order (act holds no policy), then
+//	act, startNodes      the actions in order (act holds no policy; with
+//	  │                  them the labels, records and taints decided on
+//	  │                  the snapshot: decideRelabel, decideStaleRecords,
+//	  │                  decideTaints, decideForget), then
 //	  │                  the node gate, the Jobs (nodejob.Build: one
 //	  │                  installer per node, batches across Shims), labels
 //	  │                  (nodelabel), taints, RuntimeClasses (runtimeclass,

@@ -51,7 +51,7 @@ type pendingEvents struct {
 // flushEvents adds the reconcile's notes to the Shim's and emits them, one
 // Event per reason, when the rollout settled or eventEvery passed since
 // the last; otherwise it says when to reconcile again to emit them.
-func (r *Reconciler) flushEvents(shim *v1alpha1.Shim, e *nodeEvents, settled bool, now time.Time) (due time.Time) {
+func (r *reporter) flushEvents(shim *v1alpha1.Shim, e *nodeEvents, settled bool, now time.Time) (due time.Time) {
 	p := &r.pending
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -92,7 +92,7 @@ func (p *pendingEvents) forget(shim string) {
 
 // emit emits one Event per reason: the number of nodes and the notes of
 // the first maxEventNodes, sorted.
-func (r *Reconciler) emit(shim *v1alpha1.Shim, e *nodeEvents) {
+func (r *reporter) emit(shim *v1alpha1.Shim, e *nodeEvents) {
 	keys := make([][2]string, 0, len(e.notes))
 	for k := range e.notes {
 		keys = append(keys, k)

@@ -26,12 +26,12 @@ func TestWaveEvents(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := events.NewFakeRecorder(10)
-			r := &Reconciler{recorder: rec}
+			r := withDeps(deps{recorder: rec})
 			var e nodeEvents
 			for i := tc.nodes - 1; i >= 0; i-- {
 				e.add("Installing", "Install", fmt.Sprintf("node n%03d (Job j)", i))
 			}
-			r.flushEvents(&v1alpha1.Shim{}, &e, false, time.Now())
+			r.report.flushEvents(&v1alpha1.Shim{}, &e, false, time.Now())
 			close(rec.Events)
 			var got []string
 			for ev := range rec.Events {
@@ -49,14 +49,14 @@ func TestWaveEvents(t *testing.T) {
 // come back for them); a settled rollout emits at once.
 func TestEventsPaced(t *testing.T) {
 	rec := events.NewFakeRecorder(10)
-	r := &Reconciler{recorder: rec}
+	r := withDeps(deps{recorder: rec})
 	shim := &v1alpha1.Shim{}
 	shim.Name = "spin"
 	t0 := time.Now()
 	reconcile := func(node string, settled bool, at time.Time) time.Time {
 		var e nodeEvents
 		e.add("Installed", "Install", "node "+node)
-		return r.flushEvents(shim, &e, settled, at)
+		return r.report.flushEvents(shim, &e, settled, at)
 	}
 	drain := func() (got []string) {
 		for {

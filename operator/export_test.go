@@ -8,6 +8,8 @@ import (
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/nodegate"
+	"github.com/shimkit/shimkit/operator/nodeview"
 )
 
 // InstallJob is the install Job the reconciler would create for the Shim
@@ -21,9 +23,17 @@ func InstallJob(shim *v1alpha1.Shim, node *corev1.Node, opts Options) (*batchv1.
 	if err != nil {
 		return nil, err
 	}
-	return r.buildJob(shim, node, p, specHash(shim))
+	return r.starter.buildJob(shim, node, p, nodeview.SpecHash(shim))
 }
 
 // SetResolveBackoff sets the first wait before a failed resolution is asked
 // again (30s in production), so that a test sees its backoff in seconds.
 func SetResolveBackoff(o *Options, base time.Duration) { o.resolveBackoff = base }
+
+// withDeps is a Reconciler of the given dependencies and a node gate
+// without a cap, for the tests of one role.
+func withDeps(d deps) *Reconciler {
+	r := &Reconciler{}
+	newRoles(r, &d, nodegate.New(0, 0))
+	return r
+}

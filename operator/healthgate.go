@@ -14,6 +14,7 @@ import (
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/operator/health"
+	"github.com/shimkit/shimkit/operator/workload"
 	"github.com/shimkit/shimkit/rollout"
 )
 
@@ -56,43 +57,63 @@ func (o *observed) gateWatches() bool {
 	return st == nil || st.Halt == nil || o.retriedNow
 }
 
-// checkGate judges the workloads of the Shim's RuntimeClasses on the nodes
-// that have the target (obs.tripped): the pods whose runtime failed them
-// since the rollout started count against the Shim's thresholds.
-func (r *Reconciler) checkGate(ctx context.Context, obs *observed) error {
-	limits, _ := gateOf(obs.shim)
+// checkGate reads the workload failures of the Shim's RuntimeClasses on
+// the nodes that have the target, since the rollout started, and judges
+// them (judgeGate: obs.tripped). A read that fails leaves the gate
+// unjudged: no bake ends, and the gate looks again soon.
+func (r *gateCheck) checkGate(ctx context.Context, obs *observed) error {
 	if !obs.gateWatches() {
 		return nil
 	}
+	updated := updatedNodes(obs)
+	if len(updated) == 0 {
+		return nil
+	}
+	var classes []string
+	for _, c := range runtimeClassSpecs(obs.shim) {
+		classes = append(classes, c.Name)
+	}
+	fs, err := workload.Failures(ctx, r.client, classes, updated, gateSince(obs, r.opts.Clock.Now()))
+	if err != nil {
+		// Not judged yet (the workloads' informers are still filling, or
+		// RBAC is missing).
+		log.FromContext(ctx).Info("health gate: workloads not judged", "shim", obs.shim.Name, "error", err.Error())
+		obs.unjudged = true
+		return nil
+	}
+	obs.tripped = judgeGate(obs, fs)
+	return nil
+}
+
+// updatedNodes are the targeted nodes that have the target.
+func updatedNodes(obs *observed) map[string]bool {
 	updated := map[string]bool{}
 	for i := range obs.views {
 		if v := &obs.views[i]; v.Targeted() && v.Label == nodelabel.Installed && v.SpecHash == obs.hash {
 			updated[v.Node.Name] = true
 		}
 	}
-	if len(updated) == 0 {
-		return nil
-	}
-	since := r.opts.Clock.Now()
+	return updated
+}
+
+// gateSince is when the workloads' failures start to count: the start of
+// the target's rollout, or now for a rollout not started or just retried.
+func gateSince(obs *observed, now time.Time) time.Time {
 	if st := rolloutOf(obs.shim, obs.hash); st != nil && !obs.retriedNow {
-		since = st.StartedAt.Time
+		return st.StartedAt.Time
 	}
-	var classes []string
-	for _, c := range runtimeClassSpecs(obs.shim) {
-		classes = append(classes, c.Name)
-	}
-	fs, err := r.workloadFailures(ctx, classes, updated, since)
-	if err != nil {
-		// Not judged yet (the workloads' informers are still filling, or
-		// RBAC is missing): no bake ends, and the gate looks again soon.
-		log.FromContext(ctx).Info("health gate: workloads not judged", "shim", obs.shim.Name, "error", err.Error())
-		obs.unjudged = true
-		return nil
-	}
-	fs = append(fs, lostHandlers(obs, updated)...)
+	return now
+}
+
+// judgeGate is the health gate's verdict on the workload failures of the
+// updated nodes and their lost handlers, under the Shim's thresholds: the
+// trip, or nil.
+func judgeGate(obs *observed, workloads []health.Failure) *fleet.Trip {
+	limits, _ := gateOf(obs.shim)
+	fs := append(slices.Clone(workloads), lostHandlers(obs, updatedNodes(obs))...)
 	slices.SortStableFunc(fs, func(a, b health.Failure) int { return cmp.Compare(a.Node, b.Node) })
 	if v := limits.Check(fs); v.Tripped {
-		obs.tripped = &fleet.Trip{Reason: v1alpha1.ReasonWorkloadFailures, Message: v.Message}
+		return &fleet.Trip{Reason: v1alpha1.ReasonWorkloadFailures, Message: v.Message}
 	}
 	return nil
 }
@@ -118,14 +139,14 @@ func lostHandlers(obs *observed, updated map[string]bool) []health.Failure {
 // reportDelivery records where the decision left the rollout (for the
 // status), and tells of a tripped gate and of a revert with a Warning
 // Event each, once.
-func (r *Reconciler) reportDelivery(obs *observed, dec fleet.Decision) {
+func (r *reporter) reportDelivery(obs *observed, dec fleet.Decision) {
 	d := dec.Delivered
 	obs.delivered = d
 	old := rolloutOf(obs.shim, obs.hash)
 	obs.rollout = r.recordRollout(obs, d, failedNodes(obs, dec.Rollin, rollout.Plan{}))
 	name := obs.shim.Name
 	if d.Tripped {
-		r.metrics.gateTripped(name, d.Halt.Reason)
+		r.metrics.GateTripped(name, d.Halt.Reason)
 		r.event(obs.shim, nil, corev1.EventTypeWarning, d.Halt.Reason, "Rollout", "the rollout halts: %s", d.Halt.Message)
 	}
 	if d.Revert && obs.reverted == "" && (old == nil || old.RevertedTo == "") {
@@ -135,8 +156,8 @@ func (r *Reconciler) reportDelivery(obs *observed, dec fleet.Decision) {
 	if len(obs.steps) > 0 && obs.reverted == "" && d.Stage.Step < len(obs.steps) {
 		step = d.Stage.Step
 	}
-	r.metrics.rolloutStep(name, step)
-	r.metrics.rolloutPaused(name, d.Hold == fleet.HoldPaused)
+	r.metrics.RolloutStep(name, step)
+	r.metrics.RolloutPaused(name, d.Hold == fleet.HoldPaused)
 }
 
 // deliveryRequeue is when a rollout is looked at again (after: when it

@@ -19,7 +19,7 @@ const pullCheck = 10 * time.Second
 // Jobs, and keeps by node the failure of each whose pod waits for an image
 // the kubelet could not pull (nodejob.PullFailure: the Shim's image, not
 // found or refused, or the installer's own).
-func (r *Reconciler) readPulls(ctx context.Context, obs *observed) error {
+func (r *resultReader) readPulls(ctx context.Context, obs *observed) error {
 	if obs.shim.Spec.FetchStrategy.Type != v1alpha1.FetchImage {
 		return nil
 	}

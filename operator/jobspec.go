@@ -13,6 +13,7 @@ import (
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/jobview"
 	"github.com/shimkit/shimkit/operator/nodejob"
+	"github.com/shimkit/shimkit/operator/nodeview"
 )
 
 // PlanAnnotation is the annotation of the installer pod's template that
@@ -22,7 +23,7 @@ const PlanAnnotation = nodejob.PlanAnnotation
 // buildJob returns the Job that carries out the plan on its node
 // (nodejob.Build), labelled and annotated for the reconciler and owned by
 // the Shim.
-func (r *Reconciler) buildJob(shim *v1alpha1.Shim, node *corev1.Node, p *plan.NodePlan, hash string) (*batchv1.Job, error) {
+func (r *jobStarter) buildJob(shim *v1alpha1.Shim, node *corev1.Node, p *plan.NodePlan, hash string) (*batchv1.Job, error) {
 	op := string(p.Operation)
 	s := r.jobSpecFor(shim, node)
 	s.Name = jobview.JobName(shim.Name, node.Name, op, hash)
@@ -50,16 +51,16 @@ func (r *Reconciler) buildJob(shim *v1alpha1.Shim, node *corev1.Node, p *plan.No
 
 // jobSpecFor is the Shim's jobSpec on the node: how its image, if it has
 // one, reaches the installer there.
-func (r *Reconciler) jobSpecFor(shim *v1alpha1.Shim, node *corev1.Node) nodejob.Spec {
+func (r *jobStarter) jobSpecFor(shim *v1alpha1.Shim, node *corev1.Node) nodejob.Spec {
 	s := r.jobSpec(shim)
-	s.ImageWay = imageWay(r.opts.ServerVersion, node)
+	s.ImageWay = nodeview.ImageWay(r.opts.ServerVersion, node)
 	return s
 }
 
 // jobSpec is what every installer Job of the Shim shares: the operator's
 // options, the Shim's pull secret and the trusted root of its keyless
 // verification.
-func (r *Reconciler) jobSpec(shim *v1alpha1.Shim) nodejob.Spec {
+func (r *jobStarter) jobSpec(shim *v1alpha1.Shim) nodejob.Spec {
 	o := r.opts
 	s := nodejob.Spec{
 		Namespace: o.Namespace, Image: o.InstallerImage, ImagePullPolicy: corev1.PullPolicy(o.ImagePullPolicy),

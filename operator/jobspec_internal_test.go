@@ -46,7 +46,7 @@ func TestInstallerPodPrivileges(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			job, err := r.buildJob(shim, node, p, "h1")
+			job, err := r.starter.buildJob(shim, node, p, "h1")
 			if err != nil {
 				t.Fatal(err)
 			}

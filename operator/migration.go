@@ -94,7 +94,7 @@ func rcmPredecessor(m *v1alpha1.MigrateFrom) runtimeclass.Predecessor {
 // rcmShimUID reads the runtime-class-manager Shim's UID: empty when it is
 // gone, its CRD is gone, or the operator may not read it (RBAC of an older
 // deployment).
-func (r *Reconciler) rcmShimUID(ctx context.Context, p runtimeclass.Predecessor) (types.UID, error) {
+func (r *runtimeClasses) rcmShimUID(ctx context.Context, p runtimeclass.Predecessor) (types.UID, error) {
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion(p.Group + "/" + RCMVersion)
 	u.SetKind(RCMKind)
@@ -112,7 +112,7 @@ func (r *Reconciler) rcmShimUID(ctx context.Context, p runtimeclass.Predecessor)
 // spec.migrateFrom names when one of the Shim's RuntimeClasses is
 // controlled by a Shim of that name (empty otherwise, or when it cannot be
 // read: rcmShimUID).
-func (r *Reconciler) readPredecessor(ctx context.Context, obs *observed) (types.UID, error) {
+func (r *runtimeClasses) readPredecessor(ctx context.Context, obs *observed) (types.UID, error) {
 	m := obs.shim.Spec.MigrateFrom
 	if m == nil {
 		return "", nil
@@ -133,7 +133,7 @@ func (r *Reconciler) readPredecessor(ctx context.Context, obs *observed) (types.
 // Shim does not delete them. It returns the message of each that is that
 // Shim's but cannot be taken over (another handler), by name; any other
 // RuntimeClass is left to ensureRuntimeClasses.
-func (r *Reconciler) takeOverRuntimeClasses(ctx context.Context, obs *observed) (map[string]string, error) {
+func (r *runtimeClasses) takeOverRuntimeClasses(ctx context.Context, obs *observed) (map[string]string, error) {
 	m := obs.shim.Spec.MigrateFrom
 	if m == nil {
 		return nil, nil
@@ -182,7 +182,7 @@ func (r *Reconciler) takeOverRuntimeClasses(ctx context.Context, obs *observed) 
 // runtime-class-manager no longer counts them as its own, and would not
 // uninstall them when its Shim is deleted. A node keeps the label while
 // shimkit has not installed it.
-func (r *Reconciler) releaseRCMLabels(ctx context.Context, obs *observed) error {
+func (r *runtimeClasses) releaseRCMLabels(ctx context.Context, obs *observed) error {
 	m := obs.shim.Spec.MigrateFrom
 	if m == nil {
 		return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/nodejob"
+	"github.com/shimkit/shimkit/operator/nodeview"
 	"github.com/shimkit/shimkit/operator/resolve"
 )
 
@@ -79,7 +80,7 @@ const (
 // Shim is not the primary handler; for a node of a platform the Shim has
 // no artifact for (ErrNoArtifact).
 func BuildPlan(shim *v1alpha1.Shim, node *corev1.Node, op plan.Operation, o Options) (*plan.NodePlan, error) {
-	h := specHash(shim)
+	h := nodeview.SpecHash(shim)
 	art := pinOf(shim, h)
 	return buildPlan(shim, node, op, o, target{hash: targetHash(shim, h, art), art: art})
 }
@@ -179,22 +180,21 @@ func canaryOf(shim *v1alpha1.Shim, handlers []plan.Handler, o Options) *plan.Can
 // to art's digest (nil: the spec's own, if any).
 func artifactFor(shim *v1alpha1.Shim, node *corev1.Node, art *v1alpha1.ResolvedArtifact) (*plan.Artifact, error) {
 	fs := shim.Spec.FetchStrategy
-	platform := platformOf(node)
+	platform := nodeview.PlatformOf(node)
 	a := &plan.Artifact{Platform: platform}
 	switch {
 	case fs.Type == v1alpha1.FetchAnonHTTP && fs.AnonHTTP != nil:
-		loc, sum, sig := fs.AnonHTTP.Location, fs.AnonHTTP.SHA256, fs.AnonHTTP.Signature
-		pinned := ""
-		if art != nil {
-			pinned = art.Digest
-		}
-		for _, pa := range fs.AnonHTTP.Platforms {
-			if pa.Platform == platform {
-				loc, sum, sig, pinned = pa.Location, pa.SHA256, pa.Signature, platformDigest(art, platform)
-			}
-		}
-		if loc == "" {
+		pa, ok := nodeview.HTTPArtifact(fs, platform)
+		if !ok {
 			return nil, fmt.Errorf("spec.fetchStrategy.anonHttp: %w (%s)", ErrNoArtifact, platform)
+		}
+		loc, sum, sig := pa.Location, pa.SHA256, pa.Signature
+		pinned := ""
+		switch {
+		case pa.Platform != "":
+			pinned = platformDigest(art, platform)
+		case art != nil:
+			pinned = art.Digest
 		}
 		a.Type, a.URL, a.Digest = plan.SourceHTTP, loc, pinned
 		if sum != "" {

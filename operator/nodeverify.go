@@ -11,6 +11,7 @@ import (
 	"github.com/shimkit/shimkit/nodelabel/record"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/operator/jobview"
+	"github.com/shimkit/shimkit/operator/nodegate"
 )
 
 // Verification: a node that has the Shim at its current spec is checked,
@@ -30,7 +31,7 @@ import (
 // startVerifies starts verifying Jobs on the nodes that are due, the
 // longest due first, as many as budget leaves beside the verifications
 // running, and returns when to look again (zero: no node will be due).
-func (r *Reconciler) startVerifies(ctx context.Context, obs *observed, budget int) (time.Time, error) {
+func (r *jobStarter) startVerifies(ctx context.Context, obs *observed, budget int) (time.Time, error) {
 	if r.opts.VerifyPeriod < 0 {
 		return time.Time{}, nil
 	}
@@ -70,15 +71,15 @@ func (r *Reconciler) startVerifies(ctx context.Context, obs *observed, budget in
 			break // the next ones when these finish (their Jobs' events)
 		}
 		job := jobview.JobName(obs.shim.Name, v.Node.Name, jobview.OpVerify, obs.hash)
-		if !r.gate.acquireVerify(v.Node.Name, jobview.LabelValue(obs.shim.Name), job, now) {
-			later(now.Add(gateRetry)) // another Shim's installer runs there
+		if !r.gate.AcquireVerify(v.Node.Name, jobview.LabelValue(obs.shim.Name), job, now) {
+			later(now.Add(nodegate.Retry)) // another Shim's installer runs there
 			continue
 		}
 		started++
 		g.Go(func() error {
 			err := r.startJob(ctx, obs, v, jobview.OpVerify, "Verifying")
 			if err != nil {
-				r.gate.release(v.Node.Name, job)
+				r.gate.Release(v.Node.Name, job)
 			}
 			return err
 		})

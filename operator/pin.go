@@ -106,7 +106,7 @@ func resolveDue(shim *v1alpha1.Shim, specHash string, now time.Time) string {
 // nextResolve is how long until the artifact is resolved again by time
 // (0: not by time): when the interval comes round, or, after a failed
 // resolution, not before its backoff passed (failedResolve.retryAt).
-func (r *Reconciler) nextResolve(shim *v1alpha1.Shim, art *v1alpha1.ResolvedArtifact, now time.Time) time.Duration {
+func (r *resolution) nextResolve(shim *v1alpha1.Shim, art *v1alpha1.ResolvedArtifact, now time.Time) time.Duration {
 	var at time.Time
 	if iv := shim.Spec.FetchStrategy.ResolveInterval; iv != nil && art != nil {
 		at = art.ResolvedAt.Add(iv.Duration)
@@ -143,7 +143,7 @@ const (
 // between, the same refusal (or the kept digest with its error) stands,
 // and no Event is emitted again: a refusal's one Warning Event is the
 // install's, once the status does not show it yet (refusal.shown).
-func (r *Reconciler) pin(ctx context.Context, shim *v1alpha1.Shim, specHash string) (use, show *v1alpha1.ResolvedArtifact, _ *refusal) {
+func (r *resolution) pin(ctx context.Context, shim *v1alpha1.Shim, specHash string) (use, show *v1alpha1.ResolvedArtifact, _ *refusal) {
 	now := time.Now()
 	// The status read may lag behind the last resolution (a cache not yet
 	// updated): the pin this process made last stands in for it, so that
@@ -207,7 +207,7 @@ func (r *Reconciler) pin(ctx context.Context, shim *v1alpha1.Shim, specHash stri
 // and the refusal's Warning Event is the install's (pin emits none, so
 // that a refusal makes one Event, not two). With one, the pinned digest is
 // kept, with the error, and a fresh failure gets a Warning Event.
-func (r *Reconciler) resolveFailed(shim *v1alpha1.Shim, cur *v1alpha1.ResolvedArtifact, ref *refusal, fresh bool) (use, show *v1alpha1.ResolvedArtifact, _ *refusal) {
+func (r *resolution) resolveFailed(shim *v1alpha1.Shim, cur *v1alpha1.ResolvedArtifact, ref *refusal, fresh bool) (use, show *v1alpha1.ResolvedArtifact, _ *refusal) {
 	lastError := truncate(ref.reason+": "+ref.message, 512)
 	if cur == nil {
 		var shown *v1alpha1.ResolvedArtifact
@@ -356,7 +356,7 @@ func (p *pins) latest(shim *v1alpha1.Shim) *v1alpha1.Shim {
 
 // resolveInput reads what resolving needs from the cluster: the pull
 // secret and the trusted root, from the operator's namespace, uncached.
-func (r *Reconciler) resolveInput(ctx context.Context, shim *v1alpha1.Shim) (ResolveInput, error) {
+func (r *resolution) resolveInput(ctx context.Context, shim *v1alpha1.Shim) (ResolveInput, error) {
 	in := ResolveInput{Fetch: shim.Spec.FetchStrategy, Verification: shim.Spec.Verification}
 	if name := pullSecretName(shim); name != "" {
 		var s corev1.Secret

@@ -12,6 +12,7 @@ import (
 
 	"github.com/shimkit/shimkit/fetch"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/nodeview"
 )
 
 func tagShim() *v1alpha1.Shim {
@@ -29,7 +30,7 @@ func tagShim() *v1alpha1.Shim {
 func TestResolveDue(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	pinned := func(s *v1alpha1.Shim, at time.Time, request string) {
-		h := specHash(s)
+		h := nodeview.SpecHash(s)
 		s.Status.Artifact = &v1alpha1.ResolvedArtifact{Digest: "sha256:" + strings.Repeat("1", 64), ResolvedAt: metav1.NewTime(at), SpecHash: resolveKey(s, h), ResolveRequest: request}
 	}
 	tests := []struct {
@@ -56,7 +57,7 @@ func TestResolveDue(t *testing.T) {
 			s := tagShim()
 			pinned(s, now.Add(-time.Hour), "")
 			tt.change(s)
-			if got := resolveDue(s, specHash(s), now); got != tt.want {
+			if got := resolveDue(s, nodeview.SpecHash(s), now); got != tt.want {
 				t.Errorf("resolveDue = %q, want %q", got, tt.want)
 			}
 		})
@@ -67,7 +68,7 @@ func TestResolveDue(t *testing.T) {
 // unless the spec pins the artifact itself; the resolve interval is not.
 func TestTargetHash(t *testing.T) {
 	s := tagShim()
-	h := specHash(s)
+	h := nodeview.SpecHash(s)
 	a := &v1alpha1.ResolvedArtifact{Digest: "sha256:" + strings.Repeat("1", 64)}
 	b := &v1alpha1.ResolvedArtifact{Digest: "sha256:" + strings.Repeat("2", 64)}
 	if targetHash(s, h, a) == targetHash(s, h, b) || targetHash(s, h, a) == h {
@@ -78,13 +79,13 @@ func TestTargetHash(t *testing.T) {
 	}
 	pinnedRef := tagShim()
 	pinnedRef.Spec.FetchStrategy.OCI.Reference = "registry.local/shims/s@sha256:" + strings.Repeat("3", 64)
-	ph := specHash(pinnedRef)
+	ph := nodeview.SpecHash(pinnedRef)
 	if targetHash(pinnedRef, ph, a) != ph {
 		t.Error("a digest reference's hash changed with its resolution")
 	}
 	iv := tagShim()
 	iv.Spec.FetchStrategy.ResolveInterval = &metav1.Duration{Duration: time.Hour}
-	if specHash(iv) != h {
+	if nodeview.SpecHash(iv) != h {
 		t.Error("the resolve interval changed the spec hash (every node would reinstall)")
 	}
 }
@@ -137,7 +138,7 @@ func TestRetryAfter(t *testing.T) {
 // everything that can change its answer, and with nothing else.
 func TestResolveAsk(t *testing.T) {
 	in := ResolveInput{DockerConfigJSON: []byte(`{"auths":{}}`)}
-	ask := func(s *v1alpha1.Shim, in ResolveInput) string { return resolveAsk(s, specHash(s), in) }
+	ask := func(s *v1alpha1.Shim, in ResolveInput) string { return resolveAsk(s, nodeview.SpecHash(s), in) }
 	want := ask(tagShim(), in)
 	for _, tt := range []struct {
 		name    string
@@ -178,35 +179,35 @@ func TestResolveAsk(t *testing.T) {
 // succeeds or the Shim goes; nextResolve waits for its backoff.
 func TestFailedResolveMemo(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	r := &Reconciler{}
+	r := withDeps(deps{})
 	s := tagShim()
 	s.UID = "uid-1"
 	ref := &refusal{reason: v1alpha1.ReasonSignatureInvalid, message: "no"}
 	base := time.Second
-	if f := r.pins.fail(s, "q1", ref, now, base); f.attempts != 1 || !f.retryAt.Equal(now.Add(time.Second)) {
+	if f := r.resolve.pins.fail(s, "q1", ref, now, base); f.attempts != 1 || !f.retryAt.Equal(now.Add(time.Second)) {
 		t.Errorf("first failure %+v", f)
 	}
-	if f := r.pins.fail(s, "q1", ref, now, base); f.attempts != 2 || !f.retryAt.Equal(now.Add(2*time.Second)) {
+	if f := r.resolve.pins.fail(s, "q1", ref, now, base); f.attempts != 2 || !f.retryAt.Equal(now.Add(2*time.Second)) {
 		t.Errorf("second failure %+v", f)
 	}
-	if f, ok := r.pins.failure(s, "q1"); !ok || f.ref != ref || f.attempts != 2 {
+	if f, ok := r.resolve.pins.failure(s, "q1"); !ok || f.ref != ref || f.attempts != 2 {
 		t.Errorf("failure(q1) = %+v, %v", f, ok)
 	}
-	if _, ok := r.pins.failure(s, "q2"); ok {
+	if _, ok := r.resolve.pins.failure(s, "q2"); ok {
 		t.Error("another question answered from memory")
 	}
-	if d := r.nextResolve(s, nil, now); d != 2*time.Second {
+	if d := r.resolve.nextResolve(s, nil, now); d != 2*time.Second {
 		t.Errorf("nextResolve of a refused spec = %s, want its backoff 2s", d)
 	}
-	if f := r.pins.fail(s, "q2", ref, now, base); f.attempts != 1 {
+	if f := r.resolve.pins.fail(s, "q2", ref, now, base); f.attempts != 1 {
 		t.Errorf("a new question counts on: %+v", f)
 	}
 	again := s.DeepCopy()
 	again.UID = "uid-2"
-	if _, ok := r.pins.failure(again, "q2"); ok {
+	if _, ok := r.resolve.pins.failure(again, "q2"); ok {
 		t.Error("a recreated Shim inherits its predecessor's failure")
 	}
-	if d := r.nextResolve(again, nil, now); d != 0 {
+	if d := r.resolve.nextResolve(again, nil, now); d != 0 {
 		t.Errorf("nextResolve of a recreated Shim = %s", d)
 	}
 
@@ -215,18 +216,18 @@ func TestFailedResolveMemo(t *testing.T) {
 	iv := s.DeepCopy()
 	iv.Spec.FetchStrategy.ResolveInterval = &metav1.Duration{Duration: time.Minute}
 	art := &v1alpha1.ResolvedArtifact{ResolvedAt: metav1.NewTime(now.Add(-2 * time.Minute))}
-	r.pins.fail(iv, "q3", ref, now, 30*time.Second)
-	if d := r.nextResolve(iv, art, now); d != 30*time.Second {
+	r.resolve.pins.fail(iv, "q3", ref, now, 30*time.Second)
+	if d := r.resolve.nextResolve(iv, art, now); d != 30*time.Second {
 		t.Errorf("nextResolve after a failed interval resolution = %s, want 30s", d)
 	}
 
-	r.pins.succeeded(s)
-	if _, ok := r.pins.lastFailure(s); ok {
+	r.resolve.pins.succeeded(s)
+	if _, ok := r.resolve.pins.lastFailure(s); ok {
 		t.Error("a success left the failure")
 	}
-	r.pins.fail(s, "q1", ref, now, base)
-	r.pins.forget(s.Name)
-	if _, ok := r.pins.lastFailure(s); ok {
+	r.resolve.pins.fail(s, "q1", ref, now, base)
+	r.resolve.pins.forget(s.Name)
+	if _, ok := r.resolve.pins.lastFailure(s); ok {
 		t.Error("a deleted Shim's failure is kept")
 	}
 }

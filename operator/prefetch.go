@@ -47,7 +47,7 @@ const prefetchTimeout = 30 * time.Second
 
 // prefetchResults reads the Job's results ahead, once, for each Shim
 // that owns it.
-func (r *Reconciler) prefetchResults(job *batchv1.Job) {
+func (r *resultReader) prefetchResults(job *batchv1.Job) {
 	p := &r.prefetch
 	owners := make([]string, 0, len(job.OwnerReferences))
 	for _, o := range job.OwnerReferences {
@@ -126,7 +126,7 @@ func (p *prefetches) forget(job types.UID) {
 
 // resultOf is the Shim's result of the finished Job: read ahead, or read
 // now (readResult).
-func (r *Reconciler) resultOf(ctx context.Context, job *batchv1.Job, shim string) (*plan.NodeResult, error) {
+func (r *resultReader) resultOf(ctx context.Context, job *batchv1.Job, shim string) (*plan.NodeResult, error) {
 	if res, ok := r.prefetch.take(ctx, job.UID, shim); ok {
 		return res, nil
 	}
@@ -139,7 +139,7 @@ func complete(j *batchv1.Job) bool { return jobview.ViewOf(j).Condition(batchv1.
 // prefetching wraps the Jobs' event handler: a Job of the operator's
 // that just completed has its results read ahead before its Shims are
 // enqueued; a deleted Job's are dropped.
-func (r *Reconciler) prefetching(next handler.EventHandler) handler.EventHandler {
+func (r *resultReader) prefetching(next handler.EventHandler) handler.EventHandler {
 	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) { next.Create(ctx, e, q) },

@@ -1,7 +1,7 @@
 package operator
 
 import (
-	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -9,47 +9,30 @@ import (
 	"github.com/shimkit/shimkit/operator/fleet"
 )
 
-// relabel carries out the decision's labels of the nodes whose image has
-// the shim (fleet.Decision.Label, Unlabel): no Job, only the node's
+// decideRelabel labels the nodes whose image has the shim as the
+// decision says (fleet.Decision.Label, Unlabel): no Job, only the node's
 // label, hash and records, each a merge patch. A node labelled counts as
-// updated from this reconcile on; one unlabelled as without the shim. The
-// decision's lists are emptied once done.
-func (r *Reconciler) relabel(ctx context.Context, obs *observed, d *fleet.Decision) error {
-	g := r.group(ctx)
+// updated from this reconcile on; one unlabelled as without the shim (the
+// views are left so). The decision's lists are emptied.
+func decideRelabel(obs *observed, d *fleet.Decision) []action {
+	var writes together
+	var after []action
 	for _, name := range d.Label {
 		v := d.ByName[name]
-		g.Go(func() error {
-			if err := nodelabel.MarkOn(ctx, r.client, v.Node, obs.shim.Name, obs.shim.UID, obs.hash); err != nil {
-				return err
-			}
-			v.Label, v.SpecHash = nodelabel.Installed, obs.hash
-			return nil
-		})
+		writes = append(writes, markInstalled{node: v.Node, shim: obs.shim.Name, uid: obs.shim.UID, specHash: obs.hash})
+		v.Label, v.SpecHash = nodelabel.Installed, obs.hash
+		after = append(after, note{events: &obs.events, reason: "Preinstalled", act: "Label", detail: "node " + name + " (its image serves the Shim's handlers)"})
 	}
 	for _, name := range d.Unlabel {
 		v := d.ByName[name]
-		g.Go(func() error {
-			if err := nodelabel.Unmark(ctx, r.client, v.Node.Name, obs.shim.Name); err != nil {
-				return err
-			}
-			v.Label, v.SpecHash, v.Failure, v.Verified, v.Stale = "", "", nil, nil, nil
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
-	for _, name := range d.Label {
-		obs.events.add("Preinstalled", "Label", "node "+name+" (its image serves the Shim's handlers)")
-	}
-	for _, name := range d.Unlabel {
-		v := d.ByName[name]
-		note := "its image no longer serves the Shim"
+		writes = append(writes, unmark{node: v.Node.Name, shim: obs.shim.Name})
+		why := "its image no longer serves the Shim"
 		if v.Skip != nil {
-			note = v.Skip.Detail
+			why = v.Skip.Detail
 		}
-		r.event(obs.shim, v.Node, corev1.EventTypeNormal, "Unlabelled", "Label", "node %s: %s", name, note)
+		v.Label, v.SpecHash, v.Failure, v.Verified, v.Stale = "", "", nil, nil, nil
+		after = append(after, emitEvent{shim: obs.shim, related: v.Node, eventType: corev1.EventTypeNormal, reason: "Unlabelled", act: "Label", msg: fmt.Sprintf("node %s: %s", name, why)})
 	}
 	d.Label, d.Unlabel = nil, nil
-	return nil
+	return append([]action{writes}, after...)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/fleet"
+	"github.com/shimkit/shimkit/operator/nodeview"
 	"github.com/shimkit/shimkit/runtimeclass"
 )
 
@@ -64,7 +65,7 @@ const (
 // installs take no time in it.
 func PreviewRollout(shim *v1alpha1.Shim, nodes []*corev1.Node, jobs []*batchv1.Job, result func(*batchv1.Job) *plan.NodeResult, classes []nodev1.RuntimeClass, opts Options, now time.Time) (*Preview, error) {
 	opts = opts.withDefaults()
-	obs := &observed{shim: shim, specHash: specHash(shim), refusal: refusalOf(shim, opts)}
+	obs := &observed{shim: shim, specHash: nodeview.SpecHash(shim), refusal: refusalOf(shim, opts)}
 	obs.art = pinOf(shim, obs.specHash)
 	obs.hash = targetHash(shim, obs.specHash, obs.art)
 	obs.windows, obs.steps, _ = rolloutRules(shim)

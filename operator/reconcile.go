@@ -27,36 +27,36 @@ import (
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/operator/jobview"
+	"github.com/shimkit/shimkit/operator/metrics"
+	"github.com/shimkit/shimkit/operator/nodegate"
+	"github.com/shimkit/shimkit/operator/nodeview"
 	"github.com/shimkit/shimkit/operator/phase"
+	"github.com/shimkit/shimkit/operator/watch"
 	"github.com/shimkit/shimkit/rollout"
 )
 
 // Finalizer keeps a deleted Shim until its nodes are clean.
 const Finalizer = "shim.containerd.x-k8s.io/uninstall"
 
-// Reconciler reconciles Shims.
+// Reconciler reconciles Shims: it observes, decides and acts (Reconcile),
+// with one role per concern (roles.go).
 type Reconciler struct {
-	client client.Client
-	// reader reads the installer pods' results: the API server itself
-	// (SetupWithManager), so that no pod informer is started.
-	reader   client.Reader
-	recorder events.EventRecorder
-	opts     Options
-	metrics  *metrics
-	results  results
-	// prefetch are the results of completed Jobs read ahead (prefetch.go).
-	prefetch prefetches
-	pins     pins
-	retries  retries
-	gate     *nodeGate
+	*deps
+	resolve   *resolution
+	reads     *resultReader
+	classes   *runtimeClasses
+	revisions *revisionStore
+	batch     *batcher
+	starter   *jobStarter
+	gateCheck *gateCheck
+	report    *reporter
+	exec      *executor
+	gate      *nodegate.Gate
+	retries   retries
 	// nodes and jobs are the cache's own objects (SetupWithManager; nil:
 	// read through client).
-	nodes *store[*corev1.Node]
-	jobs  *store[*batchv1.Job]
-	// pending are the per-node events held back, statusPace when each
-	// Shim's status was last written (both pace a rollout's writes).
-	pending    pendingEvents
-	statusPace pace
+	nodes *watch.Store[*corev1.Node]
+	jobs  *watch.Store[*batchv1.Job]
 }
 
 // New returns a Reconciler. recorder may be nil (no events).
@@ -75,8 +75,8 @@ func New(c client.Client, recorder events.EventRecorder, opts Options) (*Reconci
 	if l := opts.LinkDir; l != "" && l != "-" && !path.IsAbs(l) {
 		return nil, fmt.Errorf(`operator: Options.LinkDir %q: want an absolute node directory, or "-" for none`, l)
 	}
-	r := &Reconciler{client: c, reader: c, recorder: recorder, opts: opts.withDefaults(), metrics: newMetrics(), gate: &nodeGate{max: opts.MaxRestartingNodes}}
-	r.gate.window = r.opts.BatchWindow
+	r := &Reconciler{}
+	newRoles(r, &deps{client: c, reader: c, recorder: recorder, opts: opts.withDefaults(), metrics: metrics.New()}, nodegate.New(opts.MaxRestartingNodes, opts.withDefaults().BatchWindow))
 	if report := r.opts.PhaseReport; report != nil && c != nil {
 		r.client, r.reader = phase.Checked(c, report), phase.Checked(c, report)
 	}
@@ -159,12 +159,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	shim := &v1alpha1.Shim{}
 	if err := r.client.Get(ctx, req.NamespacedName, shim); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.metrics.forget(req.Name)
-			r.results.keep(req.Name, nil)
-			r.pins.forget(req.Name)
+			r.metrics.Forget(req.Name)
+			r.reads.results.keep(req.Name, nil)
+			r.resolve.pins.forget(req.Name)
 			r.retries.forget(req.Name)
-			r.pending.forget(req.Name)
-			r.statusPace.forget(req.Name)
+			r.report.pending.forget(req.Name)
+			r.report.statusPace.forget(req.Name)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -176,7 +176,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	defer func() {
 		now := time.Now()
 		due := obs.due
-		if at := r.flushEvents(shim, &obs.events, obs.settled || err != nil, now); !at.IsZero() && (due.IsZero() || at.Before(due)) {
+		if at := r.report.flushEvents(shim, &obs.events, obs.settled || err != nil, now); !at.IsZero() && (due.IsZero() || at.Before(due)) {
 			due = at
 		}
 		// Held back events or status: back by then at the latest.
@@ -221,63 +221,63 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	if err != nil {
 		return nil, fmt.Errorf("shim %s: %w", shim.Name, err)
 	}
-	r.gate.sync(jobs, time.Now())
+	r.gate.Sync(jobs, time.Now())
 	latest, verifying := newestJobs(shim, jobs, r.retries.deleted)
-	held := r.gate.inFlight(jobview.LabelValue(shim.Name))
+	held := r.gate.InFlight(jobview.LabelValue(shim.Name))
 	var shims v1alpha1.ShimList
 	if err := r.client.List(ctx, &shims); err != nil {
 		return nil, fmt.Errorf("list Shims: %w", err)
 	}
-	obs := &observed{shim: shim, specHash: specHash(shim), refusal: refusalOf(shim, r.opts), now: time.Now(), retried: r.retries.latest(shim), jobs: jobs, shims: shims.Items}
+	obs := &observed{shim: shim, specHash: nodeview.SpecHash(shim), refusal: refusalOf(shim, r.opts), now: time.Now(), retried: r.retries.latest(shim), jobs: jobs, shims: shims.Items}
 	obs.shown = shim.Status.Artifact
 	switch {
 	case shim.Spec.FetchStrategy.Type == v1alpha1.FetchPreinstalled:
 		// Nothing to fetch, nothing to pin: the nodes' image has it.
 	case obs.refusal == nil && shim.DeletionTimestamp.IsZero():
-		obs.art, obs.shown, obs.refusal = r.pin(ctx, shim, obs.specHash)
+		obs.art, obs.shown, obs.refusal = r.resolve.pin(ctx, shim, obs.specHash)
 	default:
 		obs.art = pinOf(shim, obs.specHash)
 	}
 	obs.hash = targetHash(shim, obs.specHash, obs.art)
 	obs.windows, obs.steps, _ = rolloutRules(shim) // wrong ones are refused (refusalOf)
-	if err := r.revert(ctx, obs); err != nil {
+	if err := r.revisions.revert(ctx, obs); err != nil {
 		return nil, err
 	}
 	shim = obs.shim
 	current := map[types.UID]bool{}
-	canary := canaryHash(shim)
+	canary := nodeview.CanaryHash(shim)
 	obs.views = make([]fleet.NodeView, 0, len(nodes))
 	for _, n := range nodes {
-		v := viewNode(shim, n, canary)
+		v := nodeview.View(shim, n, canary)
 		if shim.Spec.FetchStrategy.Type == v1alpha1.FetchImage && !v.Preinstalled {
-			v.ImageWay = imageWay(r.opts.ServerVersion, n)
+			v.ImageWay = nodeview.ImageWay(r.opts.ServerVersion, n)
 		}
 		for _, j := range attachJobs(&v, latest, verifying) {
-			j.Result, j.ResultRead = r.results.get(shim.Name, j.Object.UID)
+			j.Result, j.ResultRead = r.reads.results.get(shim.Name, j.Object.UID)
 			current[j.Object.UID] = true
 		}
 		if job, ok := held[v.Node.Name]; ok && (v.Job == nil || v.Job.Object.Name != job) {
 			v.Held = true
 		}
-		if why, ok := readOnlyHost(&v, obs.hash); ok && v.Matching && v.Skip == nil {
+		if why, ok := nodeview.ReadOnlyHost(&v, obs.hash); ok && v.Matching && v.Skip == nil {
 			v.Skip = &fleet.Skip{Reason: v1alpha1.SkipReadOnlyHost, Detail: why}
 		}
 		obs.views = append(obs.views, v)
 	}
-	r.results.keep(shim.Name, current)
-	if err := r.readFinished(ctx, obs); err != nil {
+	r.reads.results.keep(shim.Name, current)
+	if err := r.reads.readFinished(ctx, obs); err != nil {
 		return nil, err
 	}
-	if err := r.readPulls(ctx, obs); err != nil {
+	if err := r.reads.readPulls(ctx, obs); err != nil {
 		return nil, err
 	}
-	if err := r.readDroppable(ctx, obs); err != nil {
+	if err := r.revisions.readDroppable(ctx, obs); err != nil {
 		return nil, err
 	}
-	if obs.classes, err = r.readClasses(ctx, obs.shim); err != nil {
+	if obs.classes, err = r.classes.readClasses(ctx, obs.shim); err != nil {
 		return nil, err
 	}
-	if obs.rcmUID, err = r.readPredecessor(ctx, obs); err != nil {
+	if obs.rcmUID, err = r.classes.readPredecessor(ctx, obs); err != nil {
 		return nil, err
 	}
 	return obs, nil
@@ -309,7 +309,7 @@ func newestJobs(shim *v1alpha1.Shim, jobs []*batchv1.Job, deleted func(*v1alpha1
 
 // group runs a reconcile's independent API calls (one per node) a few at
 // a time, as a wave of 100 nodes would otherwise wait on 100 round trips.
-func (r *Reconciler) group(ctx context.Context) *errgroup.Group {
+func (r *deps) group(ctx context.Context) *errgroup.Group {
 	g, _ := errgroup.WithContext(ctx)
 	g.SetLimit(64)
 	return g
@@ -335,15 +335,15 @@ func plannerOf(obs *observed) rollout.Planner {
 // (obs), decides (fleet.Decide), then carries the decision out, each
 // write a step.
 func (r *Reconciler) install(ctx context.Context, obs *observed, acts []action) (ctrl.Result, error) {
-	if err := r.checkGate(ctx, obs); err != nil {
+	if err := r.gateCheck.checkGate(ctx, obs); err != nil {
 		return ctrl.Result{}, err
 	}
-	d, err := fleet.Decide(obs.snapshot(), fleet.Policy{Planner: plannerOf(obs), Shared: r.sharedNodes(obs), PlanFor: obs.planFor(r.opts), Delivery: r.delivery(obs)})
+	d, err := fleet.Decide(obs.snapshot(), fleet.Policy{Planner: plannerOf(obs), Shared: r.batch.sharedNodes(obs), PlanFor: obs.planFor(r.opts), Delivery: r.delivery(obs)})
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	phase.Decided(ctx)
-	if err := r.act(ctx, acts); err != nil {
+	if err := r.exec.act(ctx, acts); err != nil {
 		return ctrl.Result{}, err
 	}
 	// The finalizer first, before anything is on a node: a deleted Shim
@@ -357,14 +357,14 @@ func (r *Reconciler) install(ctx context.Context, obs *observed, acts []action) 
 	if err := r.prepareNodes(ctx, obs); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.reportDecision(obs, d)
-	r.reportDelivery(obs, d)
-	if err := r.relabel(ctx, obs, &d); err != nil {
+	r.report.reportDecision(obs, d)
+	r.report.reportDelivery(obs, d)
+	if err := r.exec.act(ctx, decideRelabel(obs, &d)); err != nil {
 		return ctrl.Result{}, err
 	}
 	// The RuntimeClasses, the canary's among them, before an installer
 	// needs one.
-	rcs, err := r.ensureRuntimeClasses(ctx, obs, len(d.Rollin.Start) > 0)
+	rcs, err := r.classes.ensureRuntimeClasses(ctx, obs, len(d.Rollin.Start) > 0)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -373,27 +373,27 @@ func (r *Reconciler) install(ctx context.Context, obs *observed, acts []action) 
 	}
 	// Other Shims with installs pending get a moment to offer theirs, so
 	// that one Job per node carries them all.
-	batchWait, err := r.offerInstalls(ctx, obs, d.Rollin)
+	batchWait, err := r.batch.offerInstalls(ctx, obs, d.Rollin)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if batchWait > 0 {
 		d.Rollin.Start = nil
 	}
-	waiting, err := r.startNodes(ctx, obs, d)
+	waiting, err := r.starter.startNodes(ctx, obs, d)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.releaseTaints(ctx, obs); err != nil {
+	if err := r.exec.act(ctx, decideTaints(obs)); err != nil {
 		return ctrl.Result{}, err
 	}
 	obs.settled = d.Done() || d.Rollin.Halted || d.Delivered.Hold != fleet.HoldNone
-	if err := r.updateStatus(ctx, obs, d.Rollin, d.Removal, rcs); err != nil {
+	if err := r.report.updateStatus(ctx, obs, d.Rollin, d.Removal, rcs); err != nil {
 		return ctrl.Result{}, err
 	}
 	var verifyAt time.Time
 	if d.Done() && obs.refusal == nil && !rcs.canaryBlocked {
-		if verifyAt, err = r.startVerifies(ctx, obs, d.Rollin.Budget); err != nil {
+		if verifyAt, err = r.starter.startVerifies(ctx, obs, d.Rollin.Budget); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -425,19 +425,19 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, shim *v1alpha1.Shim) e
 // label, are dropped.
 func (r *Reconciler) prepareNodes(ctx context.Context, obs *observed) error {
 	var err error
-	if obs.takeover, err = r.takeOverRuntimeClasses(ctx, obs); err != nil {
+	if obs.takeover, err = r.classes.takeOverRuntimeClasses(ctx, obs); err != nil {
 		return err
 	}
-	if err := r.releaseRCMLabels(ctx, obs); err != nil {
+	if err := r.classes.releaseRCMLabels(ctx, obs); err != nil {
 		return err
 	}
-	return r.dropStaleRecords(ctx, obs)
+	return r.exec.act(ctx, decideStaleRecords(obs))
 }
 
 // reportDecision emits the decision's Warnings: one per node no plan
 // could be built for, and the refusal's one (pin emits none for it), when
 // the status does not show it yet.
-func (r *Reconciler) reportDecision(obs *observed, d fleet.Decision) {
+func (r *reporter) reportDecision(obs *observed, d fleet.Decision) {
 	for _, v := range d.Unplanned {
 		r.event(obs.shim, v.Node, corev1.EventTypeWarning, "InstallFailed", "Install", "%s", failureNote(v.Node.Name, string(planReason(v.PlanErr)), v.PlanErr.Error()))
 	}
@@ -449,12 +449,12 @@ func (r *Reconciler) reportDecision(obs *observed, d fleet.Decision) {
 // startNodes starts the decided installs and uninstalls, each once the
 // node gate admits it; waiting: a node was held by another Shim's
 // installer (or the cap), and is tried again soon.
-func (r *Reconciler) startNodes(ctx context.Context, obs *observed, d fleet.Decision) (waiting bool, _ error) {
+func (r *jobStarter) startNodes(ctx context.Context, obs *observed, d fleet.Decision) (waiting bool, _ error) {
 	g := r.group(ctx)
 	for _, name := range d.Rollin.Start {
 		v := d.ByName[name]
 		reason := r.installReason(obs.shim, v.Node, v.Installed(), v.Drifted)
-		b, ok := r.admitInstall(obs, v)
+		b, ok := r.batch.admitInstall(obs, v)
 		if !ok {
 			waiting = true
 			continue
@@ -462,18 +462,18 @@ func (r *Reconciler) startNodes(ctx context.Context, obs *observed, d fleet.Deci
 		g.Go(func() error {
 			err := r.startInstall(ctx, obs, v, b, reason)
 			if err != nil {
-				r.gate.release(v.Node.Name, b.job)
+				r.gate.Release(v.Node.Name, b.job)
 			}
 			return err
 		})
 	}
 	for _, name := range d.Removal.Start {
 		v := d.ByName[name]
-		if !r.admit(obs, v, jobview.OpUninstall) {
+		if !r.batch.admit(obs, v, jobview.OpUninstall) {
 			waiting = true
 			continue
 		}
-		g.Go(func() error { return r.released(obs, v, jobview.OpUninstall, r.startUninstall(ctx, obs, v)) })
+		g.Go(func() error { return r.batch.released(obs, v, jobview.OpUninstall, r.startUninstall(ctx, obs, v)) })
 	}
 	return waiting, g.Wait()
 }
@@ -487,7 +487,7 @@ func (r *Reconciler) startNodes(ctx context.Context, obs *observed, d fleet.Deci
 func (r *Reconciler) requeueAfter(obs *observed, d fleet.Decision, verifyAt time.Time, batchWait time.Duration, waiting bool) time.Duration {
 	switch {
 	case d.Done():
-		after := r.nextResolve(obs.shim, obs.art, time.Now())
+		after := r.resolve.nextResolve(obs.shim, obs.art, time.Now())
 		if !verifyAt.IsZero() {
 			if w := time.Until(verifyAt); after == 0 || w < after {
 				after = max(w, time.Second)
@@ -502,7 +502,7 @@ func (r *Reconciler) requeueAfter(obs *observed, d fleet.Decision, verifyAt time
 	case batchWait > 0:
 		return batchWait
 	case waiting:
-		return min(r.opts.ResyncPeriod, gateRetry)
+		return min(r.opts.ResyncPeriod, nodegate.Retry)
 	}
 	return r.opts.ResyncPeriod
 }
@@ -510,11 +510,11 @@ func (r *Reconciler) requeueAfter(obs *observed, d fleet.Decision, verifyAt time
 // installReason is the Normal Event reason of an install starting on the
 // node: Installing, Upgrading, or Repairing a drifted node, which also gets
 // a Warning Event Drifted saying what drifted.
-func (r *Reconciler) installReason(shim *v1alpha1.Shim, node *corev1.Node, installed bool, drifted string) string {
+func (r *jobStarter) installReason(shim *v1alpha1.Shim, node *corev1.Node, installed bool, drifted string) string {
 	switch {
 	case drifted != "":
 		r.event(shim, node, corev1.EventTypeWarning, "Drifted", "Install", "node %s drifted (%s): installing the shim again", node.Name, drifted)
-		r.metrics.driftDetected(shim.Name, node.Name)
+		r.metrics.DriftDetected(shim.Name, node.Name)
 		return "Repairing"
 	case installed:
 		return "Upgrading"
@@ -533,18 +533,18 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed, acts []act
 		return ctrl.Result{}, err
 	}
 	phase.Decided(ctx)
-	if err := r.act(ctx, acts); err != nil {
+	if err := r.exec.act(ctx, acts); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.relabel(ctx, obs, &d); err != nil {
+	if err := r.exec.act(ctx, decideRelabel(obs, &d)); err != nil {
 		return ctrl.Result{}, err
 	}
-	if _, err := r.startNodes(ctx, obs, d); err != nil {
+	if _, err := r.starter.startNodes(ctx, obs, d); err != nil {
 		return ctrl.Result{}, err
 	}
 	obs.settled = d.Removal.Done || d.Removal.Halted
 	if !d.Removal.Done {
-		if err := r.updateStatus(ctx, obs, rollout.Plan{}, d.Removal, classes{}); err != nil {
+		if err := r.report.updateStatus(ctx, obs, rollout.Plan{}, d.Removal, classes{}); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{RequeueAfter: r.opts.ResyncPeriod}, nil
@@ -555,10 +555,10 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed, acts []act
 // release lets a deleted Shim go once every node is clean: what it
 // recorded on nodes goes, then its RuntimeClasses, then its finalizer.
 func (r *Reconciler) release(ctx context.Context, obs *observed) error {
-	if err := r.forgetNodes(ctx, obs); err != nil {
+	if err := r.exec.act(ctx, decideForget(obs)); err != nil {
 		return err
 	}
-	if err := r.deleteRuntimeClasses(ctx, obs); err != nil {
+	if err := r.classes.deleteRuntimeClasses(ctx, obs); err != nil {
 		return err
 	}
 	patch := client.MergeFrom(obs.shim.DeepCopy())
@@ -567,8 +567,8 @@ func (r *Reconciler) release(ctx context.Context, obs *observed) error {
 		return err
 	}
 	log.FromContext(ctx).Info("shim removed from every node", "shim", obs.shim.Name)
-	r.metrics.forget(obs.shim.Name)
-	r.results.keep(obs.shim.Name, nil)
+	r.metrics.Forget(obs.shim.Name)
+	r.reads.results.keep(obs.shim.Name, nil)
 	return nil
 }
 
@@ -582,7 +582,7 @@ func planReason(err error) plan.Reason {
 
 // startUninstall takes the node out of the RuntimeClass's selection, then
 // starts its uninstall Job.
-func (r *Reconciler) startUninstall(ctx context.Context, obs *observed, v *fleet.NodeView) error {
+func (r *jobStarter) startUninstall(ctx context.Context, obs *observed, v *fleet.NodeView) error {
 	if v.Label != "" && v.Label != fleet.LabelUninstalling {
 		if err := nodelabel.SetState(ctx, r.client, v.Node.Name, obs.shim.Name, fleet.LabelUninstalling); err != nil {
 			return err
@@ -594,7 +594,7 @@ func (r *Reconciler) startUninstall(ctx context.Context, obs *observed, v *fleet
 
 // startJob creates the node's Job. A finished Job of the same name (an
 // earlier round of the same operation) is deleted first.
-func (r *Reconciler) startJob(ctx context.Context, obs *observed, v *fleet.NodeView, op, reason string) error {
+func (r *jobStarter) startJob(ctx context.Context, obs *observed, v *fleet.NodeView, op, reason string) error {
 	hash := obs.hash
 	if op == jobview.OpUninstall {
 		hash = v.SpecHash
@@ -625,7 +625,7 @@ func (r *Reconciler) startJob(ctx context.Context, obs *observed, v *fleet.NodeV
 // (ours already, from before a restart, or not in the snapshot: created
 // by an earlier reconcile), or finished, which is deleted (that Job, by
 // its UID) to make room for the next reconcile.
-func (r *Reconciler) createJob(ctx context.Context, obs *observed, job *batchv1.Job, node string) (bool, error) {
+func (r *jobStarter) createJob(ctx context.Context, obs *observed, job *batchv1.Job, node string) (bool, error) {
 	err := r.client.Create(ctx, job)
 	if apierrors.IsAlreadyExists(err) {
 		i := slices.IndexFunc(obs.jobs, func(j *batchv1.Job) bool { return j.Name == job.Name && j.Namespace == job.Namespace })
@@ -637,8 +637,8 @@ func (r *Reconciler) createJob(ctx context.Context, obs *observed, job *batchv1.
 			return false, nil
 		}
 		// The node is free until the next reconcile creates the Job anew
-		// (a held node counts as changing: it would wait for gateGrace).
-		r.gate.release(node, job.Name)
+		// (a held node counts as changing: it would wait for nodegate.Grace).
+		r.gate.Release(node, job.Name)
 		return false, client.IgnoreNotFound(r.client.Delete(ctx, old, client.Preconditions{UID: &old.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground)))
 	}
 	if err != nil {
@@ -660,7 +660,7 @@ func opAction(op string) string {
 // the events of different nodes apart: the events API folds events of the
 // same regarding, related, reason and action into one series, whose note
 // is the first one's.
-func (r *Reconciler) event(shim *v1alpha1.Shim, related runtime.Object, eventType, reason, action, note string, args ...any) {
+func (r *deps) event(shim *v1alpha1.Shim, related runtime.Object, eventType, reason, action, note string, args ...any) {
 	if r.recorder != nil {
 		r.recorder.Eventf(shim, related, eventType, reason, action, note, args...)
 	}

@@ -1,11 +1,11 @@
 package operator
 
 import (
-	"context"
+	"fmt"
 
-	"github.com/shimkit/shimkit/nodelabel"
-	"github.com/shimkit/shimkit/nodelabel/record"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/shimkit/shimkit/nodelabel/record"
 )
 
 // What a Shim leaves on a node (its label, the hash annotation, its failure
@@ -19,38 +19,39 @@ import (
 //     on nodes it never installed (a refused install's failure, say:
 //     forgetNodes), before its finalizer goes.
 
-// dropStaleRecords removes from the nodes the failure and verification
+// decideStaleRecords removes from the nodes the failure and verification
 // records of another Shim object of the same name, one patch per node
-// that has any (none on a fleet that never saw a predecessor).
-func (r *Reconciler) dropStaleRecords(ctx context.Context, obs *observed) error {
-	g := r.group(ctx)
+// that has any (none on a fleet that never saw a predecessor), and a
+// reimaged node's label.
+func decideStaleRecords(obs *observed) []action {
+	var events []action
+	var writes together
 	for i := range obs.views {
 		v := &obs.views[i]
 		switch {
 		case v.Reimaged:
 			// A new machine under the node's name: the old one's label (no
 			// new pod lands there), hash and records go in one patch.
-			r.event(obs.shim, v.Node, corev1.EventTypeWarning, "Reimaged", "Install", "node %s is another machine now (%s): it loses the shim's label and is installed again", v.Node.Name, record.Machine(v.Node))
-			g.Go(func() error { return nodelabel.Unmark(ctx, r.client, v.Node.Name, obs.shim.Name) })
+			events = append(events, emitEvent{shim: obs.shim, related: v.Node, eventType: corev1.EventTypeWarning, reason: "Reimaged", act: "Install",
+				msg: fmt.Sprintf("node %s is another machine now (%s): it loses the shim's label and is installed again", v.Node.Name, record.Machine(v.Node))})
+			writes = append(writes, unmark{node: v.Node.Name, shim: obs.shim.Name})
 		case len(v.Stale) > 0:
-			g.Go(func() error { return nodelabel.DropRecords(ctx, r.client, v.Node.Name, v.Stale...) })
+			writes = append(writes, dropRecords{node: v.Node.Name, keys: v.Stale})
 		}
 	}
-	return g.Wait()
+	return append(events, writes)
 }
 
-// forgetNodes removes everything of the deleted Shim from the nodes that
+// decideForget removes everything of the deleted Shim from the nodes that
 // still carry some of it once every node is uninstalled: the failure of a
 // node whose install was refused (it was never labelled, so it had nothing
 // to uninstall), a verification, a stale record.
-func (r *Reconciler) forgetNodes(ctx context.Context, obs *observed) error {
-	g := r.group(ctx)
+func decideForget(obs *observed) []action {
+	var writes together
 	for i := range obs.views {
-		v := &obs.views[i]
-		if !v.HasRecords() {
-			continue
+		if v := &obs.views[i]; v.HasRecords() {
+			writes = append(writes, unmark{node: v.Node.Name, shim: obs.shim.Name})
 		}
-		g.Go(func() error { return nodelabel.Unmark(ctx, r.client, v.Node.Name, obs.shim.Name) })
 	}
-	return g.Wait()
+	return []action{writes}
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	kittest "github.com/shimkit/shimkit/internal/testutil"
+
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +18,7 @@ import (
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/operator/jobview"
+	"github.com/shimkit/shimkit/operator/nodeview"
 )
 
 // describeActs flattens a decision's actions into one line each, in the
@@ -54,6 +57,10 @@ func describeActs(acts []action) []string {
 			out = append(out, "note "+a.reason+": "+a.detail)
 		case countJob:
 			out = append(out, "count Job "+a.job.Object.Name)
+		case dropRecords:
+			out = append(out, fmt.Sprintf("drop records %v of %s", a.keys, a.node))
+		case untaint:
+			out = append(out, "untaint "+a.node.Name)
 		case rememberRetry:
 			out = append(out, fmt.Sprintf("remember retry %s (%d Jobs)", a.request, len(a.jobs)))
 		default:
@@ -74,7 +81,7 @@ func recordsObs(shim *v1alpha1.Shim, jobs map[string]*jobview.View, failures map
 			}
 		}
 	}) {
-		v := viewNode(shim, nodeAt(name, "a", "", nil), "")
+		v := nodeview.View(shim, nodeAt(name, "a", "", nil), "")
 		if j := jobs[name]; j != nil {
 			j.Object.Name = "job-" + name
 			switch j.Op {
@@ -94,7 +101,7 @@ func recordsObs(shim *v1alpha1.Shim, jobs map[string]*jobview.View, failures map
 }
 
 func succeeded(op string, res *plan.NodeResult) *jobview.View {
-	j := finishedJob("uid-"+op, op, false, res)
+	j := kittest.FinishedJob("uid-"+op, op, false, res)
 	j.SpecHash = "h1"
 	return j
 }
@@ -207,5 +214,79 @@ func TestDecideStuckPulls(t *testing.T) {
 	shim.Spec.FetchStrategy = decideShim().Spec.FetchStrategy
 	if acts, _ := decideStuckPulls(obs); len(acts) != 0 {
 		t.Errorf("an HTTP Shim's Jobs: %v", describeActs(acts))
+	}
+}
+
+// TestDecideNodeRecords: the label, record and taint writes of a reconcile
+// (preinstalled nodes labelled and unlabelled, a predecessor's records and
+// a reimaged node's label dropped, a deleted Shim's leftovers forgotten,
+// startup taints released), decided from the snapshot alone.
+func TestDecideNodeRecords(t *testing.T) {
+	shim := decideShim()
+	other := decideShim()
+	other.Name, other.UID = "wasm", "uid-wasm"
+	other.Status.SpecHash = "w1"
+	tainted := func(n *corev1.Node) *corev1.Node {
+		n.Spec.Taints = []corev1.Taint{{Key: PendingTaint, Effect: corev1.TaintEffectNoSchedule}}
+		return n
+	}
+	withWasm := func(n *corev1.Node) *corev1.Node {
+		n.Labels[nodelabel.Key("wasm")] = nodelabel.Installed
+		n.Annotations[nodelabel.Key("wasm")] = "w1"
+		return n
+	}
+	for _, tc := range []struct {
+		name   string
+		nodes  []*corev1.Node
+		setup  func(obs *observed, d *fleet.Decision)
+		decide func(obs *observed, d *fleet.Decision) []action
+		want   []string
+	}{
+		{name: "preinstalled nodes labelled and unlabelled", nodes: []*corev1.Node{nodeAt("n1", "a", "", nil), nodeAt("n2", "a", "h0", nil)},
+			setup: func(obs *observed, d *fleet.Decision) {
+				d.Label, d.Unlabel = []string{"n1"}, []string{"n2"}
+				d.ByName["n2"].Skip = &fleet.Skip{Reason: v1alpha1.SkipNoArtifact, Detail: "its image lacks handler spin"}
+			},
+			decide: decideRelabel,
+			want: []string{"together: [mark n1 installed at h1 unmark n2]", "note Preinstalled: node n1 (its image serves the Shim's handlers)",
+				"event Normal Unlabelled: node n2: its image lacks handler spin"}},
+		{name: "a predecessor's records dropped, a reimaged node unlabelled", nodes: []*corev1.Node{nodeAt("n1", "a", "", nil), nodeAt("n2", "a", "h1", nil), nodeAt("n3", "a", "h1", nil)},
+			setup: func(obs *observed, d *fleet.Decision) {
+				d.ByName["n1"].Stale = []string{"failure"}
+				d.ByName["n2"].Reimaged = true
+			},
+			decide: func(obs *observed, _ *fleet.Decision) []action { return decideStaleRecords(obs) },
+			want:   []string{"event Warning Reimaged: node n2 is another machine now (): it loses the shim's label and is installed again", "together: [drop records [failure] of n1 unmark n2]"}},
+		{name: "a deleted Shim forgets the nodes it left something on", nodes: []*corev1.Node{nodeAt("n1", "a", "", nil), nodeAt("n2", "a", "h1", nil)},
+			decide: func(obs *observed, _ *fleet.Decision) []action { return decideForget(obs) },
+			want:   []string{"together: [unmark n2]"}},
+		{name: "the startup taint goes once every Shim selecting the node has it",
+			nodes: []*corev1.Node{tainted(nodeAt("n1", "a", "h1", nil)), tainted(withWasm(nodeAt("n2", "a", "h1", nil))), tainted(nodeAt("n3", "a", "h0", nil))},
+			setup: func(obs *observed, _ *fleet.Decision) {
+				// wasm selects n1 and n2; only n2 has it.
+				wasm := other.DeepCopy()
+				wasm.Spec.NodeSelector = map[string]string{"pool": "a"}
+				obs.shims = []v1alpha1.Shim{*obs.shim, *wasm}
+			},
+			decide: func(obs *observed, _ *fleet.Decision) []action { return decideTaints(obs) },
+			want:   []string{"together: [untaint n2]"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := &observed{shim: shim.DeepCopy(), hash: "h1", specHash: "h1", now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
+			for _, n := range tc.nodes {
+				obs.views = append(obs.views, nodeview.View(obs.shim, n, ""))
+			}
+			d := &fleet.Decision{ByName: map[string]*fleet.NodeView{}}
+			for i := range obs.views {
+				d.ByName[obs.views[i].Node.Name] = &obs.views[i]
+			}
+			if tc.setup != nil {
+				tc.setup(obs, d)
+			}
+			got := describeActs(tc.decide(obs, d))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("actions (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -65,7 +65,7 @@ func (rs *results) keep(shim string, keep map[types.UID]bool) {
 // recorded yet, and a verifying Job not recorded yet. A result read now
 // (not known from an earlier reconcile) is marked fresh: its failure is
 // reported once.
-func (r *Reconciler) readFinished(ctx context.Context, obs *observed) error {
+func (r *resultReader) readFinished(ctx context.Context, obs *observed) error {
 	obs.fresh = make([]bool, len(obs.views))
 	g := r.group(ctx)
 	for i := range obs.views {
@@ -148,8 +148,10 @@ func recordJob(obs *observed, v *fleet.NodeView, fresh bool) inOrder {
 	switch j.Op {
 	case jobview.OpInstall:
 		acts = append(acts, markInstalled{node: v.Node, shim: name, uid: obs.shim.UID, specHash: j.SpecHash})
-		v.Label, v.SpecHash = nodelabel.Installed, j.SpecHash
-		v.Verified = &nodelabel.Verification{ShimUID: obs.shim.UID, SpecHash: j.SpecHash, Time: obs.now, Machine: record.Machine(v.Node)} // as MarkOn writes
+		// As MarkOn writes: the label, the hash and a verification of this
+		// machine (a former machine's label is no longer there to drop).
+		v.Label, v.SpecHash, v.Reimaged = nodelabel.Installed, j.SpecHash, false
+		v.Verified = &nodelabel.Verification{ShimUID: obs.shim.UID, SpecHash: j.SpecHash, Time: obs.now, Machine: record.Machine(v.Node)}
 		digest := ""
 		if j.Result != nil && j.Result.Digest != "" {
 			digest = ", " + j.Result.Digest
@@ -157,7 +159,9 @@ func recordJob(obs *observed, v *fleet.NodeView, fresh bool) inOrder {
 		acts = append(acts, note{events: &obs.events, reason: "Installed", act: "Install", detail: fmt.Sprintf("node %s (spec %s%s)", v.Node.Name, j.SpecHash, digest)})
 	case jobview.OpUninstall:
 		acts = append(acts, unmark{node: v.Node.Name, shim: name})
-		v.Label, v.SpecHash, v.Verified, v.Failure = "", "", nil, nil // as Unmark removes
+		// As Unmark removes: the label, the hash and every record, a
+		// predecessor's or a former machine's included.
+		v.Label, v.SpecHash, v.Verified, v.Failure, v.Stale, v.Reimaged = "", "", nil, nil, nil, false
 		acts = append(acts, note{events: &obs.events, reason: "Uninstalled", act: "Uninstall", detail: "node " + v.Node.Name})
 	}
 	return append(acts, countJob{shim: name, job: j})
@@ -183,7 +187,7 @@ func recordFailure(obs *observed, v *fleet.NodeView) []action {
 // readResult returns the shim's NodeResult that the installer wrote as the
 // termination message of the Job's newest pod that has one
 // (nodejob.ResultOf), or nil when none is readable.
-func (r *Reconciler) readResult(ctx context.Context, job *batchv1.Job, shim string) (*plan.NodeResult, error) {
+func (r *resultReader) readResult(ctx context.Context, job *batchv1.Job, shim string) (*plan.NodeResult, error) {
 	pods, err := nodejob.Pods(ctx, r.reader, job)
 	if err != nil {
 		return nil, err

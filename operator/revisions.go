@@ -15,6 +15,7 @@ import (
 
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/jobview"
+	"github.com/shimkit/shimkit/operator/nodeview"
 )
 
 // +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;create;delete,namespace=shimkit-system
@@ -40,7 +41,7 @@ func revisionName(shim *v1alpha1.Shim, target string) string {
 // ControllerRevision of the Shim (owned by it, so it goes with it) holds
 // its spec and pinned artifact, and the status lists it first. The
 // oldest beyond maxRevisions go, with their ControllerRevisions.
-func (r *Reconciler) recordRevision(ctx context.Context, obs *observed) error {
+func (r *revisionStore) recordRevision(ctx context.Context, obs *observed) error {
 	revs := obs.shim.Status.Revisions
 	if len(revs) > 0 && revs[0].SpecHash == obs.hash {
 		obs.revisions = revs
@@ -86,7 +87,7 @@ func (r *Reconciler) recordRevision(ctx context.Context, obs *observed) error {
 // readDroppable reads the ControllerRevisions that recording a new
 // revision would drop (those beyond the newest maxRevisions-1), so that
 // the reconcile deletes only the Shim's own, by UID, without a read.
-func (r *Reconciler) readDroppable(ctx context.Context, obs *observed) error {
+func (r *revisionStore) readDroppable(ctx context.Context, obs *observed) error {
 	revs := obs.shim.Status.Revisions
 	for _, old := range revs[min(len(revs), maxRevisions-1):] {
 		cr := &appsv1.ControllerRevision{}
@@ -107,7 +108,7 @@ func (r *Reconciler) readDroppable(ctx context.Context, obs *observed) error {
 
 // deleteRevision deletes a ControllerRevision the Shim owns, as read
 // (readDroppable; another's of the name is left alone).
-func (r *Reconciler) deleteRevision(ctx context.Context, obs *observed, name string) error {
+func (r *revisionStore) deleteRevision(ctx context.Context, obs *observed, name string) error {
 	cr := obs.droppable[name]
 	if cr == nil || !revisionOwnedBy(cr, obs.shim) {
 		return nil
@@ -121,7 +122,7 @@ func (r *Reconciler) deleteRevision(ctx context.Context, obs *observed, name str
 
 // loadRevision reads a revision's spec and pinned artifact back from its
 // ControllerRevision, which must be the Shim's.
-func (r *Reconciler) loadRevision(ctx context.Context, shim *v1alpha1.Shim, rev v1alpha1.Revision) (*RevisionData, error) {
+func (r *revisionStore) loadRevision(ctx context.Context, shim *v1alpha1.Shim, rev v1alpha1.Revision) (*RevisionData, error) {
 	cr := &appsv1.ControllerRevision{}
 	if err := r.reader.Get(ctx, client.ObjectKey{Namespace: r.opts.Namespace, Name: rev.ControllerRevision}, cr); err != nil {
 		return nil, fmt.Errorf("shim %s: revision %s: %w", shim.Name, rev.ControllerRevision, err)
@@ -141,17 +142,8 @@ func (r *Reconciler) loadRevision(ctx context.Context, shim *v1alpha1.Shim, rev 
 // (status.rollout.revertedTo): its spec (with the current rollout
 // strategy) and its pinned artifact. A revision that cannot be read
 // leaves the target as it is (halted), with a Warning Event.
-func (r *Reconciler) revert(ctx context.Context, obs *observed) error {
-	st := obs.shim.Status.Rollout
-	if st == nil || st.RevertedTo == "" || st.SpecHash != obs.hash || !obs.shim.DeletionTimestamp.IsZero() {
-		return nil
-	}
-	var rev *v1alpha1.Revision
-	for i := range obs.shim.Status.Revisions {
-		if obs.shim.Status.Revisions[i].SpecHash == st.RevertedTo {
-			rev = &obs.shim.Status.Revisions[i]
-		}
-	}
+func (r *revisionStore) revert(ctx context.Context, obs *observed) error {
+	rev := revertTarget(obs)
 	if rev == nil {
 		return nil
 	}
@@ -167,7 +159,24 @@ func (r *Reconciler) revert(ctx context.Context, obs *observed) error {
 	prev.Spec = data.Spec
 	prev.Spec.RolloutStrategy = obs.shim.Spec.RolloutStrategy
 	obs.reverted = obs.hash
-	obs.shim, obs.art, obs.shown, obs.hash, obs.specHash = prev, data.Artifact, data.Artifact, rev.SpecHash, specHash(prev)
+	obs.shim, obs.art, obs.shown, obs.hash, obs.specHash = prev, data.Artifact, data.Artifact, rev.SpecHash, nodeview.SpecHash(prev)
+	return nil
+}
+
+// revertTarget is the revision the reconcile goes back to: the one
+// status.rollout.revertedTo names, when the status says the rollout of
+// the current target failed and goes back, and the Shim is not being
+// deleted (nil: none).
+func revertTarget(obs *observed) *v1alpha1.Revision {
+	st := obs.shim.Status.Rollout
+	if st == nil || st.RevertedTo == "" || st.SpecHash != obs.hash || !obs.shim.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	for i := range obs.shim.Status.Revisions {
+		if rev := &obs.shim.Status.Revisions[i]; rev.SpecHash == st.RevertedTo && rev.SpecHash != obs.hash {
+			return rev
+		}
+	}
 	return nil
 }
 

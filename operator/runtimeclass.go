@@ -113,7 +113,7 @@ type classes struct {
 // canary RuntimeClass is deleted, one from before included; one that
 // belongs to someone else is then not looked at (it blocks, as a
 // conflict, only a rollout that is about to start).
-func (r *Reconciler) ensureRuntimeClasses(ctx context.Context, obs *observed, starting bool) (classes, error) {
+func (r *runtimeClasses) ensureRuntimeClasses(ctx context.Context, obs *observed, starting bool) (classes, error) {
 	anyInstalled, anyTouched := false, false
 	for _, v := range obs.views {
 		anyInstalled = anyInstalled || v.Label == nodelabel.Installed
@@ -156,7 +156,7 @@ func (r *Reconciler) ensureRuntimeClasses(ctx context.Context, obs *observed, st
 // RuntimeClass that changed since the snapshot (runtimeclass.Retry) is not
 // published yet: the watch on RuntimeClasses brings the next reconcile,
 // which reads whose it is.
-func (r *Reconciler) ensureRuntimeClass(ctx context.Context, classes *classSnapshot, shim *v1alpha1.Shim, spec classSpec, anyInstalled bool) (bool, string, error) {
+func (r *runtimeClasses) ensureRuntimeClass(ctx context.Context, classes *classSnapshot, shim *v1alpha1.Shim, spec classSpec, anyInstalled bool) (bool, string, error) {
 	ensure := runtimeclass.Ensure
 	if !anyInstalled {
 		ensure = runtimeclass.UpdateExisting // not yet created: no node has the shim
@@ -194,7 +194,7 @@ func conflictMessage(c *runtimeclass.ConflictError, spec classSpec) string {
 // spec dropped (or renamed), so that no new pod asks for them. Each is
 // deleted only if it is still the Shim's as read (runtimeclass.DeleteOwned):
 // never one recreated by someone else since.
-func (r *Reconciler) deleteStaleRuntimeClasses(ctx context.Context, classes *classSnapshot, shim *v1alpha1.Shim, specs []classSpec) error {
+func (r *runtimeClasses) deleteStaleRuntimeClasses(ctx context.Context, classes *classSnapshot, shim *v1alpha1.Shim, specs []classSpec) error {
 	for _, rc := range classes.owned(shim) {
 		if slices.ContainsFunc(specs, func(s classSpec) bool { return s.Name == rc.Name }) {
 			continue
@@ -213,7 +213,7 @@ func (r *Reconciler) deleteStaleRuntimeClasses(ctx context.Context, classes *cla
 
 // deleteRuntimeClasses deletes every RuntimeClass the Shim owns; one of
 // its names that belongs to someone else stays.
-func (r *Reconciler) deleteRuntimeClasses(ctx context.Context, obs *observed) error {
+func (r *runtimeClasses) deleteRuntimeClasses(ctx context.Context, obs *observed) error {
 	var errs []error
 	for _, rc := range obs.classes.owned(obs.shim) {
 		errs = append(errs, runtimeclass.DeleteOwned(ctx, obs.classes, rc.Name, obs.shim.UID))

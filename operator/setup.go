@@ -16,6 +16,7 @@ import (
 
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/phase"
+	"github.com/shimkit/shimkit/operator/watch"
 )
 
 // RBAC the reconciler needs, exactly (operator/config/rbac is generated
@@ -38,7 +39,7 @@ import (
 // labels or its operating system, architecture or container runtime
 // requeues every Shim). The installer pods' results are read from the API
 // server directly (list, once per finished Job). Pods and Events are not
-// watched: the health gate's reads (workloadFailures) start their
+// watched: the health gate's reads (workload.Failures) start their
 // informers, on a Shim's first gate. The Node and Job handlers also keep
 // the reconciler's stores of the cache's own objects (store.go).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -49,7 +50,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.opts.ServerVersion == "" {
 		r.opts.ServerVersion = serverVersion(mgr.GetConfig())
 	}
-	r.nodes, r.jobs = newStore[*corev1.Node](), newStore[*batchv1.Job]()
+	r.nodes, r.jobs = watch.NewStore[*corev1.Node](), watch.NewStore[*batchv1.Job]()
 	if err := r.metrics.Register(crmetrics.Registry); err != nil {
 		return err
 	}
@@ -82,10 +83,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("shim").
-		For(&v1alpha1.Shim{}, builder.WithPredicates(shimChanged())).
+		For(&v1alpha1.Shim{}, builder.WithPredicates(watch.ShimChanged())).
 		// Every Shim that owns a Job: a batch Job's partners too.
-		Watches(&batchv1.Job{}, r.jobs.handler(r.prefetching(handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.Shim{})), jobChanged())).
+		Watches(&batchv1.Job{}, r.jobs.Handler(r.reads.prefetching(handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.Shim{})), watch.JobChanged())).
 		Watches(&nodev1.RuntimeClass{}, shimsNaming).
-		Watches(&corev1.Node{}, r.nodes.handler(allShims, predicate.Or(foreignLabelChanged(), nodeLifecycle(), nodeInfoChanged()))).
+		Watches(&corev1.Node{}, r.nodes.Handler(allShims, predicate.Or(watch.ForeignLabelChanged(), watch.NodeLifecycle(), watch.NodeInfoChanged()))).
 		Complete(r)
 }

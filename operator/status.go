@@ -21,7 +21,7 @@ import (
 
 // updateStatus writes counts and conditions with server-side apply (field
 // owner shimkit), skipping the request when nothing changed.
-func (r *Reconciler) updateStatus(ctx context.Context, obs *observed, install, removal rollout.Plan, rcs classes) error {
+func (r *reporter) updateStatus(ctx context.Context, obs *observed, install, removal rollout.Plan, rcs classes) error {
 	shim := obs.shim
 	snap := obs.snapshot()
 	st := fleet.Counts(snap)
@@ -40,7 +40,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, obs *observed, install, r
 		u.Cause = haltTrip(st.Rollout.Halt)
 	}
 	if u.Ready() && obs.reverted == "" {
-		if err := r.recordRevision(ctx, obs); err != nil {
+		if err := r.revisions.recordRevision(ctx, obs); err != nil {
 			return err
 		}
 		st.Revisions = obs.revisions
@@ -55,8 +55,8 @@ func (r *Reconciler) updateStatus(ctx context.Context, obs *observed, install, r
 		meta.SetStatusCondition(&conditions, c)
 	}
 	st.Conditions = conditions
-	r.metrics.observe(shim, st, u.Ready())
-	r.metrics.conditions(shim.Name, st.Conditions)
+	r.metrics.Observe(shim, st, u.Ready())
+	r.metrics.Conditions(shim.Name, st.Conditions)
 
 	if equalStatus(shim.Status, st) {
 		return nil

@@ -9,6 +9,7 @@ import (
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/operator/jobview"
+	"github.com/shimkit/shimkit/operator/nodeview"
 )
 
 // NodeViews is how the Shim sees each node, read as a reconcile reads it:
@@ -21,16 +22,16 @@ import (
 // shimkit) show the fleet as the operator sees it.
 func NodeViews(shim *v1alpha1.Shim, nodes []*corev1.Node, jobs []*batchv1.Job, result func(*batchv1.Job) *plan.NodeResult) []fleet.NodeView {
 	latest, verifying := newestJobs(shim, jobs, func(*v1alpha1.Shim, types.UID) bool { return false })
-	canary := canaryHash(shim)
+	canary := nodeview.CanaryHash(shim)
 	views := make([]fleet.NodeView, 0, len(nodes))
 	for _, n := range nodes {
-		v := viewNode(shim, n, canary)
+		v := nodeview.View(shim, n, canary)
 		for _, j := range attachJobs(&v, latest, verifying) {
 			if result != nil && !j.Running() {
 				j.Result, j.ResultRead = result(j.Object), true
 			}
 		}
-		if why, ok := readOnlyHost(&v, shim.Status.SpecHash); ok && v.Matching && v.Skip == nil {
+		if why, ok := nodeview.ReadOnlyHost(&v, shim.Status.SpecHash); ok && v.Matching && v.Skip == nil {
 			v.Skip = &fleet.Skip{Reason: v1alpha1.SkipReadOnlyHost, Detail: why}
 		}
 		views = append(views, v)
@@ -43,11 +44,11 @@ func NodeViews(shim *v1alpha1.Shim, nodes []*corev1.Node, jobs []*batchv1.Job, r
 // those it attached.
 func attachJobs(v *fleet.NodeView, latest, verifying map[string]*jobview.View) []*jobview.View {
 	var out []*jobview.View
-	if j := latest[v.Node.Name]; j != nil && forMachine(v, j) {
+	if j := latest[v.Node.Name]; j != nil && nodeview.ForMachine(v, j) {
 		v.Job = j
 		out = append(out, j)
 	}
-	if j := verifying[v.Node.Name]; j != nil && forMachine(v, j) {
+	if j := verifying[v.Node.Name]; j != nil && nodeview.ForMachine(v, j) {
 		v.Verify = j
 		out = append(out, j)
 	}

@@ -1,4 +1,4 @@
-package operator
+package metrics
 
 import (
 	"encoding/json"
@@ -25,19 +25,19 @@ import (
 func exportedMetrics(t *testing.T) map[string][]string {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
-	m := newMetrics()
+	m := New()
 	if err := m.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	m.observe(&v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "spin"}}, v1alpha1.ShimStatus{SpecHash: "h"}, false)
-	m.observe(&v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "spin"}}, v1alpha1.ShimStatus{SpecHash: "h"}, true)
-	m.nodeOperation("spin", "install", resultFailed, "RestartFailed", time.Second)
-	m.containerdRestarted("spin")
-	m.driftDetected("spin", "n1")
-	m.gateTripped("spin", "WorkloadFailures")
-	m.rolloutStep("spin", 0)
-	m.rolloutPaused("spin", false)
-	m.conditions("spin", []metav1.Condition{{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse}})
+	m.Observe(&v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "spin"}}, v1alpha1.ShimStatus{SpecHash: "h"}, false)
+	m.Observe(&v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "spin"}}, v1alpha1.ShimStatus{SpecHash: "h"}, true)
+	m.NodeOperation("spin", "install", resultFailed, "RestartFailed", time.Second)
+	m.ContainerdRestarted("spin")
+	m.DriftDetected("spin", "n1")
+	m.GateTripped("spin", "WorkloadFailures")
+	m.RolloutStep("spin", 0)
+	m.RolloutPaused("spin", false)
+	m.Conditions("spin", []metav1.Condition{{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse}})
 
 	descs := make(chan *prometheus.Desc, 100)
 	for _, c := range []prometheus.Collector{m.nodes, m.duration, m.nodeOpDuration, m.nodeFailures, m.restarts, m.drift, m.gateTrips, m.step, m.paused, m.condition} {
@@ -114,7 +114,7 @@ func isTargetLabel(l string) bool {
 // exports, with the labels it selects on.
 func TestDashboardMetrics(t *testing.T) {
 	exported := exportedMetrics(t)
-	data, err := os.ReadFile(filepath.Join("..", "charts", "shimkit", "dashboards", "shimkit.json"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "charts", "shimkit", "dashboards", "shimkit.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestDashboardMetrics(t *testing.T) {
 // rules.
 func TestAlertRuleMetrics(t *testing.T) {
 	exported := exportedMetrics(t)
-	data, err := os.ReadFile(filepath.Join("..", "charts", "shimkit", "templates", "_alerts.tpl"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "charts", "shimkit", "templates", "_alerts.tpl"))
 	if err != nil {
 		t.Fatal(err)
 	}

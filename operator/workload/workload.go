@@ -1,4 +1,4 @@
-package operator
+package workload
 
 import (
 	"context"
@@ -27,33 +27,33 @@ import (
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=get;list;watch
 
-// The field indexes of the manager's cache that workloadFailures lists by
-// (workloadInformer adds them).
+// The field indexes of the manager's cache that Failures lists by
+// (AddToCache's informers have them).
 const (
-	podRuntimeClassField = "spec.runtimeClassName"
-	eventReasonField     = "reason"
+	PodRuntimeClassField = "spec.runtimeClassName"
+	EventReasonField     = "reason"
 )
 
-// workloadSyncWait is how long workloadFailures waits for the pod and
+// SyncWait is how long Failures waits for the pod and
 // Event informers to fill, the first time (they start then): longer, the
 // reconcile fails and is retried, while the informers go on filling.
-const workloadSyncWait = 15 * time.Second
+const SyncWait = 15 * time.Second
 
-// workloadFailures returns the failures the runtime caused (health.Failures)
+// Failures returns the failures the runtime caused (health.Failures)
 // among the pods of the RuntimeClasses classes on the nodes since since.
-// It reads the manager's cache (CacheOptions): the pods by their
+// It reads the manager's cache (built with AddToCache): the pods by their
 // spec.runtimeClassName index, and the FailedCreatePodSandBox Events the
 // cache holds (only those). The first call starts the cache's pod and
 // Event informers, cluster-wide (nothing watches them before, so a
 // cluster none of whose Shims has a gate caches no pods); it waits at most
-// workloadSyncWait for them to fill. Given a client reading the API
+// SyncWait for them to fill. Given a client reading the API
 // server itself (no cache), it lists every pod instead (the API server
 // selects no pods by RuntimeClass).
-func (r *Reconciler) workloadFailures(ctx context.Context, classes []string, nodes map[string]bool, since time.Time) ([]health.Failure, error) {
+func Failures(ctx context.Context, r client.Reader, classes []string, nodes map[string]bool, since time.Time) ([]health.Failure, error) {
 	if len(classes) == 0 || len(nodes) == 0 {
 		return nil, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, workloadSyncWait)
+	ctx, cancel := context.WithTimeout(ctx, SyncWait)
 	defer cancel()
 	classSet := map[string]bool{}
 	for _, c := range classes {
@@ -62,9 +62,9 @@ func (r *Reconciler) workloadFailures(ctx context.Context, classes []string, nod
 	var pods []*corev1.Pod
 	for _, c := range slices.Sorted(maps.Keys(classSet)) {
 		var list corev1.PodList
-		err := r.client.List(ctx, &list, client.MatchingFields{podRuntimeClassField: c}, client.UnsafeDisableDeepCopy)
+		err := r.List(ctx, &list, client.MatchingFields{PodRuntimeClassField: c}, client.UnsafeDisableDeepCopy)
 		if apierrors.IsBadRequest(err) { // the API server's "field label not supported"
-			if err = r.client.List(ctx, &list); err != nil {
+			if err = r.List(ctx, &list); err != nil {
 				return nil, workloadErr("pods", err)
 			}
 			pods = pods[:0]
@@ -81,7 +81,7 @@ func (r *Reconciler) workloadFailures(ctx context.Context, classes []string, nod
 		}
 	}
 	var events corev1.EventList
-	if err := r.client.List(ctx, &events, client.MatchingFields{eventReasonField: health.ReasonSandboxFailed}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.List(ctx, &events, client.MatchingFields{EventReasonField: health.ReasonSandboxFailed}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, workloadErr(health.ReasonSandboxFailed+" Events", err)
 	}
 	evs := make([]*corev1.Event, len(events.Items))
@@ -96,23 +96,23 @@ func workloadErr(what string, err error) error {
 	hint := ""
 	switch {
 	case apierrors.IsTimeout(err) || errors.Is(err, context.DeadlineExceeded):
-		hint = fmt.Sprintf(" (not cached within %s: the operator's role must let it list and watch pods and events in all namespaces)", workloadSyncWait)
+		hint = fmt.Sprintf(" (not cached within %s: the operator's role must let it list and watch pods and events in all namespaces)", SyncWait)
 	case apierrors.IsForbidden(err):
 		hint = " (the operator's role must let it list and watch pods and events in all namespaces)"
 	}
 	return fmt.Errorf("health gate: listing %s: %w%s", what, err, hint)
 }
 
-// workloadCache is what CacheOptions adds for workloadFailures: the pods
+// AddToCache adds to a manager's cache options what Failures reads: the pods
 // trimmed (TrimPod) and indexed by RuntimeClass, and only the
 // FailedCreatePodSandBox Events, trimmed (TrimEvent) and indexed by
 // reason. Neither is watched until the first List (workloadInformer adds
 // the indexes when the informer is made, so that registering them starts
 // nothing).
-func workloadCache(opts *cache.Options, namespace string) {
+func AddToCache(opts *cache.Options, namespace string) {
 	opts.ByObject[&corev1.Pod{}] = cache.ByObject{Transform: TrimPod(namespace)}
 	opts.ByObject[&corev1.Event{}] = cache.ByObject{
-		Field:     fields.OneTermEqualSelector(eventReasonField, health.ReasonSandboxFailed),
+		Field:     fields.OneTermEqualSelector(EventReasonField, health.ReasonSandboxFailed),
 		Transform: TrimEvent,
 	}
 	opts.NewInformer = workloadInformer
@@ -127,14 +127,14 @@ func workloadCache(opts *cache.Options, namespace string) {
 func workloadInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
 	switch obj.(type) {
 	case *corev1.Pod:
-		indexers = withFieldIndex(indexers, podRuntimeClassField, func(o client.Object) string {
+		indexers = withFieldIndex(indexers, PodRuntimeClassField, func(o client.Object) string {
 			if c := o.(*corev1.Pod).Spec.RuntimeClassName; c != nil {
 				return *c
 			}
 			return ""
 		})
 	case *corev1.Event:
-		indexers = withFieldIndex(indexers, eventReasonField, func(o client.Object) string { return o.(*corev1.Event).Reason })
+		indexers = withFieldIndex(indexers, EventReasonField, func(o client.Object) string { return o.(*corev1.Event).Reason })
 	}
 	return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
 }

@@ -1,4 +1,4 @@
-package operator
+package watch
 
 import (
 	"context"
@@ -21,24 +21,24 @@ import (
 // hands out the cache's own objects.
 func TestStoreHandler(t *testing.T) {
 	ctx := context.Background()
-	s := newStore[*batchv1.Job]()
+	s := NewStore[*batchv1.Job]()
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer q.ShutDown()
 	var seenAtEnqueue []int // how many objects the store had when each event was passed on
 	next := handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			seenAtEnqueue = append(seenAtEnqueue, len(s.list(func(*batchv1.Job) bool { return true })))
+			seenAtEnqueue = append(seenAtEnqueue, len(s.List(func(*batchv1.Job) bool { return true })))
 		},
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			seenAtEnqueue = append(seenAtEnqueue, len(s.list(func(*batchv1.Job) bool { return true })))
+			seenAtEnqueue = append(seenAtEnqueue, len(s.List(func(*batchv1.Job) bool { return true })))
 		},
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			seenAtEnqueue = append(seenAtEnqueue, len(s.list(func(*batchv1.Job) bool { return true })))
+			seenAtEnqueue = append(seenAtEnqueue, len(s.List(func(*batchv1.Job) bool { return true })))
 		},
 	}
 	// Only Jobs named "pass-…" reach the reconciler.
 	pass := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName()[:4] == "pass" })
-	h := s.handler(next, pass)
+	h := s.Handler(next, pass)
 	job := func(name, rv string) *batchv1.Job {
 		return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
 	}
@@ -51,7 +51,7 @@ func TestStoreHandler(t *testing.T) {
 	a2 := job("pass-a", "2")
 	h.Update(ctx, event.UpdateEvent{ObjectOld: a1, ObjectNew: a2}, q)
 
-	got := s.list(func(*batchv1.Job) bool { return true })
+	got := s.List(func(*batchv1.Job) bool { return true })
 	slices.SortFunc(got, func(x, y *batchv1.Job) int { return strings.Compare(x.Name, y.Name) })
 	if len(got) != 2 || got[0] != b2 || got[1] != a2 {
 		t.Fatalf("store holds %v, want the newest objects themselves (drop-b@2, pass-a@2)", names(got))
@@ -62,13 +62,13 @@ func TestStoreHandler(t *testing.T) {
 
 	h.Delete(ctx, event.DeleteEvent{Object: b2}, q)
 	h.Delete(ctx, event.DeleteEvent{Object: a2}, q)
-	if got := s.list(func(*batchv1.Job) bool { return true }); len(got) != 0 {
+	if got := s.List(func(*batchv1.Job) bool { return true }); len(got) != 0 {
 		t.Errorf("after both were deleted the store holds %v", names(got))
 	}
 	if want := []int{1, 2, 0}; !slices.Equal(seenAtEnqueue, want) {
 		t.Errorf("objects in the store at each passed event: %v, want %v (drop-b's delete not passed on)", seenAtEnqueue, want)
 	}
-	if only := s.list(func(j *batchv1.Job) bool { return j.Name == "x" }); len(only) != 0 {
+	if only := s.List(func(j *batchv1.Job) bool { return j.Name == "x" }); len(only) != 0 {
 		t.Errorf("filtered list: %v", names(only))
 	}
 }

@@ -1,9 +1,10 @@
-package operator
+package nodeview
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -16,37 +17,52 @@ import (
 	"github.com/shimkit/shimkit/operator/jobview"
 )
 
-const controlPlaneLabel = "node-role.kubernetes.io/control-plane"
+// PendingTaint is the startup taint a node pool may put on joining nodes
+// (operator.PendingTaint).
+const PendingTaint = "shim.containerd.x-k8s.io/pending"
 
-// matches reports whether a node is targeted by the Shim: its selector,
+// ForceRolloutAnnotation on a node ("true") lets it change outside the
+// maintenance windows (operator.ForceRolloutAnnotation).
+const ForceRolloutAnnotation = "shim.containerd.x-k8s.io/force-rollout"
+
+// HasPendingTaint: the node has the startup taint.
+func HasPendingTaint(node *corev1.Node) bool {
+	return slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == PendingTaint })
+}
+
+// ControlPlaneLabel marks a control-plane node: one is matched only by a
+// selector that names it.
+const ControlPlaneLabel = "node-role.kubernetes.io/control-plane"
+
+// Matches reports whether a node is targeted by the Shim: its selector,
 // and no control-plane node unless the selector names that label. A
 // matching node is installed only when it is also eligible (eligibility).
-// preinstalled: the node's image has the shim (fetchStrategy.type
-// preinstalled, or the node has every label of spec.preinstalledOn).
-func preinstalled(shim *v1alpha1.Shim, node *corev1.Node) bool {
+// Preinstalled: the node's image has the shim (fetchStrategy.type
+// Preinstalled, or the node has every label of spec.preinstalledOn).
+func Preinstalled(shim *v1alpha1.Shim, node *corev1.Node) bool {
 	on := shim.Spec.PreinstalledOn
 	return shim.Spec.FetchStrategy.Type == v1alpha1.FetchPreinstalled ||
 		len(on) > 0 && labels.SelectorFromSet(on).Matches(labels.Set(node.Labels))
 }
 
-func matches(shim *v1alpha1.Shim, node *corev1.Node) bool {
+func Matches(shim *v1alpha1.Shim, node *corev1.Node) bool {
 	sel := shim.Spec.NodeSelector
-	if _, named := sel[controlPlaneLabel]; !named {
-		if _, cp := node.Labels[controlPlaneLabel]; cp {
+	if _, named := sel[ControlPlaneLabel]; !named {
+		if _, cp := node.Labels[ControlPlaneLabel]; cp {
 			return false
 		}
 	}
 	return labels.SelectorFromSet(sel).Matches(labels.Set(node.Labels))
 }
 
-// specHash identifies what is installed on a node: everything of the spec
+// SpecHash identifies what is installed on a node: everything of the spec
 // that reaches the installer (targetHash adds the resolved artifact). The rollout strategy, the node selector and
 // the RuntimeClasses' names and tolerations are not part of it. Fields
 // added with bundles (and adoption) are left out when empty, so that a
 // Shim of before keeps its hash (and an operator upgrade reinstalls no
 // node). Adoption and migration are part of it: asking for either after a
 // node refused the install (Conflict) starts a new round.
-func specHash(shim *v1alpha1.Shim) string {
+func SpecHash(shim *v1alpha1.Shim) string {
 	s := shim.Spec
 	// How often the artifact is resolved again is not what a node
 	// installs; the resolved artifact enters through targetHash.
@@ -74,19 +90,19 @@ func specHash(shim *v1alpha1.Shim) string {
 		Adopt                bool                     `json:",omitempty"`
 		Migrate              string                   `json:",omitempty"`
 	}{
-		s.FetchStrategy, s.RuntimeClass.HandlerName(), runtimeType(shim), rawOptions(shim), s.RuntimePath, s.PodAnnotations, s.PrivilegedWithoutHostDevices,
+		s.FetchStrategy, s.RuntimeClass.HandlerName(), RuntimeType(shim), rawOptions(shim), s.RuntimePath, s.PodAnnotations, s.PrivilegedWithoutHostDevices,
 		s.ContainerAnnotations, s.Snapshotter, s.Sandboxer, s.IOType, s.Files, handlers, s.Sandboxers, s.RuntimeClass.AdoptHandler,
-		migrateFrom(s.MigrateFrom),
+		MigrateFrom(s.MigrateFrom),
 	})
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])[:16]
 }
 
-// canaryHash identifies the Shim's canary settings (spec.canary, on or
+// CanaryHash identifies the Shim's canary settings (spec.canary, on or
 // off included): it is not part of the spec hash, so changing it
 // reinstalls no node, but a node whose canary failed is tried again with
 // the new one.
-func canaryHash(shim *v1alpha1.Shim) string {
+func CanaryHash(shim *v1alpha1.Shim) string {
 	c := v1alpha1.Canary{}
 	if shim.Spec.Canary != nil {
 		c = *shim.Spec.Canary
@@ -97,16 +113,16 @@ func canaryHash(shim *v1alpha1.Shim) string {
 	return hex.EncodeToString(sum[:])[:16]
 }
 
-// migrateFrom identifies the migration in the spec hash: the group and
+// MigrateFrom identifies the migration in the spec hash: the group and
 // name of the runtime-class-manager Shim ("" without one).
-func migrateFrom(m *v1alpha1.MigrateFrom) string {
+func MigrateFrom(m *v1alpha1.MigrateFrom) string {
 	if m == nil {
 		return ""
 	}
 	return "runtime-class-manager:" + m.RuntimeClassManager.Group() + "/" + m.RuntimeClassManager.Shim
 }
 
-func runtimeType(shim *v1alpha1.Shim) string {
+func RuntimeType(shim *v1alpha1.Shim) string {
 	if shim.Spec.RuntimeType != "" {
 		return shim.Spec.RuntimeType
 	}
@@ -120,12 +136,12 @@ func rawOptions(shim *v1alpha1.Shim) []byte {
 	return shim.Spec.RuntimeOptions.Raw
 }
 
-func viewNode(shim *v1alpha1.Shim, node *corev1.Node, canary string) fleet.NodeView {
-	v := fleet.NodeView{Node: node, Matching: matches(shim, node), Canary: canary,
-		Fresh: hasPendingTaint(node), Forced: node.Annotations[ForceRolloutAnnotation] == "true",
-		Preinstalled: preinstalled(shim, node)}
+func View(shim *v1alpha1.Shim, node *corev1.Node, canary string) fleet.NodeView {
+	v := fleet.NodeView{Node: node, Matching: Matches(shim, node), Canary: canary,
+		Fresh: HasPendingTaint(node), Forced: node.Annotations[ForceRolloutAnnotation] == "true",
+		Preinstalled: Preinstalled(shim, node)}
 	if v.Matching {
-		v.Skip = eligibility(shim, node, v.Preinstalled)
+		v.Skip = Eligibility(shim, node, v.Preinstalled)
 	}
 	v.Label = node.Labels[nodelabel.Key(shim.Name)]
 	v.SpecHash = node.Annotations[nodelabel.Key(shim.Name)]
@@ -145,17 +161,17 @@ func viewNode(shim *v1alpha1.Shim, node *corev1.Node, canary string) fleet.NodeV
 	return v
 }
 
-// forMachine: the Job tells of the node's machine now. A finished Job made
+// ForMachine: the Job tells of the node's machine now. A finished Job made
 // for the machine the node had before a reimage under its name ran
 // there, and what it did went with that machine: it tells nothing (nor,
 // made before Jobs named their machine, does one of a node seen reimaged
 // now). A running one is followed to its end.
-func forMachine(v *fleet.NodeView, j *jobview.View) bool {
+func ForMachine(v *fleet.NodeView, j *jobview.View) bool {
 	return j.Running() || !v.Reimaged && !record.OtherMachine(j.Machine, v.Node)
 }
 
-// platformOf returns a node's platform as the installer names it.
-func platformOf(node *corev1.Node) string {
+// PlatformOf returns a node's platform as the installer names it.
+func PlatformOf(node *corev1.Node) string {
 	arch := node.Labels[corev1.LabelArchStable]
 	if arch == "" {
 		arch = node.Status.NodeInfo.Architecture

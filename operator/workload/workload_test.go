@@ -1,4 +1,4 @@
-package operator
+package workload_test
 
 import (
 	"context"
@@ -22,8 +22,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/shimkit/shimkit/internal/testutil"
+	"github.com/shimkit/shimkit/operator"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/health"
+	"github.com/shimkit/shimkit/operator/workload"
 )
 
 // requestLog records the paths and queries of the pod and Event requests
@@ -159,12 +161,12 @@ func TestWorkloadFailures(t *testing.T) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache:      CacheOptions("shimkit-system"),
+		Cache:      operator.CacheOptions("shimkit-system"),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := New(mgr.GetClient(), nil, Options{InstallerImage: "shimkit-installer:test", Namespace: "shimkit-system"})
+	r, err := operator.New(mgr.GetClient(), nil, operator.Options{InstallerImage: "shimkit-installer:test", Namespace: "shimkit-system"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +192,7 @@ func TestWorkloadFailures(t *testing.T) {
 
 	classes, nodes := []string{"wasm-a", "wasm-b"}, map[string]bool{"n1": true, "n2": true}
 	start := time.Now()
-	got, err := r.workloadFailures(ctx, classes, nodes, since)
+	got, err := workload.Failures(ctx, mgr.GetClient(), classes, nodes, since)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,10 +223,10 @@ func TestWorkloadFailures(t *testing.T) {
 
 	// The index, in one namespace and in all.
 	var list corev1.PodList
-	if err := mgr.GetClient().List(ctx, &list, client.InNamespace("apps"), client.MatchingFields{podRuntimeClassField: "wasm-b"}); err != nil || len(list.Items) != 1 || list.Items[0].Name != "run-1" {
+	if err := mgr.GetClient().List(ctx, &list, client.InNamespace("apps"), client.MatchingFields{workload.PodRuntimeClassField: "wasm-b"}); err != nil || len(list.Items) != 1 || list.Items[0].Name != "run-1" {
 		t.Errorf("wasm-b pods in apps: %d (%v)", len(list.Items), err)
 	}
-	if err := mgr.GetClient().List(ctx, &list, client.MatchingFields{podRuntimeClassField: "wasm-a"}); err != nil || len(list.Items) != 6 {
+	if err := mgr.GetClient().List(ctx, &list, client.MatchingFields{workload.PodRuntimeClassField: "wasm-a"}); err != nil || len(list.Items) != 6 {
 		t.Errorf("wasm-a pods: %d (%v), want 6", len(list.Items), err)
 	}
 	// The installer's pods whole, the others trimmed.
@@ -246,7 +248,7 @@ func TestWorkloadFailures(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		got, err = r.workloadFailures(ctx, classes, nodes, since)
+		got, err = workload.Failures(ctx, mgr.GetClient(), classes, nodes, since)
 		if i := slices.IndexFunc(got, func(f health.Failure) bool { return f.Pod == "crash-1" }); err == nil && len(got) == 5 && i == 1 && got[i].Reason == health.ReasonStartError {
 			break
 		}
@@ -258,12 +260,11 @@ func TestWorkloadFailures(t *testing.T) {
 
 	// Without a cache: the API server has no index, and all its pods are
 	// listed.
-	live := &Reconciler{client: c}
-	gotLive, err := live.workloadFailures(ctx, classes, nodes, since)
+	gotLive, err := workload.Failures(ctx, c, classes, nodes, since)
 	if err != nil || !cmp.Equal(got, gotLive) {
 		t.Errorf("workloadFailures from the API server: %v\n%+v\nwant\n%+v", err, gotLive, got)
 	}
-	if got, err := r.workloadFailures(ctx, nil, nodes, since); got != nil || err != nil {
+	if got, err := workload.Failures(ctx, mgr.GetClient(), nil, nodes, since); got != nil || err != nil {
 		t.Errorf("no classes: %v, %v", got, err)
 	}
 }
@@ -287,7 +288,7 @@ func TestTrimPodAndEvent(t *testing.T) {
 				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "StartError", ExitCode: 128, FinishedAt: at, Message: "boom", ContainerID: "containerd://2"}}}},
 		},
 	}
-	out, err := TrimPod("shimkit-system")(full.DeepCopy())
+	out, err := workload.TrimPod("shimkit-system")(full.DeepCopy())
 	want := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "default", UID: "u1", ResourceVersion: "7", CreationTimestamp: at},
 		Spec:       corev1.PodSpec{NodeName: "n1", RuntimeClassName: &class},
@@ -306,15 +307,15 @@ func TestTrimPodAndEvent(t *testing.T) {
 	// pod without a RuntimeClass, its name alone.
 	plain := full.DeepCopy()
 	plain.Spec.RuntimeClassName = nil
-	if out, _ := TrimPod("shimkit-system")(plain); !cmp.Equal(out, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "default", UID: "u1", ResourceVersion: "7"}}) {
+	if out, _ := workload.TrimPod("shimkit-system")(plain); !cmp.Equal(out, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "default", UID: "u1", ResourceVersion: "7"}}) {
 		t.Errorf("TrimPod of a pod without a RuntimeClass: %+v", out)
 	}
 	installer := full.DeepCopy()
 	installer.Namespace = "shimkit-system"
-	if out, _ := TrimPod("shimkit-system")(installer); !cmp.Equal(out, installer) {
+	if out, _ := workload.TrimPod("shimkit-system")(installer); !cmp.Equal(out, installer) {
 		t.Errorf("TrimPod changed an installer pod: %+v", out)
 	}
-	if out, _ := TrimPod("shimkit-system")(&corev1.Node{}); !cmp.Equal(out, &corev1.Node{}) {
+	if out, _ := workload.TrimPod("shimkit-system")(&corev1.Node{}); !cmp.Equal(out, &corev1.Node{}) {
 		t.Errorf("TrimPod of a Node: %+v", out)
 	}
 
@@ -325,7 +326,7 @@ func TestTrimPodAndEvent(t *testing.T) {
 		Source: corev1.EventSource{Component: "kubelet", Host: "n1"}, FirstTimestamp: at, LastTimestamp: at,
 		Series: &corev1.EventSeries{Count: 4, LastObservedTime: metav1.NewMicroTime(at.Time)}, ReportingController: "kubelet", ReportingInstance: "n1",
 	}
-	out, err = TrimEvent(e)
+	out, err = workload.TrimEvent(e)
 	te := out.(*corev1.Event)
 	if err != nil || te.Labels != nil || te.ManagedFields != nil || te.ReportingController != "" || te.InvolvedObject != (corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "web-1", UID: "u1"}) ||
 		te.Reason != health.ReasonSandboxFailed || len(te.Message) != 2*health.MaxMessage || te.Series == nil || !te.LastTimestamp.Equal(&at) || te.Source.Host != "n1" || te.UID != "e1" {

@@ -1,4 +1,4 @@
-package operator
+package nodegate
 
 import (
 	"testing"
@@ -25,41 +25,41 @@ func gateJob(name, shim, node string, done bool, created time.Time) *batchv1.Job
 // the cache lags behind a Job just created.
 func TestNodeGate(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	g := &nodeGate{max: 2}
-	if !g.acquire("n1", "a", "a-n1", nil, now) {
+	g := &Gate{max: 2}
+	if !g.Acquire("n1", "a", "a-n1", nil, now) {
 		t.Fatal("a cannot take a free node")
 	}
-	if !g.acquire("n1", "a", "a-n1", nil, now) {
+	if !g.Acquire("n1", "a", "a-n1", nil, now) {
 		t.Fatal("a cannot take its own node again")
 	}
-	if g.acquire("n1", "b", "b-n1", nil, now) {
+	if g.Acquire("n1", "b", "b-n1", nil, now) {
 		t.Error("b took n1 while a's installer runs there")
 	}
-	if !g.acquire("n2", "b", "b-n2", nil, now) {
+	if !g.Acquire("n2", "b", "b-n2", nil, now) {
 		t.Error("b cannot take a free node under the cap")
 	}
-	if g.acquire("n3", "b", "b-n3", nil, now) {
+	if g.Acquire("n3", "b", "b-n3", nil, now) {
 		t.Error("a third node past the cap of 2")
 	}
 	// The cache does not show a-n1 yet (lag): the hold stays.
-	g.sync(nil, now.Add(10*time.Second))
-	if g.acquire("n1", "b", "b-n1", nil, now) {
+	g.Sync(nil, now.Add(10*time.Second))
+	if g.Acquire("n1", "b", "b-n1", nil, now) {
 		t.Error("a hold was dropped while the cache lags")
 	}
 	// a-n1 finished; b-n2 runs.
-	g.sync([]*batchv1.Job{gateJob("a-n1", "a", "n1", true, now), gateJob("b-n2", "b", "n2", false, now)}, now.Add(20*time.Second))
-	if !g.acquire("n1", "b", "b-n1", nil, now) {
+	g.Sync([]*batchv1.Job{gateJob("a-n1", "a", "n1", true, now), gateJob("b-n2", "b", "n2", false, now)}, now.Add(20*time.Second))
+	if !g.Acquire("n1", "b", "b-n1", nil, now) {
 		t.Error("n1 not free after a's Job finished")
 	}
-	g.release("n1", "b-n1")
+	g.Release("n1", "b-n1")
 	// A restarted operator learns running Jobs from the cache.
-	fresh := &nodeGate{}
-	fresh.sync([]*batchv1.Job{gateJob("c-n4", "c", "n4", false, now)}, now)
-	if fresh.acquire("n4", "d", "d-n4", nil, now) {
+	fresh := &Gate{}
+	fresh.Sync([]*batchv1.Job{gateJob("c-n4", "c", "n4", false, now)}, now)
+	if fresh.Acquire("n4", "d", "d-n4", nil, now) {
 		t.Error("a restarted gate let d onto c's node")
 	}
 	// A hold never seen in the cache expires.
-	g.sync(nil, now.Add(2*gateGrace))
+	g.Sync(nil, now.Add(2*Grace))
 	if len(g.held) != 0 {
 		t.Errorf("holds left: %v", g.held)
 	}

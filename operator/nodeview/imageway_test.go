@@ -1,4 +1,4 @@
-package operator
+package nodeview
 
 import (
 	"testing"
@@ -29,8 +29,8 @@ func TestImageWay(t *testing.T) {
 		{"a managed cluster's versions", "v1.35.1-eks-3025e55", node("v1.35.0-eks-5e0fdde", "containerd://2.1.3"), nodejob.ImageVolume},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := imageWay(tc.server, tc.node); got != tc.want {
-				t.Errorf("imageWay(%s, %+v) = %s, want %s", tc.server, tc.node.Status.NodeInfo, got, tc.want)
+			if got := ImageWay(tc.server, tc.node); got != tc.want {
+				t.Errorf("ImageWay(%s, %+v) = %s, want %s", tc.server, tc.node.Status.NodeInfo, got, tc.want)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package operator
+package watch
 
 import (
 	"maps"
@@ -14,6 +14,7 @@ import (
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/nodelabel/record"
 	"github.com/shimkit/shimkit/operator/jobview"
+	"github.com/shimkit/shimkit/operator/nodeview"
 )
 
 // The watches pass only the changes a reconcile acts on. A reconcile
@@ -23,11 +24,11 @@ import (
 // one at a time: at 1,000 nodes most reconciles were such echoes, and the
 // useful ones queued behind them (BENCHMARKS.md).
 
-// shimChanged passes a Shim's creation and deletion, a change of its spec
+// ShimChanged passes a Shim's creation and deletion, a change of its spec
 // (generation: deletion with finalizers bumps it too) or of its
 // annotations (a retry request), not its status, which only the operator
 // writes.
-func shimChanged() predicate.Predicate {
+func ShimChanged() predicate.Predicate {
 	return predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionStarted())
 }
 
@@ -44,11 +45,11 @@ func deletionStarted() predicate.Funcs {
 	}
 }
 
-// jobChanged passes what changes a node's state: a Job that finished
+// JobChanged passes what changes a node's state: a Job that finished
 // (complete or failed) or started to be deleted, a Job deleted (a retry,
 // the TTL), and a batch Job created (its partners learn it holds their
 // node); not a Job the reconcile itself created, nor its progress.
-func jobChanged() predicate.Funcs {
+func JobChanged() predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool { return len(e.Object.GetOwnerReferences()) > 1 },
 		DeleteFunc: func(event.DeleteEvent) bool { return true },
@@ -70,20 +71,20 @@ func jobDone(j *batchv1.Job) bool {
 	return v.Condition(batchv1.JobComplete) != nil || v.Condition(batchv1.JobFailed) != nil
 }
 
-// foreignLabelChanged passes a node whose labels changed outside shimkit's
+// ForeignLabelChanged passes a node whose labels changed outside shimkit's
 // own keys (nodelabel.Prefix): what node selectors see. The operator's own
 // label writes are echoes of a reconcile; a label of shimkit's changed by
 // hand is seen on the next reconcile (at the latest the verify period).
 // On a node with the startup taint every label change passes: the Shim
 // that labels the node last may not see the others' labels yet, and the
 // taint goes when a reconcile sees them all.
-func foreignLabelChanged() predicate.Funcs {
+func ForeignLabelChanged() predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			if n, ok := e.ObjectNew.(*corev1.Node); ok && slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == PendingTaint }) {
+			if n, ok := e.ObjectNew.(*corev1.Node); ok && slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == nodeview.PendingTaint }) {
 				return !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels())
 			}
 			return !maps.Equal(foreignLabels(e.ObjectOld), foreignLabels(e.ObjectNew))
@@ -101,10 +102,10 @@ func foreignLabels(o client.Object) map[string]string {
 	return out
 }
 
-// nodeInfoChanged passes a node whose reported operating system,
+// NodeInfoChanged passes a node whose reported operating system,
 // architecture or container runtime changed (its eligibility may have),
 // or whose runtime handlers changed (a Shim's may be gone: drift).
-func nodeInfoChanged() predicate.Funcs {
+func NodeInfoChanged() predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
@@ -124,9 +125,9 @@ func nodeInfoChanged() predicate.Funcs {
 	}
 }
 
-// nodeLifecycle passes node creation and deletion (label changes pass
+// NodeLifecycle passes node creation and deletion (label changes pass
 // through foreignLabelChanged), not the kubelet's status heartbeats.
-func nodeLifecycle() predicate.Funcs {
+func NodeLifecycle() predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc:  func(e event.CreateEvent) bool { return true },
 		DeleteFunc:  func(e event.DeleteEvent) bool { return true },

@@ -1,4 +1,4 @@
-package operator
+package watch
 
 import (
 	"testing"
@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/nodeview"
 )
 
 // TestWatchPredicates: the watches pass what a reconcile acts on and not
@@ -37,7 +38,7 @@ func TestWatchPredicates(t *testing.T) {
 	node := func(labels map[string]string, tainted bool) client.Object {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: labels}}
 		if tainted {
-			n.Spec.Taints = []corev1.Taint{{Key: PendingTaint, Effect: corev1.TaintEffectNoSchedule}}
+			n.Spec.Taints = []corev1.Taint{{Key: nodeview.PendingTaint, Effect: corev1.TaintEffectNoSchedule}}
 		}
 		return n
 	}
@@ -48,15 +49,15 @@ func TestWatchPredicates(t *testing.T) {
 		old, new client.Object
 		want     bool
 	}{
-		{"spec changed", shimChanged(), shim(1, nil), shim(2, nil), true},
-		{"status written", shimChanged(), shim(1, nil), shim(1, func(s *v1alpha1.Shim) { s.Status.ObservedGeneration = 1 }), false},
-		{"retry requested", shimChanged(), shim(1, nil), shim(1, func(s *v1alpha1.Shim) { s.Annotations = map[string]string{"r": "x"} }), true},
-		{"deleted", shimChanged(), shim(1, nil), shim(1, func(s *v1alpha1.Shim) { s.DeletionTimestamp = &now }), true},
-		{"Job finished", jobChanged(), job(false, 1), job(true, 1), true},
-		{"Job progress", jobChanged(), job(false, 1), job(false, 1), false},
-		{"selector label", foreignLabelChanged(), node(map[string]string{"pool": "a"}, false), node(map[string]string{"pool": "b"}, false), true},
-		{"shimkit's own label", foreignLabelChanged(), node(map[string]string{"pool": "a"}, false), node(ours, false), false},
-		{"shimkit's own label on a tainted node", foreignLabelChanged(), node(map[string]string{"pool": "a"}, true), node(ours, true), true},
+		{"spec changed", ShimChanged(), shim(1, nil), shim(2, nil), true},
+		{"status written", ShimChanged(), shim(1, nil), shim(1, func(s *v1alpha1.Shim) { s.Status.ObservedGeneration = 1 }), false},
+		{"retry requested", ShimChanged(), shim(1, nil), shim(1, func(s *v1alpha1.Shim) { s.Annotations = map[string]string{"r": "x"} }), true},
+		{"deleted", ShimChanged(), shim(1, nil), shim(1, func(s *v1alpha1.Shim) { s.DeletionTimestamp = &now }), true},
+		{"Job finished", JobChanged(), job(false, 1), job(true, 1), true},
+		{"Job progress", JobChanged(), job(false, 1), job(false, 1), false},
+		{"selector label", ForeignLabelChanged(), node(map[string]string{"pool": "a"}, false), node(map[string]string{"pool": "b"}, false), true},
+		{"shimkit's own label", ForeignLabelChanged(), node(map[string]string{"pool": "a"}, false), node(ours, false), false},
+		{"shimkit's own label on a tainted node", ForeignLabelChanged(), node(map[string]string{"pool": "a"}, true), node(ours, true), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.p.Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}); got != tc.want {
@@ -64,7 +65,7 @@ func TestWatchPredicates(t *testing.T) {
 			}
 		})
 	}
-	if !jobChanged().Create(event.CreateEvent{Object: job(false, 2)}) || jobChanged().Create(event.CreateEvent{Object: job(false, 1)}) {
+	if !JobChanged().Create(event.CreateEvent{Object: job(false, 2)}) || JobChanged().Create(event.CreateEvent{Object: job(false, 1)}) {
 		t.Error("a batch Job's creation passes, a Job of one Shim's does not")
 	}
 }

@@ -1,4 +1,4 @@
-package operator
+package nodegate
 
 import (
 	"slices"
@@ -7,35 +7,41 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 
-	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/operator/jobview"
 )
 
-// gateRetry is how soon a Shim waiting for a node held by another Shim's
+// Retry is how soon a Shim waiting for a node held by another Shim's
 // installer looks again.
-const gateRetry = 5 * time.Second
+const Retry = 5 * time.Second
 
-// gateGrace is how long a hold whose Job the cache has not shown yet is
+// Grace is how long a hold whose Job the cache has not shown yet is
 // kept: the cache lags behind the Jobs the operator creates.
-const gateGrace = time.Minute
+const Grace = time.Minute
 
-// nodeGate lets at most one installer Job run on a node at any moment,
+// Gate lets at most one installer Job run on a node at any moment,
 // across all Shims, so that two Shims never restart one node's containerd
 // back to back or interleaved; and, with max set, at most max nodes run
 // one at once, whatever each Shim's maxUpdate (their budgets would add up
 // otherwise). It is the operator's own: every installer Job is created
 // through it, and it learns the running ones from the Jobs cache (after a
 // restart too).
-type nodeGate struct {
+type Gate struct {
 	mu   sync.Mutex
 	max  int
 	held map[string]hold // node → the Job running there
 	// offers are, by Shim, the installs each Shim would start now: another
 	// Shim's Job on one of those nodes takes it along (batch.go).
-	offers map[string]*offer
+	offers map[string]*Offer
 	// window is how long a Shim that just got work waits for others to
 	// offer theirs (Options.BatchWindow).
 	window time.Duration
+}
+
+// New returns a Gate that lets at most max nodes (0: any number) run an
+// installer at once, and makes a Shim that just got work wait up to window
+// for others to offer theirs (0 or less: no batches).
+func New(max int, window time.Duration) *Gate {
+	return &Gate{max: max, window: window}
 }
 
 type hold struct {
@@ -48,10 +54,10 @@ type hold struct {
 	verify  bool // a verifying Job: it changes nothing
 }
 
-// sync brings the holds up to date with the Jobs of the namespace:
+// Sync brings the holds up to date with the Jobs of the namespace:
 // running ones hold their node, finished ones release it, and a hold the
-// cache does not show yet is kept for gateGrace.
-func (g *nodeGate) sync(jobs []*batchv1.Job, now time.Time) {
+// cache does not show yet is kept for Grace.
+func (g *Gate) Sync(jobs []*batchv1.Job, now time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.held == nil {
@@ -73,7 +79,7 @@ func (g *nodeGate) sync(jobs []*batchv1.Job, now time.Time) {
 	}
 	for node, h := range g.held {
 		running, known := state[h.job]
-		if known && !running || !known && (h.seen || now.Sub(h.since) > gateGrace) {
+		if known && !running || !known && (h.seen || now.Sub(h.since) > Grace) {
 			delete(g.held, node)
 			if complete[h.job] {
 				g.returned(h)
@@ -82,22 +88,22 @@ func (g *nodeGate) sync(jobs []*batchv1.Job, now time.Time) {
 	}
 }
 
-// acquire reserves node for the shim's Job (carrying the plans of
+// Acquire reserves node for the shim's Job (carrying the plans of
 // members too, when a batch); false when another Shim's installer runs
 // there, or the cap is reached. The shim's offer gives up the node and
 // one slot of its budget.
-func (g *nodeGate) acquire(node, shim, job string, members []string, now time.Time) bool {
+func (g *Gate) Acquire(node, shim, job string, members []string, now time.Time) bool {
 	return g.reserve(node, hold{shim: shim, job: job, members: members, since: now})
 }
 
-// acquireVerify reserves node for the shim's verifying Job: it runs alone
+// AcquireVerify reserves node for the shim's verifying Job: it runs alone
 // on the node like any installer, but changes nothing (inFlight leaves it
 // out).
-func (g *nodeGate) acquireVerify(node, shim, job string, now time.Time) bool {
+func (g *Gate) AcquireVerify(node, shim, job string, now time.Time) bool {
 	return g.reserve(node, hold{shim: shim, job: job, since: now, verify: true})
 }
 
-func (g *nodeGate) reserve(node string, nh hold) bool {
+func (g *Gate) reserve(node string, nh hold) bool {
 	shim, job := nh.shim, nh.job
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -121,12 +127,12 @@ func (g *nodeGate) reserve(node string, nh hold) bool {
 	return true
 }
 
-// inFlight returns the nodes held by a Job of the shim or a batch Job
+// InFlight returns the nodes held by a Job of the shim or a batch Job
 // that carries its plan, by node: the Job's name. The reconcile counts
 // them as changing even before its cache shows their Jobs (a reconcile
 // right after the one that created them would otherwise create them
 // again, and be refused: AlreadyExists).
-func (g *nodeGate) inFlight(shim string) map[string]string {
+func (g *Gate) InFlight(shim string) map[string]string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	out := map[string]string{}
@@ -138,32 +144,11 @@ func (g *nodeGate) inFlight(shim string) map[string]string {
 	return out
 }
 
-// release gives the node back (its Job could not be created).
-func (g *nodeGate) release(node, job string) {
+// Release gives the node back (its Job could not be created).
+func (g *Gate) Release(node, job string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if h, ok := g.held[node]; ok && h.job == job {
 		delete(g.held, node)
 	}
-}
-
-// jobHash is the spec hash a node's Job of op is named by.
-func (o *observed) jobHash(v *fleet.NodeView, op string) string {
-	if op == jobview.OpUninstall {
-		return v.SpecHash
-	}
-	return o.hash
-}
-
-// admit asks the node gate for the node before its Job is started.
-func (r *Reconciler) admit(obs *observed, v *fleet.NodeView, op string) bool {
-	return r.gate.acquire(v.Node.Name, jobview.LabelValue(obs.shim.Name), jobview.JobName(obs.shim.Name, v.Node.Name, op, obs.jobHash(v, op)), nil, time.Now())
-}
-
-// released gives the node back when its Job could not be started.
-func (r *Reconciler) released(obs *observed, v *fleet.NodeView, op string, err error) error {
-	if err != nil {
-		r.gate.release(v.Node.Name, jobview.JobName(obs.shim.Name, v.Node.Name, op, obs.jobHash(v, op)))
-	}
-	return err
 }

@@ -1,4 +1,4 @@
-package operator
+package metrics
 
 import (
 	"errors"
@@ -14,11 +14,12 @@ import (
 	"github.com/shimkit/shimkit/operator/jobview"
 )
 
-// metrics of the reconciler: nodes per state per shim, how long a rollout
+// Metrics of the reconciler: nodes per state per shim, how long a rollout
 // took from the spec change to Ready, per-node operations of the installer
 // Jobs, and the progressive-delivery signals (rollout step, pause, workload
-// gate trips, drift). Every series has a shim label; forget drops them all.
-type metrics struct {
+// gate trips, drift). Every series has a shim label; Forget drops them all.
+// The methods are safe for concurrent use.
+type Metrics struct {
 	nodes    *prometheus.GaugeVec
 	duration *prometheus.HistogramVec
 
@@ -68,8 +69,9 @@ const (
 // kube-state-metrics exports conditions).
 var conditionStatuses = []metav1.ConditionStatus{metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown}
 
-func newMetrics() *metrics {
-	return &metrics{
+// New returns the metrics, not registered yet (Register).
+func New() *Metrics {
+	return &Metrics{
 		nodes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "shimkit_shim_nodes", Help: "Nodes of a Shim by state: matching (and eligible), updated, in_progress, failed, skipped (matching, not eligible).",
 		}, []string{"shim", "state"}),
@@ -129,7 +131,7 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error)
 // Register adds the metrics to a registry (controller-runtime's
 // metrics.Registry for the manager's endpoint). When another reconciler in
 // the process registered them already, this one reports through those.
-func (m *metrics) Register(reg prometheus.Registerer) error {
+func (m *Metrics) Register(reg prometheus.Registerer) error {
 	var err error
 	for _, g := range []**prometheus.GaugeVec{&m.nodes, &m.step, &m.paused, &m.condition} {
 		if *g, err = register(reg, *g); err != nil {
@@ -149,7 +151,7 @@ func (m *metrics) Register(reg prometheus.Registerer) error {
 	return nil
 }
 
-func (m *metrics) observe(shim *v1alpha1.Shim, st v1alpha1.ShimStatus, ready bool) {
+func (m *Metrics) Observe(shim *v1alpha1.Shim, st v1alpha1.ShimStatus, ready bool) {
 	for state, n := range map[string]int32{"matching": st.Nodes, "updated": st.UpdatedNodes, "in_progress": st.InProgressNodes, "failed": st.FailedNodes, "skipped": st.SkippedNodes} {
 		m.nodes.WithLabelValues(shim.Name, state).Set(float64(n))
 	}
@@ -171,7 +173,7 @@ func (m *metrics) observe(shim *v1alpha1.Shim, st v1alpha1.ShimStatus, ready boo
 // install, uninstall or verify, result succeeded or failed, reason the
 // failure reason (installer/plan's Reason*) or "" on success. A failure
 // also counts in shimkit_node_failures_total. Call it once per Job.
-func (m *metrics) nodeOperation(shim, op, result, reason string, d time.Duration) {
+func (m *Metrics) NodeOperation(shim, op, result, reason string, d time.Duration) {
 	m.nodeOpDuration.WithLabelValues(shim, op, result, reason).Observe(d.Seconds())
 	if result == resultFailed {
 		m.nodeFailures.WithLabelValues(shim, op, reason).Inc()
@@ -182,7 +184,7 @@ func (m *metrics) nodeOperation(shim, op, result, reason string, d time.Duration
 // (later calls for the same Job are ignored): its operation's duration and
 // result (nodeOperation), and containerd's restart when the installer
 // reports one. Call it where the Job's outcome is recorded on the node.
-func (m *metrics) jobFinished(shim string, j *jobview.View) {
+func (m *Metrics) JobFinished(shim string, j *jobview.View) {
 	if j == nil || j.Object == nil || !m.firstTime(jobKey{shim, j.Object.UID}) {
 		return
 	}
@@ -191,14 +193,14 @@ func (m *metrics) jobFinished(shim string, j *jobview.View) {
 		result = resultFailed
 		reason, _ = j.Failure()
 	}
-	m.nodeOperation(shim, j.Op, result, reason, jobDuration(j))
+	m.NodeOperation(shim, j.Op, result, reason, jobDuration(j))
 	if j.Result != nil && j.Result.Restarted {
-		m.containerdRestarted(shim)
+		m.ContainerdRestarted(shim)
 	}
 }
 
 // firstTime reports whether k was not seen yet, and remembers it.
-func (m *metrics) firstTime(k jobKey) bool {
+func (m *Metrics) firstTime(k jobKey) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.seen[k]; ok {
@@ -238,23 +240,23 @@ func jobDuration(j *jobview.View) time.Duration {
 }
 
 // containerdRestarted counts one restart of containerd by a Job of shim.
-func (m *metrics) containerdRestarted(shim string) {
+func (m *Metrics) ContainerdRestarted(shim string) {
 	m.restarts.WithLabelValues(shim).Inc()
 }
 
 // driftDetected counts one detection of drift of shim on node.
-func (m *metrics) driftDetected(shim, node string) {
+func (m *Metrics) DriftDetected(shim, node string) {
 	m.drift.WithLabelValues(shim, node).Inc()
 }
 
 // gateTripped counts one halt of shim's rollout by the workload gate.
-func (m *metrics) gateTripped(shim, reason string) {
+func (m *Metrics) GateTripped(shim, reason string) {
 	m.gateTrips.WithLabelValues(shim, reason).Inc()
 }
 
 // rolloutStep sets the 0-based index of shim's current rollout step; a
 // negative step (no rollout in progress) removes the series.
-func (m *metrics) rolloutStep(shim string, step int) {
+func (m *Metrics) RolloutStep(shim string, step int) {
 	if step < 0 {
 		m.step.DeleteLabelValues(shim)
 		return
@@ -263,7 +265,7 @@ func (m *metrics) rolloutStep(shim string, step int) {
 }
 
 // rolloutPaused sets whether shim's rollout is paused.
-func (m *metrics) rolloutPaused(shim string, paused bool) {
+func (m *Metrics) RolloutPaused(shim string, paused bool) {
 	v := 0.0
 	if paused {
 		v = 1
@@ -273,7 +275,7 @@ func (m *metrics) rolloutPaused(shim string, paused bool) {
 
 // conditions exports shim's status conditions; a type no longer among
 // conds loses its series.
-func (m *metrics) conditions(shim string, conds []metav1.Condition) {
+func (m *Metrics) Conditions(shim string, conds []metav1.Condition) {
 	types := make([]string, 0, len(conds))
 	for _, c := range conds {
 		types = append(types, c.Type)
@@ -301,7 +303,7 @@ func (m *metrics) conditions(shim string, conds []metav1.Condition) {
 }
 
 // forget drops every series of shim (the Shim was deleted).
-func (m *metrics) forget(shim string) {
+func (m *Metrics) Forget(shim string) {
 	l := prometheus.Labels{"shim": shim}
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
 		m.nodes, m.duration, m.nodeOpDuration, m.nodeFailures, m.restarts, m.drift, m.gateTrips, m.step, m.paused, m.condition,

@@ -1,12 +1,10 @@
-package operator
+package nodeview
 
 import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/version"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/rest"
 
 	"github.com/shimkit/shimkit/operator/nodejob"
 )
@@ -18,13 +16,13 @@ var (
 	imageVolumeContainerd = version.MajorMinor(2, 1)
 )
 
-// imageWay is how the node's installer gets a Shim's image: an image
+// ImageWay is how the node's installer gets a Shim's image: an image
 // volume (nodejob.ImageVolume) where the API server (server, its
 // gitVersion), the node's kubelet and its containerd all serve them, the
 // copy by init containers (nodejob.ImageCopy) otherwise, an unknown
 // version included: an API server without the gate would drop the volume
 // from the pod, a runtime without it would fail the pod.
-func imageWay(server string, node *corev1.Node) string {
+func ImageWay(server string, node *corev1.Node) string {
 	info := node.Status.NodeInfo
 	runtime, ok := strings.CutPrefix(info.ContainerRuntimeVersion, "containerd://")
 	if ok && atLeast(server, imageVolumeKube) && atLeast(info.KubeletVersion, imageVolumeKube) && atLeast(runtime, imageVolumeContainerd) {
@@ -38,18 +36,4 @@ func imageWay(server string, node *corev1.Node) string {
 func atLeast(v string, min *version.Version) bool {
 	parsed, err := version.ParseGeneric(v)
 	return err == nil && parsed.AtLeast(min)
-}
-
-// serverVersion asks the API server its gitVersion ("" when it cannot
-// tell: every node then copies images).
-func serverVersion(cfg *rest.Config) string {
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return ""
-	}
-	v, err := dc.ServerVersion()
-	if err != nil {
-		return ""
-	}
-	return v.GitVersion
 }

@@ -1,7 +1,6 @@
-package operator
+package nodeview
 
 import (
-	"errors"
 	"slices"
 	"strings"
 
@@ -17,7 +16,7 @@ import (
 // reports for containerd (k3s's and RKE2's embedded one too).
 const containerdRuntimePrefix = "containerd://"
 
-// eligibility returns why the node cannot run the shim, or nil. A node
+// Eligibility returns why the node cannot run the shim, or nil. A node
 // is eligible when it is Linux (its kubernetes.io/os label, else
 // status.nodeInfo.operatingSystem), runs containerd
 // (status.nodeInfo.containerRuntimeVersion containerd://...), and the
@@ -27,7 +26,7 @@ const containerdRuntimePrefix = "containerd://"
 // A node whose image has the shim (preinstalled) is eligible once its
 // kubelet reports every handler of the Shim; an immutable OS is no reason
 // to skip it (its runtimes come with its image).
-func eligibility(shim *v1alpha1.Shim, node *corev1.Node, preinstalled bool) *fleet.Skip {
+func Eligibility(shim *v1alpha1.Shim, node *corev1.Node, preinstalled bool) *fleet.Skip {
 	if name := osOf(node); name != "" && name != "linux" {
 		return &fleet.Skip{Reason: v1alpha1.SkipNotLinux, Detail: name}
 	}
@@ -35,7 +34,7 @@ func eligibility(shim *v1alpha1.Shim, node *corev1.Node, preinstalled bool) *fle
 		return &fleet.Skip{Reason: v1alpha1.SkipNotContainerd, Detail: rt}
 	}
 	if preinstalled {
-		if why := handlerNotReported(shim, node); why != "" {
+		if why := HandlerNotReported(shim, node); why != "" {
 			return &fleet.Skip{Reason: v1alpha1.SkipHandlerNotReported, Detail: why}
 		}
 		return nil
@@ -43,15 +42,15 @@ func eligibility(shim *v1alpha1.Shim, node *corev1.Node, preinstalled bool) *fle
 	if image := node.Status.NodeInfo.OSImage; immutableOS(image) {
 		return &fleet.Skip{Reason: v1alpha1.SkipImmutableOS, Detail: image}
 	}
-	if _, err := artifactFor(shim, node, nil); errors.Is(err, ErrNoArtifact) {
-		return &fleet.Skip{Reason: v1alpha1.SkipNoArtifact, Detail: platformOf(node)}
+	if _, ok := HTTPArtifact(shim.Spec.FetchStrategy, PlatformOf(node)); !ok {
+		return &fleet.Skip{Reason: v1alpha1.SkipNoArtifact, Detail: PlatformOf(node)}
 	}
 	return nil
 }
 
-// handlerNotReported says why the node's kubelet does not show that its
+// HandlerNotReported says why the node's kubelet does not show that its
 // image serves the Shim ("": it reports every handler).
-func handlerNotReported(shim *v1alpha1.Shim, node *corev1.Node) string {
+func HandlerNotReported(shim *v1alpha1.Shim, node *corev1.Node) string {
 	if len(node.Status.RuntimeHandlers) == 0 {
 		return "its kubelet reports no runtime handlers (containerd 2.0+ and kubelet 1.30+ do)"
 	}
@@ -61,10 +60,10 @@ func handlerNotReported(shim *v1alpha1.Shim, node *corev1.Node) string {
 	return ""
 }
 
-// readOnlyHost says why the node's installer found it read-only for the
+// ReadOnlyHost says why the node's installer found it read-only for the
 // target (its Job's result, or the failure recorded on the node, at that
 // target): the node is skipped, not failed.
-func readOnlyHost(v *fleet.NodeView, target string) (string, bool) {
+func ReadOnlyHost(v *fleet.NodeView, target string) (string, bool) {
 	if j := v.Job; j != nil && j.Failed() && !j.Sibling() && j.Op == jobview.OpInstall && j.SpecHash == target {
 		if reason, msg := j.Failure(); reason == string(plan.ReasonReadOnlyHost) {
 			return msg, true
@@ -94,4 +93,22 @@ func osOf(node *corev1.Node) string {
 		return name
 	}
 	return node.Status.NodeInfo.OperatingSystem
+}
+
+// HTTPArtifact is the HTTP artifact of the Shim for the platform: the
+// one spec.fetchStrategy.anonHttp.platforms lists for it, else the one
+// for every platform (Platform empty); false when there is none. Any other
+// fetch type resolves to the node's platform itself: true, and no
+// artifact.
+func HTTPArtifact(fs v1alpha1.FetchStrategy, platform string) (v1alpha1.PlatformArtifact, bool) {
+	if fs.Type != v1alpha1.FetchAnonHTTP || fs.AnonHTTP == nil {
+		return v1alpha1.PlatformArtifact{}, true
+	}
+	h := fs.AnonHTTP
+	for _, pa := range h.Platforms {
+		if pa.Platform == platform {
+			return pa, true
+		}
+	}
+	return v1alpha1.PlatformArtifact{Location: h.Location, SHA256: h.SHA256, Signature: h.Signature}, h.Location != ""
 }

@@ -1,0 +1,197 @@
+package operator
+
+import (
+	"fmt"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/nodelabel"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/fleet"
+	"github.com/shimkit/shimkit/operator/jobview"
+	"github.com/shimkit/shimkit/operator/nodeview"
+)
+
+// fuzzView is a node in the state b picks: labelled at the target, at an
+// older spec or not; a Job of its own (an install that succeeded, failed
+// or runs, an uninstall that succeeded, a verification done), a failure
+// record, a predecessor's record, a new machine under its name, the
+// startup taint.
+func fuzzView(shim *v1alpha1.Shim, name string, b byte) fleet.NodeView {
+	hash := []string{"", "h1", "h0", ""}[b&3]
+	n := nodeAt(name, "a", hash, nil)
+	if b&0x80 != 0 {
+		n.Spec.Taints = []corev1.Taint{{Key: PendingTaint, Effect: corev1.TaintEffectNoSchedule}}
+	}
+	v := nodeview.View(shim, n, "")
+	job := func(op string, cond batchv1.JobConditionType, res *plan.NodeResult) *jobview.View {
+		j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "job-" + name, UID: types.UID("uid-job-" + name), Labels: map[string]string{jobview.LabelOp: op}}}
+		if cond != "" {
+			j.Status.Conditions = []batchv1.JobCondition{{Type: cond, Status: corev1.ConditionTrue}}
+		}
+		jv := jobview.ViewOf(j)
+		jv.SpecHash, jv.Result, jv.ResultRead = "h1", res, res != nil
+		return jv
+	}
+	switch (b >> 2) % 8 {
+	case 1:
+		v.Job = job(jobview.OpInstall, batchv1.JobComplete, &plan.NodeResult{Outcome: plan.Succeeded})
+	case 2:
+		v.Job = job(jobview.OpInstall, batchv1.JobFailed, &plan.NodeResult{Outcome: plan.RolledBack, Reason: plan.ReasonConflict})
+	case 3:
+		v.Job = job(jobview.OpInstall, "", nil)
+	case 4:
+		v.Job = job(jobview.OpUninstall, batchv1.JobComplete, &plan.NodeResult{Outcome: plan.Succeeded})
+		if v.Label == "" {
+			v.Label, v.SpecHash = fleet.LabelUninstalling, "h1"
+		}
+	case 5:
+		v.Verify = job(jobview.OpVerify, batchv1.JobComplete, &plan.NodeResult{Outcome: plan.Succeeded, Drift: []string{"gone"}})
+	}
+	switch (b >> 5) % 4 {
+	case 1:
+		v.Failure = &nodelabel.Failure{ShimUID: shim.UID, Op: jobview.OpInstall, SpecHash: "h1", Reason: string(plan.ReasonConflict), Job: "job-old"}
+	case 2:
+		v.Stale = []string{"stale-record"}
+	case 3:
+		v.Reimaged = v.Label != ""
+	}
+	return v
+}
+
+// FuzzDecide checks, on random snapshots, the decisions a reconcile makes
+// besides the rollout's (whose own invariants fleet's FuzzDecide checks)
+// and the rollout they lead to:
+//   - a Job is deleted, or a failure cleared, only on a failed node a new
+//     retry request selects;
+//   - a node is labelled installed only for an install Job of its own that
+//     succeeded; a label or record removed only from a node that has some
+//     of the Shim; a failure recorded only for a Job that failed;
+//   - a running Job is ended only when its pod cannot pull;
+//   - the startup taint goes only from a node installed at the target;
+//   - each node gets at most one label write per decision;
+//   - never a revert without a previous revision, never more nodes
+//     changing than maxUpdate, reverts included.
+func FuzzDecide(f *testing.F) {
+	f.Add([]byte{0, 1, 4, 8, 12, 16, 20, 0x21, 0x42, 0x63, 0x85}, uint8(0), uint8(1))
+	f.Add([]byte{9, 9, 9, 10, 10, 0x49, 0x89, 0xc5}, uint8(3), uint8(2))
+	f.Add([]byte{0x88, 0x8d, 0x0d, 0x2d, 0x6d}, uint8(7), uint8(0))
+	f.Fuzz(func(t *testing.T, states []byte, flags uint8, maxUpdate uint8) {
+		if len(states) > 48 {
+			states = states[:48]
+		}
+		shim := decideShim()
+		mu := intstr.FromInt32(int32(maxUpdate%4) + 1)
+		shim.Spec.RolloutStrategy.Rolling.MaxUpdate = &mu
+		if flags&1 != 0 {
+			shim.Annotations = map[string]string{v1alpha1.RetryAnnotation: "all@" + fmt.Sprint(flags)}
+		}
+		if flags&2 != 0 {
+			shim.Spec.RolloutStrategy.OnFailure = v1alpha1.FailureRevert
+		}
+		if flags&4 != 0 {
+			shim.Status.Revisions = []v1alpha1.Revision{{SpecHash: "h0"}}
+		}
+		if flags&8 != 0 {
+			shim.Spec.FetchStrategy = v1alpha1.FetchStrategy{Type: v1alpha1.FetchImage, Image: &v1alpha1.OCIFetch{Reference: "example.invalid/spin:1"}}
+		}
+		obs := &observed{shim: shim, hash: "h1", specHash: "h1", shims: []v1alpha1.Shim{*shim}}
+		before := map[string]fleet.NodeView{}
+		for i, b := range states {
+			v := fuzzView(shim, fmt.Sprintf("n%02d", i), b)
+			before[v.Node.Name] = v
+			obs.views = append(obs.views, v)
+		}
+		obs.fresh = make([]bool, len(obs.views))
+		obs.pulls = map[string]*plan.NodeResult{}
+		for i, v := range obs.views {
+			if i%3 == 0 && v.Job != nil && v.Job.Running() {
+				obs.pulls[v.Node.Name] = &plan.NodeResult{Outcome: plan.Failed, Reason: plan.ReasonImagePullFailed}
+			}
+		}
+		acts, err := decideRecords(obs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		acts = append(acts, decideStaleRecords(obs)...)
+		r := withDeps(deps{opts: Options{}.withDefaults()})
+		d, err := fleet.Decide(obs.snapshot(), fleet.Policy{Planner: plannerOf(obs), PlanFor: func(n *corev1.Node) (*plan.NodePlan, error) {
+			return &plan.NodePlan{Node: n.Name, Operation: plan.OpInstall, SpecHash: "h1"}, nil
+		}, Delivery: r.delivery(obs)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		acts = append(acts, decideRelabel(obs, &d)...)
+		acts = append(acts, decideTaints(obs)...)
+		checkActions(t, obs, before, acts)
+		if d.Delivered.Revert && obs.previousRevision() == nil {
+			t.Errorf("a revert without a previous revision")
+		}
+		budget := mu.IntValue()
+		if changing := len(d.Rollin.Start) + d.Rollin.InFlight; len(d.Rollin.Start) > 0 && changing > budget {
+			t.Errorf("%d nodes changing (%d started), maxUpdate %d", changing, len(d.Rollin.Start), budget)
+		}
+	})
+}
+
+// checkActions checks each action against the node it writes, as it was
+// before the decision.
+func checkActions(t *testing.T, obs *observed, before map[string]fleet.NodeView, acts []action) {
+	t.Helper()
+	retry := obs.shim.Annotations[v1alpha1.RetryAnnotation] != ""
+	labelWrites := map[string]int{}
+	var walk func([]action)
+	walk = func(acts []action) {
+		for _, a := range acts {
+			switch a := a.(type) {
+			case together:
+				walk(a)
+			case inOrder:
+				walk(a)
+			case deleteJob:
+				if v := before[a.node]; !retry || !v.FailedNode() {
+					t.Errorf("Job of %s deleted without a retry of a failed node", a.node)
+				}
+			case clearFailure:
+				if v := before[a.node]; !retry || v.Failure == nil {
+					t.Errorf("failure of %s cleared without a retry of a failure", a.node)
+				}
+			case markInstalled:
+				labelWrites[a.node.Name]++
+				v := before[a.node.Name]
+				if j := v.Job; !v.Preinstalled && (j == nil || j.Op != jobview.OpInstall || !j.Succeeded()) {
+					t.Errorf("%s labelled installed without an install that succeeded", a.node.Name)
+				}
+			case unmark:
+				labelWrites[a.node]++
+				if v := before[a.node]; !v.HasRecords() && v.Label == "" {
+					t.Errorf("%s unmarked with nothing of the Shim on it", a.node)
+				}
+			case markFailed:
+				if j := before[a.node].Job; j == nil || !j.Failed() {
+					t.Errorf("%s recorded as failed without a failed Job", a.node)
+				}
+			case patchJob:
+				if obs.pulls[a.node] == nil {
+					t.Errorf("Job of %s ended without a pull failure", a.node)
+				}
+			case untaint:
+				if v := before[a.node.Name]; v.Label != nodelabel.Installed && (v.Job == nil || !v.Job.Succeeded()) {
+					t.Errorf("taint of %s released before it has the shim", a.node.Name)
+				}
+			}
+		}
+	}
+	walk(acts)
+	for node, n := range labelWrites {
+		if n > 1 {
+			t.Errorf("%s: %d label writes in one decision", node, n)
+		}
+	}
+}

@@ -1,0 +1,97 @@
+package operator
+
+import (
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shimkit/shimkit/operator/metrics"
+	"github.com/shimkit/shimkit/operator/nodegate"
+)
+
+// deps are what every role of the reconciler uses: the client (writes and
+// cached reads), the API server reader (reads the cache must not serve),
+// the Event recorder, the options and the metrics. Each role below keeps
+// its own state and methods, and shares these.
+type deps struct {
+	client   client.Client
+	reader   client.Reader
+	recorder events.EventRecorder
+	opts     Options
+	metrics  *metrics.Metrics
+}
+
+// The reconciler's roles, each a type of its own (no type of the operator
+// has more than 15 methods: TestTypeSizes):
+//
+//   - resolution pins each Shim's artifact (pin.go) and remembers the pins
+//     and failed resolutions;
+//   - resultReader reads what finished and stuck Jobs report, read ahead
+//     or now (prefetch.go, results.go, imagepull.go);
+//   - runtimeClasses reads the RuntimeClasses into a snapshot and writes
+//     them, the migration's takeover included (classes.go,
+//     runtimeclass.go, migration.go);
+//   - revisionStore reads and writes the ControllerRevisions a revert
+//     goes back to (revisions.go);
+//   - batcher offers a Shim's installs to the node gate and admits nodes
+//     (batchjob.go; the gate itself is package nodegate);
+//   - jobStarter builds and creates the installer Jobs (jobspec.go,
+//     batchjob.go, nodeverify.go);
+//   - gateCheck judges the workloads for the health gate (healthgate.go;
+//     read by package workload);
+//   - reporter writes the status and the Events, paced (status.go,
+//     events.go, delivery.go);
+//   - executor carries out a decision's actions (actions.go): among them
+//     the node labels, records and taints that decideRecords,
+//     decideRelabel, decideStaleRecords, decideForget and decideTaints
+//     decide on the snapshot (results.go, preinstalled.go, records.go,
+//     taint.go).
+type (
+	resolution struct {
+		*deps
+		pins pins
+	}
+	resultReader struct {
+		*deps
+		results  results
+		prefetch prefetches
+	}
+	runtimeClasses struct{ *deps }
+	revisionStore  struct{ *deps }
+	batcher        struct {
+		*deps
+		gate *nodegate.Gate
+	}
+	jobStarter struct {
+		*deps
+		gate  *nodegate.Gate
+		batch *batcher
+	}
+	gateCheck struct{ *deps }
+	reporter  struct {
+		*deps
+		revisions *revisionStore
+		resolve   *resolution
+		// pending are the per-node events held back, statusPace when each
+		// Shim's status was last written (both pace a rollout's writes).
+		pending    pendingEvents
+		statusPace pace
+	}
+	executor struct {
+		*deps
+		retries *retries
+	}
+)
+
+// newRoles wires the roles of r onto d.
+func newRoles(r *Reconciler, d *deps, gate *nodegate.Gate) {
+	r.deps, r.gate = d, gate
+	r.resolve = &resolution{deps: d}
+	r.reads = &resultReader{deps: d}
+	r.classes = &runtimeClasses{deps: d}
+	r.revisions = &revisionStore{deps: d}
+	r.batch = &batcher{deps: d, gate: gate}
+	r.starter = &jobStarter{deps: d, gate: gate, batch: r.batch}
+	r.gateCheck = &gateCheck{deps: d}
+	r.report = &reporter{deps: d, revisions: r.revisions, resolve: r.resolve}
+	r.exec = &executor{deps: d, retries: &r.retries}
+}
