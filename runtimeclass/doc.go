@@ -32,6 +32,11 @@
 // UID), so the package never writes a RuntimeClass it has not just seen to
 // be the owner's. Writes record the field manager FieldOwner ("shimkit").
 //
+// Ensure and Takeover each read, decide, then write: Decide and
+// DecideTakeover are their decisions on a RuntimeClass as read, without a
+// client (a controller that reads a snapshot first decides on it), and
+// Apply writes a decision with the preconditions of that read.
+//
 // Nothing here adopts a foreign RuntimeClass on its own. To hand one
 // over, its writer deletes it (or makes Spec.Owner its controller) and
 // Ensure runs again; or the new owner names the one controller it

@@ -66,61 +66,27 @@ func ensure(ctx context.Context, c client.Client, s Spec, create bool) (Result, 
 	if err := s.validate(); err != nil {
 		return Unchanged, err
 	}
-	current := &nodev1.RuntimeClass{}
-	err := c.Get(ctx, client.ObjectKey{Name: s.Name}, current)
-	switch {
-	case apierrors.IsNotFound(err):
-		if !create {
-			return Absent, nil
-		}
-		return createNew(ctx, c, s, Created)
-	case err != nil:
-		return Unchanged, fmt.Errorf("get RuntimeClass %s: %w", s.Name, err)
-	case !Owned(current, s.Owner.UID):
-		return Unchanged, newConflict(current)
-	case current.DeletionTimestamp != nil:
-		return Retry, nil // the owner's, going away: once gone, Ensure creates it
-	case current.Handler != s.Handler:
-		return replace(ctx, c, current, s)
-	case UpToDate(current, s):
-		return Unchanged, nil
+	current, err := read(ctx, c, s.Name)
+	if err != nil {
+		return Unchanged, err
 	}
-	return update(ctx, c, current, s)
+	st, err := Decide(current, s, create)
+	if err != nil {
+		return st.Result, err
+	}
+	return Apply(ctx, c, st)
 }
 
-// createNew creates the RuntimeClass; a name taken meanwhile is Retry.
-func createNew(ctx context.Context, c client.Client, s Spec, done Result) (Result, error) {
-	err := c.Create(ctx, Build(s), client.FieldOwner(FieldOwner))
+// createNew creates rc; a name taken meanwhile is Retry.
+func createNew(ctx context.Context, c client.Client, rc *nodev1.RuntimeClass, done Result) (Result, error) {
+	err := c.Create(ctx, rc, client.FieldOwner(FieldOwner))
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		return Retry, nil
 	case err != nil:
-		return Unchanged, fmt.Errorf("create RuntimeClass %s: %w", s.Name, err)
+		return Unchanged, fmt.Errorf("create RuntimeClass %s: %w", rc.Name, err)
 	}
 	return done, nil
-}
-
-// update writes s onto the owner's RuntimeClass as it was read.
-func update(ctx context.Context, c client.Client, current *nodev1.RuntimeClass, s Spec) (Result, error) {
-	desired := current.DeepCopy()
-	merge(desired, s)
-	if err := c.Update(ctx, desired, client.FieldOwner(FieldOwner)); err != nil {
-		return Unchanged, fmt.Errorf("update RuntimeClass %s: %w", s.Name, err)
-	}
-	return Updated, nil
-}
-
-// replace deletes the owner's RuntimeClass exactly as read and creates it
-// with the spec's handler.
-func replace(ctx context.Context, c client.Client, current *nodev1.RuntimeClass, s Spec) (Result, error) {
-	err := deleteAsRead(ctx, c, current)
-	switch {
-	case apierrors.IsConflict(err):
-		return Retry, nil // no longer what was read: nothing deleted
-	case err != nil && !apierrors.IsNotFound(err):
-		return Unchanged, fmt.Errorf("replace RuntimeClass %s (handler %s to %s): %w", s.Name, current.Handler, s.Handler, err)
-	}
-	return createNew(ctx, c, s, Replaced)
 }
 
 // deleteAsRead deletes rc only if it is still the object that was read:

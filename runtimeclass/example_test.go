@@ -57,3 +57,19 @@ func ExampleEnsure() {
 	// wasmtime-spin Created
 	// runc-legacy: not ours, it has no controller
 }
+
+// A controller that reads its snapshot first decides on what it read,
+// then writes with that read's preconditions (Apply); a RuntimeClass of
+// someone else is a conflict, and nothing is written.
+func ExampleDecide() {
+	owner := &metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "WasmRuntime", Name: "spin", UID: "uid-spin"}
+	s := runtimeclass.Spec{Name: "wasmtime-spin", Handler: "spin", Owner: owner}
+	st, err := runtimeclass.Decide(nil, s, true)
+	fmt.Println(st.Result, err)
+	admins := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "wasmtime-spin"}, Handler: "spin"}
+	st, err = runtimeclass.Decide(admins, s, true)
+	fmt.Println(st.Result, st.Write == nil, errors.Is(err, runtimeclass.ErrConflict))
+	// Output:
+	// Created <nil>
+	// Unchanged true true
+}

@@ -3,10 +3,8 @@ package runtimeclass
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	nodev1 "k8s.io/api/node/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -80,33 +78,13 @@ func Takeover(ctx context.Context, c client.Client, s Spec, from Predecessor) (R
 	if err := from.validate(); err != nil {
 		return Unchanged, err
 	}
-	current := &nodev1.RuntimeClass{}
-	err := c.Get(ctx, client.ObjectKey{Name: s.Name}, current)
-	switch {
-	case apierrors.IsNotFound(err):
-		return Absent, nil
-	case err != nil:
-		return Unchanged, fmt.Errorf("get RuntimeClass %s: %w", s.Name, err)
-	case Owned(current, s.Owner.UID):
-		return Unchanged, nil
-	case !from.Controls(current):
-		return Unchanged, newConflict(current)
-	case current.Handler != s.Handler:
-		e := newConflict(current)
-		e.Handler, e.WantHandler = current.Handler, s.Handler
-		return Unchanged, e
-	case current.DeletionTimestamp != nil:
-		return Retry, nil // going away: Ensure creates it anew
+	current, err := read(ctx, c, s.Name)
+	if err != nil {
+		return Unchanged, err
 	}
-	desired := current.DeepCopy()
-	desired.OwnerReferences = slices.DeleteFunc(desired.OwnerReferences, from.Refers)
-	merge(desired, s)
-	err = c.Update(ctx, desired, client.FieldOwner(FieldOwner))
-	switch {
-	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
-		return Retry, nil // no longer what was read: read again
-	case err != nil:
-		return Unchanged, fmt.Errorf("take over RuntimeClass %s from %s: %w", s.Name, from, err)
+	st, err := DecideTakeover(current, s, from)
+	if err != nil {
+		return st.Result, err
 	}
-	return TakenOver, nil
+	return Apply(ctx, c, st)
 }
