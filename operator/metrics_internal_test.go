@@ -22,7 +22,7 @@ import (
 	"github.com/shimkit/shimkit/operator/nodeview"
 )
 
-// TestMetricsFinishedJobsCountedOnce: the Jobs recordFinishedJobs records
+// TestMetricsFinishedJobsCountedOnce: the Jobs decideFinished records
 // count once, however many reconciles see them, and not again after a
 // restart of the operator (the node's record says they were recorded).
 func TestMetricsFinishedJobsCountedOnce(t *testing.T) {

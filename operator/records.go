@@ -14,10 +14,10 @@ import (
 // the same name is another object, and starts clean:
 //   - records another object of the name left (one whose nodes were not
 //     cleaned: its finalizer removed by hand) are not read, and dropped
-//     (dropStaleRecords); a node labelled by it is installed again;
+//     (decideStaleRecords); a node labelled by it is installed again;
 //   - a deleted Shim removes, after its uninstalls, every record it left
 //     on nodes it never installed (a refused install's failure, say:
-//     forgetNodes), before its finalizer goes.
+//     decideForget), before its finalizer goes.
 
 // decideStaleRecords removes from the nodes the failure and verification
 // records of another Shim object of the same name, one patch per node

@@ -205,7 +205,7 @@ func TestWorkloadFailures(t *testing.T) {
 	}
 	ignoreAt := cmpopts.IgnoreFields(health.Failure{}, "At")
 	if diff := cmp.Diff(want, got, ignoreAt); diff != "" {
-		t.Errorf("workloadFailures through the cache (-want +got):\n%s", diff)
+		t.Errorf("Failures through the cache (-want +got):\n%s", diff)
 	}
 	for _, f := range got {
 		if f.At.Before(since) || f.Reason == health.ReasonStartError && !f.At.Equal(startFailed.Time) {
@@ -262,7 +262,7 @@ func TestWorkloadFailures(t *testing.T) {
 	// listed.
 	gotLive, err := workload.Failures(ctx, c, classes, nodes, since)
 	if err != nil || !cmp.Equal(got, gotLive) {
-		t.Errorf("workloadFailures from the API server: %v\n%+v\nwant\n%+v", err, gotLive, got)
+		t.Errorf("Failures from the API server: %v\n%+v\nwant\n%+v", err, gotLive, got)
 	}
 	if got, err := workload.Failures(ctx, mgr.GetClient(), nil, nodes, since); got != nil || err != nil {
 		t.Errorf("no classes: %v, %v", got, err)

@@ -50,6 +50,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- with .Values.pprof.bindAddress }}
 - {{ printf "--pprof-bind-address=%v" . | quote }}
 {{- end }}
+{{- if .Values.checkPhases }}
+- --check-phases
+{{- end }}
 {{- with .Values.installer.image.pullPolicy }}
 - {{ printf "--installer-pull-policy=%v" . | quote }}
 {{- end }}
