@@ -29,9 +29,7 @@ import (
 // under the handler's 4 MiB minimum.
 func TestRealCRIOPodOnOCIHandler(t *testing.T) {
 	t.Parallel() // each runs its own crio
-	reg := testutil.StartRegistry(t, "", "")
-	pause := testutil.PushPauseImage(t, reg)
-	c := testutil.StartCRIO(t, testutil.WithPauseImage(pause))
+	c, pause := startCRIOWithPause(t)
 	runc := installCopy(t, c, "/usr/bin/runc", "opt/shimkit/runc-shimkit/bin/runc")
 	h := crioconfig.RuntimeHandler{Name: "runc-shimkit", Kind: crioconfig.KindOCI, RuntimePath: runc,
 		RuntimeRoot: filepath.Join(c.Dir, "run/runc-shimkit"), ContainerMinMemory: "4MiB"}
@@ -117,9 +115,7 @@ func waitExit(ctx context.Context, rt runtimeapi.RuntimeServiceClient, id string
 // dials as an address (CRI-O main reads them since 2026-05).
 func TestRealCRIOPodOnVMHandler(t *testing.T) {
 	t.Parallel() // each runs its own crio
-	reg := testutil.StartRegistry(t, "", "")
-	pause := testutil.PushPauseImage(t, reg)
-	c := testutil.StartCRIO(t, testutil.WithPauseImage(pause))
+	c, _ := startCRIOWithPause(t)
 	record := filepath.Join(c.Dir, "shim-started")
 	wrapper := filepath.Join(c.Dir, "opt/shimkit/probe/containerd-shim-probe-v2")
 	if err := os.MkdirAll(filepath.Dir(wrapper), 0o755); err != nil {
@@ -208,9 +204,7 @@ func createContainer(ctx context.Context, rt runtimeapi.RuntimeServiceClient, sa
 // on it fails; after a restart the same pod runs.
 func TestRealCRIOSIGHUPIsNotARestart(t *testing.T) {
 	t.Parallel() // each runs its own crio
-	reg := testutil.StartRegistry(t, "", "")
-	pause := testutil.PushPauseImage(t, reg)
-	c := testutil.StartCRIO(t, testutil.WithPauseImage(pause))
+	c, _ := startCRIOWithPause(t)
 	runc := installCopy(t, c, "/usr/bin/runc", "opt/shimkit/runc-shimkit/bin/runc")
 	h := crioconfig.RuntimeHandler{Name: "runc-shimkit", Kind: crioconfig.KindOCI, RuntimePath: runc, RuntimeRoot: filepath.Join(c.Dir, "run/runc-shimkit")}
 	change, err := crioconfig.NewWriter(target(c), "shim/test").Install(context.Background(), h)
@@ -242,4 +236,13 @@ func TestRealCRIOSIGHUPIsNotARestart(t *testing.T) {
 	if _, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig(c, "after-restart"), RuntimeHandler: h.Name}); err != nil {
 		t.Fatalf("a sandbox on %s after a restart: %v\n%s", h.Name, err, c.Log.Tail())
 	}
+}
+
+// startCRIOWithPause starts a CRI-O whose pause image (the reference
+// returned) is served by a registry of the test's own: nothing is pulled
+// from outside.
+func startCRIOWithPause(t *testing.T) (*testutil.CRIO, string) {
+	t.Helper()
+	pause := testutil.PushPauseImage(t, testutil.StartRegistry(t, "", ""))
+	return testutil.StartCRIO(t, testutil.WithPauseImage(pause)), pause
 }

@@ -75,11 +75,13 @@ func New(c client.Client, recorder events.EventRecorder, opts Options) (*Reconci
 	if l := opts.LinkDir; l != "" && l != "-" && !path.IsAbs(l) {
 		return nil, fmt.Errorf(`operator: Options.LinkDir %q: want an absolute node directory, or "-" for none`, l)
 	}
-	r := &Reconciler{}
-	newRoles(r, &deps{client: c, reader: c, recorder: recorder, opts: opts.withDefaults(), metrics: metrics.New()}, nodegate.New(opts.MaxRestartingNodes, opts.withDefaults().BatchWindow))
-	if report := r.opts.PhaseReport; report != nil && c != nil {
-		r.client, r.reader = phase.Checked(c, report), phase.Checked(c, report)
+	d := &deps{client: c, reader: c, recorder: recorder, opts: opts.withDefaults(), metrics: metrics.New()}
+	if report := d.opts.PhaseReport; report != nil && c != nil {
+		d.client = phase.Checked(c, report)
+		d.reader = d.client
 	}
+	r := &Reconciler{}
+	newRoles(r, d, nodegate.New(d.opts.MaxRestartingNodes, d.opts.BatchWindow))
 	return r, nil
 }
 
@@ -224,8 +226,9 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	r.gate.Sync(jobs, time.Now())
 	latest, verifying := newestJobs(shim, jobs, r.retries.deleted)
 	held := r.gate.InFlight(jobview.LabelValue(shim.Name))
+	// Read, never changed: the cache's own objects (no copy per reconcile).
 	var shims v1alpha1.ShimList
-	if err := r.client.List(ctx, &shims); err != nil {
+	if err := r.client.List(ctx, &shims, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list Shims: %w", err)
 	}
 	obs := &observed{shim: shim, specHash: nodeview.SpecHash(shim), refusal: refusalOf(shim, r.opts), now: time.Now(), retried: r.retries.latest(shim), jobs: jobs, shims: shims.Items}

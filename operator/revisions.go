@@ -84,11 +84,16 @@ func (r *revisionStore) recordRevision(ctx context.Context, obs *observed) error
 	return nil
 }
 
-// readDroppable reads the ControllerRevisions that recording a new
-// revision would drop (those beyond the newest maxRevisions-1), so that
-// the reconcile deletes only the Shim's own, by UID, without a read.
+// readDroppable reads the ControllerRevisions that recording the target
+// as a new revision would drop (those beyond the newest maxRevisions-1),
+// so that the reconcile deletes only the Shim's own, by UID, without a
+// read. A target recorded already, or a revert's, records nothing: no
+// read (a rolled-out Shim's reconciles read no revision).
 func (r *revisionStore) readDroppable(ctx context.Context, obs *observed) error {
 	revs := obs.shim.Status.Revisions
+	if obs.reverted != "" || len(revs) > 0 && revs[0].SpecHash == obs.hash {
+		return nil // the target is recorded already (or is not recorded: a revert)
+	}
 	for _, old := range revs[min(len(revs), maxRevisions-1):] {
 		cr := &appsv1.ControllerRevision{}
 		err := r.reader.Get(ctx, client.ObjectKey{Namespace: r.opts.Namespace, Name: old.ControllerRevision}, cr)

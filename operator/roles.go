@@ -70,7 +70,6 @@ type (
 	reporter  struct {
 		*deps
 		revisions *revisionStore
-		resolve   *resolution
 		// pending are the per-node events held back, statusPace when each
 		// Shim's status was last written (both pace a rollout's writes).
 		pending    pendingEvents
@@ -92,6 +91,6 @@ func newRoles(r *Reconciler, d *deps, gate *nodegate.Gate) {
 	r.batch = &batcher{deps: d, gate: gate}
 	r.starter = &jobStarter{deps: d, gate: gate, batch: r.batch}
 	r.gateCheck = &gateCheck{deps: d}
-	r.report = &reporter{deps: d, revisions: r.revisions, resolve: r.resolve}
+	r.report = &reporter{deps: d, revisions: r.revisions}
 	r.exec = &executor{deps: d, retries: &r.retries}
 }

@@ -134,15 +134,16 @@ func (r reader) results(ctx context.Context, shim string) (func(*batchv1.Job) *p
 	return func(j *batchv1.Job) *plan.NodeResult { return nodejob.JobResult(j, byJob[string(j.UID)], shim) }, nil
 }
 
-// fleet lists the nodes and the operator's Jobs.
-func (r reader) fleet(ctx context.Context) ([]*corev1.Node, []*batchv1.Job, error) {
+// fleet lists the nodes and the operator's Jobs, and reads the shim's
+// results (results).
+func (r reader) fleet(ctx context.Context, shim string) ([]*corev1.Node, []*batchv1.Job, func(*batchv1.Job) *plan.NodeResult, error) {
 	var nodes corev1.NodeList
 	if err := r.c.List(ctx, &nodes); err != nil {
-		return nil, nil, fmt.Errorf("list nodes: %w", err)
+		return nil, nil, nil, fmt.Errorf("list nodes: %w", err)
 	}
 	var jobs batchv1.JobList
 	if err := r.c.List(ctx, &jobs, client.InNamespace(r.namespace), client.MatchingLabels{jobview.LabelManagedBy: jobview.ManagedBy}); err != nil {
-		return nil, nil, fmt.Errorf("list Jobs in %s: %w", r.namespace, err)
+		return nil, nil, nil, fmt.Errorf("list Jobs in %s: %w", r.namespace, err)
 	}
 	ns := make([]*corev1.Node, len(nodes.Items))
 	for i := range nodes.Items {
@@ -152,7 +153,8 @@ func (r reader) fleet(ctx context.Context) ([]*corev1.Node, []*batchv1.Job, erro
 	for i := range jobs.Items {
 		js[i] = &jobs.Items[i]
 	}
-	return ns, js, nil
+	results, err := r.results(ctx, shim)
+	return ns, js, results, err
 }
 
 func (r reader) status(ctx context.Context, w io.Writer, name, output string) error {
@@ -160,11 +162,7 @@ func (r reader) status(ctx context.Context, w io.Writer, name, output string) er
 	if err := r.c.Get(ctx, client.ObjectKey{Name: name}, shim); err != nil {
 		return fmt.Errorf("Shim %s: %w", name, err)
 	}
-	nodes, jobs, err := r.fleet(ctx)
-	if err != nil {
-		return err
-	}
-	results, err := r.results(ctx, shim.Name)
+	nodes, jobs, results, err := r.fleet(ctx, shim.Name)
 	if err != nil {
 		return err
 	}
@@ -176,11 +174,7 @@ func (r reader) plan(ctx context.Context, w io.Writer, name, file, output string
 	if err != nil {
 		return err
 	}
-	nodes, jobs, err := r.fleet(ctx)
-	if err != nil {
-		return err
-	}
-	results, err := r.results(ctx, shim.Name)
+	nodes, jobs, results, err := r.fleet(ctx, shim.Name)
 	if err != nil {
 		return err
 	}
