@@ -21,6 +21,7 @@ import (
 	"github.com/shimkit/shimkit/operator/nodegate"
 	"github.com/shimkit/shimkit/operator/nodejob"
 	"github.com/shimkit/shimkit/operator/nodeview"
+	"github.com/shimkit/shimkit/operator/shimspec"
 	"github.com/shimkit/shimkit/rollout"
 )
 
@@ -156,10 +157,10 @@ func (r *batcher) admitInstall(obs *observed, v *fleet.NodeView) (*installStart,
 // and no handler of the same name as the leader's or an earlier
 // partner's.
 func (r *batcher) partnerPlan(obs *observed, v *fleet.NodeView, o *nodegate.Offer, earlier []*plan.NodePlan) (*plan.NodePlan, bool) {
-	if pullSecretName(o.Shim) != pullSecretName(obs.shim) || trustedRootRef(o.Shim) != trustedRootRef(obs.shim) {
+	if shimspec.PullSecretName(o.Shim) != shimspec.PullSecretName(obs.shim) || shimspec.TrustedRootRef(o.Shim) != shimspec.TrustedRootRef(obs.shim) {
 		return nil, false
 	}
-	p, err := buildPlan(o.Shim, v.Node, plan.OpInstall, r.opts, target{hash: o.Hash, art: o.Artifact})
+	p, err := shimspec.Build(o.Shim, v.Node, plan.OpInstall, r.opts.settings(), shimspec.Target{Hash: o.Hash, Art: o.Artifact})
 	if err != nil {
 		return nil, false
 	}
@@ -171,15 +172,6 @@ func (r *batcher) partnerPlan(obs *observed, v *fleet.NodeView, o *nodegate.Offe
 		}
 	}
 	return p, true
-}
-
-// trustedRootRef names the ConfigMap of the Shim's keyless trusted root
-// ("" without one).
-func trustedRootRef(shim *v1alpha1.Shim) string {
-	if v := shim.Spec.Verification; v != nil && v.Keyless != nil {
-		return v.Keyless.TrustedRootRef.Name + "/" + trustedRootKey(v.Keyless.TrustedRootRef)
-	}
-	return ""
 }
 
 // startInstall creates the node's install Job: the Shim's own, or the

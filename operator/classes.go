@@ -13,6 +13,7 @@ import (
 
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/jobview"
+	"github.com/shimkit/shimkit/operator/shimspec"
 )
 
 // classSnapshot is the RuntimeClasses a reconcile read, by name (nil:
@@ -46,7 +47,7 @@ func (r *runtimeClasses) readClasses(ctx context.Context, shim *v1alpha1.Shim) (
 		s.byName[list.Items[i].Name] = &list.Items[i]
 	}
 	names := []string{CanaryRuntimeClass(shim.Name)}
-	for _, spec := range runtimeClassSpecs(shim) {
+	for _, spec := range shimspec.Classes(shim) {
 		names = append(names, spec.Name)
 	}
 	for _, name := range names {
@@ -55,7 +56,7 @@ func (r *runtimeClasses) readClasses(ctx context.Context, shim *v1alpha1.Shim) (
 		}
 		rc := &nodev1.RuntimeClass{}
 		err := r.client.Get(ctx, client.ObjectKey{Name: name}, rc)
-		if err == nil && !ownedBy(rc, shim) {
+		if err == nil && !shimspec.OwnedBy(rc, shim) {
 			rc = &nodev1.RuntimeClass{}
 			err = r.reader.Get(ctx, client.ObjectKey{Name: name}, rc)
 		}
@@ -77,7 +78,7 @@ func (s *classSnapshot) owned(shim *v1alpha1.Shim) []*nodev1.RuntimeClass {
 	defer s.mu.Unlock()
 	var out []*nodev1.RuntimeClass
 	for _, name := range slices.Sorted(maps.Keys(s.byName)) {
-		if rc := s.byName[name]; rc != nil && ownedBy(rc, shim) {
+		if rc := s.byName[name]; rc != nil && shimspec.OwnedBy(rc, shim) {
 			out = append(out, rc)
 		}
 	}

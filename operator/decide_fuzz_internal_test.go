@@ -16,6 +16,7 @@ import (
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/operator/jobview"
 	"github.com/shimkit/shimkit/operator/nodeview"
+	"github.com/shimkit/shimkit/operator/shimspec"
 )
 
 // fuzzView is a node in the state b picks: labelled at the target, at an
@@ -121,7 +122,7 @@ func FuzzDecide(f *testing.F) {
 		}
 		acts = append(acts, decideStaleRecords(obs)...)
 		r := withDeps(deps{opts: Options{}.withDefaults()})
-		d, err := fleet.Decide(obs.snapshot(), fleet.Policy{Planner: plannerOf(obs), PlanFor: func(n *corev1.Node) (*plan.NodePlan, error) {
+		d, err := fleet.Decide(obs.snapshot(), fleet.Policy{Planner: shimspec.Planner(obs.shim, obs.hash), PlanFor: func(n *corev1.Node) (*plan.NodePlan, error) {
 			return &plan.NodePlan{Node: n.Name, Operation: plan.OpInstall, SpecHash: "h1"}, nil
 		}, Delivery: r.delivery(obs)})
 		if err != nil {

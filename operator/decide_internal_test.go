@@ -18,6 +18,7 @@ import (
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/operator/jobview"
 	"github.com/shimkit/shimkit/operator/nodeview"
+	"github.com/shimkit/shimkit/operator/shimspec"
 )
 
 // decideShim is a Shim of the nodes labelled pool=a, maxUpdate 2.
@@ -104,14 +105,14 @@ func TestDecideRollout(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			obs := &observed{shim: shim, hash: hash, specHash: hash}
 			if tc.refused {
-				obs.refusal = &refusal{reason: v1alpha1.ReasonSignatureMissing, message: "no signature"}
+				obs.refusal = &shimspec.Refusal{Reason: v1alpha1.ReasonSignatureMissing, Message: "no signature"}
 			}
 			for _, n := range tc.nodes {
 				v := nodeview.View(shim, n, canary)
 				v.Job = tc.jobs[n.Name]
 				obs.views = append(obs.views, v)
 			}
-			d, err := fleet.Decide(obs.snapshot(), fleet.Policy{Planner: plannerOf(obs), Shared: tc.shared, PlanFor: obs.planFor(Options{InstallerImage: "i", Namespace: "ns"}.withDefaults())})
+			d, err := fleet.Decide(obs.snapshot(), fleet.Policy{Planner: shimspec.Planner(obs.shim, obs.hash), Shared: tc.shared, PlanFor: obs.planFor(Options{InstallerImage: "i", Namespace: "ns"}.withDefaults())})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,7 +155,7 @@ func TestDecideRemoval(t *testing.T) {
 	for _, n := range []*corev1.Node{nodeAt("n1", "a", hash, nil), nodeAt("n2", "b", "old", nil), nodeAt("n3", "a", hash, nil), nodeAt("n4", "a", "", refused)} {
 		obs.views = append(obs.views, nodeview.View(shim, n, nodeview.CanaryHash(shim)))
 	}
-	d, err := fleet.DecideRemoval(obs.snapshot(), plannerOf(obs), fleet.Delivery{})
+	d, err := fleet.DecideRemoval(obs.snapshot(), shimspec.Planner(obs.shim, obs.hash), fleet.Delivery{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +181,7 @@ func BenchmarkObserveDecide1000Nodes(b *testing.B) {
 		for _, n := range nodes {
 			obs.views = append(obs.views, nodeview.View(shim, n, canary))
 		}
-		if _, err := fleet.Decide(obs.snapshot(), fleet.Policy{Planner: plannerOf(obs), PlanFor: obs.planFor(opts)}); err != nil {
+		if _, err := fleet.Decide(obs.snapshot(), fleet.Policy{Planner: shimspec.Planner(obs.shim, obs.hash), PlanFor: obs.planFor(opts)}); err != nil {
 			b.Fatal(err)
 		}
 	}

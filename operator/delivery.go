@@ -10,6 +10,7 @@ import (
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/operator/nodeview"
+	"github.com/shimkit/shimkit/operator/shimspec"
 	"github.com/shimkit/shimkit/rollout"
 )
 
@@ -18,42 +19,6 @@ import (
 // install, upgrade or uninstall one node now. A pause still holds it.
 const ForceRolloutAnnotation = nodeview.ForceRolloutAnnotation
 
-// rolloutRules reads the Shim's maintenance windows and steps, naming the
-// field that is wrong (an unknown time zone passes the API server's
-// validation: the spec is refused, InvalidSpec).
-func rolloutRules(shim *v1alpha1.Shim) (rollout.Windows, rollout.Steps, error) {
-	rs := shim.Spec.RolloutStrategy
-	if rs == nil {
-		return nil, nil, nil
-	}
-	var ws rollout.Windows
-	for i, w := range rs.Windows {
-		pw, err := rollout.ParseWindow(w.Days, w.Start, w.End, w.TimeZone)
-		if err != nil {
-			return nil, nil, fmt.Errorf("spec.rolloutStrategy.windows[%d]: %w", i, err)
-		}
-		ws = append(ws, pw)
-	}
-	var ss rollout.Steps
-	for i, s := range rs.Steps {
-		st := rollout.Step{Nodes: s.Nodes}
-		if s.Bake != nil {
-			st.Bake = s.Bake.Duration
-		}
-		if _, err := st.Count(1); err != nil {
-			return nil, nil, fmt.Errorf("spec.rolloutStrategy.steps[%d]: %w", i, err)
-		}
-		ss = append(ss, st)
-	}
-	return ws, ss, nil
-}
-
-// checkRolloutRules refuses rules that cannot be read.
-func checkRolloutRules(shim *v1alpha1.Shim) error {
-	_, _, err := rolloutRules(shim)
-	return err
-}
-
 // rolloutOf is what the status recorded of the rollout of target (nil: a
 // rollout not started yet).
 func rolloutOf(shim *v1alpha1.Shim, target string) *v1alpha1.RolloutStatus {
@@ -61,14 +26,6 @@ func rolloutOf(shim *v1alpha1.Shim, target string) *v1alpha1.RolloutStatus {
 		return st
 	}
 	return nil
-}
-
-// failurePolicy is the Shim's onFailure (default Halt).
-func failurePolicy(shim *v1alpha1.Shim) v1alpha1.FailurePolicy {
-	if rs := shim.Spec.RolloutStrategy; rs != nil && rs.OnFailure != "" {
-		return rs.OnFailure
-	}
-	return v1alpha1.FailureHalt
 }
 
 // delivery is what the decision reads of the progressive-delivery rules:
@@ -94,7 +51,7 @@ func (r *Reconciler) delivery(obs *observed) fleet.Delivery {
 		}
 	}
 	prev := obs.previousRevision()
-	dl.CanRevert = failurePolicy(obs.shim) == v1alpha1.FailureRevert && prev != nil
+	dl.CanRevert = shimspec.FailurePolicy(obs.shim) == v1alpha1.FailureRevert && prev != nil
 	return dl
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/health"
 	"github.com/shimkit/shimkit/operator/nodeview"
+	"github.com/shimkit/shimkit/operator/shimspec"
 )
 
 // gateObs is a gated Shim's snapshot: n1 and n2 have the target h1, n3
@@ -93,7 +94,7 @@ func TestGateWatches(t *testing.T) {
 		}, watches: true, since: now},
 		{name: "rolled out", change: func(o *observed) { o.shim.Status.Revisions = []v1alpha1.Revision{{SpecHash: "h1"}} }, watches: false},
 		{name: "reverting", change: func(o *observed) { o.reverted = "h2" }, watches: false},
-		{name: "refused", change: func(o *observed) { o.refusal = &refusal{reason: "ResolveFailed"} }, watches: false},
+		{name: "refused", change: func(o *observed) { o.refusal = &shimspec.Refusal{Reason: "ResolveFailed"} }, watches: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obs := gateObs(1, 3)

@@ -14,40 +14,16 @@ import (
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/operator/health"
+	"github.com/shimkit/shimkit/operator/shimspec"
 	"github.com/shimkit/shimkit/operator/workload"
 	"github.com/shimkit/shimkit/rollout"
 )
-
-// Health gate defaults (spec.rolloutStrategy.healthGate).
-const (
-	DefaultMaxFailuresPerNode = 1
-	DefaultMaxFailures        = 3
-)
-
-// gateOf is the Shim's health gate: on when spec.rolloutStrategy sets
-// healthGate or steps.
-func gateOf(shim *v1alpha1.Shim) (health.Thresholds, bool) {
-	rs := shim.Spec.RolloutStrategy
-	if rs == nil || rs.HealthGate == nil && len(rs.Steps) == 0 {
-		return health.Thresholds{}, false
-	}
-	t := health.Thresholds{PerNode: DefaultMaxFailuresPerNode, Total: DefaultMaxFailures}
-	if g := rs.HealthGate; g != nil {
-		if g.MaxFailuresPerNode != nil {
-			t.PerNode = int(*g.MaxFailuresPerNode)
-		}
-		if g.MaxFailures != nil {
-			t.Total = int(*g.MaxFailures)
-		}
-	}
-	return t, true
-}
 
 // gateWatches: the health gate watches the target's rollout, which has
 // not yet been recorded as rolled out (its last bake passed) nor halted,
 // nor is it going back to a previous revision.
 func (o *observed) gateWatches() bool {
-	if _, on := gateOf(o.shim); !on || o.reverted != "" || o.refusal != nil {
+	if _, on := shimspec.Gate(o.shim); !on || o.reverted != "" || o.refusal != nil {
 		return false
 	}
 	if revs := o.shim.Status.Revisions; len(revs) > 0 && revs[0].SpecHash == o.hash {
@@ -70,7 +46,7 @@ func (r *gateCheck) checkGate(ctx context.Context, obs *observed) error {
 		return nil
 	}
 	var classes []string
-	for _, c := range runtimeClassSpecs(obs.shim) {
+	for _, c := range shimspec.Classes(obs.shim) {
 		classes = append(classes, c.Name)
 	}
 	fs, err := workload.Failures(ctx, r.client, classes, updated, gateSince(obs, r.opts.Clock.Now()))
@@ -109,7 +85,7 @@ func gateSince(obs *observed, now time.Time) time.Time {
 // updated nodes and their lost handlers, under the Shim's thresholds: the
 // trip, or nil.
 func judgeGate(obs *observed, workloads []health.Failure) *fleet.Trip {
-	limits, _ := gateOf(obs.shim)
+	limits, _ := shimspec.Gate(obs.shim)
 	fs := append(slices.Clone(workloads), lostHandlers(obs, updatedNodes(obs))...)
 	slices.SortStableFunc(fs, func(a, b health.Failure) int { return cmp.Compare(a.Node, b.Node) })
 	if v := limits.Check(fs); v.Tripped {

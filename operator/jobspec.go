@@ -14,6 +14,7 @@ import (
 	"github.com/shimkit/shimkit/operator/jobview"
 	"github.com/shimkit/shimkit/operator/nodejob"
 	"github.com/shimkit/shimkit/operator/nodeview"
+	"github.com/shimkit/shimkit/operator/shimspec"
 )
 
 // PlanAnnotation is the annotation of the installer pod's template that
@@ -65,19 +66,11 @@ func (r *jobStarter) jobSpec(shim *v1alpha1.Shim) nodejob.Spec {
 	s := nodejob.Spec{
 		Namespace: o.Namespace, Image: o.InstallerImage, ImagePullPolicy: corev1.PullPolicy(o.ImagePullPolicy),
 		ServiceAccount: o.InstallerServiceAccount, HostRoot: o.HostRoot, HostPID: o.HostPID, BundleRoot: o.BundleRoot, LinkDir: o.LinkDir, Env: o.InstallerEnv,
-		BackoffLimit: o.JobBackoffLimit, Deadline: o.JobDeadline, TTL: o.JobTTL, PullSecret: pullSecretName(shim),
+		BackoffLimit: o.JobBackoffLimit, Deadline: o.JobDeadline, TTL: o.JobTTL, PullSecret: shimspec.PullSecretName(shim),
 	}
 	if v := shim.Spec.Verification; v != nil && v.Keyless != nil {
 		ref := v.Keyless.TrustedRootRef
-		s.TrustedRoot = &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name}, Key: trustedRootKey(ref)}
+		s.TrustedRoot = &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name}, Key: shimspec.TrustedRootKey(ref)}
 	}
 	return s
-}
-
-// pullSecretName is the Secret with the registry's credentials, if any.
-func pullSecretName(shim *v1alpha1.Shim) string {
-	if oci := shim.Spec.FetchStrategy.Registry(); oci != nil && oci.PullSecretRef != nil {
-		return oci.PullSecretRef.Name
-	}
-	return ""
 }

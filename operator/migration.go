@@ -16,9 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/nodelabel"
-	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/shimspec"
 	"github.com/shimkit/shimkit/runtimeclass"
 )
 
@@ -30,66 +29,9 @@ import (
 // RCMKind and RCMVersion are the kind and version of runtime-class-manager's
 // Shim, in either of its groups (v1alpha1.RCMGroup, v1alpha1.RCMGroupKWasm).
 const (
-	RCMKind    = "Shim"
+	RCMKind    = shimspec.RCMKind
 	RCMVersion = "v1alpha1"
 )
-
-// RCMLabelValues are the values runtime-class-manager gives its node label
-// (the bare key <its Shim's name>): provisioned once its install Job
-// succeeded, pending while it runs, failed when it failed, uninstall while
-// its uninstall Job runs. Each of them says its installer may have been on
-// the node; any other value is not its.
-func RCMLabelValues() []string { return []string{"provisioned", "pending", "failed", "uninstall"} }
-
-// hasRCMLabel reports whether the node carries runtime-class-manager's
-// label for its Shim name.
-func hasRCMLabel(node *corev1.Node, rcmShim string) bool {
-	v, ok := node.Labels[rcmShim]
-	if !ok {
-		return false
-	}
-	for _, want := range RCMLabelValues() {
-		if v == want {
-			return true
-		}
-	}
-	return false
-}
-
-// migrationFor is the Migrate of the node's install plan: set when the
-// Shim replaces a runtime-class-manager Shim, the node carries that one's
-// label and shimkit has not installed the node (no label of the Shim's).
-func migrationFor(shim *v1alpha1.Shim, node *corev1.Node) *plan.Migration {
-	m := shim.Spec.MigrateFrom
-	if m == nil {
-		return nil
-	}
-	if _, ours := node.Labels[nodelabel.Key(shim.Name)]; ours || !hasRCMLabel(node, m.RuntimeClassManager.Shim) {
-		return nil
-	}
-	return &plan.Migration{From: plan.FromRuntimeClassManager, Handler: shim.Spec.RuntimeClass.HandlerName()}
-}
-
-// checkMigrateFrom refuses a migration whose runtime-class-manager Shim is
-// not the primary handler (the API server's CEL says the same; an
-// embedder's BuildPlan has no API server).
-func checkMigrateFrom(shim *v1alpha1.Shim) error {
-	m := shim.Spec.MigrateFrom
-	if m == nil {
-		return nil
-	}
-	rcm, h := m.RuntimeClassManager.Shim, shim.Spec.RuntimeClass.HandlerName()
-	if rcm != h {
-		return fmt.Errorf("spec.migrateFrom.runtimeClassManager.shim: %q is not the handler %q: runtime-class-manager registered the handler under the name of its Shim; set spec.runtimeClass.handler to %q", rcm, h, rcm)
-	}
-	return nil
-}
-
-// rcmPredecessor is the runtime-class-manager Shim a RuntimeClass is taken
-// over from, without its UID.
-func rcmPredecessor(m *v1alpha1.MigrateFrom) runtimeclass.Predecessor {
-	return runtimeclass.Predecessor{Group: m.RuntimeClassManager.Group(), Kind: RCMKind, Name: m.RuntimeClassManager.Shim}
-}
 
 // rcmShimUID reads the runtime-class-manager Shim's UID: empty when it is
 // gone, its CRD is gone, or the operator may not read it (RBAC of an older
@@ -117,8 +59,8 @@ func (r *runtimeClasses) readPredecessor(ctx context.Context, obs *observed) (ty
 	if m == nil {
 		return "", nil
 	}
-	from := rcmPredecessor(m)
-	for _, spec := range runtimeClassSpecs(obs.shim) {
+	from := shimspec.RCMPredecessor(m)
+	for _, spec := range shimspec.Classes(obs.shim) {
 		rc := &nodev1.RuntimeClass{}
 		if err := obs.classes.Get(ctx, client.ObjectKey{Name: spec.Name}, rc); err == nil && from.Controls(rc) {
 			return r.rcmShimUID(ctx, from)
@@ -138,11 +80,11 @@ func (r *runtimeClasses) takeOverRuntimeClasses(ctx context.Context, obs *observ
 	if m == nil {
 		return nil, nil
 	}
-	anyUID := rcmPredecessor(m)
+	anyUID := shimspec.RCMPredecessor(m)
 	from := anyUID
 	from.UID = obs.rcmUID
 	conflicts := map[string]string{}
-	for _, spec := range runtimeClassSpecs(obs.shim) {
+	for _, spec := range shimspec.Classes(obs.shim) {
 		rc := &nodev1.RuntimeClass{}
 		if err := obs.classes.Get(ctx, client.ObjectKey{Name: spec.Name}, rc); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -158,16 +100,16 @@ func (r *runtimeClasses) takeOverRuntimeClasses(ctx context.Context, obs *observ
 		switch {
 		case errors.As(err, &conflict):
 			msg := fmt.Sprintf("RuntimeClass %s (%s) is not taken over from %s, which spec.migrateFrom names: %s, not that Shim of UID %s; it is left as it is",
-				spec.Name, spec.field, from, conflict.Holder(), from.UID)
+				spec.Name, spec.Field, from, conflict.Holder(), from.UID)
 			if conflict.WantHandler != "" {
 				msg = fmt.Sprintf("RuntimeClass %s (%s) is not taken over from %s, which spec.migrateFrom names: its handler is %s, not %s (a RuntimeClass's handler cannot change, and its pods run on it); it is left as it is",
-					spec.Name, spec.field, from, conflict.Handler, conflict.WantHandler)
+					spec.Name, spec.Field, from, conflict.Handler, conflict.WantHandler)
 			}
 			conflicts[spec.Name] = msg
 		case err != nil:
 			return nil, err
 		case res == runtimeclass.Retry:
-			conflicts[spec.Name] = fmt.Sprintf("RuntimeClass %s (%s) is being taken over from %s: it changed meanwhile, retrying", spec.Name, spec.field, from)
+			conflicts[spec.Name] = fmt.Sprintf("RuntimeClass %s (%s) is being taken over from %s: it changed meanwhile, retrying", spec.Name, spec.Field, from)
 		case res == runtimeclass.TakenOver:
 			log.FromContext(ctx).Info("RuntimeClass taken over", "runtimeClass", spec.Name, "from", from.String())
 			r.event(obs.shim, rc, corev1.EventTypeNormal, "RuntimeClassTakenOver", "Migrate",
@@ -191,7 +133,7 @@ func (r *runtimeClasses) releaseRCMLabels(ctx context.Context, obs *observed) er
 	g := r.group(ctx)
 	for i := range obs.views {
 		v := &obs.views[i]
-		if v.Label != nodelabel.Installed || !hasRCMLabel(v.Node, key) {
+		if v.Label != nodelabel.Installed || !shimspec.HasRCMLabel(v.Node, key) {
 			continue
 		}
 		g.Go(func() error {

@@ -18,90 +18,13 @@ import (
 
 	"github.com/shimkit/shimkit/fetch"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
-	"github.com/shimkit/shimkit/operator/resolve"
+	"github.com/shimkit/shimkit/operator/shimspec"
 	"github.com/shimkit/shimkit/signature"
 )
 
 // resolveTimeout bounds one resolution (a large HTTP artifact is streamed
 // through sha256).
 const resolveTimeout = 5 * time.Minute
-
-// resolveKey identifies what a resolution answers: the spec's hash and its
-// verification. A change of either resolves again.
-func resolveKey(shim *v1alpha1.Shim, specHash string) string {
-	if shim.Spec.Verification == nil {
-		return specHash
-	}
-	data, _ := json.Marshal(struct {
-		H string
-		V *v1alpha1.Verification
-	}{specHash, shim.Spec.Verification})
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:])[:16]
-}
-
-// pinnedBySpec reports whether the spec itself pins the artifact (a digest
-// reference; a sha256 for every URL), so that resolving adds nothing to
-// what is installed.
-func pinnedBySpec(fs v1alpha1.FetchStrategy) bool {
-	switch {
-	case fs.Registry() != nil:
-		_, _, ok := resolve.CutDigest(fs.Registry().Reference)
-		return ok
-	case fs.AnonHTTP != nil:
-		if fs.AnonHTTP.Location != "" && fs.AnonHTTP.SHA256 == "" {
-			return false
-		}
-		for _, p := range fs.AnonHTTP.Platforms {
-			if p.SHA256 == "" {
-				return false
-			}
-		}
-		return true
-	}
-	return false
-}
-
-// targetHash identifies what a node installs: the spec and, unless the
-// spec pins it itself, the resolved artifact. A moved tag or changed URL
-// content, once resolved, is a new target: a rolling upgrade.
-func targetHash(shim *v1alpha1.Shim, specHash string, art *v1alpha1.ResolvedArtifact) string {
-	if art == nil || pinnedBySpec(shim.Spec.FetchStrategy) {
-		return specHash
-	}
-	data, _ := json.Marshal(struct {
-		H string
-		D string
-		P []v1alpha1.PlatformDigest
-	}{specHash, art.Digest, art.Platforms})
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:])[:16]
-}
-
-// pinOf returns the resolution the status holds for the Shim's current
-// spec, or nil.
-func pinOf(shim *v1alpha1.Shim, specHash string) *v1alpha1.ResolvedArtifact {
-	art := shim.Status.Artifact
-	if art == nil || art.SpecHash != resolveKey(shim, specHash) || art.Digest == "" && len(art.Platforms) == 0 {
-		return nil
-	}
-	return art
-}
-
-// resolveDue says why the artifact must be resolved now ("" when the
-// pinned one stands).
-func resolveDue(shim *v1alpha1.Shim, specHash string, now time.Time) string {
-	art := pinOf(shim, specHash)
-	switch {
-	case art == nil:
-		return "spec"
-	case art.ResolveRequest != shim.Annotations[v1alpha1.ResolveAnnotation]:
-		return "annotation"
-	case shim.Spec.FetchStrategy.ResolveInterval != nil && !now.Before(art.ResolvedAt.Add(shim.Spec.FetchStrategy.ResolveInterval.Duration)):
-		return "interval"
-	}
-	return ""
-}
 
 // nextResolve is how long until the artifact is resolved again by time
 // (0: not by time): when the interval comes round, or, after a failed
@@ -143,14 +66,14 @@ const (
 // between, the same refusal (or the kept digest with its error) stands,
 // and no Event is emitted again: a refusal's one Warning Event is the
 // install's, once the status does not show it yet (refusal.shown).
-func (r *resolution) pin(ctx context.Context, shim *v1alpha1.Shim, specHash string) (use, show *v1alpha1.ResolvedArtifact, _ *refusal) {
+func (r *resolution) pin(ctx context.Context, shim *v1alpha1.Shim, specHash string) (use, show *v1alpha1.ResolvedArtifact, _ *shimspec.Refusal) {
 	now := time.Now()
 	// The status read may lag behind the last resolution (a cache not yet
 	// updated): the pin this process made last stands in for it, so that
 	// a stale read never resolves a moved tag mid-rollout.
 	shim = r.pins.latest(shim)
-	cur := pinOf(shim, specHash)
-	why := resolveDue(shim, specHash, now)
+	cur := shimspec.PinOf(shim, specHash)
+	why := shimspec.ResolveDue(shim, specHash, now)
 	if why == "" {
 		return cur, cur, nil
 	}
@@ -158,7 +81,7 @@ func (r *resolution) pin(ctx context.Context, shim *v1alpha1.Shim, specHash stri
 	defer cancel()
 	// The spec pins every digest and asks for no signature: nothing to ask
 	// a registry (each installer checks the digest).
-	static := pinnedBySpec(shim.Spec.FetchStrategy) && shim.Spec.Verification == nil
+	static := shimspec.PinnedBySpec(shim.Spec.FetchStrategy) && shim.Spec.Verification == nil
 	in := ResolveInput{Fetch: shim.Spec.FetchStrategy}
 	if !static {
 		var err error
@@ -181,22 +104,22 @@ func (r *resolution) pin(ctx context.Context, shim *v1alpha1.Shim, specHash stri
 	if err != nil {
 		ref := resolveRefusal(err)
 		f := r.pins.fail(shim, ask, ref, now, r.opts.resolveBackoff)
-		log.FromContext(ctx).Info("artifact not resolved", "shim", shim.Name, "reason", ref.reason, "trigger", why, "attempt", f.attempts, "retry", f.retryAt)
+		log.FromContext(ctx).Info("artifact not resolved", "shim", shim.Name, "reason", ref.Reason, "trigger", why, "attempt", f.attempts, "retry", f.retryAt)
 		return r.resolveFailed(shim, cur, ref, true)
 	}
 	r.pins.succeeded(shim)
 	art := &v1alpha1.ResolvedArtifact{
 		Source: sourceOf(shim.Spec.FetchStrategy), Digest: res.Digest, Platforms: res.Platforms, VerifiedBy: res.VerifiedBy,
-		ResolvedAt: metav1.NewTime(now), SpecHash: resolveKey(shim, specHash), ResolveRequest: shim.Annotations[v1alpha1.ResolveAnnotation],
+		ResolvedAt: metav1.NewTime(now), SpecHash: shimspec.ResolveKey(shim, specHash), ResolveRequest: shim.Annotations[v1alpha1.ResolveAnnotation],
 	}
 	if oci := shim.Spec.FetchStrategy.Registry(); oci != nil && oci.PlainHTTP && oci.Insecure && !fetch.LocalRegistry(registryHost(oci.Reference)) {
 		r.event(shim, nil, corev1.EventTypeWarning, "InsecureRegistry", "Resolve",
 			"spec.fetchStrategy.%s.insecure: %s is reached over plain HTTP; anyone on the path can change what the nodes install", shim.Spec.FetchStrategy.Type, registryHost(oci.Reference))
 	}
-	if cur != nil && targetHash(shim, specHash, cur) != targetHash(shim, specHash, art) {
+	if cur != nil && shimspec.TargetHash(shim, specHash, cur) != shimspec.TargetHash(shim, specHash, art) {
 		r.event(shim, nil, corev1.EventTypeNormal, "ArtifactChanged", "Resolve", "%s now resolves to %s (was %s; resolved on %s): rolling out", art.Source, digestsOf(art), digestsOf(cur), why)
 	}
-	log.FromContext(ctx).Info("artifact resolved", "shim", shim.Name, "source", art.Source, "digest", digestsOf(art), "trigger", why, "target", targetHash(shim, specHash, art))
+	log.FromContext(ctx).Info("artifact resolved", "shim", shim.Name, "source", art.Source, "digest", digestsOf(art), "trigger", why, "target", shimspec.TargetHash(shim, specHash, art))
 	r.pins.put(shim, art)
 	return art, art, nil
 }
@@ -207,8 +130,8 @@ func (r *resolution) pin(ctx context.Context, shim *v1alpha1.Shim, specHash stri
 // and the refusal's Warning Event is the install's (pin emits none, so
 // that a refusal makes one Event, not two). With one, the pinned digest is
 // kept, with the error, and a fresh failure gets a Warning Event.
-func (r *resolution) resolveFailed(shim *v1alpha1.Shim, cur *v1alpha1.ResolvedArtifact, ref *refusal, fresh bool) (use, show *v1alpha1.ResolvedArtifact, _ *refusal) {
-	lastError := truncate(ref.reason+": "+ref.message, 512)
+func (r *resolution) resolveFailed(shim *v1alpha1.Shim, cur *v1alpha1.ResolvedArtifact, ref *shimspec.Refusal, fresh bool) (use, show *v1alpha1.ResolvedArtifact, _ *shimspec.Refusal) {
+	lastError := truncate(ref.Reason+": "+ref.Message, 512)
 	if cur == nil {
 		var shown *v1alpha1.ResolvedArtifact
 		if old := shim.Status.Artifact; old != nil {
@@ -218,7 +141,7 @@ func (r *resolution) resolveFailed(shim *v1alpha1.Shim, cur *v1alpha1.ResolvedAr
 		return nil, shown, ref
 	}
 	if fresh {
-		r.event(shim, nil, corev1.EventTypeWarning, ref.reason, "Resolve", "%s", ref.message)
+		r.event(shim, nil, corev1.EventTypeWarning, ref.Reason, "Resolve", "%s", ref.Message)
 	}
 	kept := cur.DeepCopy()
 	kept.ResolveRequest = shim.Annotations[v1alpha1.ResolveAnnotation]
@@ -228,7 +151,7 @@ func (r *resolution) resolveFailed(shim *v1alpha1.Shim, cur *v1alpha1.ResolvedAr
 }
 
 // resolveAsk identifies the question a resolution answers: the spec
-// (resolveKey), the resolve annotation, the resolve interval, and what
+// (shimspec.ResolveKey), the resolve annotation, the resolve interval, and what
 // was read for it from the cluster (the pull secret's and the trusted
 // root's content). A change of any of them asks again at once.
 func resolveAsk(shim *v1alpha1.Shim, specHash string, in ResolveInput) string {
@@ -236,7 +159,7 @@ func resolveAsk(shim *v1alpha1.Shim, specHash string, in ResolveInput) string {
 		K, A string
 		I    *metav1.Duration
 		C, T []byte
-	}{resolveKey(shim, specHash), shim.Annotations[v1alpha1.ResolveAnnotation], shim.Spec.FetchStrategy.ResolveInterval, in.DockerConfigJSON, in.TrustedRoot})
+	}{shimspec.ResolveKey(shim, specHash), shim.Annotations[v1alpha1.ResolveAnnotation], shim.Spec.FetchStrategy.ResolveInterval, in.DockerConfigJSON, in.TrustedRoot})
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
 }
@@ -260,7 +183,7 @@ type pinned struct {
 type failedResolve struct {
 	uid      types.UID
 	ask      string
-	ref      *refusal
+	ref      *shimspec.Refusal
 	attempts int
 	retryAt  time.Time
 }
@@ -290,7 +213,7 @@ func (p *pins) put(shim *v1alpha1.Shim, art *v1alpha1.ResolvedArtifact) {
 }
 
 // fail records a failed resolution of ask, and when it may be asked again.
-func (p *pins) fail(shim *v1alpha1.Shim, ask string, ref *refusal, now time.Time, base time.Duration) failedResolve {
+func (p *pins) fail(shim *v1alpha1.Shim, ask string, ref *shimspec.Refusal, now time.Time, base time.Duration) failedResolve {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.failed == nil {
@@ -358,7 +281,7 @@ func (p *pins) latest(shim *v1alpha1.Shim) *v1alpha1.Shim {
 // secret and the trusted root, from the operator's namespace, uncached.
 func (r *resolution) resolveInput(ctx context.Context, shim *v1alpha1.Shim) (ResolveInput, error) {
 	in := ResolveInput{Fetch: shim.Spec.FetchStrategy, Verification: shim.Spec.Verification}
-	if name := pullSecretName(shim); name != "" {
+	if name := shimspec.PullSecretName(shim); name != "" {
 		var s corev1.Secret
 		if err := r.reader.Get(ctx, types.NamespacedName{Namespace: r.opts.Namespace, Name: name}, &s); err != nil {
 			return in, fmt.Errorf("spec.fetchStrategy.%s.pullSecretRef: Secret %s/%s: %w", shim.Spec.FetchStrategy.Type, r.opts.Namespace, name, err)
@@ -371,7 +294,7 @@ func (r *resolution) resolveInput(ctx context.Context, shim *v1alpha1.Shim) (Res
 		if err := r.reader.Get(ctx, types.NamespacedName{Namespace: r.opts.Namespace, Name: ref.Name}, &cm); err != nil {
 			return in, fmt.Errorf("spec.verification.keyless.trustedRootRef: ConfigMap %s/%s: %w: %w", r.opts.Namespace, ref.Name, signature.ErrPolicy, err)
 		}
-		key := trustedRootKey(ref)
+		key := shimspec.TrustedRootKey(ref)
 		data, ok := cm.Data[key]
 		if !ok {
 			return in, fmt.Errorf("spec.verification.keyless.trustedRootRef: ConfigMap %s/%s has no key %s: %w", r.opts.Namespace, ref.Name, key, signature.ErrPolicy)
@@ -381,15 +304,8 @@ func (r *resolution) resolveInput(ctx context.Context, shim *v1alpha1.Shim) (Res
 	return in, nil
 }
 
-func trustedRootKey(ref v1alpha1.ConfigMapKeyReference) string {
-	if ref.Key == "" {
-		return v1alpha1.DefaultTrustedRootKey
-	}
-	return ref.Key
-}
-
 // resolveRefusal classifies a resolution error.
-func resolveRefusal(err error) *refusal {
+func resolveRefusal(err error) *shimspec.Refusal {
 	reason := v1alpha1.ReasonResolveFailed
 	switch {
 	case errors.Is(err, signature.ErrMissing):
@@ -399,7 +315,7 @@ func resolveRefusal(err error) *refusal {
 	case errors.Is(err, fetch.ErrInsecure), errors.Is(err, fetch.ErrTooManyRedirects):
 		reason = v1alpha1.ReasonInsecureTransport
 	}
-	return &refusal{reason: reason, message: truncate(err.Error(), 1024)}
+	return &shimspec.Refusal{Reason: reason, Message: truncate(err.Error(), 1024)}
 }
 
 func sourceOf(fs v1alpha1.FetchStrategy) string {

@@ -13,6 +13,7 @@ import (
 	"github.com/shimkit/shimkit/fetch"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/nodeview"
+	"github.com/shimkit/shimkit/operator/shimspec"
 )
 
 func tagShim() *v1alpha1.Shim {
@@ -31,7 +32,7 @@ func TestResolveDue(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	pinned := func(s *v1alpha1.Shim, at time.Time, request string) {
 		h := nodeview.SpecHash(s)
-		s.Status.Artifact = &v1alpha1.ResolvedArtifact{Digest: "sha256:" + strings.Repeat("1", 64), ResolvedAt: metav1.NewTime(at), SpecHash: resolveKey(s, h), ResolveRequest: request}
+		s.Status.Artifact = &v1alpha1.ResolvedArtifact{Digest: "sha256:" + strings.Repeat("1", 64), ResolvedAt: metav1.NewTime(at), SpecHash: shimspec.ResolveKey(s, h), ResolveRequest: request}
 	}
 	tests := []struct {
 		name   string
@@ -57,7 +58,7 @@ func TestResolveDue(t *testing.T) {
 			s := tagShim()
 			pinned(s, now.Add(-time.Hour), "")
 			tt.change(s)
-			if got := resolveDue(s, nodeview.SpecHash(s), now); got != tt.want {
+			if got := shimspec.ResolveDue(s, nodeview.SpecHash(s), now); got != tt.want {
 				t.Errorf("resolveDue = %q, want %q", got, tt.want)
 			}
 		})
@@ -71,16 +72,16 @@ func TestTargetHash(t *testing.T) {
 	h := nodeview.SpecHash(s)
 	a := &v1alpha1.ResolvedArtifact{Digest: "sha256:" + strings.Repeat("1", 64)}
 	b := &v1alpha1.ResolvedArtifact{Digest: "sha256:" + strings.Repeat("2", 64)}
-	if targetHash(s, h, a) == targetHash(s, h, b) || targetHash(s, h, a) == h {
+	if shimspec.TargetHash(s, h, a) == shimspec.TargetHash(s, h, b) || shimspec.TargetHash(s, h, a) == h {
 		t.Error("a tag's resolved digest does not enter the target hash")
 	}
-	if targetHash(s, h, nil) != h {
+	if shimspec.TargetHash(s, h, nil) != h {
 		t.Error("an unresolved spec changed its hash")
 	}
 	pinnedRef := tagShim()
 	pinnedRef.Spec.FetchStrategy.OCI.Reference = "registry.local/shims/s@sha256:" + strings.Repeat("3", 64)
 	ph := nodeview.SpecHash(pinnedRef)
-	if targetHash(pinnedRef, ph, a) != ph {
+	if shimspec.TargetHash(pinnedRef, ph, a) != ph {
 		t.Error("a digest reference's hash changed with its resolution")
 	}
 	iv := tagShim()
@@ -104,8 +105,8 @@ func TestStaticResolver(t *testing.T) {
 	if _, err := r.Resolve(context.Background(), ResolveInput{Fetch: other}); !errors.Is(err, fetch.ErrNotFound) {
 		t.Errorf("unknown tag: %v", err)
 	}
-	if ref := resolveRefusal(fetch.ErrNotFound); ref.reason != v1alpha1.ReasonResolveFailed {
-		t.Errorf("reason %s", ref.reason)
+	if ref := resolveRefusal(fetch.ErrNotFound); ref.Reason != v1alpha1.ReasonResolveFailed {
+		t.Errorf("reason %s", ref.Reason)
 	}
 }
 
@@ -182,7 +183,7 @@ func TestFailedResolveMemo(t *testing.T) {
 	r := withDeps(deps{})
 	s := tagShim()
 	s.UID = "uid-1"
-	ref := &refusal{reason: v1alpha1.ReasonSignatureInvalid, message: "no"}
+	ref := &shimspec.Refusal{Reason: v1alpha1.ReasonSignatureInvalid, Message: "no"}
 	base := time.Second
 	if f := r.resolve.pins.fail(s, "q1", ref, now, base); f.attempts != 1 || !f.retryAt.Equal(now.Add(time.Second)) {
 		t.Errorf("first failure %+v", f)

@@ -11,6 +11,7 @@ import (
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/operator/nodeview"
+	"github.com/shimkit/shimkit/operator/shimspec"
 	"github.com/shimkit/shimkit/runtimeclass"
 )
 
@@ -65,13 +66,13 @@ const (
 // installs take no time in it.
 func PreviewRollout(shim *v1alpha1.Shim, nodes []*corev1.Node, jobs []*batchv1.Job, result func(*batchv1.Job) *plan.NodeResult, classes []nodev1.RuntimeClass, opts Options, now time.Time) (*Preview, error) {
 	opts = opts.withDefaults()
-	obs := &observed{shim: shim, specHash: nodeview.SpecHash(shim), refusal: refusalOf(shim, opts)}
-	obs.art = pinOf(shim, obs.specHash)
-	obs.hash = targetHash(shim, obs.specHash, obs.art)
-	obs.windows, obs.steps, _ = rolloutRules(shim)
-	p := &Preview{Shim: shim, Target: obs.hash, Pinned: obs.art != nil || pinnedBySpec(shim.Spec.FetchStrategy)}
+	obs := &observed{shim: shim, specHash: nodeview.SpecHash(shim), refusal: shimspec.RefusalOf(shim, opts.settings())}
+	obs.art = shimspec.PinOf(shim, obs.specHash)
+	obs.hash = shimspec.TargetHash(shim, obs.specHash, obs.art)
+	obs.windows, obs.steps, _ = shimspec.RolloutRules(shim)
+	p := &Preview{Shim: shim, Target: obs.hash, Pinned: obs.art != nil || shimspec.PinnedBySpec(shim.Spec.FetchStrategy)}
 	if ref := obs.refusal; ref != nil {
-		p.Refusal = &fleet.Refusal{Reason: ref.reason, Message: ref.message}
+		p.Refusal = &fleet.Refusal{Reason: ref.Reason, Message: ref.Message}
 	}
 	obs.views = NodeViews(shim, nodes, jobs, result)
 	p.Views = append([]fleet.NodeView(nil), obs.views...)
@@ -82,7 +83,7 @@ func PreviewRollout(shim *v1alpha1.Shim, nodes []*corev1.Node, jobs []*batchv1.J
 	if st := rolloutOf(shim, obs.hash); st != nil && st.Halt != nil {
 		dl.Halt = haltTrip(st.Halt)
 	}
-	sim, err := fleet.Simulate(obs.snapshot(), fleet.Policy{Planner: plannerOf(obs), PlanFor: obs.planFor(opts), Delivery: dl})
+	sim, err := fleet.Simulate(obs.snapshot(), fleet.Policy{Planner: shimspec.Planner(obs.shim, obs.hash), PlanFor: obs.planFor(opts), Delivery: dl})
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +99,7 @@ func previewClasses(shim *v1alpha1.Shim, existing []nodev1.RuntimeClass) []Class
 		byName[existing[i].Name] = &existing[i]
 	}
 	var out []ClassPreview
-	for _, spec := range runtimeClassSpecs(shim) {
+	for _, spec := range shimspec.Classes(shim) {
 		c := ClassPreview{Name: spec.Name, Handler: spec.Handler, Action: ClassCreate}
 		switch rc := byName[spec.Name]; {
 		case rc == nil:

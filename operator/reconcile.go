@@ -31,6 +31,7 @@ import (
 	"github.com/shimkit/shimkit/operator/nodegate"
 	"github.com/shimkit/shimkit/operator/nodeview"
 	"github.com/shimkit/shimkit/operator/phase"
+	"github.com/shimkit/shimkit/operator/shimspec"
 	"github.com/shimkit/shimkit/operator/watch"
 	"github.com/shimkit/shimkit/rollout"
 )
@@ -89,7 +90,7 @@ func New(c client.Client, recorder events.EventRecorder, opts Options) (*Reconci
 type observed struct {
 	shim *v1alpha1.Shim
 	// hash is the rollout's target: the spec's hash and the artifact
-	// pinned for it (targetHash); specHash the spec's alone.
+	// pinned for it (shimspec.TargetHash); specHash the spec's alone.
 	hash     string
 	specHash string
 	// art is the artifact pinned for the rollout (nil: none, the spec is
@@ -119,7 +120,7 @@ type observed struct {
 	classes *classSnapshot
 	rcmUID  types.UID
 	// refusal says why the spec is rolled out to no node (nil: it is).
-	refusal *refusal
+	refusal *shimspec.Refusal
 	// takeover holds, by name, why a RuntimeClass of the runtime-class-
 	// manager Shim that spec.migrateFrom names was not taken over.
 	takeover map[string]string
@@ -231,7 +232,7 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	if err := r.client.List(ctx, &shims, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list Shims: %w", err)
 	}
-	obs := &observed{shim: shim, specHash: nodeview.SpecHash(shim), refusal: refusalOf(shim, r.opts), now: time.Now(), retried: r.retries.latest(shim), jobs: jobs, shims: shims.Items}
+	obs := &observed{shim: shim, specHash: nodeview.SpecHash(shim), refusal: shimspec.RefusalOf(shim, r.opts.settings()), now: time.Now(), retried: r.retries.latest(shim), jobs: jobs, shims: shims.Items}
 	obs.shown = shim.Status.Artifact
 	switch {
 	case shim.Spec.FetchStrategy.Type == v1alpha1.FetchPreinstalled:
@@ -239,10 +240,10 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	case obs.refusal == nil && shim.DeletionTimestamp.IsZero():
 		obs.art, obs.shown, obs.refusal = r.resolve.pin(ctx, shim, obs.specHash)
 	default:
-		obs.art = pinOf(shim, obs.specHash)
+		obs.art = shimspec.PinOf(shim, obs.specHash)
 	}
-	obs.hash = targetHash(shim, obs.specHash, obs.art)
-	obs.windows, obs.steps, _ = rolloutRules(shim) // wrong ones are refused (refusalOf)
+	obs.hash = shimspec.TargetHash(shim, obs.specHash, obs.art)
+	obs.windows, obs.steps, _ = shimspec.RolloutRules(shim) // wrong ones are refused (refusalOf)
 	if err := r.revisions.revert(ctx, obs); err != nil {
 		return nil, err
 	}
@@ -318,20 +319,6 @@ func (r *deps) group(ctx context.Context) *errgroup.Group {
 	return g
 }
 
-// plannerOf plans the rollout of the observed target under the Shim's
-// strategy.
-func plannerOf(obs *observed) rollout.Planner {
-	rs := obs.shim.Spec.RolloutStrategy
-	s := rollout.Strategy{}
-	if rs != nil {
-		s.Recreate = rs.Type == v1alpha1.RolloutRecreate
-		if rs.Rolling != nil {
-			s.MaxUpdate = rs.Rolling.MaxUpdate
-		}
-	}
-	return rollout.Planner{Strategy: s, ShimUID: string(obs.shim.UID), SpecHash: obs.hash}
-}
-
 // install rolls the current spec out to the targeted nodes (matching and
 // eligible) and removes it from nodes that stopped being targeted. A
 // refused spec starts no install; removals go on. It reads the snapshot
@@ -341,7 +328,7 @@ func (r *Reconciler) install(ctx context.Context, obs *observed, acts []action) 
 	if err := r.gateCheck.checkGate(ctx, obs); err != nil {
 		return ctrl.Result{}, err
 	}
-	d, err := fleet.Decide(obs.snapshot(), fleet.Policy{Planner: plannerOf(obs), Shared: r.batch.sharedNodes(obs), PlanFor: obs.planFor(r.opts), Delivery: r.delivery(obs)})
+	d, err := fleet.Decide(obs.snapshot(), fleet.Policy{Planner: shimspec.Planner(obs.shim, obs.hash), Shared: r.batch.sharedNodes(obs), PlanFor: obs.planFor(r.opts), Delivery: r.delivery(obs)})
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -444,8 +431,8 @@ func (r *reporter) reportDecision(obs *observed, d fleet.Decision) {
 	for _, v := range d.Unplanned {
 		r.event(obs.shim, v.Node, corev1.EventTypeWarning, "InstallFailed", "Install", "%s", failureNote(v.Node.Name, string(planReason(v.PlanErr)), v.PlanErr.Error()))
 	}
-	if obs.refusal != nil && !obs.refusal.shown(obs.shim) {
-		r.event(obs.shim, nil, corev1.EventTypeWarning, obs.refusal.reason, "Install", "%s", obs.refusal.message)
+	if obs.refusal != nil && !obs.refusal.Shown(obs.shim) {
+		r.event(obs.shim, nil, corev1.EventTypeWarning, obs.refusal.Reason, "Install", "%s", obs.refusal.Message)
 	}
 }
 
@@ -531,7 +518,7 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed, acts []act
 	if !controllerutil.ContainsFinalizer(obs.shim, Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	d, err := fleet.DecideRemoval(obs.snapshot(), plannerOf(obs), r.delivery(obs))
+	d, err := fleet.DecideRemoval(obs.snapshot(), shimspec.Planner(obs.shim, obs.hash), r.delivery(obs))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -605,7 +592,7 @@ func (r *jobStarter) startJob(ctx context.Context, obs *observed, v *fleet.NodeV
 	p := v.Plan
 	if p == nil || p.Operation != plan.Operation(op) {
 		var err error
-		if p, err = buildPlan(obs.shim, v.Node, plan.Operation(op), r.opts, obs.target()); err != nil {
+		if p, err = shimspec.Build(obs.shim, v.Node, plan.Operation(op), r.opts.settings(), obs.target()); err != nil {
 			return err
 		}
 	}
@@ -698,7 +685,7 @@ func truncate(s string, n int) string {
 }
 
 // target is what the rollout installs: the hash and the pinned artifact.
-func (o *observed) target() target { return target{hash: o.hash, art: o.art} }
+func (o *observed) target() shimspec.Target { return shimspec.Target{Hash: o.hash, Art: o.art} }
 
 // snapshot is what the decision reads of the reconcile's observations
 // (its node views are the reconcile's own: a decision fills in their
@@ -710,6 +697,6 @@ func (o *observed) snapshot() fleet.Snapshot {
 // planFor builds a node's install plan towards the rollout's target.
 func (o *observed) planFor(opts Options) func(*corev1.Node) (*plan.NodePlan, error) {
 	return func(n *corev1.Node) (*plan.NodePlan, error) {
-		return buildPlan(o.shim, n, plan.OpInstall, opts, o.target())
+		return shimspec.Build(o.shim, n, plan.OpInstall, opts.settings(), o.target())
 	}
 }

@@ -12,83 +12,9 @@ import (
 
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
-	"github.com/shimkit/shimkit/operator/jobview"
+	"github.com/shimkit/shimkit/operator/shimspec"
 	"github.com/shimkit/shimkit/runtimeclass"
 )
-
-// classSpec is one RuntimeClass of a Shim and the spec field that names it.
-type classSpec struct {
-	runtimeclass.Spec
-	field string // spec.runtimeClass.name, spec.handlers[1].runtimeClass.name
-}
-
-// runtimeClassSpecs are the Shim's RuntimeClasses: the primary handler's,
-// then one per spec.handlers. All schedule onto the nodes with the Shim's
-// one node label: the handlers of a Shim are installed and removed
-// together, by one installer run per node.
-func runtimeClassSpecs(shim *v1alpha1.Shim) []classSpec {
-	classes := []v1alpha1.RuntimeClassSpec{shim.Spec.RuntimeClass}
-	for _, h := range shim.Spec.Handlers {
-		classes = append(classes, h.RuntimeClass)
-	}
-	out := make([]classSpec, 0, len(classes))
-	for i, rc := range classes {
-		s := classSpec{Spec: runtimeclass.Spec{
-			Name:         rc.Name,
-			Handler:      rc.HandlerName(),
-			NodeSelector: map[string]string{nodelabel.Key(shim.Name): nodelabel.Installed},
-			Labels:       map[string]string{jobview.LabelManagedBy: jobview.ManagedBy, jobview.LabelShim: jobview.LabelValue(shim.Name)},
-			Owner:        metav1.NewControllerRef(shim, v1alpha1.GroupVersion.WithKind("Shim")),
-		}, field: "spec.runtimeClass.name"}
-		if i > 0 {
-			s.field = fmt.Sprintf("spec.handlers[%d].runtimeClass.name", i-1)
-		}
-		for _, t := range rc.Tolerations {
-			s.Tolerations = append(s.Tolerations, corev1.Toleration{
-				Key: t.Key, Operator: corev1.TolerationOperator(t.Operator), Value: t.Value,
-				Effect: corev1.TaintEffect(t.Effect), TolerationSeconds: t.TolerationSeconds,
-			})
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
-// CanaryRuntimeClass names the RuntimeClass of a Shim's canary pods: its
-// primary handler without scheduling constraints, as the canary runs on a
-// node before it is labelled ("shimkit-canary-<shim>", shortened with a
-// hash when too long).
-func CanaryRuntimeClass(shim string) string {
-	name := "shimkit-canary-" + shim
-	if len(name) <= maxName {
-		return name
-	}
-	return jobview.Shorten(name, maxName-jobview.HashLen-1) + "-" + jobview.NameHash(shim)
-}
-
-// maxName is the longest name of a cluster-scoped object.
-const maxName = 253
-
-// canaryClassSpec is the canary's RuntimeClass, when the Shim has a
-// canary.
-func canaryClassSpec(shim *v1alpha1.Shim) (classSpec, bool) {
-	if !shim.Spec.CanaryEnabled() {
-		return classSpec{}, false
-	}
-	return classSpec{Spec: runtimeclass.Spec{
-		Name:    CanaryRuntimeClass(shim.Name),
-		Handler: shim.Spec.RuntimeClass.HandlerName(),
-		Labels:  map[string]string{jobview.LabelManagedBy: jobview.ManagedBy, jobview.LabelShim: jobview.LabelValue(shim.Name)},
-		Owner:   metav1.NewControllerRef(shim, v1alpha1.GroupVersion.WithKind("Shim")),
-	}, field: "spec.canary"}, true
-}
-
-// ownedBy reports whether the RuntimeClass belongs to the Shim: its
-// controller reference names the Shim's UID (a Shim recreated under the
-// same name does not own its predecessor's).
-func ownedBy(rc *nodev1.RuntimeClass, shim *v1alpha1.Shim) bool {
-	return runtimeclass.Owned(rc, shim.UID)
-}
 
 // classes is what ensureRuntimeClasses found: whether every RuntimeClass
 // is published, and the messages of those that belong to someone else.
@@ -105,7 +31,7 @@ type classes struct {
 // owns that the spec no longer names. A RuntimeClass of one of its names
 // that it does not own is left as it is: a conflict.
 //
-// The canary's RuntimeClass (canaryClassSpec) is published only while an
+// The canary's RuntimeClass (shimspec.CanaryClass) is published only while an
 // installer may run the canary: when starting says this reconcile starts
 // an install, or while a node has the shim or a Job is changing it. Any
 // other time (a refused spec, a rollout halted before any node had the
@@ -120,8 +46,8 @@ func (r *runtimeClasses) ensureRuntimeClasses(ctx context.Context, obs *observed
 		// A node whose image has the shim runs no installer, so no canary.
 		anyTouched = anyTouched || !v.Preinstalled && v.Touched() || v.Held
 	}
-	specs := runtimeClassSpecs(obs.shim)
-	canary, withCanary := canaryClassSpec(obs.shim)
+	specs := shimspec.Classes(obs.shim)
+	canary, withCanary := shimspec.CanaryClass(obs.shim)
 	if withCanary && (starting || anyTouched) {
 		specs = append(specs, canary)
 	}
@@ -132,7 +58,7 @@ func (r *runtimeClasses) ensureRuntimeClasses(ctx context.Context, obs *observed
 	}
 	out := classes{published: true}
 	for _, spec := range specs {
-		ok, conflict, err := r.ensureRuntimeClass(ctx, obs.classes, obs.shim, spec, anyInstalled || spec.field == canary.field)
+		ok, conflict, err := r.ensureRuntimeClass(ctx, obs.classes, obs.shim, spec, anyInstalled || spec.Field == canary.Field)
 		if err != nil {
 			return classes{}, err
 		}
@@ -142,7 +68,7 @@ func (r *runtimeClasses) ensureRuntimeClasses(ctx context.Context, obs *observed
 		out.published = out.published && ok
 		if conflict != "" {
 			out.conflicts = append(out.conflicts, conflict)
-			out.canaryBlocked = out.canaryBlocked || withCanary && spec.field == canary.field
+			out.canaryBlocked = out.canaryBlocked || withCanary && spec.Field == canary.Field
 		}
 	}
 	return out, nil
@@ -156,7 +82,7 @@ func (r *runtimeClasses) ensureRuntimeClasses(ctx context.Context, obs *observed
 // RuntimeClass that changed since the snapshot (runtimeclass.Retry) is not
 // published yet: the watch on RuntimeClasses brings the next reconcile,
 // which reads whose it is.
-func (r *runtimeClasses) ensureRuntimeClass(ctx context.Context, classes *classSnapshot, shim *v1alpha1.Shim, spec classSpec, anyInstalled bool) (bool, string, error) {
+func (r *runtimeClasses) ensureRuntimeClass(ctx context.Context, classes *classSnapshot, shim *v1alpha1.Shim, spec shimspec.Class, anyInstalled bool) (bool, string, error) {
 	ensure := runtimeclass.Ensure
 	if !anyInstalled {
 		ensure = runtimeclass.UpdateExisting // not yet created: no node has the shim
@@ -182,21 +108,21 @@ func (r *runtimeClasses) ensureRuntimeClass(ctx context.Context, classes *classS
 }
 
 // conflictMessage names the RuntimeClass, the field and who owns it.
-func conflictMessage(c *runtimeclass.ConflictError, spec classSpec) string {
-	if spec.field == "spec.canary" {
+func conflictMessage(c *runtimeclass.ConflictError, spec shimspec.Class) string {
+	if spec.Field == "spec.canary" {
 		return fmt.Sprintf("RuntimeClass %s (the canary's) exists and does not belong to this Shim (%s): no node is installed until it is removed (or spec.canary.enabled is false)", c.Name, c.Holder())
 	}
 	return fmt.Sprintf("RuntimeClass %s (%s) exists and does not belong to this Shim (%s): it is left as it is; rename %s or remove that RuntimeClass",
-		c.Name, spec.field, c.Holder(), spec.field)
+		c.Name, spec.Field, c.Holder(), spec.Field)
 }
 
 // deleteStaleRuntimeClasses deletes the RuntimeClasses of handlers the
 // spec dropped (or renamed), so that no new pod asks for them. Each is
 // deleted only if it is still the Shim's as read (runtimeclass.DeleteOwned):
 // never one recreated by someone else since.
-func (r *runtimeClasses) deleteStaleRuntimeClasses(ctx context.Context, classes *classSnapshot, shim *v1alpha1.Shim, specs []classSpec) error {
+func (r *runtimeClasses) deleteStaleRuntimeClasses(ctx context.Context, classes *classSnapshot, shim *v1alpha1.Shim, specs []shimspec.Class) error {
 	for _, rc := range classes.owned(shim) {
-		if slices.ContainsFunc(specs, func(s classSpec) bool { return s.Name == rc.Name }) {
+		if slices.ContainsFunc(specs, func(s shimspec.Class) bool { return s.Name == rc.Name }) {
 			continue
 		}
 		if err := runtimeclass.DeleteOwned(ctx, classes, rc.Name, shim.UID); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/shimkit/shimkit/internal/testutil"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/shimspec"
 	"github.com/shimkit/shimkit/runtimeclass"
 )
 
@@ -43,7 +44,7 @@ func TestEnsureAfterTakeoverWithStaleCache(t *testing.T) {
 	ctx := context.Background()
 	shim := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "spin-v2", UID: types.UID("11111111-2222-3333-4444-555555555555")},
 		Spec: v1alpha1.ShimSpec{RuntimeClass: v1alpha1.RuntimeClassSpec{Name: "wasmtime-spin-v2", Handler: "spin-v2"}}}
-	spec := runtimeClassSpecs(shim)[0]
+	spec := shimspec.Classes(shim)[0]
 
 	// runtime-class-manager's RuntimeClass, as the cache still has it.
 	pred := runtimeclass.Predecessor{Group: "runtime.spinkube.dev", Kind: "Shim", Name: "spin-v2", UID: "99999999-8888-7777-6666-555555555555"}

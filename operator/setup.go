@@ -16,6 +16,7 @@ import (
 
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/phase"
+	"github.com/shimkit/shimkit/operator/shimspec"
 	"github.com/shimkit/shimkit/operator/watch"
 )
 
@@ -72,7 +73,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		var reqs []reconcile.Request
 		for i := range shims.Items {
-			for _, spec := range runtimeClassSpecs(&shims.Items[i]) {
+			for _, spec := range shimspec.Classes(&shims.Items[i]) {
 				if spec.Name == rc.GetName() {
 					reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&shims.Items[i])})
 					break

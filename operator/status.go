@@ -29,7 +29,7 @@ func (r *reporter) updateStatus(ctx context.Context, obs *observed, install, rem
 	u := fleet.Rollup{Shim: shim, Nodes: snap.Nodes, Counts: st, Install: install, Removal: removal,
 		Classes: fleet.Classes{Published: rcs.published, Conflicts: rcs.conflicts}}
 	if ref := obs.refusal; ref != nil {
-		u.Refusal = &fleet.Refusal{Reason: ref.reason, Message: ref.message}
+		u.Refusal = &fleet.Refusal{Reason: ref.Reason, Message: ref.Message}
 	}
 	u.Delivered, u.Reverted = obs.delivered, obs.reverted
 	st.Rollout, st.Revisions = shim.Status.Rollout, shim.Status.Revisions

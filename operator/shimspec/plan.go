@@ -1,4 +1,4 @@
-package operator
+package shimspec
 
 import (
 	"bytes"
@@ -31,6 +31,19 @@ var ErrNoArtifact = errors.New("no artifact for the node's platform")
 // the resolution, BuildPlan's, cannot name what the kubelet must pull).
 var ErrNotPinned = errors.New("not pinned to a digest yet")
 
+// Settings are what a plan takes of the operator's options.
+type Settings struct {
+	// InstallerImage runs the canary pod unless spec.canary.image is set.
+	InstallerImage string
+	// Namespace is where the Jobs and canary pods run; a pull secret
+	// elsewhere is refused (empty: not checked).
+	Namespace string
+	// Preset and ConfigMode are the restart settings every plan carries.
+	Preset, ConfigMode string
+	// RestartTimeout bounds the runtime's restart (0: the installer's).
+	RestartTimeout time.Duration
+}
+
 // Defaults of sandboxer daemons.
 const (
 	addressPlaceholder = "$(ADDRESS)"
@@ -47,8 +60,8 @@ const (
 //     plan.Decode types it (whole numbers int64);
 //   - files: default one, the artifact's containerd-shim-* file placed as
 //     the primary runtime type's binary (containerd-shim-<x>-<vN>), 0755;
-//     a file's target defaults to its path (the base name when the path is
-//     a pattern), its mode to 0644, or 0755 when the target is a handler's
+//     a file's Target defaults to its path (the base name when the path is
+//     a pattern), its mode to 0644, or 0755 when the Target is a handler's
 //     shim binary;
 //   - a handler's runtimePath defaults to $(BUNDLE_DIR)/<its shim binary>
 //     when the bundle has a file of that name, and stays empty otherwise
@@ -79,26 +92,26 @@ const (
 // checked when o.Namespace is empty), and for a spec.migrateFrom whose
 // Shim is not the primary handler; for a node of a platform the Shim has
 // no artifact for (ErrNoArtifact).
-func BuildPlan(shim *v1alpha1.Shim, node *corev1.Node, op plan.Operation, o Options) (*plan.NodePlan, error) {
+func BuildPlan(shim *v1alpha1.Shim, node *corev1.Node, op plan.Operation, o Settings) (*plan.NodePlan, error) {
 	h := nodeview.SpecHash(shim)
-	art := pinOf(shim, h)
-	return buildPlan(shim, node, op, o, target{hash: targetHash(shim, h, art), art: art})
+	art := PinOf(shim, h)
+	return Build(shim, node, op, o, Target{Hash: TargetHash(shim, h, art), Art: art})
 }
 
-// target is what a rollout installs: its hash (targetHash) and the
+// Target is what a rollout installs: its hash (TargetHash) and the
 // artifact pinned for it (nil: what the spec names).
-type target struct {
-	hash string
-	art  *v1alpha1.ResolvedArtifact
+type Target struct {
+	Hash string
+	Art  *v1alpha1.ResolvedArtifact
 }
 
-// buildPlan is BuildPlan with the target computed once.
-func buildPlan(shim *v1alpha1.Shim, node *corev1.Node, op plan.Operation, o Options, t target) (*plan.NodePlan, error) {
+// Build is BuildPlan with the Target computed once.
+func Build(shim *v1alpha1.Shim, node *corev1.Node, op plan.Operation, o Settings, t Target) (*plan.NodePlan, error) {
 	p := plan.New(plan.ShimRef{Name: shim.Name, UID: string(shim.UID)}, op)
 	p.Node = node.Name
 	p.Restart = plan.Restart{Preset: o.Preset, ConfigMode: o.ConfigMode, Timeout: plan.Duration(o.RestartTimeout)}
 	if op == plan.OpInstall || op == plan.OpVerify {
-		if err := validateSpec(shim, o); err != nil {
+		if err := Validate(shim, o); err != nil {
 			return nil, fmt.Errorf("plan of Shim %s for node %s: %w", shim.Name, node.Name, err)
 		}
 		if err := fillInstall(p, shim, node, t, o); err != nil {
@@ -114,10 +127,10 @@ func buildPlan(shim *v1alpha1.Shim, node *corev1.Node, op plan.Operation, o Opti
 	return p, nil
 }
 
-func fillInstall(p *plan.NodePlan, shim *v1alpha1.Shim, node *corev1.Node, t target, o Options) error {
+func fillInstall(p *plan.NodePlan, shim *v1alpha1.Shim, node *corev1.Node, t Target, o Settings) error {
 	var err error
-	p.SpecHash = t.hash
-	if p.Artifact, err = artifactFor(shim, node, t.art); err != nil {
+	p.SpecHash = t.Hash
+	if p.Artifact, err = artifactFor(shim, node, t.Art); err != nil {
 		return err
 	}
 	if p.Handlers, err = handlersOf(shim); err != nil {
@@ -145,7 +158,7 @@ const DefaultCanaryTimeout = time.Minute
 // handler (nil when disabled, when the Shim has no handler, or when no
 // image is known: BuildPlan called without an installer image for a spec
 // that names none).
-func canaryOf(shim *v1alpha1.Shim, handlers []plan.Handler, o Options) *plan.Canary {
+func canaryOf(shim *v1alpha1.Shim, handlers []plan.Handler, o Settings) *plan.Canary {
 	if !shim.Spec.CanaryEnabled() || len(handlers) == 0 {
 		return nil
 	}
@@ -271,9 +284,9 @@ func verificationOf(v *v1alpha1.Verification) *plan.Verification {
 	return out
 }
 
-// handlerSpecs lists the primary handler (spec.runtimeClass with the
+// HandlerSpecs lists the primary handler (spec.runtimeClass with the
 // top-level runtime fields), then spec.handlers.
-func handlerSpecs(shim *v1alpha1.Shim) []v1alpha1.HandlerSpec {
+func HandlerSpecs(shim *v1alpha1.Shim) []v1alpha1.HandlerSpec {
 	s := shim.Spec
 	primary := v1alpha1.HandlerSpec{
 		RuntimeClass: s.RuntimeClass, RuntimeType: s.RuntimeType, RuntimeOptions: s.RuntimeOptions, RuntimePath: s.RuntimePath,
@@ -283,9 +296,9 @@ func handlerSpecs(shim *v1alpha1.Shim) []v1alpha1.HandlerSpec {
 	return append([]v1alpha1.HandlerSpec{primary}, s.Handlers...)
 }
 
-// handlersOf lists the plan's handlers, in the order of handlerSpecs.
+// handlersOf lists the plan's handlers, in the order of HandlerSpecs.
 func handlersOf(shim *v1alpha1.Shim) ([]plan.Handler, error) {
-	specs := handlerSpecs(shim)
+	specs := HandlerSpecs(shim)
 	out := make([]plan.Handler, 0, len(specs))
 	for i, h := range specs {
 		opts, err := options(h.RuntimeOptions)
@@ -297,7 +310,7 @@ func handlersOf(shim *v1alpha1.Shim) ([]plan.Handler, error) {
 			return nil, fmt.Errorf("%s: %w", field, err)
 		}
 		out = append(out, plan.Handler{
-			Name: h.RuntimeClass.HandlerName(), RuntimeType: handlerRuntimeType(h), RuntimePath: h.RuntimePath, Options: opts,
+			Name: h.RuntimeClass.HandlerName(), RuntimeType: HandlerRuntimeType(h), RuntimePath: h.RuntimePath, Options: opts,
 			PodAnnotations: h.PodAnnotations, ContainerAnnotations: h.ContainerAnnotations,
 			PrivilegedWithoutHostDevices: h.PrivilegedWithoutHostDevices, Snapshotter: h.Snapshotter, Sandboxer: h.Sandboxer, IOType: h.IOType,
 			Adopt: h.RuntimeClass.AdoptHandler,
@@ -306,7 +319,7 @@ func handlersOf(shim *v1alpha1.Shim) ([]plan.Handler, error) {
 	return out, nil
 }
 
-func handlerRuntimeType(h v1alpha1.HandlerSpec) string {
+func HandlerRuntimeType(h v1alpha1.HandlerSpec) string {
 	if h.RuntimeType != "" {
 		return h.RuntimeType
 	}
@@ -346,7 +359,7 @@ func filesOf(shim *v1alpha1.Shim, handlers []plan.Handler) []plan.File {
 	return out
 }
 
-// fileTarget is where a file goes: target, or its path (the base name
+// fileTarget is where a file goes: Target, or its path (the base name
 // when the path is a pattern).
 func fileTarget(f v1alpha1.BundleFile) string {
 	switch {
@@ -358,9 +371,9 @@ func fileTarget(f v1alpha1.BundleFile) string {
 	return f.Path
 }
 
-func hasFile(files []plan.File, target string) bool {
+func hasFile(files []plan.File, Target string) bool {
 	for _, f := range files {
-		if f.Path == target {
+		if f.Path == Target {
 			return true
 		}
 	}

@@ -1,4 +1,4 @@
-package operator
+package shimspec
 
 import (
 	"errors"
@@ -22,43 +22,43 @@ var (
 	ErrPullSecretNamespace = errors.New("the pull secret is not in the operator's namespace")
 )
 
-// refusal is why the operator rolls a spec out to no node: a Degraded
+// Refusal is why the operator rolls a spec out to no node: a Degraded
 // reason and a message that names the field.
-type refusal struct {
-	reason  string
-	message string
+type Refusal struct {
+	Reason  string
+	Message string
 }
 
-// shown reports whether the Shim's status already shows the refusal: its
-// Degraded condition, of the current generation, has the refusal's reason
-// and message. The refusal's Warning Event went out when it first showed;
-// a refusal that stands makes no further Events (each would be a new
+// Shown reports whether the Shim's status already shows the Refusal: its
+// Degraded condition, of the current generation, has the Refusal's reason
+// and message. The Refusal's Warning Event went out when it first showed;
+// a Refusal that stands makes no further Events (each would be a new
 // Event object: the Shim's resourceVersion, part of what the events API
 // folds by, changes with every status write).
-func (ref *refusal) shown(shim *v1alpha1.Shim) bool {
+func (ref *Refusal) Shown(shim *v1alpha1.Shim) bool {
 	c := meta.FindStatusCondition(shim.Status.Conditions, v1alpha1.ConditionDegraded)
-	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == shim.Generation && c.Reason == ref.reason && c.Message == ref.message
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == shim.Generation && c.Reason == ref.Reason && c.Message == ref.Message
 }
 
-// refusalOf checks what the CRD's rules cannot: nil when the spec can be
+// RefusalOf checks what the CRD's rules cannot: nil when the spec can be
 // rolled out. The API server's CEL cannot read keys of runtimeOptions (a
 // free-form object), nor knows the operator's namespace.
-func refusalOf(shim *v1alpha1.Shim, o Options) *refusal {
-	err := validateSpec(shim, o)
+func RefusalOf(shim *v1alpha1.Shim, o Settings) *Refusal {
+	err := Validate(shim, o)
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, ErrPullSecretNamespace):
-		return &refusal{reason: v1alpha1.ReasonPullSecretNamespace, message: err.Error()}
+		return &Refusal{Reason: v1alpha1.ReasonPullSecretNamespace, Message: err.Error()}
 	case errors.Is(err, ErrReserved):
-		return &refusal{reason: v1alpha1.ReasonReservedRuntimeType, message: err.Error()}
+		return &Refusal{Reason: v1alpha1.ReasonReservedRuntimeType, Message: err.Error()}
 	}
-	return &refusal{reason: v1alpha1.ReasonInvalidSpec, message: err.Error()}
+	return &Refusal{Reason: v1alpha1.ReasonInvalidSpec, Message: err.Error()}
 }
 
-// validateSpec returns the first reason the Shim cannot be installed on
+// Validate returns the first reason the Shim cannot be installed on
 // any node, naming the field.
-func validateSpec(shim *v1alpha1.Shim, o Options) error {
+func Validate(shim *v1alpha1.Shim, o Settings) error {
 	if err := checkPullSecret(shim, o.Namespace); err != nil {
 		return err
 	}
@@ -95,8 +95,8 @@ func checkPullSecret(shim *v1alpha1.Shim, namespace string) error {
 // (runtimeOptions.BinaryName) and names no runtimePath: the bundle must
 // never provide the shim containerd starts for every runc pod.
 func checkReservedTypes(shim *v1alpha1.Shim) error {
-	for i, h := range handlerSpecs(shim) {
-		rt := handlerRuntimeType(h)
+	for i, h := range HandlerSpecs(shim) {
+		rt := HandlerRuntimeType(h)
 		if !v1alpha1.IsReservedRuntimeType(rt) {
 			continue
 		}
