@@ -29,6 +29,11 @@ type Writer struct {
 	// Owner is who the drop-ins are written for; it is kept in the
 	// ownership record, and another owner's drop-in is never touched.
 	Owner string
+	// Locate, when set, returns where the file at a node path is on this
+	// machine for the binary check (runtime_path, runtime_config_path):
+	// an installer that writes the handler before it switches its bundle
+	// into place points it at the staged file. Nil: under Target.Root.
+	Locate func(nodePath string) string
 }
 
 // NewWriter returns a Writer of owner's handlers on the target.
@@ -76,7 +81,7 @@ func (w *Writer) planInstall(h RuntimeHandler) ([]fileEdit, error) {
 	if err := t.checkStateOutside(); err != nil {
 		return nil, err
 	}
-	if err := checkBinary(t, h); err != nil {
+	if err := checkBinary(w.locate, h); err != nil {
 		return nil, err
 	}
 	if err := w.checkNotPending(h.Name); err != nil {
@@ -181,6 +186,14 @@ func (w *Writer) owned(name string) (cur []byte, exists bool, rec []byte, err er
 	return cur, exists, rec, nil
 }
 
+// locate is where checkBinary looks for a node path.
+func (w *Writer) locate(nodePath string) string {
+	if w.Locate != nil {
+		return w.Locate(nodePath)
+	}
+	return w.Target.local(nodePath)
+}
+
 func (w *Writer) recordBytes(name string, data []byte) ([]byte, error) {
 	b, err := json.MarshalIndent(record{Format: 1, Handler: name, Owner: w.Owner, File: w.Target.DropInPath(name), SHA256: digest(data)}, "", "  ")
 	return append(b, '\n'), err
@@ -197,8 +210,8 @@ func (w *Writer) checkNotPending(name string) error {
 // checkBinary checks on disk what CRI-O only logs a warning for: the
 // runtime_path exists, is a regular file (after symlinks) and executable,
 // and a vm handler's runtime_config_path exists.
-func checkBinary(t Target, h RuntimeHandler) error {
-	fi, err := os.Stat(t.local(h.RuntimePath))
+func checkBinary(local func(string) string, h RuntimeHandler) error {
+	fi, err := os.Stat(local(h.RuntimePath))
 	switch {
 	case err != nil:
 		return fileErr(h.RuntimePath, ErrBinary, "runtime_path of handler %q: %v", h.Name, err)
@@ -208,7 +221,7 @@ func checkBinary(t Target, h RuntimeHandler) error {
 		return fileErr(h.RuntimePath, ErrBinary, "runtime_path of handler %q is not executable (mode %v)", h.Name, fi.Mode().Perm())
 	}
 	if h.RuntimeConfigPath != "" {
-		if _, err := os.Stat(t.local(h.RuntimeConfigPath)); err != nil {
+		if _, err := os.Stat(local(h.RuntimeConfigPath)); err != nil {
 			return fileErr(h.RuntimeConfigPath, ErrBinary, "runtime_config_path of handler %q: %v", h.Name, err)
 		}
 	}
