@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shimkit/shimkit/internal/text"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
@@ -109,7 +111,7 @@ func failureSummary(failing []v1alpha1.NodeFailure) string {
 	}
 	parts := make([]string, 0, len(failing))
 	for _, f := range failing {
-		parts = append(parts, fmt.Sprintf("node %s failed (%s: %s)", f.Node, f.Reason, truncate(f.Message, 120)))
+		parts = append(parts, fmt.Sprintf("node %s failed (%s: %s)", f.Node, f.Reason, text.Truncate(f.Message, 120)))
 	}
 	return strings.Join(parts, "; ")
 }

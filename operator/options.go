@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/shimkit/shimkit/operator/phase"
+	"github.com/shimkit/shimkit/operator/pin"
 )
 
 // DefaultInstallerServiceAccount is the installer pods' ServiceAccount
@@ -121,7 +122,7 @@ type Options struct {
 	ServerVersion string
 
 	// resolveBackoff is the first wait before a failed resolution is
-	// asked again unchanged (default the constant resolveBackoff; tests
+	// asked again unchanged (default pin.DefaultBackoff; tests
 	// shorten it through export_test.go).
 	resolveBackoff time.Duration
 }
@@ -152,7 +153,7 @@ func (o Options) withDefaults() Options {
 		o.VerifyPeriod = DefaultVerifyPeriod
 	}
 	if o.resolveBackoff <= 0 {
-		o.resolveBackoff = resolveBackoff
+		o.resolveBackoff = pin.DefaultBackoff
 	}
 	if o.Resolver == nil {
 		o.Resolver = &ArtifactResolver{}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/shimkit/shimkit/internal/text"
+
 	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -31,6 +33,7 @@ import (
 	"github.com/shimkit/shimkit/operator/nodegate"
 	"github.com/shimkit/shimkit/operator/nodeview"
 	"github.com/shimkit/shimkit/operator/phase"
+	"github.com/shimkit/shimkit/operator/pin"
 	"github.com/shimkit/shimkit/operator/shimspec"
 	"github.com/shimkit/shimkit/operator/watch"
 	"github.com/shimkit/shimkit/rollout"
@@ -43,7 +46,7 @@ const Finalizer = "shim.containerd.x-k8s.io/uninstall"
 // with one role per concern (roles.go).
 type Reconciler struct {
 	*deps
-	resolve   *resolution
+	resolve   *pin.Pinner
 	reads     *resultReader
 	classes   *runtimeClasses
 	revisions *revisionStore
@@ -164,7 +167,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if apierrors.IsNotFound(err) {
 			r.metrics.Forget(req.Name)
 			r.reads.results.keep(req.Name, nil)
-			r.resolve.pins.forget(req.Name)
+			r.resolve.Forget(req.Name)
 			r.retries.forget(req.Name)
 			r.report.pending.forget(req.Name)
 			r.report.statusPace.forget(req.Name)
@@ -238,7 +241,7 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	case shim.Spec.FetchStrategy.Type == v1alpha1.FetchPreinstalled:
 		// Nothing to fetch, nothing to pin: the nodes' image has it.
 	case obs.refusal == nil && shim.DeletionTimestamp.IsZero():
-		obs.art, obs.shown, obs.refusal = r.resolve.pin(ctx, shim, obs.specHash)
+		obs.art, obs.shown, obs.refusal = r.resolve.Pin(ctx, shim, obs.specHash)
 	default:
 		obs.art = shimspec.PinOf(shim, obs.specHash)
 	}
@@ -477,7 +480,7 @@ func (r *jobStarter) startNodes(ctx context.Context, obs *observed, d fleet.Deci
 func (r *Reconciler) requeueAfter(obs *observed, d fleet.Decision, verifyAt time.Time, batchWait time.Duration, waiting bool) time.Duration {
 	switch {
 	case d.Done():
-		after := r.resolve.nextResolve(obs.shim, obs.art, time.Now())
+		after := r.resolve.Next(obs.shim, obs.art, time.Now())
 		if !verifyAt.IsZero() {
 			if w := time.Until(verifyAt); after == 0 || w < after {
 				after = max(w, time.Second)
@@ -665,23 +668,16 @@ func failedNodes(obs *observed, install, removal rollout.Plan) []v1alpha1.NodeFa
 			}
 			switch {
 			case v.PlanErr != nil:
-				out = append(out, v1alpha1.NodeFailure{Node: name, Reason: string(planReason(v.PlanErr)), Message: truncate(v.PlanErr.Error(), 512)})
+				out = append(out, v1alpha1.NodeFailure{Node: name, Reason: string(planReason(v.PlanErr)), Message: text.Truncate(v.PlanErr.Error(), 512)})
 			case v.Job != nil:
 				reason, msg := v.Job.Failure()
-				out = append(out, v1alpha1.NodeFailure{Node: name, Reason: reason, Message: truncate(msg, 512)})
+				out = append(out, v1alpha1.NodeFailure{Node: name, Reason: reason, Message: text.Truncate(msg, 512)})
 			case v.Failure != nil:
-				out = append(out, v1alpha1.NodeFailure{Node: name, Reason: v.Failure.Reason, Message: truncate(v.Failure.Message, 512)})
+				out = append(out, v1alpha1.NodeFailure{Node: name, Reason: v.Failure.Reason, Message: text.Truncate(v.Failure.Message, 512)})
 			}
 		}
 	}
 	return out
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // target is what the rollout installs: the hash and the pinned artifact.

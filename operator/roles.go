@@ -6,6 +6,7 @@ import (
 
 	"github.com/shimkit/shimkit/operator/metrics"
 	"github.com/shimkit/shimkit/operator/nodegate"
+	"github.com/shimkit/shimkit/operator/pin"
 )
 
 // deps are what every role of the reconciler uses: the client (writes and
@@ -23,8 +24,6 @@ type deps struct {
 // The reconciler's roles, each a type of its own (no type of the operator
 // has more than 15 methods: TestTypeSizes):
 //
-//   - resolution pins each Shim's artifact (pin.go) and remembers the pins
-//     and failed resolutions;
 //   - resultReader reads what finished and stuck Jobs report, read ahead
 //     or now (prefetch.go, results.go, imagepull.go);
 //   - runtimeClasses reads the RuntimeClasses into a snapshot and writes
@@ -46,10 +45,6 @@ type deps struct {
 //     decide on the snapshot (results.go, preinstalled.go, records.go,
 //     taint.go).
 type (
-	resolution struct {
-		*deps
-		pins pins
-	}
 	resultReader struct {
 		*deps
 		results  results
@@ -84,7 +79,7 @@ type (
 // newRoles wires the roles of r onto d.
 func newRoles(r *Reconciler, d *deps, gate *nodegate.Gate) {
 	r.deps, r.gate = d, gate
-	r.resolve = &resolution{deps: d}
+	r.resolve = pin.New(d.reader, d.recorder, d.opts.Resolver, d.opts.Namespace, d.opts.resolveBackoff)
 	r.reads = &resultReader{deps: d}
 	r.classes = &runtimeClasses{deps: d}
 	r.revisions = &revisionStore{deps: d}

@@ -6,7 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/shimkit/shimkit/internal/text"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -142,7 +143,7 @@ func podFailure(p *corev1.Pod, sandbox map[types.UID]signal, since time.Time) (F
 	}
 	return Failure{
 		Node: p.Spec.NodeName, Namespace: p.Namespace, Pod: p.Name, RuntimeClass: *p.Spec.RuntimeClassName,
-		Reason: s.reason, Message: truncate(s.message, MaxMessage), At: s.at,
+		Reason: s.reason, Message: text.Truncate(s.message, MaxMessage), At: s.at,
 	}, true
 }
 
@@ -194,20 +195,6 @@ func podTime(p *corev1.Pod) time.Time {
 		}
 	}
 	return at
-}
-
-// truncate cuts s to at most n bytes at a rune boundary, ending with "…"
-// when it cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const ellipsis = "…"
-	cut := max(n-len(ellipsis), 0)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + ellipsis
 }
 
 // Thresholds are the gate's limits: it trips at PerNode failing pods on
@@ -296,7 +283,7 @@ func (t Thresholds) message(fs []Failure, perNode map[string]int, over []string)
 			fmt.Fprintf(&b, "%s/%s (%s", f.Namespace, f.Pod, f.Reason)
 		}
 		if m := strings.Join(strings.Fields(f.Message), " "); m != "" {
-			fmt.Fprintf(&b, ": %s", truncate(m, 80))
+			fmt.Fprintf(&b, ": %s", text.Truncate(m, 80))
 		}
 		b.WriteString(")")
 	}

@@ -1,4 +1,4 @@
-package operator
+package pin
 
 import (
 	"context"
@@ -11,25 +11,64 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shimkit/shimkit/internal/text"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/shimkit/shimkit/fetch"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/resolve"
 	"github.com/shimkit/shimkit/operator/shimspec"
 	"github.com/shimkit/shimkit/signature"
 )
+
+// Pinner pins each Shim's artifact to a digest (resolving a tag or a
+// URL, verifying a signature when the spec asks) and remembers, per Shim,
+// the artifact it pinned last and its last failed resolution, so that a
+// failed one is not asked again before something that can change its
+// answer changes or its backoff passed.
+type Pinner struct {
+	reader    client.Reader
+	recorder  events.EventRecorder
+	resolver  resolve.Resolver
+	namespace string
+	backoff   time.Duration
+	pins      pins
+}
+
+// New returns a Pinner that reads pull secrets and trusted roots from
+// namespace through reader, resolves through resolver, waits backoff
+// (0: DefaultBackoff) before asking a failed resolution again, and
+// records Events through recorder (nil: none).
+func New(reader client.Reader, recorder events.EventRecorder, resolver resolve.Resolver, namespace string, backoff time.Duration) *Pinner {
+	if backoff <= 0 {
+		backoff = DefaultBackoff
+	}
+	return &Pinner{reader: reader, recorder: recorder, resolver: resolver, namespace: namespace, backoff: backoff}
+}
+
+// Forget drops what the Pinner remembers of the Shim name (deleted).
+func (r *Pinner) Forget(name string) { r.pins.forget(name) }
+
+func (r *Pinner) event(shim *v1alpha1.Shim, eventType, reason, note string, args ...any) {
+	if r.recorder != nil {
+		r.recorder.Eventf(shim, nil, eventType, reason, "Resolve", note, args...)
+	}
+}
 
 // resolveTimeout bounds one resolution (a large HTTP artifact is streamed
 // through sha256).
 const resolveTimeout = 5 * time.Minute
 
-// nextResolve is how long until the artifact is resolved again by time
+// Next is how long until the artifact is resolved again by time
 // (0: not by time): when the interval comes round, or, after a failed
 // resolution, not before its backoff passed (failedResolve.retryAt).
-func (r *resolution) nextResolve(shim *v1alpha1.Shim, art *v1alpha1.ResolvedArtifact, now time.Time) time.Duration {
+func (r *Pinner) Next(shim *v1alpha1.Shim, art *v1alpha1.ResolvedArtifact, now time.Time) time.Duration {
 	var at time.Time
 	if iv := shim.Spec.FetchStrategy.ResolveInterval; iv != nil && art != nil {
 		at = art.ResolvedAt.Add(iv.Duration)
@@ -44,15 +83,15 @@ func (r *resolution) nextResolve(shim *v1alpha1.Shim, art *v1alpha1.ResolvedArti
 }
 
 // Backoff of a resolution that failed: the same question (resolveAsk) is
-// asked again resolveBackoff after the first failure, twice as long
+// asked again DefaultBackoff after the first failure, twice as long
 // after each further one, at most resolveBackoffCap (or the resolve
 // interval, when shorter) after the last.
 const (
-	resolveBackoff    = 30 * time.Second
+	DefaultBackoff    = 30 * time.Second
 	resolveBackoffCap = 10 * time.Minute
 )
 
-// pin resolves the Shim's artifact when due, and returns the resolution
+// Pin resolves the Shim's artifact when due, and returns the resolution
 // the rollout uses and, when there is none, why (a refusal). A failed
 // re-resolution keeps the pinned digest and records the error.
 //
@@ -66,7 +105,7 @@ const (
 // between, the same refusal (or the kept digest with its error) stands,
 // and no Event is emitted again: a refusal's one Warning Event is the
 // install's, once the status does not show it yet (refusal.shown).
-func (r *resolution) pin(ctx context.Context, shim *v1alpha1.Shim, specHash string) (use, show *v1alpha1.ResolvedArtifact, _ *shimspec.Refusal) {
+func (r *Pinner) Pin(ctx context.Context, shim *v1alpha1.Shim, specHash string) (use, show *v1alpha1.ResolvedArtifact, _ *shimspec.Refusal) {
 	now := time.Now()
 	// The status read may lag behind the last resolution (a cache not yet
 	// updated): the pin this process made last stands in for it, so that
@@ -82,7 +121,7 @@ func (r *resolution) pin(ctx context.Context, shim *v1alpha1.Shim, specHash stri
 	// The spec pins every digest and asks for no signature: nothing to ask
 	// a registry (each installer checks the digest).
 	static := shimspec.PinnedBySpec(shim.Spec.FetchStrategy) && shim.Spec.Verification == nil
-	in := ResolveInput{Fetch: shim.Spec.FetchStrategy}
+	in := resolve.Input{Fetch: shim.Spec.FetchStrategy}
 	if !static {
 		var err error
 		if in, err = r.resolveInput(ctx, shim); err != nil {
@@ -94,16 +133,16 @@ func (r *resolution) pin(ctx context.Context, shim *v1alpha1.Shim, specHash stri
 	if f, ok := r.pins.failure(shim, ask); ok && now.Before(f.retryAt) {
 		return r.resolveFailed(shim, cur, f.ref, false)
 	}
-	var res *Resolved
+	var res *resolve.Resolved
 	var err error
 	if static {
-		res, err = StaticResolver(nil).Resolve(ctx, in)
+		res, err = resolve.StaticResolver(nil).Resolve(ctx, in)
 	} else {
-		res, err = r.opts.Resolver.Resolve(ctx, in)
+		res, err = r.resolver.Resolve(ctx, in)
 	}
 	if err != nil {
 		ref := resolveRefusal(err)
-		f := r.pins.fail(shim, ask, ref, now, r.opts.resolveBackoff)
+		f := r.pins.fail(shim, ask, ref, now, r.backoff)
 		log.FromContext(ctx).Info("artifact not resolved", "shim", shim.Name, "reason", ref.Reason, "trigger", why, "attempt", f.attempts, "retry", f.retryAt)
 		return r.resolveFailed(shim, cur, ref, true)
 	}
@@ -113,11 +152,11 @@ func (r *resolution) pin(ctx context.Context, shim *v1alpha1.Shim, specHash stri
 		ResolvedAt: metav1.NewTime(now), SpecHash: shimspec.ResolveKey(shim, specHash), ResolveRequest: shim.Annotations[v1alpha1.ResolveAnnotation],
 	}
 	if oci := shim.Spec.FetchStrategy.Registry(); oci != nil && oci.PlainHTTP && oci.Insecure && !fetch.LocalRegistry(registryHost(oci.Reference)) {
-		r.event(shim, nil, corev1.EventTypeWarning, "InsecureRegistry", "Resolve",
+		r.event(shim, corev1.EventTypeWarning, "InsecureRegistry",
 			"spec.fetchStrategy.%s.insecure: %s is reached over plain HTTP; anyone on the path can change what the nodes install", shim.Spec.FetchStrategy.Type, registryHost(oci.Reference))
 	}
 	if cur != nil && shimspec.TargetHash(shim, specHash, cur) != shimspec.TargetHash(shim, specHash, art) {
-		r.event(shim, nil, corev1.EventTypeNormal, "ArtifactChanged", "Resolve", "%s now resolves to %s (was %s; resolved on %s): rolling out", art.Source, digestsOf(art), digestsOf(cur), why)
+		r.event(shim, corev1.EventTypeNormal, "ArtifactChanged", "%s now resolves to %s (was %s; resolved on %s): rolling out", art.Source, digestsOf(art), digestsOf(cur), why)
 	}
 	log.FromContext(ctx).Info("artifact resolved", "shim", shim.Name, "source", art.Source, "digest", digestsOf(art), "trigger", why, "target", shimspec.TargetHash(shim, specHash, art))
 	r.pins.put(shim, art)
@@ -130,8 +169,8 @@ func (r *resolution) pin(ctx context.Context, shim *v1alpha1.Shim, specHash stri
 // and the refusal's Warning Event is the install's (pin emits none, so
 // that a refusal makes one Event, not two). With one, the pinned digest is
 // kept, with the error, and a fresh failure gets a Warning Event.
-func (r *resolution) resolveFailed(shim *v1alpha1.Shim, cur *v1alpha1.ResolvedArtifact, ref *shimspec.Refusal, fresh bool) (use, show *v1alpha1.ResolvedArtifact, _ *shimspec.Refusal) {
-	lastError := truncate(ref.Reason+": "+ref.Message, 512)
+func (r *Pinner) resolveFailed(shim *v1alpha1.Shim, cur *v1alpha1.ResolvedArtifact, ref *shimspec.Refusal, fresh bool) (use, show *v1alpha1.ResolvedArtifact, _ *shimspec.Refusal) {
+	lastError := text.Truncate(ref.Reason+": "+ref.Message, 512)
 	if cur == nil {
 		var shown *v1alpha1.ResolvedArtifact
 		if old := shim.Status.Artifact; old != nil {
@@ -141,7 +180,7 @@ func (r *resolution) resolveFailed(shim *v1alpha1.Shim, cur *v1alpha1.ResolvedAr
 		return nil, shown, ref
 	}
 	if fresh {
-		r.event(shim, nil, corev1.EventTypeWarning, ref.Reason, "Resolve", "%s", ref.Message)
+		r.event(shim, corev1.EventTypeWarning, ref.Reason, "%s", ref.Message)
 	}
 	kept := cur.DeepCopy()
 	kept.ResolveRequest = shim.Annotations[v1alpha1.ResolveAnnotation]
@@ -154,7 +193,7 @@ func (r *resolution) resolveFailed(shim *v1alpha1.Shim, cur *v1alpha1.ResolvedAr
 // (shimspec.ResolveKey), the resolve annotation, the resolve interval, and what
 // was read for it from the cluster (the pull secret's and the trusted
 // root's content). A change of any of them asks again at once.
-func resolveAsk(shim *v1alpha1.Shim, specHash string, in ResolveInput) string {
+func resolveAsk(shim *v1alpha1.Shim, specHash string, in resolve.Input) string {
 	data, _ := json.Marshal(struct {
 		K, A string
 		I    *metav1.Duration
@@ -279,25 +318,25 @@ func (p *pins) latest(shim *v1alpha1.Shim) *v1alpha1.Shim {
 
 // resolveInput reads what resolving needs from the cluster: the pull
 // secret and the trusted root, from the operator's namespace, uncached.
-func (r *resolution) resolveInput(ctx context.Context, shim *v1alpha1.Shim) (ResolveInput, error) {
-	in := ResolveInput{Fetch: shim.Spec.FetchStrategy, Verification: shim.Spec.Verification}
+func (r *Pinner) resolveInput(ctx context.Context, shim *v1alpha1.Shim) (resolve.Input, error) {
+	in := resolve.Input{Fetch: shim.Spec.FetchStrategy, Verification: shim.Spec.Verification}
 	if name := shimspec.PullSecretName(shim); name != "" {
 		var s corev1.Secret
-		if err := r.reader.Get(ctx, types.NamespacedName{Namespace: r.opts.Namespace, Name: name}, &s); err != nil {
-			return in, fmt.Errorf("spec.fetchStrategy.%s.pullSecretRef: Secret %s/%s: %w", shim.Spec.FetchStrategy.Type, r.opts.Namespace, name, err)
+		if err := r.reader.Get(ctx, types.NamespacedName{Namespace: r.namespace, Name: name}, &s); err != nil {
+			return in, fmt.Errorf("spec.fetchStrategy.%s.pullSecretRef: Secret %s/%s: %w", shim.Spec.FetchStrategy.Type, r.namespace, name, err)
 		}
 		in.DockerConfigJSON = s.Data[corev1.DockerConfigJsonKey]
 	}
 	if v := shim.Spec.Verification; v != nil && v.Keyless != nil {
 		ref := v.Keyless.TrustedRootRef
 		var cm corev1.ConfigMap
-		if err := r.reader.Get(ctx, types.NamespacedName{Namespace: r.opts.Namespace, Name: ref.Name}, &cm); err != nil {
-			return in, fmt.Errorf("spec.verification.keyless.trustedRootRef: ConfigMap %s/%s: %w: %w", r.opts.Namespace, ref.Name, signature.ErrPolicy, err)
+		if err := r.reader.Get(ctx, types.NamespacedName{Namespace: r.namespace, Name: ref.Name}, &cm); err != nil {
+			return in, fmt.Errorf("spec.verification.keyless.trustedRootRef: ConfigMap %s/%s: %w: %w", r.namespace, ref.Name, signature.ErrPolicy, err)
 		}
 		key := shimspec.TrustedRootKey(ref)
 		data, ok := cm.Data[key]
 		if !ok {
-			return in, fmt.Errorf("spec.verification.keyless.trustedRootRef: ConfigMap %s/%s has no key %s: %w", r.opts.Namespace, ref.Name, key, signature.ErrPolicy)
+			return in, fmt.Errorf("spec.verification.keyless.trustedRootRef: ConfigMap %s/%s has no key %s: %w", r.namespace, ref.Name, key, signature.ErrPolicy)
 		}
 		in.TrustedRoot = []byte(data)
 	}
@@ -315,7 +354,7 @@ func resolveRefusal(err error) *shimspec.Refusal {
 	case errors.Is(err, fetch.ErrInsecure), errors.Is(err, fetch.ErrTooManyRedirects):
 		reason = v1alpha1.ReasonInsecureTransport
 	}
-	return &shimspec.Refusal{Reason: reason, Message: truncate(err.Error(), 1024)}
+	return &shimspec.Refusal{Reason: reason, Message: text.Truncate(err.Error(), 1024)}
 }
 
 func sourceOf(fs v1alpha1.FetchStrategy) string {
