@@ -36,6 +36,14 @@
 //     4096-byte termination message: the file list, then the drift (its
 //     first entries kept, and "… and N more"), then the message are
 //     shortened, never the outcome, reason or digest.
+//   - A plan may name the node's container runtime (runtime: "containerd"
+//     or "cri-o"; omitted: the installer detects it, so plans written
+//     before CRI-O mean what they meant); any other value is refused
+//     naming the field. Handlers are written in containerd's terms on
+//     both: on CRI-O an OCI runtime under containerd's runc shim
+//     (options.BinaryName) is an oci handler, any other runtime type a vm
+//     handler of its runtimePath, and settings carry CRI-O's
+//     allowed_annotations and container_min_memory.
 //   - A NodePlanList carries install plans (never uninstall or verify
 //     plans) of different Shims for one node, carried out by one installer
 //     run with one containerd restart; its NodeResultList (EncodeResults)

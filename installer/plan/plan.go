@@ -47,7 +47,12 @@ type NodePlan struct {
 	// the same name apart.
 	Shim ShimRef `json:"shim"`
 	// Node is the node the plan was built for (informational).
-	Node      string    `json:"node,omitempty"`
+	Node string `json:"node,omitempty"`
+	// Runtime is the node's container runtime the handlers go to:
+	// RuntimeContainerd or RuntimeCRIO. Empty: the installer detects it on
+	// the node (a containerd distribution's layout, else CRI-O's socket,
+	// config file or drop-in directory, else containerd).
+	Runtime   string    `json:"runtime,omitempty"`
 	Operation Operation `json:"operation"`
 	// SpecHash identifies the Shim spec the plan was built from: the same
 	// hash installed means nothing to do.
@@ -76,6 +81,15 @@ type NodePlan struct {
 	// (ReasonCanaryFailed). Nil: no canary.
 	Canary *Canary `json:"canary,omitempty"`
 }
+
+// Container runtimes a plan may name (NodePlan.Runtime).
+const (
+	RuntimeContainerd = "containerd"
+	// RuntimeCRIO is CRI-O: handlers go to a drop-in of shimkit's own in
+	// /etc/crio/crio.conf.d, and crio.service is restarted (never
+	// reloaded).
+	RuntimeCRIO = "cri-o"
+)
 
 // Canary is a pod the installer has kubelet run on its node, with a
 // RuntimeClass of the handler, before the install commits.

@@ -63,6 +63,22 @@ func verifyPlan() *plan.NodePlan {
 	return p
 }
 
+// crioPlan is an OCI runtime (crun built with Wasm) for a CRI-O node: an
+// oci handler there, with CRI-O's allowed_annotations and
+// container_min_memory as settings.
+func crioPlan() *plan.NodePlan {
+	p := plan.New(plan.ShimRef{Name: "crun-wasm", UID: "uid-4"}, plan.OpInstall)
+	p.Node = "crio-node-1"
+	p.Runtime = plan.RuntimeCRIO
+	p.SpecHash = "89abcdef01234567"
+	p.Artifact = &plan.Artifact{Type: plan.SourceHTTP, URL: "https://artifacts.example/crun-1.21.tar.gz", Digest: "sha256:" + strings.Repeat("ef", 32), Platform: "linux/amd64"}
+	p.Files = []plan.File{{Source: "crun", Path: "crun", Mode: 0o755}}
+	p.Handlers = []plan.Handler{{Name: "crun-wasm", RuntimeType: "io.containerd.runc.v2",
+		Options:  map[string]any{"BinaryName": plan.BundleDirPlaceholder + "/crun"},
+		Settings: map[string]any{"allowed_annotations": []any{"module.wasm.image/variant"}, "container_min_memory": "4MiB"}}}
+	return p
+}
+
 func sandboxerPlan() *plan.NodePlan {
 	p := plan.New(plan.ShimRef{Name: "kuasar", UID: "uid-2"}, plan.OpInstall)
 	p.SpecHash = "0123456789abcdef"
@@ -84,6 +100,7 @@ func TestGolden(t *testing.T) {
 		"uninstall": plan.New(plan.ShimRef{Name: "spin", UID: "uid-3"}, plan.OpUninstall),
 		"verify":    verifyPlan(),
 		"image":     imagePlan(),
+		"crio":      crioPlan(),
 	} {
 		t.Run(name, func(t *testing.T) {
 			data, err := plan.Encode(p)
@@ -145,6 +162,7 @@ func TestDecodeRefuses(t *testing.T) {
 		{"setuid", edit(`"mode": 493`, `"mode": 2541`), plan.ErrInvalid, "files[0]: mode 04755"},
 		{"duplicate file", edit(`"path": "containerd-shim-runsc-v1"`, `"path": "runsc"`), plan.ErrInvalid, `files[1].path "runsc": given twice`},
 		{"bad digest", edit(`"sha256:abab`, `"md5:abab`), plan.ErrInvalid, "artifact.digest"},
+		{"unknown runtime", edit(`"node":`, `"runtime": "docker", "node":`), plan.ErrInvalid, `runtime "docker": want "containerd", "cri-o" or empty`},
 		{"bad operation", edit(`"operation": "install"`, `"operation": "upgrade"`), plan.ErrInvalid, `operation "upgrade"`},
 		{"bad timeout", edit(`"timeout": "1m0s"`, `"timeout": "soon"`), plan.ErrInvalid, `duration "soon"`},
 		{"canary of another handler", edit(`"handler": "runsc"`, `"handler": "runc"`), plan.ErrInvalid, `canary.handler "runc"`},

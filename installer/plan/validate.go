@@ -40,6 +40,11 @@ func (p *NodePlan) validate() error {
 	if len(p.Shim.Name) > 253 || !dnsSubdomRE.MatchString(p.Shim.Name) {
 		return fmt.Errorf("shim.name %q: not a DNS subdomain", p.Shim.Name)
 	}
+	switch p.Runtime {
+	case "", RuntimeContainerd, RuntimeCRIO:
+	default:
+		return fmt.Errorf("runtime %q: want %q, %q or empty (detected on the node)", p.Runtime, RuntimeContainerd, RuntimeCRIO)
+	}
 	switch p.Operation {
 	case OpUninstall:
 		return nil // the node's state says what to remove
