@@ -25,7 +25,7 @@ func (*placeBundle) name() string { return "placed" }
 
 func (s *placeBundle) do(_ context.Context, r *run) error {
 	i := r.i
-	shimDir := i.local(r.rec.BundleDir)
+	shimDir := i.paths().local(r.rec.BundleDir)
 	prev, _ := os.Readlink(filepath.Join(shimDir, currentLink))
 	if prev == r.rec.Version && r.stagedVer == "" {
 		return nil
@@ -51,7 +51,7 @@ func (s *placeBundle) undo(_ context.Context, r *run) error {
 	if !s.switched {
 		return nil
 	}
-	return restoreBundle(r.i.local(r.pending.BundleDir), r.pending.PrevVersion, r.pending.NewVersion)
+	return restoreBundle(r.i.paths().local(r.pending.BundleDir), r.pending.PrevVersion, r.pending.NewVersion)
 }
 
 // restoreBundle points "current" back at prev (or removes it when there was
@@ -103,24 +103,30 @@ func pruneVersions(shimDir, keep string) error {
 	return errors.Join(errs...)
 }
 
-// removeBundle removes a Shim's bundle directory with every version, and
-// the bundle root when nothing else is left in it.
-func (i *Installer) removeBundle(shimDir string) error {
-	if shimDir == "" || path.Dir(shimDir) != i.bundleRoot() {
+// bundleStore is the bundle role: the Shims' bundle directories under the
+// bundle root.
+type bundleStore struct{ i *Installer }
+
+// remove removes a Shim's bundle directory with every version, and the
+// bundle root when nothing else is left in it.
+func (b bundleStore) remove(shimDir string) error {
+	i := b.i
+	if shimDir == "" || path.Dir(shimDir) != i.paths().bundleRoot() {
 		return nil // never outside the bundle root
 	}
-	if err := os.RemoveAll(i.local(shimDir)); err != nil {
+	if err := os.RemoveAll(i.paths().local(shimDir)); err != nil {
 		return err
 	}
-	_ = os.Remove(i.local(i.bundleRoot())) // only when empty
+	_ = os.Remove(i.paths().local(i.paths().bundleRoot())) // only when empty
 	return nil
 }
 
 // sweepStaging removes the staging directories of runs that died (the
 // caller holds the node lock, so no run is using one), and the Shim and
 // bundle root directories they leave empty.
-func (i *Installer) sweepStaging() error {
-	root := i.local(i.bundleRoot())
+func (b bundleStore) sweepStaging() error {
+	i := b.i
+	root := i.paths().local(i.paths().bundleRoot())
 	dirs, err := filepath.Glob(filepath.Join(root, "*", ".staging-*"))
 	if err != nil {
 		return err

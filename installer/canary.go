@@ -37,7 +37,7 @@ func (runCanary) name() string { return "canaried" }
 
 func (runCanary) do(ctx context.Context, r *run) error {
 	c := r.plan.Canary
-	if c == nil || !r.i.restarts(r.target) || !r.restarted && !r.changed {
+	if c == nil || !r.rt.restarts || !r.restarted && !r.changed {
 		return nil
 	}
 	if r.i.Canary == nil {

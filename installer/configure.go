@@ -2,130 +2,101 @@ package installer
 
 import (
 	"context"
-	"errors"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/shimkit/shimkit/containerdconfig"
+	"github.com/shimkit/shimkit/installer/plan"
 )
 
-// proxyType is the containerd proxy plugin type of sandboxer daemons.
-const proxyType = "sandbox"
-
-// configure registers the plan's handlers and sandboxer proxy plugins in
-// containerd's config, and removes those an earlier version of the Shim
-// registered and this one no longer has. Every edit keeps a backup until
-// commit.
+// configure registers the plan's handlers (and, on containerd, sandboxer
+// proxy plugins) in the runtime's config, and removes those an earlier
+// version of the Shim registered and this one no longer has, through the
+// node's Runtime. Every edit keeps a backup (or journal) until commit.
 type configure struct{}
 
 func (configure) name() string { return "configured" }
 
 func (configure) do(ctx context.Context, r *run) error {
-	t := r.target
-	var muts []containerdconfig.Mutator
-	var files []string
-	add := func(m containerdconfig.Mutator, file string, err error) error {
-		if err != nil {
-			return err
-		}
-		muts = append(muts, m)
-		if !slices.Contains(files, file) {
-			files = append(files, file)
-		}
-		return nil
-	}
-	var errs []error
-	evictions, err := r.evictions()
-	if err != nil {
-		return err
-	}
-	for _, ev := range evictions {
-		fs, err := ev.FilesToEdit()
-		if err != nil {
-			return err
-		}
-		muts = append(muts, ev)
-		for _, f := range fs {
-			if !slices.Contains(files, f) {
-				files = append(files, f)
-			}
-		}
-	}
+	e := r.configEdit()
 	for k, h := range r.handlers() {
-		f, err := t.File(h.Name)
-		errs = append(errs, add(&containerdconfig.Install{Target: t, Handler: h, Adopt: r.plan.Handlers[k].Adopt}, f, err))
+		e.Handlers = append(e.Handlers, h)
+		e.Adopt = append(e.Adopt, r.plan.Handlers[k].Adopt)
+	}
+	e.Sandboxers, e.Migrate = r.plan.Sandboxers, r.plan.Migrate
+	for _, h := range r.prev.handlers() {
+		if !slices.Contains(r.handlerNames(), h) {
+			e.Remove = append(e.Remove, h)
+		}
 	}
 	for _, sb := range r.plan.Sandboxers {
-		f, err := t.ProxyPluginFile(sb.Name)
-		errs = append(errs, add(containerdconfig.NewInstallProxyPlugin(t, containerdconfig.ProxyPlugin{Name: sb.Name, Type: proxyType, Address: sb.Address}), f, err))
 		r.rec.ProxyPlugins = append(r.rec.ProxyPlugins, sb.Name)
-	}
-	for _, h := range r.prev.handlers() {
-		if !slices.ContainsFunc(r.handlers(), func(n containerdconfig.RuntimeHandler) bool { return n.Name == h }) {
-			f, err := t.File(h)
-			errs = append(errs, add(containerdconfig.NewUninstall(t, h), f, err))
-		}
 	}
 	for _, p := range r.prev.ProxyPlugins {
 		if !slices.Contains(r.rec.ProxyPlugins, p) {
-			f, err := t.ProxyPluginFile(p)
-			errs = append(errs, add(containerdconfig.NewUninstallProxyPlugin(t, p), f, err))
+			e.RemoveProxyPlugins = append(e.RemoveProxyPlugins, p)
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := r.applyConfig(ctx, e); err != nil {
 		return err
 	}
-	for _, h := range r.handlers() {
-		r.rec.Handlers = append(r.rec.Handlers, h.Name)
-	}
-	r.rec.ConfigFiles = files
-	return r.applyConfig(ctx, muts, files)
-}
-
-// applyConfig records the files in the pending state, then applies the
-// mutators in order.
-func (r *run) applyConfig(ctx context.Context, muts []containerdconfig.Mutator, files []string) error {
-	r.pending.ConfigFiles = files
-	if err := r.savePending(); err != nil {
-		return err
-	}
-	for _, m := range muts {
-		c, err := m.Apply(ctx)
-		if err != nil {
-			return err
-		}
-		r.changes = append(r.changes, c)
-		r.changed = r.changed || c.Changed()
-	}
+	r.rec.Handlers = r.handlerNames()
+	r.rec.ConfigFiles = r.pending.ConfigFiles
 	return nil
 }
 
 func (configure) undo(_ context.Context, r *run) error { return r.rollbackConfig() }
 
-// rollbackConfig restores every edited file, newest edit first.
-func (r *run) rollbackConfig() error {
-	var errs []error
-	for k := len(r.changes) - 1; k >= 0; k-- {
-		if c := r.changes[k]; c.Changed() {
-			errs = append(errs, r.i.settle(r.target, c.Files(), c.Rollback()))
-		}
-	}
-	r.changes = nil
-	return errors.Join(errs...)
+// unconfigure removes the Shim's handlers and proxy plugins from the
+// runtime's config.
+type unconfigure struct{}
+
+func (unconfigure) name() string { return "configured" }
+
+func (unconfigure) do(ctx context.Context, r *run) error {
+	e := r.configEdit()
+	e.Remove, e.RemoveProxyPlugins = r.prev.handlers(), r.prev.ProxyPlugins
+	return r.applyConfig(ctx, e)
 }
 
-// settle accepts the files of an undo that met another writer's edit
-// (ErrConcurrentEdit) as they are: the edit stays, the error is reported
-// once, and the next operation is not held up by the pending journal.
-func (i *Installer) settle(t containerdconfig.Target, files []string, err error) error {
-	if !errors.Is(err, containerdconfig.ErrConcurrentEdit) {
+func (unconfigure) undo(_ context.Context, r *run) error { return r.rollbackConfig() }
+
+// configEdit starts the run's edit: its owner, where the staged bundle
+// is, and the journal.
+func (r *run) configEdit() ConfigEdit {
+	current := r.i.paths().currentDir(r.plan.Shim.Name)
+	return ConfigEdit{
+		Owner: r.plan.Shim.Name,
+		Locate: func(nodePath string) string {
+			if rest, ok := strings.CutPrefix(nodePath, current+"/"); ok && r.stagedVer != "" {
+				return filepath.Join(r.staging, r.stagedVer, filepath.FromSlash(rest))
+			}
+			return r.i.paths().local(nodePath)
+		},
+		Journal: func(files, handlers []string) error {
+			r.pending.ConfigFiles, r.pending.Handlers = files, handlers
+			r.pending.Runtime = r.rt.recorded()
+			return r.savePending()
+		},
+	}
+}
+
+// applyConfig has the runtime apply the edit (which journals it first).
+func (r *run) applyConfig(ctx context.Context, e ConfigEdit) error {
+	c, err := r.rt.Configure(ctx, e)
+	if err != nil {
 		return err
 	}
-	for _, f := range files {
-		if ferr := containerdconfig.ForgetPending(t.LocalPath(f)); ferr != nil {
-			return errors.Join(err, ferr)
-		}
-	}
-	i.log().Error("another writer changed the file after shimkit; left as it is", "files", files, "err", err)
+	r.changes = append(r.changes, c)
+	r.changed = r.changed || c.Changed()
+	return nil
+}
+
+// rollbackConfig restores every edited file, newest edit first.
+func (r *run) rollbackConfig() error {
+	err := r.changes.Rollback()
+	r.changes = nil
 	return err
 }
 
@@ -133,17 +104,14 @@ func (i *Installer) settle(t containerdconfig.Target, files []string, err error)
 // created (a drop-in directory) in the node's state, and removes those
 // recorded that are empty now (the last drop-in went).
 func (r *run) commitConfig() error {
-	var errs []error
-	for _, c := range r.changes {
-		errs = append(errs, c.Commit())
-		for _, d := range c.CreatedDirs() {
-			if !slices.Contains(r.state.CreatedDirs, d) {
-				r.state.CreatedDirs = append(r.state.CreatedDirs, d)
-			}
+	err := r.changes.Commit()
+	for _, d := range r.changes.CreatedDirs() {
+		if !slices.Contains(r.state.CreatedDirs, d) {
+			r.state.CreatedDirs = append(r.state.CreatedDirs, d)
 		}
 	}
 	r.state.CreatedDirs = slices.DeleteFunc(r.state.CreatedDirs, func(d string) bool {
-		gone, err := containerdconfig.RemoveCreatedDir(r.i.root(), d)
+		gone, err := containerdconfig.RemoveCreatedDir(r.i.paths().root(), d)
 		if err != nil {
 			r.i.log().Warn("removing a directory shimkit created", "dir", d, "err", err)
 		}
@@ -152,5 +120,14 @@ func (r *run) commitConfig() error {
 	if len(r.state.CreatedDirs) == 0 {
 		r.state.CreatedDirs = nil
 	}
-	return errors.Join(errs...)
+	return err
+}
+
+// recorded is the runtime as the state records it: "" for containerd,
+// as records before CRI-O.
+func (n *nodeRuntime) recorded() string {
+	if n.kind == plan.RuntimeContainerd {
+		return ""
+	}
+	return n.kind
 }

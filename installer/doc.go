@@ -1,12 +1,45 @@
 // Package installer carries out node plans (package installer/plan) on one
 // node: install, upgrade and remove a Shim — a bundle of files, the runtime
-// handlers it serves and the sandboxer daemons it runs — then restart
-// containerd, check that it came back, and if not roll back. It composes
-// package fetch (get and verify the artifact) and package containerdconfig
-// (register handlers and proxy plugins) with a Restarter, a HealthChecker
-// and a UnitManager. The reference command is shimkit-installer
-// (installer/cli), which the operator runs as a privileged Job on each
-// node, handing it the plan as a file.
+// handlers it serves and the sandboxer daemons it runs — then restart the
+// node's container runtime, check that it came back, and if not roll back.
+// It composes package fetch (get and verify the artifact) with a Runtime
+// (containerd's, through package containerdconfig, or CRI-O's, through
+// package crioconfig) and a UnitManager. The reference command is
+// shimkit-installer (installer/cli), which the operator runs as a
+// privileged Job on each node, handing it the plan as a file.
+//
+// # The runtime is a role
+//
+// What differs between containerd and CRI-O is one small interface,
+// Runtime: write the handlers' config as a change that is committed or
+// rolled back byte for byte (Configure, a ConfigChange), restart, check
+// health. Its containerd implementation edits the config the preset names
+// (containerdconfig), restarts the preset's unit through a Restarter and
+// checks with a HealthChecker; its CRI-O implementation writes a drop-in of
+// shimkit's own per handler (crioconfig: the TOML and the binary's path and
+// name checked before anything is written, since CRI-O drops a bad handler
+// silently; journaled; refusing a handler someone else defines), restarts
+// crio.service through systemd (never SIGHUP: after one CRI-O announces a
+// handler whose pods fail, cri-o #10202), then requires the handler in the
+// CRI status. A plan's handler is written in containerd's terms; on CRI-O an
+// OCI runtime under containerd's runc shim (options.BinaryName) is an oci
+// handler of that binary, any other runtime type a vm handler of its
+// runtimePath (a containerd-shim-*-v2), and settings carry CRI-O's
+// allowed_annotations and container_min_memory; what CRI-O has no setting
+// for (sandboxers, snapshotter, pod annotations, migration) is refused
+// before anything changes (ErrRuntimeUnsupported). The runtime is chosen
+// per node: Installer.Runtime (FakeRuntime, the in-memory one of tests),
+// else the plan's runtime (plan.RuntimeContainerd, plan.RuntimeCRIO), else
+// containerd when the Installer names a Preset or Mode, else detection: a
+// containerd distribution's layout, else CRI-O's socket, config file or
+// drop-in directory (crioconfig.Detect), else containerd; both runtimes'
+// sockets and no word from the plan is ErrAmbiguousRuntime. The steps
+// (fetch, bundle, links, units, state, canary) are the same on both; PATH
+// links are made only for a runtime that looks shims up on its PATH
+// (containerd 1.6). The Installer itself keeps only its public operations;
+// each other role is a small type of its own (layout, stateStore,
+// bundleStore, sandboxUnits, recovery, executor, driftCheck, ownership,
+// linkPlan), no type over 15 methods (TestTypeSizes).
 //
 // # Steps
 //
@@ -15,9 +48,9 @@
 // stageBundle (fetch, verify and lay the bundle out in staging),
 // configure (handlers and proxy plugins), placeBundle (switch the Shim's
 // "current" link), linkShims (PATH links for containerd 1.6),
-// startSandboxers (units), restartContainerd (restart and CRI check),
+// startSandboxers (units), restartRuntime (restart and CRI check),
 // runCanary (the plan's canary pod, through Installer.Canary) and
-// commitInstall; uninstall is uninstallCheck, unconfigure, restartContainerd,
+// commitInstall; uninstall is uninstallCheck, unconfigure, restartRuntime,
 // removeFiles. Verify has no steps: it only reads.
 // When a step fails, it and every step before it are undone in reverse and
 // containerd is restarted once more if it may have seen the change.

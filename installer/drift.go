@@ -12,7 +12,6 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
-	"github.com/shimkit/shimkit/containerdconfig"
 	"github.com/shimkit/shimkit/installer/plan"
 )
 
@@ -49,7 +48,8 @@ func repairedVersion(installed, version string) string {
 // and of the mode files gives it (when given: the plan's files of the
 // installed layout); the "current" link points at the recorded version;
 // the PATH links point into the bundle.
-func (i *Installer) bundleDrift(rec ShimState, files []plan.File) ([]string, error) {
+func (b bundleStore) drift(rec ShimState, files []plan.File) ([]string, error) {
+	i := b.i
 	modes := map[string]uint32{}
 	for _, f := range files {
 		modes[path.Join(rec.BundleDir, rec.Version, f.Path)] = f.Mode
@@ -57,7 +57,7 @@ func (i *Installer) bundleDrift(rec ShimState, files []plan.File) ([]string, err
 	var out []string
 	for _, f := range slices.Concat(rec.Files, rec.Binaries) {
 		mode, hasMode := modes[f]
-		d, err := fileDrift(i.local(f), f, rec.FileDigests[f], mode, hasMode)
+		d, err := fileDrift(i.paths().local(f), f, rec.FileDigests[f], mode, hasMode)
 		if err != nil {
 			return out, err
 		}
@@ -67,7 +67,7 @@ func (i *Installer) bundleDrift(rec ShimState, files []plan.File) ([]string, err
 	}
 	if rec.BundleDir != "" && rec.Version != "" {
 		link := path.Join(rec.BundleDir, currentLink)
-		switch cur, err := readLink(i.local(link)); {
+		switch cur, err := readLink(i.paths().local(link)); {
 		case err != nil:
 			return out, fmt.Errorf("link %s: %w", link, err)
 		case cur == "":
@@ -77,7 +77,7 @@ func (i *Installer) bundleDrift(rec ShimState, files []plan.File) ([]string, err
 		}
 	}
 	for _, l := range rec.Links {
-		switch cur, err := readLink(i.local(l)); {
+		switch cur, err := readLink(i.paths().local(l)); {
 		case err != nil:
 			return out, fmt.Errorf("link %s: %w", l, err)
 		case cur == "":
@@ -130,17 +130,21 @@ func readLink(local string) (string, error) {
 	return cur, nil
 }
 
-// handlerDrift lists the record's handlers that containerd's config (the
-// file the target edits for each) no longer defines.
-func handlerDrift(t containerdconfig.Target, rec ShimState) ([]string, error) {
+// handlerDrift lists the record's handlers that the runtime's config (the
+// file shimkit edits for each) no longer defines.
+func handlerDrift(rt Runtime, rec ShimState) ([]string, error) {
+	f, ok := unwrap(rt).(handlerFinder)
+	if !ok {
+		return nil, nil
+	}
 	var out []string
 	for _, h := range rec.handlers() {
-		has, err := t.HasHandler(h)
+		has, err := f.HasHandler(h)
 		if err != nil {
 			return out, fmt.Errorf("handler %s: %w", h, err)
 		}
 		if !has {
-			out = append(out, "handler "+h+" is not in containerd's config")
+			out = append(out, "handler "+h+" is not in "+runtimeName(rt)+"'s config")
 		}
 	}
 	return out, nil
@@ -148,10 +152,11 @@ func handlerDrift(t containerdconfig.Target, rec ShimState) ([]string, error) {
 
 // unitDrift lists the record's unit files that are missing or no longer
 // hold what shimkit wrote.
-func (i *Installer) unitDrift(rec ShimState) ([]string, error) {
+func (u sandboxUnits) drift(rec ShimState) ([]string, error) {
+	i := u.i
 	var out []string
 	for _, u := range rec.Units {
-		data, err := os.ReadFile(i.local(u))
+		data, err := os.ReadFile(i.paths().local(u))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			out = append(out, "unit "+u+" is missing")
@@ -164,28 +169,53 @@ func (i *Installer) unitDrift(rec ShimState) ([]string, error) {
 	return out, nil
 }
 
-// nodeDrift compares the node with a Shim's record: its bundle (files of
-// the plan's layout, or nil), handlers and units. What cannot be read (a
+// driftCheck is the drift role: how the node differs from a Shim's
+// record. Each comparison only reads the node.
+type driftCheck struct{ i *Installer }
+
+// recorded compares the node with a Shim's record (node) on the runtime
+// the record names, or kind when given (a plan's).
+func (d driftCheck) recorded(rec ShimState, kind string, files []plan.File) ([]string, error) {
+	if kind == "" {
+		kind = orDefault(rec.Runtime, plan.RuntimeContainerd)
+	}
+	rt, err := d.i.runtimeFor(kind, plan.Restart{})
+	if err != nil {
+		return nil, err
+	}
+	return d.node(rt, rec, files)
+}
+
+// node compares the node with a Shim's record: its bundle (files of the
+// plan's layout, or nil), handlers and units. What cannot be read (a
 // config that does not parse) is the error, returned with the drift
 // found before it.
-func (i *Installer) nodeDrift(t containerdconfig.Target, rec ShimState, files []plan.File) ([]string, error) {
-	out, err := i.bundleDrift(rec, files)
+func (d driftCheck) node(rt Runtime, rec ShimState, files []plan.File) ([]string, error) {
+	out, err := bundleStore{d.i}.drift(rec, files)
 	if err != nil {
 		return out, err
 	}
-	rest, err := i.setupDrift(t, rec)
+	rest, err := d.setup(rt, rec)
 	return append(out, rest...), err
 }
 
-// setupDrift compares what of a Shim's record lies outside its bundle:
-// its handlers in containerd's config, then its units.
-func (i *Installer) setupDrift(t containerdconfig.Target, rec ShimState) ([]string, error) {
-	out, err := handlerDrift(t, rec)
+// setup compares what of a Shim's record lies outside its bundle: its
+// handlers in the runtime's config, then its units.
+func (d driftCheck) setup(rt Runtime, rec ShimState) ([]string, error) {
+	out, err := handlerDrift(rt, rec)
 	if err != nil {
 		return out, err
 	}
-	units, err := i.unitDrift(rec)
+	units, err := sandboxUnits{d.i}.drift(rec)
 	return append(out, units...), err
+}
+
+// runtimeName names a runtime in messages.
+func runtimeName(rt Runtime) string {
+	if _, ok := unwrap(rt).(*crioRuntime); ok {
+		return "CRI-O"
+	}
+	return "containerd"
 }
 
 // fileDigest is digestOf a file's content, read as a stream.

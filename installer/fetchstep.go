@@ -30,7 +30,7 @@ func (stageBundle) name() string { return "fetched" }
 
 func (stageBundle) do(ctx context.Context, r *run) error {
 	i, p := r.i, r.plan
-	shimDir := i.bundleDir(p.Shim.Name)
+	shimDir := i.paths().bundleDir(p.Shim.Name)
 	r.rec.BundleDir = shimDir
 	if r.sameBundle() {
 		// Same spec and artifact, bundle in place as installed: only the
@@ -38,7 +38,7 @@ func (stageBundle) do(ctx context.Context, r *run) error {
 		r.rec.Version, r.rec.Files, r.rec.Digest, r.rec.FileDigests = r.prev.Version, r.prev.Files, r.prev.Digest, r.prev.FileDigests
 		return nil
 	}
-	local := i.local(shimDir)
+	local := i.paths().local(shimDir)
 	if err := os.MkdirAll(local, 0o755); err != nil {
 		return err
 	}
@@ -51,7 +51,7 @@ func (stageBundle) do(ctx context.Context, r *run) error {
 	if err := os.Mkdir(art, 0o700); err != nil {
 		return err
 	}
-	f, err := i.fetcher(p.Artifact)
+	f, err := fetcherFor(i, p.Artifact)
 	if err != nil {
 		return err
 	}
@@ -65,7 +65,7 @@ func (stageBundle) do(ctx context.Context, r *run) error {
 	}
 	r.rec.Digest = fr.Digest.String()
 	version := versionOf(r.rec.Digest, p.Files)
-	if r.had && sameVersion(r.prev.Version, version) && dirExists(i.local(path.Join(shimDir, r.prev.Version))) {
+	if r.had && sameVersion(r.prev.Version, version) && dirExists(i.paths().local(path.Join(shimDir, r.prev.Version))) {
 		// The bundle was laid out before: when as installed, it stays;
 		// when it drifted, it is laid out again beside it, and "current"
 		// switches as for an upgrade (running shims keep their files).
@@ -76,7 +76,7 @@ func (stageBundle) do(ctx context.Context, r *run) error {
 		}
 	}
 	bundle := filepath.Join(staging, version)
-	current := i.currentDir(p.Shim.Name)
+	current := i.paths().currentDir(p.Shim.Name)
 	r.rec.Files, r.rec.FileDigests = nil, map[string]string{}
 	for _, file := range p.Files {
 		src, err := matchFile(fr.Files, file)
@@ -92,7 +92,7 @@ func (stageBundle) do(ctx context.Context, r *run) error {
 		r.rec.FileDigests[node] = digest
 	}
 	r.rec.Version = version
-	if version != r.prev.Version || !dirExists(i.local(path.Join(shimDir, version))) {
+	if version != r.prev.Version || !dirExists(i.paths().local(path.Join(shimDir, version))) {
 		r.stagedVer = version
 	}
 	return nil
@@ -104,8 +104,8 @@ func (stageBundle) undo(_ context.Context, r *run) error {
 	}
 	err := os.RemoveAll(r.staging)
 	// Directories a first install created go too (only when empty).
-	_ = os.Remove(r.i.local(r.rec.BundleDir))
-	_ = os.Remove(r.i.local(r.i.bundleRoot()))
+	_ = os.Remove(r.i.paths().local(r.rec.BundleDir))
+	_ = os.Remove(r.i.paths().local(r.i.paths().bundleRoot()))
 	return err
 }
 
@@ -200,7 +200,7 @@ func (r *run) sameBundle() bool {
 // (bundleDrift finds nothing), comparing once per run.
 func (r *run) bundleIntact() bool {
 	if !r.bundleChecked {
-		d, err := r.i.bundleDrift(r.prev, planFiles(r.prev, r.plan))
+		d, err := bundleStore{r.i}.drift(r.prev, planFiles(r.prev, r.plan))
 		if err != nil {
 			d = append(d, err.Error()) // what cannot be read is laid out again
 		}

@@ -40,25 +40,25 @@ func (i *Installer) Install(ctx context.Context, p *plan.NodePlan) (*Result, err
 // plan that failed from those undone with it).
 func (i *Installer) InstallAll(ctx context.Context, plans []*plan.NodePlan) ([]*Result, error) {
 	start := time.Now()
-	names, handlers, err := i.checkPlans(plans)
+	names, handlers, err := checkPlans(i.paths(), plans)
 	if err != nil {
 		return nil, err
 	}
 	label := strings.Join(names, ", ")
-	t, err := i.target(plans[0].Restart)
+	rt, err := i.runtimeFor(plans[0].Runtime, plans[0].Restart)
 	if err != nil {
 		return nil, err
 	}
-	if err := i.checkWritable(i.writeTargets(t, plans)); err != nil {
+	if err := (hostCheck{i}).checkWritable(hostCheck{i}.writeTargets(rt, plans)); err != nil {
 		return nil, err
 	}
-	sess, err := i.begin(ctx, label, plans[0].Restart)
+	sess, err := i.begin(ctx, label, rt)
 	if err != nil {
 		return nil, err
 	}
 	defer sess.unlock()
 	runs := make([]*run, len(plans))
-	restart := &restartContainerd{}
+	restart := &restartRuntime{}
 	for k, p := range plans {
 		runs[k] = i.newRun(p, sess, "install")
 		runs[k].hs = handlers[k]
@@ -85,7 +85,7 @@ func (i *Installer) InstallAll(ctx context.Context, plans []*plan.NodePlan) ([]*
 	steps := interleave(runs, before)
 	steps = append(steps, bound{runs[0], restart})
 	steps = append(steps, interleave(runs, after)...)
-	err = i.executeAll(ctx, runs, steps)
+	err = executor{i}.executeAll(ctx, runs, steps)
 	out := make([]*Result, len(runs))
 	for k, r := range runs {
 		if err != nil && !r.committed {
@@ -121,9 +121,9 @@ func interleave(runs []*run, steps func() []step) []bound {
 }
 
 // checkPlans validates the plans of one operation: install plans of
-// different Shims, with different handlers, for the same containerd. It
+// different Shims, with different handlers, for the same runtime. It
 // returns the Shims' names and their resolved handlers.
-func (i *Installer) checkPlans(plans []*plan.NodePlan) ([]string, [][]containerdconfig.RuntimeHandler, error) {
+func checkPlans(l layout, plans []*plan.NodePlan) ([]string, [][]containerdconfig.RuntimeHandler, error) {
 	if len(plans) == 0 {
 		return nil, nil, fmt.Errorf("%w: no plan", plan.ErrInvalid)
 	}
@@ -144,7 +144,10 @@ func (i *Installer) checkPlans(plans []*plan.NodePlan) ([]string, [][]containerd
 		if !reflect.DeepEqual(p.Restart, plans[0].Restart) {
 			return nil, nil, fmt.Errorf("%w: Shim %s: restart settings differ from Shim %s's in one operation", plan.ErrInvalid, name, names[0])
 		}
-		hs, err := i.resolveHandlers(p)
+		if p.Runtime != plans[0].Runtime {
+			return nil, nil, fmt.Errorf("%w: Shim %s: runtime %q differs from Shim %s's %q in one operation", plan.ErrInvalid, name, p.Runtime, names[0], plans[0].Runtime)
+		}
+		hs, err := resolveHandlers(l, p)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -162,10 +165,10 @@ func (i *Installer) checkPlans(plans []*plan.NodePlan) ([]string, [][]containerd
 
 // resolveHandlers converts the plan's handlers, with the bundle
 // placeholder resolved.
-func (i *Installer) resolveHandlers(p *plan.NodePlan) ([]containerdconfig.RuntimeHandler, error) {
+func resolveHandlers(l layout, p *plan.NodePlan) ([]containerdconfig.RuntimeHandler, error) {
 	var out []containerdconfig.RuntimeHandler
 	for _, h := range p.Handlers {
-		rh, err := runtimeHandler(h, i.currentDir(p.Shim.Name))
+		rh, err := runtimeHandler(h, l.currentDir(p.Shim.Name))
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", plan.ErrInvalid, err)
 		}
@@ -177,9 +180,10 @@ func (i *Installer) resolveHandlers(p *plan.NodePlan) ([]containerdconfig.Runtim
 func (i *Installer) newRun(p *plan.NodePlan, sess *session, op string) *run {
 	prev, had := sess.state.Shims[p.Shim.Name]
 	return &run{
-		i: i, plan: p, state: sess.state, target: sess.target, recovered: sess.recovered,
+		i: i, plan: p, state: sess.state, rt: sess.rt, recovered: sess.recovered,
 		prev: prev, had: had,
-		rec:     ShimState{UID: p.Shim.UID, SpecHash: p.SpecHash, Preset: sess.target.Preset.Name, InstalledAt: prev.InstalledAt},
+		rec: ShimState{UID: p.Shim.UID, SpecHash: p.SpecHash, Preset: sess.rt.preset(), Runtime: sess.rt.recorded(),
+			InstalledAt: prev.InstalledAt},
 		pending: &Pending{Op: op, Shim: p.Shim.Name},
 	}
 }
@@ -195,7 +199,7 @@ func (r *run) checkDrift() {
 		return
 	}
 	r.bundleIntact()
-	rest, err := r.i.setupDrift(r.target, r.prev)
+	rest, err := driftCheck{r.i}.setup(r.rt, r.prev)
 	if err != nil {
 		r.i.log().Warn("comparing the node with the record", "shim", r.plan.Shim.Name, "err", err)
 	}
@@ -226,28 +230,29 @@ func (commitInstall) do(ctx context.Context, r *run) error {
 	if err := r.commitConfig(); err != nil {
 		return err
 	}
-	i.dropUnitBackups(r.rec.Units)
+	units := sandboxUnits{i}
+	units.dropBackups(r.rec.Units)
 	var dropped []string
 	for _, u := range r.prev.Units {
 		if !slices.Contains(r.rec.Units, u) {
 			dropped = append(dropped, u)
 		}
 	}
-	if err := i.removeUnits(ctx, dropped); err != nil {
+	if err := units.remove(ctx, dropped); err != nil {
 		i.log().Warn("removing units the Shim no longer has", "units", dropped, "err", err)
 	}
 	for _, l := range r.prev.Links {
 		if !slices.Contains(r.rec.Links, l) {
-			_ = unlinkUnder(i.local(l), r.prev.BundleDir)
+			_ = unlinkUnder(i.paths().local(l), r.prev.BundleDir)
 		}
 	}
-	if err := pruneVersions(i.local(r.rec.BundleDir), r.rec.Version); err != nil {
+	if err := pruneVersions(i.paths().local(r.rec.BundleDir), r.rec.Version); err != nil {
 		i.log().Warn("removing old bundle versions", "dir", r.rec.BundleDir, "err", err)
 	}
 	if m := r.plan.Migrate; m != nil {
 		// The node runs the Shim's handler now: what the other installer
 		// left goes.
-		if err := i.removeRCMLeftovers(m.Handler); err != nil {
+		if err := (rcmCleanup{i}).removeLeftovers(m.Handler); err != nil {
 			i.log().Warn("removing what runtime-class-manager left", "handler", m.Handler, "err", err)
 		}
 	}
@@ -256,7 +261,7 @@ func (commitInstall) do(ctx context.Context, r *run) error {
 	}
 	r.state.Shims[r.plan.Shim.Name] = r.rec
 	r.clearPending()
-	return i.writeState(r.state)
+	return i.store().write(r.state)
 }
 
 func (commitInstall) undo(context.Context, *run) error { return nil }

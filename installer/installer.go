@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"path"
-	"path/filepath"
 	"time"
 
 	"github.com/shimkit/shimkit/containerdconfig"
+	"github.com/shimkit/shimkit/crioconfig"
 	"github.com/shimkit/shimkit/fetch"
-	"github.com/shimkit/shimkit/installer/plan"
 )
 
 // Errors of a failed operation, checked with errors.Is.
@@ -56,14 +54,24 @@ type Installer struct {
 	StateDir string
 	// UnitDir is where sandboxer units go; default DefaultUnitDir.
 	UnitDir string
-	// Preset overrides the plan's and the detected distribution.
+	// Runtime, when set, is the node's runtime whatever the plan says
+	// (tests: a FakeRuntime). Otherwise the installer uses containerd's or
+	// CRI-O's: the plan's runtime, else containerd when Preset or Mode is
+	// set, else the one detected on the node.
+	Runtime Runtime
+	// Preset overrides the plan's and the detected distribution, and
+	// implies containerd.
 	Preset *containerdconfig.Preset
-	// Mode overrides the plan's config mode.
+	// Mode overrides the plan's config mode, and implies containerd.
 	Mode *containerdconfig.Mode
-	// Restarter defaults to systemd over D-Bus with the preset's units.
+	// CRIO overrides the paths of a CRI-O node (config file, drop-in and
+	// state directories), as node paths; default crioconfig's.
+	CRIO *crioconfig.Target
+	// Restarter defaults to systemd over D-Bus with the preset's units
+	// (crio.service on CRI-O).
 	Restarter Restarter
-	// Health defaults to CRI on the preset's socket, with the plan's
-	// timeout.
+	// Health defaults to CRI on the preset's socket (CRI-O's on CRI-O),
+	// with the plan's timeout.
 	Health HealthChecker
 	// Units defaults to systemd over D-Bus.
 	Units UnitManager
@@ -87,7 +95,8 @@ type Installer struct {
 	// Platform defaults to the node's.
 	Platform fetch.Platform
 	// Offline installs into a root filesystem without restarting or
-	// checking containerd and without starting units, as image builders do.
+	// checking the runtime and without starting units, as image builders
+	// do.
 	Offline bool
 	// Log receives progress; default discards.
 	Log *slog.Logger
@@ -120,33 +129,6 @@ type Result struct {
 	CanaryDuration time.Duration
 }
 
-func (i *Installer) local(nodePath string) string {
-	return filepath.Join(i.root(), filepath.FromSlash(nodePath))
-}
-
-func (i *Installer) root() string       { return orDefault(i.HostRoot, "/") }
-func (i *Installer) bundleRoot() string { return orDefault(i.BundleRoot, DefaultBundleRoot) }
-func (i *Installer) stateDir() string   { return orDefault(i.StateDir, DefaultStateDir) }
-func (i *Installer) unitDir() string    { return orDefault(i.UnitDir, DefaultUnitDir) }
-func (i *Installer) linkDir() string {
-	if i.LinkDir == "-" {
-		return ""
-	}
-	return orDefault(i.LinkDir, DefaultLinkDir)
-}
-
-// bundleDir is a Shim's directory; currentDir what BundleDirPlaceholder
-// stands for.
-func (i *Installer) bundleDir(shim string) string  { return path.Join(i.bundleRoot(), shim) }
-func (i *Installer) currentDir(shim string) string { return path.Join(i.bundleDir(shim), currentLink) }
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
 func (i *Installer) log() *slog.Logger {
 	if i.Log == nil {
 		return slog.New(slog.DiscardHandler)
@@ -161,80 +143,28 @@ func (i *Installer) step(name string, args ...any) {
 	}
 }
 
-// target resolves the node's containerd configuration: the Installer's
-// preset, else the plan's, else the detected one.
-func (i *Installer) target(r plan.Restart) (containerdconfig.Target, error) {
-	t := containerdconfig.Target{Root: i.root()}
-	switch {
-	case i.Mode != nil:
-		t.Mode = *i.Mode
-	case r.ConfigMode == "file":
-		t.Mode = containerdconfig.ModeFile
-	case r.ConfigMode == "drop-in":
-		t.Mode = containerdconfig.ModeDropIn
-	}
-	var err error
-	switch {
-	case i.Preset != nil:
-		t.Preset = *i.Preset
-	case r.Preset != "":
-		t.Preset, err = containerdconfig.PresetNamed(r.Preset)
-	default:
-		t.Preset, err = containerdconfig.Detect(t.Root)
-	}
-	return t, err
-}
-
-func (i *Installer) restarter(t containerdconfig.Target) Restarter {
-	if i.Restarter != nil {
-		return i.Restarter
-	}
-	return &SystemdRestarter{HostRoot: t.Root, Units: t.Preset.Units}
-}
-
-func (i *Installer) health(t containerdconfig.Target, timeout time.Duration) HealthChecker {
-	if i.Health != nil {
-		return i.Health
-	}
-	return &CRIHealth{Socket: t.LocalPath(t.Preset.Socket), Timeout: timeout}
-}
-
-func (i *Installer) units() UnitManager {
-	if i.Units != nil {
-		return i.Units
-	}
-	return &SystemdUnits{HostRoot: i.root()}
-}
-
-// restarts reports whether changes need containerd restarted and checked.
-func (i *Installer) restarts(t containerdconfig.Target) bool {
-	return !i.Offline && (i.Restarter != nil || len(t.Preset.Units) > 0)
-}
-
 // session is an operation that holds the node lock.
 type session struct {
 	unlock    func()
 	state     *State
-	recovered bool // an interrupted operation was undone: containerd must restart
-	target    containerdconfig.Target
+	recovered bool // an interrupted operation was undone: the runtime must restart
+	rt        *nodeRuntime
 }
 
 // begin takes the node lock, reads the state, recovers an interrupted
-// operation and resolves the node's containerd configuration.
-func (i *Installer) begin(ctx context.Context, shim string, r plan.Restart) (*session, error) {
-	unlock, err := i.lock(ctx)
+// operation; rt is the node's runtime (runtimeFor).
+func (i *Installer) begin(ctx context.Context, shim string, rt *nodeRuntime) (*session, error) {
+	unlock, err := i.store().lock(ctx)
 	if err != nil {
 		return nil, err
 	}
 	i.step("locked", "shim", shim)
-	s := &session{unlock: unlock}
-	if s.target, err = i.target(r); err == nil {
-		if s.state, err = i.readState(); err == nil {
-			s.recovered, err = i.recoverPending(ctx, s.state)
-		}
-		if err == nil {
-			err = i.sweepStaging()
-		}
+	s := &session{unlock: unlock, rt: rt}
+	if s.state, err = i.store().read(); err == nil {
+		s.recovered, err = recovery{i}.recoverPending(ctx, s.state)
+	}
+	if err == nil {
+		err = bundleStore{i}.sweepStaging()
 	}
 	if err != nil {
 		unlock()

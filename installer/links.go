@@ -37,7 +37,7 @@ func (s *linkShims) do(_ context.Context, r *run) error {
 		return err
 	}
 	for _, link := range slices.Sorted(maps.Keys(r.newLinks)) {
-		local := r.i.local(link)
+		local := r.i.paths().local(link)
 		if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
 			return err
 		}
@@ -54,7 +54,7 @@ func (s *linkShims) do(_ context.Context, r *run) error {
 func (s *linkShims) undo(_ context.Context, r *run) error {
 	var errs []error
 	for _, l := range s.created {
-		errs = append(errs, unlinkOurs(r.i.local(l), r.pending.Links[l]))
+		errs = append(errs, unlinkOurs(r.i.paths().local(l), r.pending.Links[l]))
 	}
 	return errors.Join(errs...)
 }
@@ -63,31 +63,40 @@ func (s *linkShims) undo(_ context.Context, r *run) error {
 // it looks for shim binaries by name.
 var containerdPath = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
 
-// planLinks decides the PATH links of the install: a link this Shim made
+// linkPlan decides a run's PATH links: the links role of preflight.
+type linkPlan struct{ r *run }
+
+// plan decides the PATH links of the install: a link this Shim made
 // before is kept; a name no file on containerd's PATH has is linked; a taken
 // name (another Shim's link, the admin's binary) is never replaced or
 // shadowed. containerd 1.7 and later honour runtime_path, so they need no
 // link and the name is skipped; containerd 1.6 does need it, so a taken
 // name is a conflict there (and when the version cannot be read).
-func (r *run) planLinks(ctx context.Context) error {
+func (lp linkPlan) plan(ctx context.Context) error {
+	r := lp.r
 	r.newLinks, r.ownLinks = map[string]string{}, nil
-	want := r.i.wantedLinks(r.handlers())
+	pf, ok := unwrap(r.rt).(pathFinder)
+	if !ok {
+		return nil // the runtime honours runtime_path: no links
+	}
+	l := r.i.paths()
+	want := wantedLinks(l, r.handlers())
 	var errs []error
 	for _, link := range slices.Sorted(maps.Keys(want)) {
 		target := want[link]
-		if r.skipDetected(ctx, link) {
+		if lp.skipDetected(ctx, pf, link) {
 			continue
 		}
-		if cur, err := os.Readlink(r.i.local(link)); err == nil && cur == target {
+		if cur, err := os.Readlink(r.i.paths().local(link)); err == nil && cur == target {
 			r.ownLinks = append(r.ownLinks, link)
 			continue
 		}
-		taken := r.i.onPath(path.Base(link))
+		taken := onPath(l, path.Base(link))
 		if taken == "" {
 			r.newLinks[link] = target
 			continue
 		}
-		version, needed := r.i.needsLinks(ctx, r.target)
+		version, needed := pf.needsLinks(ctx)
 		if !needed {
 			r.i.log().Info("not linking the shim: containerd honours runtime_path and the name is taken", "link", link, "taken", taken, "containerd", version)
 			continue
@@ -107,46 +116,31 @@ func (r *run) planLinks(ctx context.Context) error {
 // detect shims bundle containerd 1.7 or later, which finds the shim by
 // runtime_path; only a containerd known to be older (a k3s from before
 // detection) gets the link.
-func (r *run) skipDetected(ctx context.Context, link string) bool {
-	if !r.target.Preset.GeneratesRuntimeFor(path.Base(link)) {
+func (lp linkPlan) skipDetected(ctx context.Context, pf pathFinder, link string) bool {
+	r := lp.r
+	if !pf.generatesRuntimeFor(path.Base(link)) {
 		return false
 	}
 	if r.i.Offline {
 		return true
 	}
-	if version, needed := r.i.needsLinks(ctx, r.target); needed && version != "" {
+	if version, needed := pf.needsLinks(ctx); needed && version != "" {
 		return false
 	}
-	r.i.log().Info("not linking the shim: the distribution would render a runtime of its own for it found on its PATH", "link", link, "preset", r.target.Preset.Name)
+	r.i.log().Info("not linking the shim: the distribution would render a runtime of its own for it found on its PATH", "link", link, "preset", r.rt.preset())
 	return true
 }
 
 // onPath returns the first node path on containerd's PATH (and LinkDir)
 // where a file named bin exists, or "".
-func (i *Installer) onPath(bin string) string {
-	for _, dir := range append([]string{i.linkDir()}, containerdPath...) {
+func onPath(l layout, bin string) string {
+	for _, dir := range append([]string{l.linkDir()}, containerdPath...) {
 		p := path.Join(dir, bin)
-		if _, err := os.Lstat(i.local(p)); err == nil {
+		if _, err := os.Lstat(l.local(p)); err == nil {
 			return p
 		}
 	}
 	return ""
-}
-
-// needsLinks asks containerd its version (over CRI) and reports whether it
-// needs shim binaries on its PATH: true for 1.6 and older, and when the
-// version cannot be read.
-func (i *Installer) needsLinks(ctx context.Context, t containerdconfig.Target) (string, bool) {
-	v, ok := i.health(t, 0).(Versioner)
-	if !ok || i.Offline {
-		return "", true
-	}
-	version, err := v.RuntimeVersion(ctx)
-	if err != nil {
-		i.log().Warn("reading containerd's version", "err", err)
-		return "", true
-	}
-	return version, versionBefore17(version)
 }
 
 // versionBefore17 reports whether a containerd version string ("1.6.20",
@@ -162,9 +156,9 @@ func versionBefore17(v string) bool {
 
 // wantedLinks maps LinkDir/<binary> to the binary, for every handler whose
 // runtime_path is a shim binary named as containerd looks for it.
-func (i *Installer) wantedLinks(handlers []containerdconfig.RuntimeHandler) map[string]string {
+func wantedLinks(l layout, handlers []containerdconfig.RuntimeHandler) map[string]string {
 	out := map[string]string{}
-	dir := i.linkDir()
+	dir := l.linkDir()
 	if dir == "" {
 		return out
 	}

@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/shimkit/shimkit/containerdconfig"
-	"github.com/shimkit/shimkit/installer/plan"
 )
 
 // rcmHome is where runtime-class-manager keeps its binaries and lock file,
@@ -50,33 +49,25 @@ func fromRCM(handler string) func(map[string]any) bool {
 // one shimkit edits nor the root config: k0s's drop-in.
 var rcmFiles = map[string][]string{containerdconfig.PresetK0s: {"/etc/k0s/containerd.d/config.toml"}}
 
-// evictions are the config edits a migration starts with: the other
-// installer's handler out, before the Shim's goes in.
-func (r *run) evictions() ([]*containerdconfig.Evict, error) {
-	m := r.plan.Migrate
-	if m == nil {
-		return nil, nil
-	}
-	if m.From != plan.FromRuntimeClassManager {
-		return nil, fmt.Errorf("%w: migrate.from %q", plan.ErrInvalid, m.From)
-	}
-	return []*containerdconfig.Evict{{Target: r.target, Name: m.Handler, Match: fromRCM(m.Handler), Files: rcmFiles[r.target.Preset.Name]}}, nil
-}
-
-// removeRCMLeftovers removes what runtime-class-manager left for the
+// removeLeftovers removes what runtime-class-manager left for the
 // migrated handler once the Shim's install is committed: its binary (only
 // when it still is what its lock file says it wrote) and its lock entry,
 // then the lock file and directories it leaves empty.
-func (i *Installer) removeRCMLeftovers(handler string) error {
+func (c rcmCleanup) removeLeftovers(handler string) error {
 	var errs []error
 	for _, h := range rcmHomes {
-		errs = append(errs, i.removeRCMHome(h, handler))
+		errs = append(errs, c.removeHome(h, handler))
 	}
 	return errors.Join(errs...)
 }
 
-func (i *Installer) removeRCMHome(h rcmHome, handler string) error {
-	lockPath := i.local(path.Join(h.dir, h.lock))
+// rcmCleanup is the migration role after commit: what
+// runtime-class-manager left on the node goes.
+type rcmCleanup struct{ i *Installer }
+
+func (c rcmCleanup) removeHome(h rcmHome, handler string) error {
+	i := c.i
+	lockPath := i.paths().local(path.Join(h.dir, h.lock))
 	data, err := os.ReadFile(lockPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -93,12 +84,12 @@ func (i *Installer) removeRCMHome(h rcmHome, handler string) error {
 	if !ok || entry.Path != bin {
 		return nil
 	}
-	if content, err := os.ReadFile(i.local(bin)); err == nil {
+	if content, err := os.ReadFile(i.paths().local(bin)); err == nil {
 		sum := sha256.Sum256(content)
 		if !strings.EqualFold(hex.EncodeToString(sum[:]), entry.SHA256) {
 			return fmt.Errorf("%w: %s is not what runtime-class-manager's lock file says it wrote; left as it is", ErrConflict, bin)
 		}
-		if err := os.Remove(i.local(bin)); err != nil {
+		if err := os.Remove(i.paths().local(bin)); err != nil {
 			return err
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
@@ -115,7 +106,7 @@ func (i *Installer) removeRCMHome(h rcmHome, handler string) error {
 	if err := os.Remove(lockPath); err != nil {
 		return err
 	}
-	_ = os.Remove(i.local(path.Join(h.dir, "bin"))) // only when empty
-	_ = os.Remove(i.local(h.dir))
+	_ = os.Remove(i.paths().local(path.Join(h.dir, "bin"))) // only when empty
+	_ = os.Remove(i.paths().local(h.dir))
 	return nil
 }

@@ -10,8 +10,6 @@ import (
 	"os"
 	"path"
 	"slices"
-
-	"github.com/shimkit/shimkit/containerdconfig"
 )
 
 // ErrConflict: something the plan would write exists and shimkit did not
@@ -42,46 +40,35 @@ type preflight struct{}
 func (preflight) name() string { return "checked" }
 
 func (preflight) do(ctx context.Context, r *run) error {
-	root, _, err := r.target.RootConfig() // nil when the node has none yet
-	if err != nil {
+	o := ownership{r}
+	var free error
+	if c, ok := unwrap(r.rt).(handlerChecker); ok {
+		e := r.configEdit()
+		e.Handlers, e.Sandboxers, e.Migrate = r.handlers(), r.plan.Sandboxers, r.plan.Migrate
+		for _, h := range r.plan.Handlers {
+			e.Adopt = append(e.Adopt, h.Adopt)
+		}
+		free = c.checkHandlers(e, r.prev.handlers())
+		if errors.Is(free, ErrReserved) || errors.Is(free, ErrRuntimeUnsupported) {
+			return free
+		}
+	}
+	if err := errors.Join(o.checkOtherShims(), free, o.checkUnitsOurs(o.unitPaths())); err != nil {
 		return err
 	}
-	if err := r.checkReserved(root); err != nil {
-		return err
-	}
-	if err := errors.Join(r.checkOtherShims(), r.checkHandlersFree(root), r.checkUnitsOurs(r.unitPaths())); err != nil {
-		return err
-	}
-	return r.planLinks(ctx)
+	return linkPlan{r}.plan(ctx)
 }
+
+// ownership is the ownership role of an operation: what another Shim or
+// someone else has, checked before anything changes.
+type ownership struct{ r *run }
 
 func (preflight) undo(context.Context, *run) error { return nil }
 
-// checkReserved refuses containerd's own handler and runtime types and the
-// node's default runtime (default_runtime_name of root, the root config;
-// runc when there is none).
-func (r *run) checkReserved(root *containerdconfig.Config) error {
-	def, file := "runc", r.target.Preset.Config
-	if root != nil {
-		def = root.DefaultRuntime
-	}
-	for _, h := range r.hs {
-		switch {
-		case h.Name == "runc":
-			return fmt.Errorf("%w: handler %q of Shim %s is containerd's own runc handler", ErrReserved, h.Name, r.plan.Shim.Name)
-		case h.Name == def:
-			return fmt.Errorf("%w: handler %q of Shim %s is the node's default runtime (default_runtime_name in %s)", ErrReserved, h.Name, r.plan.Shim.Name, file)
-		case slices.Contains(containerdRuntimeTypes, h.RuntimeType) && h.Options["BinaryName"] == nil:
-			return fmt.Errorf("%w: handler %q of Shim %s: runtime type %s is containerd's own shim; a Shim may use it only with options.BinaryName (its OCI runtime under containerd's shim)",
-				ErrReserved, h.Name, r.plan.Shim.Name, h.RuntimeType)
-		}
-	}
-	return nil
-}
-
 // checkOtherShims refuses a handler, proxy plugin or unit another Shim's
 // record has.
-func (r *run) checkOtherShims() error {
+func (o ownership) checkOtherShims() error {
+	r := o.r
 	var errs []error
 	for _, other := range slices.Sorted(maps.Keys(r.state.Shims)) {
 		if other == r.plan.Shim.Name {
@@ -98,7 +85,7 @@ func (r *run) checkOtherShims() error {
 				errs = append(errs, fmt.Errorf("%w: proxy plugin %q is Shim %s's", ErrConflict, sb.Name, other))
 			}
 		}
-		for _, u := range r.unitPaths() {
+		for _, u := range o.unitPaths() {
 			if slices.Contains(rec.Units, u) {
 				errs = append(errs, fmt.Errorf("%w: unit %s is Shim %s's", ErrConflict, u, other))
 			}
@@ -107,56 +94,23 @@ func (r *run) checkOtherShims() error {
 	return errors.Join(errs...)
 }
 
-// checkHandlersFree refuses a handler this Shim does not have yet that the
-// node's config already defines (in the file shimkit edits or in the root
-// config, root, when there is one), unless the plan adopts it.
-func (r *run) checkHandlersFree(root *containerdconfig.Config) error {
-	var errs []error
-	for k, h := range r.hs {
-		if slices.Contains(r.prev.handlers(), h.Name) || r.plan.Handlers[k].Adopt || r.migrates(h.Name) {
-			continue
-		}
-		file, has, err := r.definedAnywhere(h.Name, root)
-		switch {
-		case err != nil:
-			errs = append(errs, err)
-		case has:
-			errs = append(errs, fmt.Errorf("%w: handler %q is already defined in %s and shimkit did not write it; adopt it explicitly to take it over", ErrConflict, h.Name, file))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func (r *run) definedAnywhere(handler string, root *containerdconfig.Config) (file string, has bool, err error) {
-	t := r.target
-	if has, err := t.HasHandler(handler); err != nil || has {
-		f, _ := t.File(handler)
-		return f, has, err
-	}
-	return t.Preset.Config, root != nil && root.HasHandler(handler), nil
-}
-
-// migrates reports whether the plan takes handler over from another
-// installer (see evictions).
-func (r *run) migrates(handler string) bool {
-	return r.plan.Migrate != nil && r.plan.Migrate.Handler == handler
-}
-
 // unitPaths are the node paths of the plan's sandboxer units.
-func (r *run) unitPaths() []string {
+func (o ownership) unitPaths() []string {
+	r := o.r
 	var out []string
 	for _, sb := range r.plan.Sandboxers {
-		out = append(out, path.Join(r.i.unitDir(), sb.Unit))
+		out = append(out, path.Join(r.i.paths().unitDir(), sb.Unit))
 	}
 	return out
 }
 
 // checkUnitsOurs refuses unit files at paths that shimkit did not write for
 // this Shim, or that changed since it did.
-func (r *run) checkUnitsOurs(paths []string) error {
+func (o ownership) checkUnitsOurs(paths []string) error {
+	r := o.r
 	var errs []error
 	for _, p := range paths {
-		cur, err := os.ReadFile(r.i.local(p))
+		cur, err := os.ReadFile(r.i.paths().local(p))
 		switch {
 		case errors.Is(err, os.ErrNotExist):
 			continue

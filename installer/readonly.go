@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/shimkit/shimkit/containerdconfig"
+	"github.com/shimkit/shimkit/crioconfig"
 	"github.com/shimkit/shimkit/installer/plan"
 )
 
@@ -28,25 +28,36 @@ type writeTarget struct {
 	exec       bool
 }
 
+// hostCheck is the read-only host role: the directories an install
+// writes, checked before anything changes.
+type hostCheck struct{ i *Installer }
+
 // writeTargets are the node directories an install of plans writes:
-// containerd's config directory (the preset's), the bundle root, the
+// the runtime's config directory (containerd's preset's, CRI-O's drop-in
+// and state directories), the bundle root, the
 // state directory, the PATH link directory unless there is none, and the
 // unit directory when a plan has sandboxer units. Only the bundle root
 // must be executable: the link directory holds symlinks, and the kernel
 // checks noexec on the mount of the file a symlink resolves to (the
 // bundle's), not on the link's.
-func (i *Installer) writeTargets(t containerdconfig.Target, plans []*plan.NodePlan) []writeTarget {
-	ts := []writeTarget{
-		{what: "containerd's config directory", path: filepath.Dir(t.Preset.Config)},
-		{what: "the bundle root", path: i.bundleRoot(), exec: true},
-		{what: "the state directory", path: i.stateDir()},
+func (h hostCheck) writeTargets(rt *nodeRuntime, plans []*plan.NodePlan) []writeTarget {
+	i := h.i
+	var ts []writeTarget
+	switch rt.kind {
+	case plan.RuntimeContainerd:
+		ts = append(ts, writeTarget{what: "containerd's config directory", path: filepath.Dir(rt.target.Preset.Config)})
+	case plan.RuntimeCRIO:
+		ts = append(ts, writeTarget{what: "CRI-O's drop-in directory", path: crioDropInDir(rt.crio)},
+			writeTarget{what: "shimkit's CRI-O state directory", path: crioStateDir(rt.crio)})
 	}
-	if d := i.linkDir(); d != "" {
+	ts = append(ts, writeTarget{what: "the bundle root", path: i.paths().bundleRoot(), exec: true},
+		writeTarget{what: "the state directory", path: i.paths().stateDir()})
+	if d := i.paths().linkDir(); d != "" {
 		ts = append(ts, writeTarget{what: "the link directory", path: d})
 	}
 	for _, p := range plans {
 		if len(p.Sandboxers) > 0 {
-			ts = append(ts, writeTarget{what: "the unit directory", path: i.unitDir()})
+			ts = append(ts, writeTarget{what: "the unit directory", path: i.paths().unitDir()})
 			break
 		}
 	}
@@ -58,29 +69,21 @@ func (i *Installer) writeTargets(t containerdconfig.Target, plans []*plan.NodePl
 // target on one mounted noexec: the directory, or its nearest existing
 // parent when it does not exist yet. The error wraps ErrReadOnlyHost and
 // names the directory.
-func (i *Installer) checkWritable(ts []writeTarget) error {
+func (h hostCheck) checkWritable(ts []writeTarget) error {
+	i := h.i
 	var errs []error
 	for _, t := range ts {
-		flags, at, err := mountFlags(i.local(t.path))
+		flags, at, err := mountFlags(i.paths().local(t.path))
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%s %s: %w", t.what, t.path, err))
 		case flags&unix.ST_RDONLY != 0:
-			errs = append(errs, fmt.Errorf("%w: %s %s is on a read-only filesystem (at %s)", ErrReadOnlyHost, t.what, t.path, i.nodePath(at)))
+			errs = append(errs, fmt.Errorf("%w: %s %s is on a read-only filesystem (at %s)", ErrReadOnlyHost, t.what, t.path, i.paths().nodePath(at)))
 		case t.exec && flags&unix.ST_NOEXEC != 0:
-			errs = append(errs, fmt.Errorf("%w: %s %s is on a filesystem mounted noexec (at %s): containerd could not run the shims there", ErrReadOnlyHost, t.what, t.path, i.nodePath(at)))
+			errs = append(errs, fmt.Errorf("%w: %s %s is on a filesystem mounted noexec (at %s): containerd could not run the shims there", ErrReadOnlyHost, t.what, t.path, i.paths().nodePath(at)))
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// nodePath is the node's path of a local one (local's inverse).
-func (i *Installer) nodePath(local string) string {
-	rel, err := filepath.Rel(i.root(), local)
-	if err != nil {
-		return local
-	}
-	return "/" + filepath.ToSlash(rel)
 }
 
 // mountFlags returns the mount flags (unix.ST_RDONLY, unix.ST_NOEXEC, ...)
@@ -102,4 +105,13 @@ func mountFlags(path string) (flags int64, at string, _ error) {
 		return 0, at, err
 	}
 	return st.Flags, at, nil
+}
+
+// crioDropInDir and crioStateDir are a CRI-O target's directories.
+func crioDropInDir(t crioconfig.Target) string {
+	return orDefault(t.DropInDir, crioconfig.DefaultDropInDir)
+}
+
+func crioStateDir(t crioconfig.Target) string {
+	return orDefault(t.StateDir, crioconfig.DefaultStateDir)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/shimkit/shimkit/containerdconfig"
+	"github.com/shimkit/shimkit/crioconfig"
 	"github.com/shimkit/shimkit/fetch"
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/signature"
@@ -77,12 +78,16 @@ var reasons = []struct {
 	// A rollback that met another writer's edit says so first.
 	{ErrConcurrentEdit, plan.ReasonConcurrentEdit},
 	{containerdconfig.ErrConcurrentEdit, plan.ReasonConcurrentEdit},
+	{crioconfig.ErrConcurrentEdit, plan.ReasonConcurrentEdit},
 	{ErrInterrupted, plan.ReasonInterrupted},
 	{plan.ErrVersion, plan.ReasonInvalidPlan},
 	{plan.ErrInvalid, plan.ReasonInvalidPlan},
 	{ErrReserved, plan.ReasonReserved},
 	{ErrReadOnlyHost, plan.ReasonReadOnlyHost},
 	{containerdconfig.ErrInvalidHandler, plan.ReasonInvalidPlan},
+	{crioconfig.ErrInvalidHandler, plan.ReasonInvalidPlan},
+	{ErrRuntimeUnsupported, plan.ReasonInvalidPlan},
+	{crioconfig.ErrReserved, plan.ReasonReserved},
 	{fetch.ErrDigestMismatch, plan.ReasonDigestMismatch},
 	{signature.ErrMissing, plan.ReasonSignatureMissing},
 	{signature.ErrInvalid, plan.ReasonSignatureInvalid},
@@ -96,10 +101,17 @@ var reasons = []struct {
 	{fetch.ErrNoShim, plan.ReasonArtifactInvalid},
 	{fetch.ErrPlatform, plan.ReasonArtifactInvalid},
 	{ErrMissingFile, plan.ReasonArtifactInvalid},
+	// CRI-O would drop the handler: the bundle's binary is not one.
+	{crioconfig.ErrBinary, plan.ReasonArtifactInvalid},
 	{fetch.ErrNotFound, plan.ReasonFetchFailed},
 	{fetch.ErrTruncated, plan.ReasonFetchFailed},
 	{containerdconfig.ErrConflict, plan.ReasonConflict},
 	{ErrConflict, plan.ReasonConflict},
+	{crioconfig.ErrForeignHandler, plan.ReasonConflict},
+	{crioconfig.ErrNotOurs, plan.ReasonConflict},
+	{crioconfig.ErrParse, plan.ReasonConfigInvalid},
+	{crioconfig.ErrPending, plan.ReasonConfigInvalid},
+	{ErrAmbiguousRuntime, plan.ReasonConfigInvalid},
 	{containerdconfig.ErrParse, plan.ReasonConfigInvalid},
 	{containerdconfig.ErrVersion, plan.ReasonConfigInvalid},
 	{containerdconfig.ErrTemplate, plan.ReasonConfigNotEditable},
@@ -128,7 +140,8 @@ func ReasonOf(err error) plan.Reason {
 		}
 	}
 	var fe *containerdconfig.FileError
-	if errors.As(err, &fe) {
+	var cfe *crioconfig.FileError
+	if errors.As(err, &fe) || errors.As(err, &cfe) {
 		return plan.ReasonConfigInvalid
 	}
 	var se *stepError

@@ -5,12 +5,14 @@ import (
 	"time"
 )
 
-// restartContainerd restarts containerd when its config changed (or an
-// interrupted operation was recovered), then checks over CRI that it came
-// back with every handler of the plan (install) or without the removed
-// ones (uninstall). Its undo is the restart after the rollback, which the
-// runner does once every step is undone.
-type restartContainerd struct {
+// restartRuntime restarts the node's runtime when its config changed (or
+// an interrupted operation was recovered), then checks over CRI that it
+// came back with every handler of the plan (install) or without the
+// removed ones (uninstall): CRI-O drops a handler it cannot use and
+// starts without it, so coming back proves nothing by itself. Its undo is
+// the restart after the rollback, which the runner does once every step
+// is undone.
+type restartRuntime struct {
 	// present are the handlers that must be there; absent those that must
 	// be gone.
 	present, absent []string
@@ -20,10 +22,9 @@ type restartContainerd struct {
 	runs []*run
 }
 
-func (*restartContainerd) name() string { return "restarted" }
+func (*restartRuntime) name() string { return "restarted" }
 
-func (s *restartContainerd) do(ctx context.Context, r *run) error {
-	i := r.i
+func (s *restartRuntime) do(ctx context.Context, r *run) error {
 	runs := s.runs
 	if len(runs) == 0 {
 		runs = []*run{r}
@@ -32,7 +33,7 @@ func (s *restartContainerd) do(ctx context.Context, r *run) error {
 	for _, x := range runs {
 		need = need || x.configChanged() || x.recovered
 	}
-	if !need || !i.restarts(r.target) {
+	if !need || !r.rt.restarts {
 		return nil
 	}
 	start := time.Now()
@@ -41,28 +42,27 @@ func (s *restartContainerd) do(ctx context.Context, r *run) error {
 			x.restartDur, x.backAt = time.Since(start), time.Now()
 		}
 	}()
-	if err := i.restarter(r.target).Restart(ctx); err != nil {
+	if err := r.rt.Restart(ctx); err != nil {
 		return err
 	}
 	for _, x := range runs {
 		x.restarted = true
 	}
-	i.step("restarted-containerd")
-	h := i.health(r.target, time.Duration(r.plan.Restart.Timeout))
+	r.i.step("restarted-" + orDefault(r.rt.kind, "runtime"))
 	if len(s.present)+len(s.absent) == 0 {
-		return h.Check(ctx, "", true)
+		return r.rt.Check(ctx, "", true)
 	}
 	for _, name := range s.present {
-		if err := h.Check(ctx, name, true); err != nil {
+		if err := r.rt.Check(ctx, name, true); err != nil {
 			return err
 		}
 	}
 	for _, name := range s.absent {
-		if err := h.Check(ctx, name, false); err != nil {
+		if err := r.rt.Check(ctx, name, false); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (*restartContainerd) undo(context.Context, *run) error { return nil }
+func (*restartRuntime) undo(context.Context, *run) error { return nil }

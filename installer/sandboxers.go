@@ -35,14 +35,14 @@ func (s *startSandboxers) do(ctx context.Context, r *run) error {
 	var todo []unit
 	r.rec.Units, r.rec.Written = nil, nil
 	for _, sb := range r.plan.Sandboxers {
-		p := path.Join(i.unitDir(), sb.Unit)
+		p := path.Join(i.paths().unitDir(), sb.Unit)
 		r.rec.Units = append(r.rec.Units, p)
-		content := unitFile(r.plan.Shim, sb, i.currentDir(r.plan.Shim.Name), r.target.Preset.Units)
+		content := unitFile(r.plan.Shim, sb, i.paths().currentDir(r.plan.Shim.Name), r.rt.target.Preset.Units)
 		if r.rec.Written == nil {
 			r.rec.Written = map[string]string{}
 		}
 		r.rec.Written[p] = digestOf(content)
-		if cur, err := os.ReadFile(i.local(p)); err == nil && bytes.Equal(cur, content) {
+		if cur, err := os.ReadFile(i.paths().local(p)); err == nil && bytes.Equal(cur, content) {
 			continue
 		}
 		todo = append(todo, unit{p, content})
@@ -59,7 +59,7 @@ func (s *startSandboxers) do(ctx context.Context, r *run) error {
 		return err
 	}
 	for _, u := range todo {
-		local := i.local(u.path)
+		local := i.paths().local(u.path)
 		if _, err := os.Stat(local); err == nil {
 			if err := copyFile(local, local+unitBackupSuffix); err != nil {
 				return err
@@ -72,24 +72,25 @@ func (s *startSandboxers) do(ctx context.Context, r *run) error {
 		if err := containerdconfig.WriteFileAtomic(local, u.content, 0o644); err != nil {
 			return err
 		}
-		if err := enableUnit(i.local(i.unitDir()), path.Base(u.path)); err != nil {
+		if err := enableUnit(i.paths().local(i.paths().unitDir()), path.Base(u.path)); err != nil {
 			return err
 		}
 	}
 	if i.Offline {
 		return nil
 	}
-	if err := i.units().Reload(ctx); err != nil {
+	mgr := sandboxUnits{i}.manager()
+	if err := mgr.Reload(ctx); err != nil {
 		return err
 	}
 	for _, u := range todo {
-		if err := i.units().Restart(ctx, path.Base(u.path)); err != nil {
+		if err := mgr.Restart(ctx, path.Base(u.path)); err != nil {
 			return err
 		}
 	}
 	// A started unit is not a serving daemon: wait for each socket.
 	for _, sb := range r.plan.Sandboxers {
-		if err := waitSocket(ctx, i.local(sb.Address), time.Duration(r.plan.Restart.Timeout)); err != nil {
+		if err := waitSocket(ctx, i.paths().local(sb.Address), time.Duration(r.plan.Restart.Timeout)); err != nil {
 			return fmt.Errorf("%w: %s (unit %s): %w", ErrUnitFailed, sb.Name, sb.Unit, err)
 		}
 	}
@@ -121,61 +122,75 @@ func (s *startSandboxers) undo(ctx context.Context, r *run) error {
 	if len(s.written) == 0 {
 		return nil
 	}
-	return r.i.restoreUnits(ctx, s.written, r.pending.Written)
+	return sandboxUnits{r.i}.restore(ctx, s.written, r.pending.Written)
 }
 
-// restoreUnits stops the units at paths, puts back their backups (and
-// restarts those) or removes them. A unit file that no longer holds what
-// shimkit wrote (written, by node path) was changed by someone else: it is
-// left as it is, and the error wraps ErrConcurrentEdit.
-func (i *Installer) restoreUnits(ctx context.Context, paths []string, written map[string]string) error {
+// sandboxUnits is the units role: the sandboxer units' files under
+// UnitDir and the UnitManager that runs them.
+type sandboxUnits struct{ i *Installer }
+
+// manager is the Installer's UnitManager, systemd over D-Bus by default.
+func (u sandboxUnits) manager() UnitManager {
+	if u.i.Units != nil {
+		return u.i.Units
+	}
+	return &SystemdUnits{HostRoot: u.i.paths().root()}
+}
+
+// restore stops the units at paths, puts back their backups (and restarts
+// those) or removes them. A unit file that no longer holds what shimkit
+// wrote (written, by node path) was changed by someone else: it is left
+// as it is, and the error wraps ErrConcurrentEdit.
+func (u sandboxUnits) restore(ctx context.Context, paths []string, written map[string]string) error {
+	i := u.i
 	var errs []error
 	var restored []string
 	for _, p := range paths {
-		local := i.local(p)
+		local := i.paths().local(p)
 		if cur, err := os.ReadFile(local); err == nil && written[p] != "" && digestOf(cur) != written[p] {
 			errs = append(errs, fmt.Errorf("%w: unit file %s was changed after shimkit wrote it; left as it is", ErrConcurrentEdit, p))
 			_ = removeIfExists(local + unitBackupSuffix)
 			continue
 		}
 		if !i.Offline {
-			errs = append(errs, i.units().Stop(ctx, path.Base(p)))
+			errs = append(errs, u.manager().Stop(ctx, path.Base(p)))
 		}
 		if _, err := os.Stat(local + unitBackupSuffix); err == nil {
 			errs = append(errs, os.Rename(local+unitBackupSuffix, local))
 			restored = append(restored, path.Base(p))
 			continue
 		}
-		errs = append(errs, removeIfExists(local), removeIfExists(wantsLink(i.local(i.unitDir()), path.Base(p))))
+		errs = append(errs, removeIfExists(local), removeIfExists(wantsLink(i.paths().local(i.paths().unitDir()), path.Base(p))))
 	}
 	if !i.Offline {
-		errs = append(errs, i.units().Reload(ctx))
-		for _, u := range restored {
-			errs = append(errs, i.units().Restart(ctx, u))
+		errs = append(errs, u.manager().Reload(ctx))
+		for _, name := range restored {
+			errs = append(errs, u.manager().Restart(ctx, name))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// removeUnits stops and removes units for good.
-func (i *Installer) removeUnits(ctx context.Context, paths []string) error {
+// remove stops and removes units for good.
+func (u sandboxUnits) remove(ctx context.Context, paths []string) error {
+	i := u.i
 	var errs []error
 	for _, p := range paths {
 		if !i.Offline {
-			errs = append(errs, i.units().Stop(ctx, path.Base(p)))
+			errs = append(errs, u.manager().Stop(ctx, path.Base(p)))
 		}
-		errs = append(errs, removeIfExists(i.local(p)), removeIfExists(wantsLink(i.local(i.unitDir()), path.Base(p))))
+		errs = append(errs, removeIfExists(i.paths().local(p)), removeIfExists(wantsLink(i.paths().local(i.paths().unitDir()), path.Base(p))))
 	}
 	if len(paths) > 0 && !i.Offline {
-		errs = append(errs, i.units().Reload(ctx))
+		errs = append(errs, u.manager().Reload(ctx))
 	}
 	return errors.Join(errs...)
 }
 
-// dropUnitBackups commits written units.
-func (i *Installer) dropUnitBackups(paths []string) {
+// dropBackups commits written units.
+func (u sandboxUnits) dropBackups(paths []string) {
 	for _, p := range paths {
-		_ = removeIfExists(i.local(p) + unitBackupSuffix)
+		_ = removeIfExists(u.i.paths().local(p) + unitBackupSuffix)
 	}
 }
 

@@ -13,15 +13,15 @@ import (
 	"github.com/shimkit/shimkit/installer/plan"
 )
 
-// fetcher builds the Fetcher of a plan's artifact, sharing the node's
+// fetcherFor builds the Fetcher of a plan's artifact, sharing the node's
 // artifact cache (verified artifacts by digest, under the state
 // directory), so that the same artifact is never downloaded twice and the
 // installer's image needs no /tmp.
-func (i *Installer) fetcher(a *plan.Artifact) (fetch.Fetcher, error) {
+func fetcherFor(i *Installer, a *plan.Artifact) (fetch.Fetcher, error) {
 	if i.Fetcher != nil {
 		return i.Fetcher, nil
 	}
-	cache, err := fetch.NewCache(i.local(path.Join(i.stateDir(), "cache")))
+	cache, err := fetch.NewCache(i.paths().local(path.Join(i.paths().stateDir(), "cache")))
 	if err != nil {
 		return nil, err
 	}

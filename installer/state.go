@@ -66,9 +66,12 @@ type ShimState struct {
 	// their files are only checked to exist.
 	FileDigests map[string]string `json:"fileDigests,omitempty"`
 
-	Links       []string  `json:"links,omitempty"`
-	ConfigFiles []string  `json:"configFiles,omitempty"`
-	Preset      string    `json:"preset"`
+	Links       []string `json:"links,omitempty"`
+	ConfigFiles []string `json:"configFiles,omitempty"`
+	Preset      string   `json:"preset"`
+	// Runtime is the runtime the handlers went to ("": containerd, as
+	// before CRI-O).
+	Runtime     string    `json:"runtime,omitempty"`
 	InstalledAt time.Time `json:"installedAt"`
 
 	// Handler and Binaries are what installers before bundles recorded:
@@ -91,6 +94,11 @@ type Pending struct {
 	Op          string   `json:"op"` // install or uninstall
 	Shim        string   `json:"shim"`
 	ConfigFiles []string `json:"configFiles,omitempty"` // node paths that may have a .shimkit-journal
+	// Runtime is the runtime whose config the operation edits ("":
+	// containerd); Handlers, on CRI-O, the handlers whose journals it may
+	// have left.
+	Runtime  string   `json:"runtime,omitempty"`
+	Handlers []string `json:"handlers,omitempty"`
 	// BundleDir is the Shim's bundle directory; PrevVersion what "current"
 	// pointed to before ("" when nothing); NewVersion the version the
 	// operation may have created.
@@ -152,10 +160,15 @@ func (ps Pendings) without(p *Pending) Pendings {
 	return out
 }
 
-func (i *Installer) statePath() string { return i.local(filepath.Join(i.stateDir(), "state.json")) }
+// stateStore is the state role: the state file and the node lock in the
+// state directory.
+type stateStore struct{ l layout }
 
-func (i *Installer) readState() (*State, error) {
-	data, err := os.ReadFile(i.statePath())
+// store returns the Installer's state store.
+func (i *Installer) store() stateStore { return stateStore{i.paths()} }
+
+func (st stateStore) read() (*State, error) {
+	data, err := os.ReadFile(st.l.statePath())
 	if errors.Is(err, fs.ErrNotExist) {
 		return &State{Shims: map[string]ShimState{}}, nil
 	}
@@ -164,7 +177,7 @@ func (i *Installer) readState() (*State, error) {
 	}
 	s := &State{}
 	if err := json.Unmarshal(data, s); err != nil {
-		return nil, fmt.Errorf("state %s: %w", i.statePath(), err)
+		return nil, fmt.Errorf("state %s: %w", st.l.statePath(), err)
 	}
 	if s.Shims == nil {
 		s.Shims = map[string]ShimState{}
@@ -172,22 +185,22 @@ func (i *Installer) readState() (*State, error) {
 	return s, nil
 }
 
-func (i *Installer) writeState(s *State) error {
+func (st stateStore) write(s *State) error {
 	data, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(i.statePath()), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(st.l.statePath()), 0o755); err != nil {
 		return err
 	}
-	return containerdconfig.WriteFileAtomic(i.statePath(), append(data, '\n'), 0o644)
+	return containerdconfig.WriteFileAtomic(st.l.statePath(), append(data, '\n'), 0o644)
 }
 
 // lock takes the node-wide lock (flock on a file in the state directory),
 // waiting until ctx is done: two installers never edit the config or
 // restart containerd at the same time.
-func (i *Installer) lock(ctx context.Context) (func(), error) {
-	path := i.lockPath()
+func (st stateStore) lock(ctx context.Context) (func(), error) {
+	path := st.l.lockPath()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
@@ -202,8 +215,8 @@ func (i *Installer) lock(ctx context.Context) (func(), error) {
 // reader (Verify) never sees an operation half-way, and readers do not
 // wait for each other. It creates nothing: without a lock file no
 // installer ever ran on the node, and there is nothing to wait for.
-func (i *Installer) lockShared(ctx context.Context) (func(), error) {
-	f, err := os.Open(i.lockPath())
+func (st stateStore) lockShared(ctx context.Context) (func(), error) {
+	f, err := os.Open(st.l.lockPath())
 	if errors.Is(err, fs.ErrNotExist) {
 		return func() {}, nil
 	}
@@ -212,8 +225,6 @@ func (i *Installer) lockShared(ctx context.Context) (func(), error) {
 	}
 	return flock(ctx, f, unix.LOCK_SH)
 }
-
-func (i *Installer) lockPath() string { return i.local(filepath.Join(i.stateDir(), "lock")) }
 
 // flock locks f (how: LOCK_EX or LOCK_SH), waiting until ctx is done, and
 // returns the unlock, which closes f; f is closed on an error too.

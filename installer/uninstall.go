@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shimkit/shimkit/containerdconfig"
 	"github.com/shimkit/shimkit/installer/plan"
 )
 
@@ -27,7 +26,11 @@ func (i *Installer) Uninstall(ctx context.Context, p *plan.NodePlan) (*Result, e
 		return nil, err
 	}
 	name := p.Shim.Name
-	sess, err := i.begin(ctx, name, p.Restart)
+	rt, err := i.runtimeFor(i.store().runtimeOf(p), p.Restart)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := i.begin(ctx, name, rt)
 	if err != nil {
 		return nil, err
 	}
@@ -39,8 +42,8 @@ func (i *Installer) Uninstall(ctx context.Context, p *plan.NodePlan) (*Result, e
 		i.step("done", "shim", name, "changed", false)
 		return res, nil
 	}
-	steps := []step{uninstallCheck{}, unconfigure{}, &unlinkDetected{}, &restartContainerd{absent: r.prev.handlers()}, removeFiles{}}
-	if err := i.execute(ctx, r, steps); err != nil {
+	steps := []step{uninstallCheck{}, unconfigure{}, &unlinkDetected{}, &restartRuntime{absent: r.prev.handlers()}, removeFiles{}}
+	if err := (executor{i}).execute(ctx, r, steps); err != nil {
 		return nil, fmt.Errorf("uninstall %s: %w", name, err)
 	}
 	res.Changed, res.Restarted, res.RestartDuration = r.configChanged(), r.restarted, r.restartDur
@@ -49,48 +52,29 @@ func (i *Installer) Uninstall(ctx context.Context, p *plan.NodePlan) (*Result, e
 	return res, nil
 }
 
+// runtimeOf is the runtime a plan names, else the one the Shim's record
+// names (read before the lock: the state file is only ever replaced
+// whole), else "" (detected).
+func (st stateStore) runtimeOf(p *plan.NodePlan) string {
+	if p.Runtime != "" {
+		return p.Runtime
+	}
+	s, err := st.read()
+	if err != nil {
+		return ""
+	}
+	return s.Shims[p.Shim.Name].Runtime
+}
+
 // uninstallCheck refuses, before anything changes, to remove a unit file
 // someone changed after shimkit wrote it.
 type uninstallCheck struct{}
 
-func (uninstallCheck) name() string                       { return "checked" }
-func (uninstallCheck) do(_ context.Context, r *run) error { return r.checkUnitsOurs(r.prev.Units) }
-func (uninstallCheck) undo(context.Context, *run) error   { return nil }
-
-// unconfigure removes the Shim's handlers and proxy plugins from the
-// config.
-type unconfigure struct{}
-
-func (unconfigure) name() string { return "configured" }
-
-func (unconfigure) do(ctx context.Context, r *run) error {
-	t := r.target
-	var muts []containerdconfig.Mutator
-	var files []string
-	var errs []error
-	note := func(f string, err error) {
-		errs = append(errs, err)
-		if err == nil && !slices.Contains(files, f) {
-			files = append(files, f)
-		}
-	}
-	for _, h := range r.prev.handlers() {
-		f, err := t.File(h)
-		note(f, err)
-		muts = append(muts, containerdconfig.NewUninstall(t, h))
-	}
-	for _, p := range r.prev.ProxyPlugins {
-		f, err := t.ProxyPluginFile(p)
-		note(f, err)
-		muts = append(muts, containerdconfig.NewUninstallProxyPlugin(t, p))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	return r.applyConfig(ctx, muts, files)
+func (uninstallCheck) name() string { return "checked" }
+func (uninstallCheck) do(_ context.Context, r *run) error {
+	return ownership{r}.checkUnitsOurs(r.prev.Units)
 }
-
-func (unconfigure) undo(_ context.Context, r *run) error { return r.rollbackConfig() }
+func (uninstallCheck) undo(context.Context, *run) error { return nil }
 
 // unlinkDetected removes, before the restart, the Shim's PATH links that
 // the distribution (k3s, RKE2) finds and renders a runtime table of its own
@@ -102,15 +86,16 @@ func (*unlinkDetected) name() string { return "unlinked" }
 
 func (s *unlinkDetected) do(_ context.Context, r *run) error {
 	s.removed = map[string]string{}
+	pf, ok := unwrap(r.rt).(pathFinder)
 	for _, l := range r.prev.Links {
-		if !r.target.Preset.GeneratesRuntimeFor(path.Base(l)) {
+		if !ok || !pf.generatesRuntimeFor(path.Base(l)) {
 			continue
 		}
-		cur, err := os.Readlink(r.i.local(l))
+		cur, err := os.Readlink(r.i.paths().local(l))
 		if err != nil || r.prev.BundleDir == "" || !strings.HasPrefix(cur, r.prev.BundleDir+"/") {
 			continue
 		}
-		if err := os.Remove(r.i.local(l)); err != nil {
+		if err := os.Remove(r.i.paths().local(l)); err != nil {
 			return fmt.Errorf("unlink %s: %w", l, err)
 		}
 		s.removed[l] = cur
@@ -121,7 +106,7 @@ func (s *unlinkDetected) do(_ context.Context, r *run) error {
 func (s *unlinkDetected) undo(_ context.Context, r *run) error {
 	var errs []error
 	for l, target := range s.removed {
-		if err := os.Symlink(target, r.i.local(l)); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := os.Symlink(target, r.i.paths().local(l)); err != nil && !errors.Is(err, fs.ErrExist) {
 			errs = append(errs, err)
 		}
 	}
@@ -139,25 +124,25 @@ func (removeFiles) do(ctx context.Context, r *run) error {
 	if err := r.commitConfig(); err != nil {
 		return err
 	}
-	errs := []error{i.removeUnits(ctx, rec.Units)}
+	errs := []error{sandboxUnits{i}.remove(ctx, rec.Units)}
 	for _, l := range rec.Links {
-		errs = append(errs, unlinkUnder(i.local(l), rec.BundleDir))
+		errs = append(errs, unlinkUnder(i.paths().local(l), rec.BundleDir))
 		for _, b := range rec.Binaries { // records of installers before bundles
-			errs = append(errs, unlinkOurs(i.local(l), b))
+			errs = append(errs, unlinkOurs(i.paths().local(l), b))
 		}
 	}
 	for _, b := range rec.Binaries {
-		if err := os.Remove(i.local(b)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := os.Remove(i.paths().local(b)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, i.removeBundle(rec.BundleDir))
+	errs = append(errs, bundleStore{i}.remove(rec.BundleDir))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("handlers removed, but cleaning up the Shim's files: %w", err)
 	}
 	delete(r.state.Shims, r.plan.Shim.Name)
 	r.clearPending()
-	return i.writeState(r.state)
+	return i.store().write(r.state)
 }
 
 func (removeFiles) undo(context.Context, *run) error { return nil }
@@ -178,11 +163,7 @@ func (i *Installer) Status(ctx context.Context) ([]ShimStatus, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	state, err := i.readState()
-	if err != nil {
-		return nil, err
-	}
-	t, err := i.target(plan.Restart{})
+	state, err := i.store().read()
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +171,7 @@ func (i *Installer) Status(ctx context.Context) ([]ShimStatus, error) {
 	for _, name := range slices.Sorted(maps.Keys(state.Shims)) {
 		rec := state.Shims[name]
 		st := ShimStatus{Name: name, State: rec}
-		drift, err := i.nodeDrift(t, rec, nil)
+		drift, err := driftCheck{i}.recorded(rec, "", nil)
 		st.Problems = drift
 		if err != nil {
 			st.Problems = append(st.Problems, err.Error())

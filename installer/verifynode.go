@@ -42,12 +42,12 @@ func (i *Installer) Verify(ctx context.Context, p *plan.NodePlan) (*Result, erro
 	if p.Operation != plan.OpVerify {
 		return nil, fmt.Errorf("%w: operation %q of Shim %s given to Verify", plan.ErrInvalid, p.Operation, name)
 	}
-	unlock, err := i.lockShared(ctx)
+	unlock, err := i.store().lockShared(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("verify %s: %w", name, err)
 	}
 	defer unlock()
-	res, err := i.compareNode(p)
+	res, err := driftCheck{i}.compare(p)
 	if err != nil {
 		return nil, fmt.Errorf("verify %s: %w", name, err)
 	}
@@ -56,10 +56,12 @@ func (i *Installer) Verify(ctx context.Context, p *plan.NodePlan) (*Result, erro
 	return res, nil
 }
 
-// compareNode compares, holding the lock.
-func (i *Installer) compareNode(p *plan.NodePlan) (*Result, error) {
+// compare compares the node with the record of the plan's Shim and the
+// record with the plan, holding the lock.
+func (d driftCheck) compare(p *plan.NodePlan) (*Result, error) {
+	i := d.i
 	name := p.Shim.Name
-	state, err := i.readState()
+	state, err := i.store().read()
 	if err != nil {
 		return nil, err
 	}
@@ -67,11 +69,7 @@ func (i *Installer) compareNode(p *plan.NodePlan) (*Result, error) {
 	if rec, had := state.Shims[name]; !had {
 		res.Drift = []string{driftNotInstalled}
 	} else {
-		t, err := i.target(p.Restart)
-		if err != nil {
-			return nil, err
-		}
-		node, err := i.nodeDrift(t, rec, planFiles(rec, p))
+		node, err := d.recorded(rec, p.Runtime, planFiles(rec, p))
 		if err != nil {
 			return nil, err
 		}

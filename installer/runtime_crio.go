@@ -1,0 +1,301 @@
+package installer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+
+	"github.com/shimkit/shimkit/containerdconfig"
+	"github.com/shimkit/shimkit/crioconfig"
+)
+
+// crioRuntime is the Runtime of a CRI-O node: each handler in a drop-in of
+// shimkit's own (package crioconfig: checked, binary included, before
+// anything is written; journaled; rolled back byte for byte), a restart
+// of crio.service through systemd (never a reload: after a SIGHUP CRI-O
+// announces a handler whose pods fail, cri-o #10202), and the handler
+// required in the CRI status, since CRI-O drops a handler it cannot use
+// and starts without it.
+type crioRuntime struct {
+	t         crioconfig.Target
+	restarter Restarter
+	health    HealthChecker
+	log       *slog.Logger
+}
+
+var (
+	_ Runtime        = (*crioRuntime)(nil)
+	_ handlerChecker = (*crioRuntime)(nil)
+	_ handlerFinder  = (*crioRuntime)(nil)
+	_ failedResetter = (*crioRuntime)(nil)
+)
+
+func (c *crioRuntime) Restart(ctx context.Context) error     { return c.restarter.Restart(ctx) }
+func (c *crioRuntime) ResetFailed(ctx context.Context) error { return c.restarter.ResetFailed(ctx) }
+
+func (c *crioRuntime) Check(ctx context.Context, handler string, present bool) error {
+	return c.health.Check(ctx, handler, present)
+}
+
+// HasHandler reports whether shimkit's drop-in of the handler is among
+// the files CRI-O reads and defines it.
+func (c *crioRuntime) HasHandler(name string) (bool, error) {
+	snap, err := crioconfig.Scan(c.t)
+	if err != nil {
+		return false, err
+	}
+	return slices.Contains(snap.DefiningFiles(name), c.t.DropInPath(name)), nil
+}
+
+// Configure writes each handler's drop-in and removes those of the
+// handlers the edit drops, one crioconfig.Change each; when one fails,
+// those done are rolled back.
+func (c *crioRuntime) Configure(ctx context.Context, e ConfigEdit) (ConfigChange, error) {
+	hs, err := c.convert(e)
+	if err != nil {
+		return nil, err
+	}
+	var files, names []string
+	for _, h := range hs {
+		files, names = append(files, c.t.DropInPath(h.Name)), append(names, h.Name)
+	}
+	for _, name := range e.Remove {
+		files, names = append(files, c.t.DropInPath(name)), append(names, name)
+	}
+	if err := e.Journal(files, names); err != nil {
+		return nil, err
+	}
+	w := &crioconfig.Writer{Target: c.t, Owner: e.Owner, Locate: e.Locate}
+	missing := c.missingDirs()
+	var done changes
+	apply := func(handler string, ch *crioconfig.Change, err error) error {
+		if err != nil {
+			return errors.Join(err, done.Rollback())
+		}
+		done = append(done, &crioChange{Change: ch, t: c.t, handler: handler, log: c.log})
+		return nil
+	}
+	for _, h := range hs {
+		ch, err := w.Install(ctx, h)
+		if err := apply(h.Name, ch, err); err != nil {
+			return nil, err
+		}
+	}
+	for _, name := range e.Remove {
+		ch, err := w.Uninstall(ctx, name)
+		if err := apply(name, ch, err); err != nil {
+			return nil, err
+		}
+	}
+	var created []string
+	for _, d := range missing {
+		if dirExists(c.local(d)) {
+			created = append(created, d)
+		}
+	}
+	return &crioEdit{changes: done, created: created, root: c.t.Root}, nil
+}
+
+// missingDirs are the drop-in and state directories that do not exist
+// yet: a change creates them, and the state records them so that they go
+// once empty (uninstall leaves /etc/crio as it was).
+func (c *crioRuntime) missingDirs() []string {
+	var out []string
+	for _, d := range []string{crioStateDir(c.t), crioDropInDir(c.t)} {
+		if !dirExists(c.local(d)) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func (c *crioRuntime) local(nodePath string) string {
+	return layout{host: c.t.Root}.local(nodePath)
+}
+
+// crioEdit is one edit's changes and the directories they created (node
+// paths under root).
+type crioEdit struct {
+	changes
+	created []string
+	root    string
+}
+
+func (e *crioEdit) CreatedDirs() []string { return e.created }
+
+// Rollback undoes the changes, then removes the directories they created
+// when empty: /etc/crio as it was.
+func (e *crioEdit) Rollback() error {
+	errs := []error{e.changes.Rollback()}
+	for _, d := range e.created {
+		_, err := containerdconfig.RemoveCreatedDir(e.root, d)
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// checkHandlers refuses, before anything changes, what CRI-O cannot have
+// (a proxy plugin, a migration, an adopted handler, a handler it cannot
+// run) and a handler that a file shimkit did not write defines, or that
+// is CRI-O's default runtime. The binary is checked when the drop-in is
+// written (the bundle is not laid out yet).
+func (c *crioRuntime) checkHandlers(e ConfigEdit, _ []string) error {
+	hs, err := c.convert(e)
+	if err != nil {
+		return err
+	}
+	snap, err := crioconfig.Scan(c.t)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, h := range hs {
+		if h.Name == snap.DefaultRuntime() || h.Name == "crun" {
+			errs = append(errs, fmt.Errorf("%w: %w: handler %q of Shim %s is CRI-O's own (its default runtime, or its built-in crun)", ErrReserved, crioconfig.ErrReserved, h.Name, e.Owner))
+			continue
+		}
+		for _, f := range snap.DefiningFiles(h.Name) {
+			if f != c.t.DropInPath(h.Name) {
+				errs = append(errs, fmt.Errorf("%w: %w: handler %q is already defined in %s and shimkit did not write it", ErrConflict, crioconfig.ErrForeignHandler, h.Name, f))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// convert turns the edit's handlers into CRI-O's, refusing what CRI-O
+// cannot have.
+func (c *crioRuntime) convert(e ConfigEdit) ([]crioconfig.RuntimeHandler, error) {
+	switch {
+	case len(e.Sandboxers)+len(e.RemoveProxyPlugins) > 0:
+		return nil, fmt.Errorf("%w: sandboxers are containerd proxy plugins; CRI-O has none", ErrRuntimeUnsupported)
+	case e.Migrate != nil:
+		return nil, fmt.Errorf("%w: migrate: runtime-class-manager installs into containerd only", ErrRuntimeUnsupported)
+	case slices.Contains(e.Adopt, true):
+		return nil, fmt.Errorf("%w: adopt: shimkit never takes over a CRI-O handler someone else wrote (a later drop-in would replace it whole)", ErrRuntimeUnsupported)
+	}
+	var out []crioconfig.RuntimeHandler
+	for _, h := range e.Handlers {
+		ch, err := crioHandler(h)
+		if err != nil {
+			return nil, err
+		}
+		if err := ch.Validate(); err != nil {
+			return nil, err
+		}
+		out = append(out, ch)
+	}
+	return out, nil
+}
+
+// crioHandler turns a plan's handler (resolved, in containerd's terms)
+// into a CRI-O one: an OCI runtime run under containerd's runc shim
+// (options.BinaryName) is an oci handler of that binary; any other
+// runtime type is a containerd shim v2, a vm handler of its runtimePath.
+// settings may carry CRI-O's allowed_annotations and container_min_memory.
+// What CRI-O has no setting for is refused, naming the field.
+func crioHandler(h containerdconfig.RuntimeHandler) (crioconfig.RuntimeHandler, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: handler %s: "+format, append([]any{ErrRuntimeUnsupported, h.Name}, args...)...)
+	}
+	for field, set := range map[string]bool{"snapshotter": h.Snapshotter != "", "sandboxer": h.Sandboxer != "", "ioType": h.IOType != "",
+		"podAnnotations": len(h.PodAnnotations) > 0, "containerAnnotations": len(h.ContainerAnnotations) > 0} {
+		if set {
+			return crioconfig.RuntimeHandler{}, bad("%s is containerd's; CRI-O has no such setting", field)
+		}
+	}
+	out := crioconfig.RuntimeHandler{Name: h.Name, PrivilegedWithoutHostDevices: h.PrivilegedWithoutHostDevices}
+	opts := maps.Clone(h.Options)
+	delete(opts, "SystemdCgroup") // CRI-O's cgroup manager is node-wide
+	if slices.Contains(containerdRuntimeTypes, h.RuntimeType) {
+		out.Kind = crioconfig.KindOCI
+		out.RuntimePath, _ = opts["BinaryName"].(string)
+		out.RuntimeRoot, _ = opts["Root"].(string)
+		if out.RuntimePath == "" {
+			return out, fmt.Errorf("%w: handler %q: runtime type %s without options.BinaryName is the node's own runtime", ErrReserved, h.Name, h.RuntimeType)
+		}
+		delete(opts, "BinaryName")
+		delete(opts, "Root")
+	} else {
+		out.Kind, out.RuntimePath = crioconfig.KindVM, h.RuntimePath
+		out.RuntimeConfigPath, _ = opts["ConfigPath"].(string)
+		delete(opts, "ConfigPath")
+		if out.RuntimePath == "" {
+			return out, bad("runtimePath: CRI-O needs the shim binary's path (containerd-shim-<name>-v2); shimkit does not rely on PATH")
+		}
+	}
+	if len(opts) > 0 {
+		return out, bad("options %v: CRI-O has no such setting", slices.Sorted(maps.Keys(opts)))
+	}
+	return out, crioSettings(&out, h.Settings, bad)
+}
+
+// crioSettings reads CRI-O's own keys of a handler's settings.
+func crioSettings(out *crioconfig.RuntimeHandler, settings map[string]any, bad func(string, ...any) error) error {
+	for k, v := range settings {
+		switch k {
+		case "allowed_annotations":
+			l, ok := stringList(v)
+			if !ok {
+				return bad("settings.allowed_annotations: want a list of strings")
+			}
+			out.AllowedAnnotations = l
+		case "container_min_memory":
+			s, ok := v.(string)
+			if !ok {
+				return bad("settings.container_min_memory: want a string such as \"12MiB\"")
+			}
+			out.ContainerMinMemory = s
+		default:
+			return bad("settings.%s: CRI-O handlers take allowed_annotations and container_min_memory", k)
+		}
+	}
+	return nil
+}
+
+// crioChange is a crioconfig.Change whose rollback settles a drop-in
+// someone else changed since: left as it is, its journal dropped.
+type crioChange struct {
+	*crioconfig.Change
+	t       crioconfig.Target
+	handler string
+	log     *slog.Logger
+}
+
+func (c *crioChange) Rollback() error {
+	return settleCRIO(c.t, c.log, c.handler, c.Change.Rollback())
+}
+
+// settleCRIO accepts a handler's files as they are after an undo met
+// another writer's edit (crioconfig.ErrConcurrentEdit).
+func settleCRIO(t crioconfig.Target, log *slog.Logger, handler string, err error) error {
+	if !errors.Is(err, crioconfig.ErrConcurrentEdit) {
+		return err
+	}
+	if ferr := crioconfig.ForgetPending(t, handler); ferr != nil {
+		return errors.Join(err, ferr)
+	}
+	log.Error("another writer changed shimkit's CRI-O drop-in; left as it is", "handler", handler, "err", err)
+	return err
+}
+
+// stringList reads a list of strings as a plan decodes it ([]any) or as
+// Go code writes it ([]string).
+func stringList(v any) ([]string, bool) {
+	if l, ok := v.([]string); ok {
+		return l, true
+	}
+	l, ok := v.([]any)
+	out := make([]string, 0, len(l))
+	for _, e := range l {
+		s, isStr := e.(string)
+		if !isStr {
+			return nil, false
+		}
+		out = append(out, s)
+	}
+	return out, ok
+}
