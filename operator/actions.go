@@ -15,6 +15,7 @@ import (
 
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/decide"
 	"github.com/shimkit/shimkit/operator/jobview"
 )
 
@@ -179,14 +180,14 @@ func (a emitEvent) do(_ context.Context, r *executor) error {
 }
 
 // note adds a per-node Normal note, emitted with the others of its reason
-// (nodeEvents).
+// (decide.NodeEvents).
 type note struct {
-	events              *nodeEvents
+	events              *decide.NodeEvents
 	reason, act, detail string
 }
 
 func (a note) do(context.Context, *executor) error {
-	a.events.add(a.reason, a.act, a.detail)
+	a.events.Add(a.reason, a.act, a.detail)
 	return nil
 }
 

@@ -31,20 +31,20 @@ import (
 // install, or no other Shim and no new change of its own, it offers
 // nothing and never waits.
 func (r *batcher) offerInstalls(ctx context.Context, obs *observed, rollin rollout.Plan) (time.Duration, error) {
-	key, now := jobview.LabelValue(obs.shim.Name), time.Now()
+	key, now := jobview.LabelValue(obs.Shim.Name), time.Now()
 	if r.opts.BatchWindow < 0 || rollin.Halted || len(rollin.Start) == 0 && rollin.InFlight == 0 {
 		r.gate.Offer(key, nil, false, now)
 		return 0, nil
 	}
-	shims := v1alpha1.ShimList{Items: obs.shims}
+	shims := v1alpha1.ShimList{Items: obs.Shims}
 	// A Shim whose own change is new waits too: Shims applied with it
 	// (kubectl apply -f dir/, one GitOps commit) may not be in the cache
 	// yet when it is reconciled first.
-	self := obs.shim.Generation != obs.shim.Status.ObservedGeneration
+	self := obs.Shim.Generation != obs.Shim.Status.ObservedGeneration
 	unsettled, others := self, false
 	for i := range shims.Items {
 		s := &shims.Items[i]
-		if s.Name == obs.shim.Name || !s.DeletionTimestamp.IsZero() {
+		if s.Name == obs.Shim.Name || !s.DeletionTimestamp.IsZero() {
 			continue
 		}
 		others = true
@@ -54,12 +54,12 @@ func (r *batcher) offerInstalls(ctx context.Context, obs *observed, rollin rollo
 		r.gate.Offer(key, nil, false, now)
 		return 0, nil
 	}
-	o := &nodegate.Offer{Shim: obs.shim.DeepCopy(), Hash: obs.hash, Artifact: obs.art, Nodes: map[string]bool{}, Free: max(0, rollin.Budget-rollin.InFlight),
+	o := &nodegate.Offer{Shim: obs.Shim.DeepCopy(), Hash: obs.Hash, Artifact: obs.Art, Nodes: map[string]bool{}, Free: max(0, rollin.Budget-rollin.InFlight),
 		Installed: map[string]bool{}, Drifted: map[string]string{}}
-	for i := range obs.views {
-		v := &obs.views[i]
+	for i := range obs.Views {
+		v := &obs.Views[i]
 		// A node undone with another Shim's plan is installed alone.
-		if v.Targeted() && v.Plan != nil && !v.Held && v.NeedsInstall(obs.hash) && (v.Job == nil || !v.Job.Sibling()) {
+		if v.Targeted() && v.Plan != nil && !v.Held && v.NeedsInstall(obs.Hash) && (v.Job == nil || !v.Job.Sibling()) {
 			o.Nodes[v.Node.Name] = true
 			if v.Installed() {
 				o.Installed[v.Node.Name] = true
@@ -80,14 +80,14 @@ func (r *batcher) offerInstalls(ctx context.Context, obs *observed, rollin rollo
 // selecting it is about to install, or one their rollouts have yet to
 // reach.
 func othersWillOffer(obs *observed, shims []v1alpha1.Shim, nodes map[string]bool) bool {
-	for i := range obs.views {
-		n := obs.views[i].Node
+	for i := range obs.Views {
+		n := obs.Views[i].Node
 		if !nodes[n.Name] {
 			continue
 		}
 		for k := range shims {
 			s := &shims[k]
-			if s.Name == obs.shim.Name || !s.DeletionTimestamp.IsZero() {
+			if s.Name == obs.Shim.Name || !s.DeletionTimestamp.IsZero() {
 				continue
 			}
 			if _, been := n.Labels[nodelabel.Key(s.Name)]; been || nodelabel.FailureOf(n, s.Name, s.UID) != nil {
@@ -108,7 +108,7 @@ func (r *batcher) sharedNodes(obs *observed) map[string]bool {
 	if r.opts.BatchWindow < 0 {
 		return nil
 	}
-	return r.gate.Wanted(jobview.LabelValue(obs.shim.Name), time.Now())
+	return r.gate.Wanted(jobview.LabelValue(obs.Shim.Name), time.Now())
 }
 
 // installStart is a node's install Job about to start: the Shim's own, or
@@ -123,8 +123,8 @@ type installStart struct {
 // installer run with this one), then asks the node gate for the node;
 // false: another Shim's installer runs there, or the cap is reached.
 func (r *batcher) admitInstall(obs *observed, v *fleet.NodeView) (*installStart, bool) {
-	now, leader := time.Now(), jobview.LabelValue(obs.shim.Name)
-	b := &installStart{job: jobview.JobName(obs.shim.Name, v.Node.Name, jobview.OpInstall, obs.hash)}
+	now, leader := time.Now(), jobview.LabelValue(obs.Shim.Name)
+	b := &installStart{job: jobview.JobName(obs.Shim.Name, v.Node.Name, jobview.OpInstall, obs.Hash)}
 	if r.opts.BatchWindow >= 0 && v.Plan != nil && (v.Job == nil || !v.Job.Sibling()) {
 		for _, o := range r.gate.Claim(v.Node.Name, leader, now) {
 			p, ok := r.partnerPlan(obs, v, o, b.plans)
@@ -137,13 +137,13 @@ func (r *batcher) admitInstall(obs *observed, v *fleet.NodeView) (*installStart,
 	}
 	var members []string
 	if len(b.partners) > 0 {
-		ids := []string{obs.hash}
+		ids := []string{obs.Hash}
 		members = []string{leader}
 		for _, o := range b.partners {
 			ids = append(ids, o.Shim.Name, o.Hash)
 			members = append(members, jobview.LabelValue(o.Shim.Name))
 		}
-		b.job = jobview.JobName(obs.shim.Name, v.Node.Name, jobview.OpInstall, strings.Join(ids, "+"))
+		b.job = jobview.JobName(obs.Shim.Name, v.Node.Name, jobview.OpInstall, strings.Join(ids, "+"))
 	}
 	if !r.gate.Acquire(v.Node.Name, leader, b.job, members, now) {
 		r.gate.Unclaim(v.Node.Name, b.partners...)
@@ -157,7 +157,7 @@ func (r *batcher) admitInstall(obs *observed, v *fleet.NodeView) (*installStart,
 // and no handler of the same name as the leader's or an earlier
 // partner's.
 func (r *batcher) partnerPlan(obs *observed, v *fleet.NodeView, o *nodegate.Offer, earlier []*plan.NodePlan) (*plan.NodePlan, bool) {
-	if shimspec.PullSecretName(o.Shim) != shimspec.PullSecretName(obs.shim) || shimspec.TrustedRootRef(o.Shim) != shimspec.TrustedRootRef(obs.shim) {
+	if shimspec.PullSecretName(o.Shim) != shimspec.PullSecretName(obs.Shim) || shimspec.TrustedRootRef(o.Shim) != shimspec.TrustedRootRef(obs.Shim) {
 		return nil, false
 	}
 	p, err := shimspec.Build(o.Shim, v.Node, plan.OpInstall, r.opts.settings(), shimspec.Target{Hash: o.Hash, Art: o.Artifact})
@@ -193,9 +193,9 @@ func (r *jobStarter) startInstall(ctx context.Context, obs *observed, v *fleet.N
 	for k, o := range b.partners {
 		names[k] = o.Shim.Name
 		why := r.installReason(o.Shim, v.Node, o.Installed[v.Node.Name], o.Drifted[v.Node.Name])
-		r.event(o.Shim, v.Node, corev1.EventTypeNormal, why, "Install", "node %s: with Shim %s in one installer run, one containerd restart (Job %s)", v.Node.Name, obs.shim.Name, job.Name)
+		r.event(o.Shim, v.Node, corev1.EventTypeNormal, why, "Install", "node %s: with Shim %s in one installer run, one containerd restart (Job %s)", v.Node.Name, obs.Shim.Name, job.Name)
 	}
-	obs.events.add(reason, "Install", fmt.Sprintf("node %s with Shims %s (Job %s)", v.Node.Name, strings.Join(names, ", "), job.Name))
+	obs.Events.Add(reason, "Install", fmt.Sprintf("node %s with Shims %s (Job %s)", v.Node.Name, strings.Join(names, ", "), job.Name))
 	return nil
 }
 
@@ -204,16 +204,16 @@ func (r *jobStarter) startInstall(ctx context.Context, obs *observed, v *fleet.N
 // controller), and its members annotation gives each member's spec hash
 // and pinned digest.
 func (r *jobStarter) buildBatchJob(obs *observed, v *fleet.NodeView, b *installStart) (*batchv1.Job, error) {
-	job, err := r.buildJob(obs.shim, v.Node, v.Plan, obs.hash)
+	job, err := r.buildJob(obs.Shim, v.Node, v.Plan, obs.Hash)
 	if err != nil {
 		return nil, err
 	}
 	plans := append([]*plan.NodePlan{v.Plan}, b.plans...)
 	doc, err := plan.EncodeList(plan.NewList(plans...))
 	if err != nil {
-		return nil, fmt.Errorf("plans of Shims %s for node %s: %w", obs.shim.Name, v.Node.Name, err)
+		return nil, fmt.Errorf("plans of Shims %s for node %s: %w", obs.Shim.Name, v.Node.Name, err)
 	}
-	members := []jobview.Member{{Shim: obs.shim.Name, SpecHash: obs.hash, Digest: digestOf(v.Plan), Canary: planCanary(obs.shim, v.Plan)}}
+	members := []jobview.Member{{Shim: obs.Shim.Name, SpecHash: obs.Hash, Digest: digestOf(v.Plan), Canary: planCanary(obs.Shim, v.Plan)}}
 	for k, o := range b.partners {
 		members = append(members, jobview.Member{Shim: o.Shim.Name, SpecHash: o.Hash, Digest: digestOf(b.plans[k]), Canary: planCanary(o.Shim, b.plans[k])})
 		job.OwnerReferences = append(job.OwnerReferences, metav1.OwnerReference{
@@ -230,7 +230,7 @@ func (r *jobStarter) buildBatchJob(obs *observed, v *fleet.NodeView, b *installS
 	delete(job.Annotations, jobview.AnnotationCanary)
 	job.Spec.Template.Annotations[PlanAnnotation] = string(doc)
 	// The partners' images too (partners share the leader's pull secret).
-	nodejob.WithImages(&job.Spec.Template.Spec, plans, r.jobSpecFor(obs.shim, v.Node))
+	nodejob.WithImages(&job.Spec.Template.Spec, plans, r.jobSpecFor(obs.Shim, v.Node))
 	if slices.ContainsFunc(plans, func(p *plan.NodePlan) bool { return p.Canary != nil }) {
 		job.Spec.Template.Spec.AutomountServiceAccountToken = ptr.To(true)
 	}
@@ -254,23 +254,15 @@ func digestOf(p *plan.NodePlan) string {
 	return p.Artifact.Digest
 }
 
-// jobHash is the spec hash a node's Job of op is named by.
-func (o *observed) jobHash(v *fleet.NodeView, op string) string {
-	if op == jobview.OpUninstall {
-		return v.SpecHash
-	}
-	return o.hash
-}
-
 // admit asks the node gate for the node before its Job is started.
 func (r *batcher) admit(obs *observed, v *fleet.NodeView, op string) bool {
-	return r.gate.Acquire(v.Node.Name, jobview.LabelValue(obs.shim.Name), jobview.JobName(obs.shim.Name, v.Node.Name, op, obs.jobHash(v, op)), nil, time.Now())
+	return r.gate.Acquire(v.Node.Name, jobview.LabelValue(obs.Shim.Name), jobview.JobName(obs.Shim.Name, v.Node.Name, op, obs.JobHash(v, op)), nil, time.Now())
 }
 
 // released gives the node back when its Job could not be started.
 func (r *batcher) released(obs *observed, v *fleet.NodeView, op string, err error) error {
 	if err != nil {
-		r.gate.Release(v.Node.Name, jobview.JobName(obs.shim.Name, v.Node.Name, op, obs.jobHash(v, op)))
+		r.gate.Release(v.Node.Name, jobview.JobName(obs.Shim.Name, v.Node.Name, op, obs.JobHash(v, op)))
 	}
 	return err
 }

@@ -3,15 +3,13 @@ package operator
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
-	"sync"
 
 	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/decide"
 	"github.com/shimkit/shimkit/operator/jobview"
 	"github.com/shimkit/shimkit/operator/shimspec"
 )
@@ -27,8 +25,12 @@ import (
 // reads it again.
 type classSnapshot struct {
 	client.Client
-	mu     sync.Mutex
-	byName map[string]*nodev1.RuntimeClass
+	set *decide.ClassSet
+}
+
+// classesOf is the snapshot's RuntimeClasses as a client.
+func (r *runtimeClasses) classesOf(obs *observed) *classSnapshot {
+	return &classSnapshot{Client: r.client, set: obs.Classes}
 }
 
 // readClasses reads the Shim's RuntimeClasses (those it labels, and every
@@ -37,21 +39,21 @@ type classSnapshot struct {
 // copy from before the operator's own write (a takeover), and what the API
 // server has decides, so that no conflict is reported for what was just
 // done.
-func (r *runtimeClasses) readClasses(ctx context.Context, shim *v1alpha1.Shim) (*classSnapshot, error) {
-	s := &classSnapshot{Client: r.client, byName: map[string]*nodev1.RuntimeClass{}}
+func (r *runtimeClasses) readClasses(ctx context.Context, shim *v1alpha1.Shim) (*decide.ClassSet, error) {
+	s := &decide.ClassSet{}
 	var list nodev1.RuntimeClassList
 	if err := r.client.List(ctx, &list, client.MatchingLabels{jobview.LabelShim: jobview.LabelValue(shim.Name)}); err != nil {
 		return nil, fmt.Errorf("list RuntimeClasses of Shim %s: %w", shim.Name, err)
 	}
 	for i := range list.Items {
-		s.byName[list.Items[i].Name] = &list.Items[i]
+		s.Put(list.Items[i].Name, &list.Items[i])
 	}
 	names := []string{CanaryRuntimeClass(shim.Name)}
 	for _, spec := range shimspec.Classes(shim) {
 		names = append(names, spec.Name)
 	}
 	for _, name := range names {
-		if _, ok := s.byName[name]; ok || name == "" {
+		if _, ok := s.Read(name); ok || name == "" {
 			continue
 		}
 		rc := &nodev1.RuntimeClass{}
@@ -62,27 +64,14 @@ func (r *runtimeClasses) readClasses(ctx context.Context, shim *v1alpha1.Shim) (
 		}
 		switch {
 		case apierrors.IsNotFound(err):
-			s.byName[name] = nil
+			s.Put(name, nil)
 		case err != nil:
 			return nil, fmt.Errorf("get RuntimeClass %s: %w", name, err)
 		default:
-			s.byName[name] = rc
+			s.Put(name, rc)
 		}
 	}
 	return s, nil
-}
-
-// owned are the RuntimeClasses of the snapshot the Shim controls, by name.
-func (s *classSnapshot) owned(shim *v1alpha1.Shim) []*nodev1.RuntimeClass {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []*nodev1.RuntimeClass
-	for _, name := range slices.Sorted(maps.Keys(s.byName)) {
-		if rc := s.byName[name]; rc != nil && shimspec.OwnedBy(rc, shim) {
-			out = append(out, rc)
-		}
-	}
-	return out
 }
 
 // Get serves a RuntimeClass of the snapshot; one the reconcile did not
@@ -92,9 +81,7 @@ func (s *classSnapshot) Get(_ context.Context, key client.ObjectKey, obj client.
 	if !ok {
 		return fmt.Errorf("RuntimeClass snapshot: cannot read a %T", obj)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rc, read := s.byName[key.Name]
+	rc, read := s.set.Read(key.Name)
 	switch {
 	case !read:
 		return fmt.Errorf("RuntimeClass %s was not read by this reconcile", key.Name)
@@ -125,16 +112,12 @@ func (s *classSnapshot) Delete(ctx context.Context, obj client.Object, opts ...c
 	if err := s.Client.Delete(ctx, obj, opts...); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.byName[obj.GetName()] = nil
+	s.set.Put(obj.GetName(), nil)
 	return nil
 }
 
 func (s *classSnapshot) remember(obj client.Object) {
 	if rc, ok := obj.(*nodev1.RuntimeClass); ok {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.byName[rc.Name] = rc.DeepCopy()
+		s.set.Put(rc.Name, rc.DeepCopy())
 	}
 }

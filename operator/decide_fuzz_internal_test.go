@@ -102,18 +102,18 @@ func FuzzDecide(f *testing.F) {
 		if flags&8 != 0 {
 			shim.Spec.FetchStrategy = v1alpha1.FetchStrategy{Type: v1alpha1.FetchImage, Image: &v1alpha1.OCIFetch{Reference: "example.invalid/spin:1"}}
 		}
-		obs := &observed{shim: shim, hash: "h1", specHash: "h1", shims: []v1alpha1.Shim{*shim}}
+		obs := &observed{Shim: shim, Hash: "h1", SpecHash: "h1", Shims: []v1alpha1.Shim{*shim}}
 		before := map[string]fleet.NodeView{}
 		for i, b := range states {
 			v := fuzzView(shim, fmt.Sprintf("n%02d", i), b)
 			before[v.Node.Name] = v
-			obs.views = append(obs.views, v)
+			obs.Views = append(obs.Views, v)
 		}
-		obs.fresh = make([]bool, len(obs.views))
-		obs.pulls = map[string]*plan.NodeResult{}
-		for i, v := range obs.views {
+		obs.Fresh = make([]bool, len(obs.Views))
+		obs.Pulls = map[string]*plan.NodeResult{}
+		for i, v := range obs.Views {
 			if i%3 == 0 && v.Job != nil && v.Job.Running() {
-				obs.pulls[v.Node.Name] = &plan.NodeResult{Outcome: plan.Failed, Reason: plan.ReasonImagePullFailed}
+				obs.Pulls[v.Node.Name] = &plan.NodeResult{Outcome: plan.Failed, Reason: plan.ReasonImagePullFailed}
 			}
 		}
 		acts, err := decideRecords(obs)
@@ -122,7 +122,7 @@ func FuzzDecide(f *testing.F) {
 		}
 		acts = append(acts, decideStaleRecords(obs)...)
 		r := withDeps(deps{opts: Options{}.withDefaults()})
-		d, err := fleet.Decide(obs.snapshot(), fleet.Policy{Planner: shimspec.Planner(obs.shim, obs.hash), PlanFor: func(n *corev1.Node) (*plan.NodePlan, error) {
+		d, err := fleet.Decide(obs.Fleet(), fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), PlanFor: func(n *corev1.Node) (*plan.NodePlan, error) {
 			return &plan.NodePlan{Node: n.Name, Operation: plan.OpInstall, SpecHash: "h1"}, nil
 		}, Delivery: r.delivery(obs)})
 		if err != nil {
@@ -131,7 +131,7 @@ func FuzzDecide(f *testing.F) {
 		acts = append(acts, decideRelabel(obs, &d)...)
 		acts = append(acts, decideTaints(obs)...)
 		checkActions(t, obs, before, acts)
-		if d.Delivered.Revert && obs.previousRevision() == nil {
+		if d.Delivered.Revert && obs.PreviousRevision() == nil {
 			t.Errorf("a revert without a previous revision")
 		}
 		budget := mu.IntValue()
@@ -145,7 +145,7 @@ func FuzzDecide(f *testing.F) {
 // before the decision.
 func checkActions(t *testing.T, obs *observed, before map[string]fleet.NodeView, acts []action) {
 	t.Helper()
-	retry := obs.shim.Annotations[v1alpha1.RetryAnnotation] != ""
+	retry := obs.Shim.Annotations[v1alpha1.RetryAnnotation] != ""
 	labelWrites := map[string]int{}
 	var walk func([]action)
 	walk = func(acts []action) {
@@ -179,7 +179,7 @@ func checkActions(t *testing.T, obs *observed, before map[string]fleet.NodeView,
 					t.Errorf("%s recorded as failed without a failed Job", a.node)
 				}
 			case patchJob:
-				if obs.pulls[a.node] == nil {
+				if obs.Pulls[a.node] == nil {
 					t.Errorf("Job of %s ended without a pull failure", a.node)
 				}
 			case untaint:

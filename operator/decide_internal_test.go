@@ -103,16 +103,16 @@ func TestDecideRollout(t *testing.T) {
 		}()}, done: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			obs := &observed{shim: shim, hash: hash, specHash: hash}
+			obs := &observed{Shim: shim, Hash: hash, SpecHash: hash}
 			if tc.refused {
-				obs.refusal = &shimspec.Refusal{Reason: v1alpha1.ReasonSignatureMissing, Message: "no signature"}
+				obs.Refusal = &shimspec.Refusal{Reason: v1alpha1.ReasonSignatureMissing, Message: "no signature"}
 			}
 			for _, n := range tc.nodes {
 				v := nodeview.View(shim, n, canary)
 				v.Job = tc.jobs[n.Name]
-				obs.views = append(obs.views, v)
+				obs.Views = append(obs.Views, v)
 			}
-			d, err := fleet.Decide(obs.snapshot(), fleet.Policy{Planner: shimspec.Planner(obs.shim, obs.hash), Shared: tc.shared, PlanFor: obs.planFor(Options{InstallerImage: "i", Namespace: "ns"}.withDefaults())})
+			d, err := fleet.Decide(obs.Fleet(), fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), Shared: tc.shared, PlanFor: obs.PlanFor(Options{InstallerImage: "i", Namespace: "ns"}.withDefaults().settings())})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,11 +151,11 @@ func TestDecideRemoval(t *testing.T) {
 	shim := decideShim()
 	hash := nodeview.SpecHash(shim)
 	refused := map[string]string{nodelabel.FailureKey("spin"): `{"shimUID":"uid-spin","op":"install","specHash":"` + hash + `","reason":"Conflict","time":"2026-11-25T06:00:00Z"}`}
-	obs := &observed{shim: shim, hash: hash, specHash: hash}
+	obs := &observed{Shim: shim, Hash: hash, SpecHash: hash}
 	for _, n := range []*corev1.Node{nodeAt("n1", "a", hash, nil), nodeAt("n2", "b", "old", nil), nodeAt("n3", "a", hash, nil), nodeAt("n4", "a", "", refused)} {
-		obs.views = append(obs.views, nodeview.View(shim, n, nodeview.CanaryHash(shim)))
+		obs.Views = append(obs.Views, nodeview.View(shim, n, nodeview.CanaryHash(shim)))
 	}
-	d, err := fleet.DecideRemoval(obs.snapshot(), shimspec.Planner(obs.shim, obs.hash), fleet.Delivery{})
+	d, err := fleet.DecideRemoval(obs.Fleet(), shimspec.Planner(obs.Shim, obs.Hash), fleet.Delivery{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,11 +177,11 @@ func BenchmarkObserveDecide1000Nodes(b *testing.B) {
 		nodes[i] = nodeAt(fmt.Sprintf("n%04d", i), "a", "", nil)
 	}
 	for b.Loop() {
-		obs := &observed{shim: shim, hash: hash, specHash: hash, views: make([]fleet.NodeView, 0, len(nodes))}
+		obs := &observed{Shim: shim, Hash: hash, SpecHash: hash, Views: make([]fleet.NodeView, 0, len(nodes))}
 		for _, n := range nodes {
-			obs.views = append(obs.views, nodeview.View(shim, n, canary))
+			obs.Views = append(obs.Views, nodeview.View(shim, n, canary))
 		}
-		if _, err := fleet.Decide(obs.snapshot(), fleet.Policy{Planner: shimspec.Planner(obs.shim, obs.hash), PlanFor: obs.planFor(opts)}); err != nil {
+		if _, err := fleet.Decide(obs.Fleet(), fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), PlanFor: obs.PlanFor(opts.settings())}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -21,51 +21,31 @@ import (
 // install, upgrade or uninstall one node now. A pause still holds it.
 const ForceRolloutAnnotation = nodeview.ForceRolloutAnnotation
 
-// rolloutOf is what the status recorded of the rollout of target (nil: a
-// rollout not started yet).
-func rolloutOf(shim *v1alpha1.Shim, target string) *v1alpha1.RolloutStatus {
-	if st := shim.Status.Rollout; st != nil && st.SpecHash == target {
-		return st
-	}
-	return nil
-}
-
 // delivery is what the decision reads of the progressive-delivery rules:
 // the Shim's, and where the status says the rollout of the target stands.
 // A rollout that goes back to the previous revision keeps to the pause
 // and the windows; it has no steps, gate or revert of its own.
 func (r *Reconciler) delivery(obs *observed) fleet.Delivery {
-	dl := fleet.Delivery{Now: r.opts.Clock.Now(), Windows: obs.windows}
-	if rs := obs.shim.Spec.RolloutStrategy; rs != nil {
+	dl := fleet.Delivery{Now: r.opts.Clock.Now(), Windows: obs.Windows}
+	if rs := obs.Shim.Spec.RolloutStrategy; rs != nil {
 		dl.Paused = rs.Paused
 	}
-	if obs.reverted != "" {
+	if obs.Reverted != "" {
 		return dl
 	}
-	dl.Steps, dl.Gate, dl.Unjudged = obs.steps, obs.tripped, obs.unjudged
-	if st := rolloutOf(obs.shim, obs.hash); st != nil {
+	dl.Steps, dl.Gate, dl.Unjudged = obs.Steps, obs.Tripped, obs.Unjudged
+	if st := shimspec.RolloutOf(obs.Shim, obs.Hash); st != nil {
 		dl.Stage = rollout.Stage{Step: int(st.Step)}
 		if st.BakeUntil != nil {
 			dl.Stage.BakeUntil = st.BakeUntil.Time
 		}
-		if h := st.Halt; h != nil && !obs.retriedNow {
+		if h := st.Halt; h != nil && !obs.RetriedNow {
 			dl.Halt = &fleet.Trip{Reason: h.Reason, Message: h.Message}
 		}
 	}
-	prev := obs.previousRevision()
-	dl.CanRevert = shimspec.FailurePolicy(obs.shim) == v1alpha1.FailureRevert && prev != nil
+	prev := obs.PreviousRevision()
+	dl.CanRevert = shimspec.FailurePolicy(obs.Shim) == v1alpha1.FailureRevert && prev != nil
 	return dl
-}
-
-// previousRevision is the newest revision rolled out before the target
-// (nil: none).
-func (o *observed) previousRevision() *v1alpha1.Revision {
-	for i := range o.shim.Status.Revisions {
-		if rev := &o.shim.Status.Revisions[i]; rev.SpecHash != o.hash {
-			return rev
-		}
-	}
-	return nil
 }
 
 // recordRollout is what the status records of the rollout of the target
@@ -76,27 +56,27 @@ func (o *observed) previousRevision() *v1alpha1.Revision {
 // say why (the nodes' own failures go as they are installed again).
 func (r *reporter) recordRollout(obs *observed, d fleet.Delivered, failing []v1alpha1.NodeFailure) *v1alpha1.RolloutStatus {
 	now := r.opts.Clock.Now()
-	if obs.reverted != "" {
-		st := obs.shim.Status.Rollout.DeepCopy()
+	if obs.Reverted != "" {
+		st := obs.Shim.Status.Rollout.DeepCopy()
 		st.NextWindow = timeOrNil(d.NextWindow)
 		return st
 	}
-	st := &v1alpha1.RolloutStatus{SpecHash: obs.hash, StartedAt: metav1.NewTime(now.Truncate(time.Second))}
-	if old := rolloutOf(obs.shim, obs.hash); old != nil && !obs.retriedNow {
+	st := &v1alpha1.RolloutStatus{SpecHash: obs.Hash, StartedAt: metav1.NewTime(now.Truncate(time.Second))}
+	if old := shimspec.RolloutOf(obs.Shim, obs.Hash); old != nil && !obs.RetriedNow {
 		st.StartedAt = old.StartedAt
 	}
-	st.Steps = int32(len(obs.steps))
-	st.Step = int32(min(d.Stage.Step, len(obs.steps)))
+	st.Steps = int32(len(obs.Steps))
+	st.Step = int32(min(d.Stage.Step, len(obs.Steps)))
 	st.BakeUntil = timeOrNil(d.Stage.BakeUntil)
 	st.NextWindow = timeOrNil(d.NextWindow)
 	if h := d.Halt; h != nil {
 		st.Halt = &v1alpha1.RolloutHalt{Reason: h.Reason, Message: h.Message, Time: metav1.NewTime(now.Truncate(time.Second))}
-		if old := rolloutOf(obs.shim, obs.hash); old != nil && old.Halt != nil && !d.Tripped {
+		if old := shimspec.RolloutOf(obs.Shim, obs.Hash); old != nil && old.Halt != nil && !d.Tripped {
 			st.Halt.Time = old.Halt.Time
 		}
 	}
 	if d.Revert {
-		st.RevertedTo = obs.previousRevision().SpecHash
+		st.RevertedTo = obs.PreviousRevision().SpecHash
 		if st.Halt == nil {
 			st.Halt = &v1alpha1.RolloutHalt{Reason: v1alpha1.ReasonNodeFailed, Message: failureSummary(failing), Time: metav1.NewTime(now.Truncate(time.Second))}
 		}

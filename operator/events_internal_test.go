@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/decide"
 )
 
 // TestWaveEvents: a wave's per-node events become one Event per reason,
@@ -27,9 +28,9 @@ func TestWaveEvents(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := events.NewFakeRecorder(10)
 			r := withDeps(deps{recorder: rec})
-			var e nodeEvents
+			var e decide.NodeEvents
 			for i := tc.nodes - 1; i >= 0; i-- {
-				e.add("Installing", "Install", fmt.Sprintf("node n%03d (Job j)", i))
+				e.Add("Installing", "Install", fmt.Sprintf("node n%03d (Job j)", i))
 			}
 			r.report.flushEvents(&v1alpha1.Shim{}, &e, false, time.Now())
 			close(rec.Events)
@@ -54,8 +55,8 @@ func TestEventsPaced(t *testing.T) {
 	shim.Name = "spin"
 	t0 := time.Now()
 	reconcile := func(node string, settled bool, at time.Time) time.Time {
-		var e nodeEvents
-		e.add("Installed", "Install", "node "+node)
+		var e decide.NodeEvents
+		e.Add("Installed", "Install", "node "+node)
 		return r.report.flushEvents(shim, &e, settled, at)
 	}
 	drain := func() (got []string) {

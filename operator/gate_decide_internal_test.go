@@ -20,7 +20,7 @@ import (
 func gateObs(perNode, total int32, drifted ...string) *observed {
 	shim := decideShim()
 	shim.Spec.RolloutStrategy.HealthGate = &v1alpha1.HealthGate{MaxFailuresPerNode: ptr.To(perNode), MaxFailures: ptr.To(total)}
-	obs := &observed{shim: shim, hash: "h1", specHash: "h1"}
+	obs := &observed{Shim: shim, Hash: "h1", SpecHash: "h1"}
 	for _, n := range []*corev1.Node{nodeAt("n1", "a", "h1", nil), nodeAt("n2", "a", "h1", nil), nodeAt("n3", "a", "h0", nil)} {
 		n.Status.RuntimeHandlers = []corev1.NodeRuntimeHandler{{Name: "spin"}, {Name: "runc"}}
 		v := nodeview.View(shim, n, "")
@@ -30,7 +30,7 @@ func gateObs(perNode, total int32, drifted ...string) *observed {
 				v.Drifted = "handler spin not served"
 			}
 		}
-		obs.views = append(obs.views, v)
+		obs.Views = append(obs.Views, v)
 	}
 	return obs
 }
@@ -81,27 +81,27 @@ func TestGateWatches(t *testing.T) {
 		since   time.Time
 	}{
 		{name: "a gated rollout, not started", watches: true, since: now},
-		{name: "no gate", change: func(o *observed) { o.shim.Spec.RolloutStrategy.HealthGate = nil }, watches: false},
+		{name: "no gate", change: func(o *observed) { o.Shim.Spec.RolloutStrategy.HealthGate = nil }, watches: false},
 		{name: "started", change: func(o *observed) {
-			o.shim.Status.Rollout = &v1alpha1.RolloutStatus{SpecHash: "h1", StartedAt: started}
+			o.Shim.Status.Rollout = &v1alpha1.RolloutStatus{SpecHash: "h1", StartedAt: started}
 		}, watches: true, since: started.Time},
 		{name: "halted", change: func(o *observed) {
-			o.shim.Status.Rollout = &v1alpha1.RolloutStatus{SpecHash: "h1", StartedAt: started, Halt: &v1alpha1.RolloutHalt{Reason: "WorkloadFailures"}}
+			o.Shim.Status.Rollout = &v1alpha1.RolloutStatus{SpecHash: "h1", StartedAt: started, Halt: &v1alpha1.RolloutHalt{Reason: "WorkloadFailures"}}
 		}, watches: false},
 		{name: "halted, retried now", change: func(o *observed) {
-			o.shim.Status.Rollout = &v1alpha1.RolloutStatus{SpecHash: "h1", StartedAt: started, Halt: &v1alpha1.RolloutHalt{Reason: "WorkloadFailures"}}
-			o.retriedNow = true
+			o.Shim.Status.Rollout = &v1alpha1.RolloutStatus{SpecHash: "h1", StartedAt: started, Halt: &v1alpha1.RolloutHalt{Reason: "WorkloadFailures"}}
+			o.RetriedNow = true
 		}, watches: true, since: now},
-		{name: "rolled out", change: func(o *observed) { o.shim.Status.Revisions = []v1alpha1.Revision{{SpecHash: "h1"}} }, watches: false},
-		{name: "reverting", change: func(o *observed) { o.reverted = "h2" }, watches: false},
-		{name: "refused", change: func(o *observed) { o.refusal = &shimspec.Refusal{Reason: "ResolveFailed"} }, watches: false},
+		{name: "rolled out", change: func(o *observed) { o.Shim.Status.Revisions = []v1alpha1.Revision{{SpecHash: "h1"}} }, watches: false},
+		{name: "reverting", change: func(o *observed) { o.Reverted = "h2" }, watches: false},
+		{name: "refused", change: func(o *observed) { o.Refusal = &shimspec.Refusal{Reason: "ResolveFailed"} }, watches: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obs := gateObs(1, 3)
 			if tc.change != nil {
 				tc.change(obs)
 			}
-			if got := obs.gateWatches(); got != tc.watches {
+			if got := obs.GateWatches(); got != tc.watches {
 				t.Fatalf("gateWatches %v, want %v", got, tc.watches)
 			}
 			if tc.watches && !gateSince(obs, now).Equal(tc.since) {
@@ -132,9 +132,9 @@ func TestRevertTarget(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obs := gateObs(1, 1)
-			obs.shim.Status = tc.status
+			obs.Shim.Status = tc.status
 			if tc.delete {
-				obs.shim.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+				obs.Shim.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 			}
 			got := ""
 			if rev := revertTarget(obs); rev != nil {

@@ -19,26 +19,12 @@ import (
 	"github.com/shimkit/shimkit/rollout"
 )
 
-// gateWatches: the health gate watches the target's rollout, which has
-// not yet been recorded as rolled out (its last bake passed) nor halted,
-// nor is it going back to a previous revision.
-func (o *observed) gateWatches() bool {
-	if _, on := shimspec.Gate(o.shim); !on || o.reverted != "" || o.refusal != nil {
-		return false
-	}
-	if revs := o.shim.Status.Revisions; len(revs) > 0 && revs[0].SpecHash == o.hash {
-		return false
-	}
-	st := rolloutOf(o.shim, o.hash)
-	return st == nil || st.Halt == nil || o.retriedNow
-}
-
 // checkGate reads the workload failures of the Shim's RuntimeClasses on
 // the nodes that have the target, since the rollout started, and judges
-// them (judgeGate: obs.tripped). A read that fails leaves the gate
+// them (judgeGate: obs.Tripped). A read that fails leaves the gate
 // unjudged: no bake ends, and the gate looks again soon.
 func (r *gateCheck) checkGate(ctx context.Context, obs *observed) error {
-	if !obs.gateWatches() {
+	if !obs.GateWatches() {
 		return nil
 	}
 	updated := updatedNodes(obs)
@@ -46,26 +32,26 @@ func (r *gateCheck) checkGate(ctx context.Context, obs *observed) error {
 		return nil
 	}
 	var classes []string
-	for _, c := range shimspec.Classes(obs.shim) {
+	for _, c := range shimspec.Classes(obs.Shim) {
 		classes = append(classes, c.Name)
 	}
 	fs, err := workload.Failures(ctx, r.client, classes, updated, gateSince(obs, r.opts.Clock.Now()))
 	if err != nil {
 		// Not judged yet (the workloads' informers are still filling, or
 		// RBAC is missing).
-		log.FromContext(ctx).Info("health gate: workloads not judged", "shim", obs.shim.Name, "error", err.Error())
-		obs.unjudged = true
+		log.FromContext(ctx).Info("health gate: workloads not judged", "shim", obs.Shim.Name, "error", err.Error())
+		obs.Unjudged = true
 		return nil
 	}
-	obs.tripped = judgeGate(obs, fs)
+	obs.Tripped = judgeGate(obs, fs)
 	return nil
 }
 
 // updatedNodes are the targeted nodes that have the target.
 func updatedNodes(obs *observed) map[string]bool {
 	updated := map[string]bool{}
-	for i := range obs.views {
-		if v := &obs.views[i]; v.Targeted() && v.Label == nodelabel.Installed && v.SpecHash == obs.hash {
+	for i := range obs.Views {
+		if v := &obs.Views[i]; v.Targeted() && v.Label == nodelabel.Installed && v.SpecHash == obs.Hash {
 			updated[v.Node.Name] = true
 		}
 	}
@@ -75,7 +61,7 @@ func updatedNodes(obs *observed) map[string]bool {
 // gateSince is when the workloads' failures start to count: the start of
 // the target's rollout, or now for a rollout not started or just retried.
 func gateSince(obs *observed, now time.Time) time.Time {
-	if st := rolloutOf(obs.shim, obs.hash); st != nil && !obs.retriedNow {
+	if st := shimspec.RolloutOf(obs.Shim, obs.Hash); st != nil && !obs.RetriedNow {
 		return st.StartedAt.Time
 	}
 	return now
@@ -85,7 +71,7 @@ func gateSince(obs *observed, now time.Time) time.Time {
 // updated nodes and their lost handlers, under the Shim's thresholds: the
 // trip, or nil.
 func judgeGate(obs *observed, workloads []health.Failure) *fleet.Trip {
-	limits, _ := shimspec.Gate(obs.shim)
+	limits, _ := shimspec.Gate(obs.Shim)
 	fs := append(slices.Clone(workloads), lostHandlers(obs, updatedNodes(obs))...)
 	slices.SortStableFunc(fs, func(a, b health.Failure) int { return cmp.Compare(a.Node, b.Node) })
 	if v := limits.Check(fs); v.Tripped {
@@ -99,9 +85,9 @@ func judgeGate(obs *observed, workloads []health.Failure) *fleet.Trip {
 // each a failure of its own.
 func lostHandlers(obs *observed, updated map[string]bool) []health.Failure {
 	var fs []health.Failure
-	handlers := fleet.HandlerNames(obs.shim)
-	for i := range obs.views {
-		v := &obs.views[i]
+	handlers := fleet.HandlerNames(obs.Shim)
+	for i := range obs.Views {
+		v := &obs.Views[i]
 		if !updated[v.Node.Name] || v.Drifted == "" {
 			continue
 		}
@@ -117,19 +103,19 @@ func lostHandlers(obs *observed, updated map[string]bool) []health.Failure {
 // Event each, once.
 func (r *reporter) reportDelivery(obs *observed, dec fleet.Decision) {
 	d := dec.Delivered
-	obs.delivered = d
-	old := rolloutOf(obs.shim, obs.hash)
-	obs.rollout = r.recordRollout(obs, d, failedNodes(obs, dec.Rollin, rollout.Plan{}))
-	name := obs.shim.Name
+	obs.Delivered = d
+	old := shimspec.RolloutOf(obs.Shim, obs.Hash)
+	obs.Rollout = r.recordRollout(obs, d, failedNodes(obs, dec.Rollin, rollout.Plan{}))
+	name := obs.Shim.Name
 	if d.Tripped {
 		r.metrics.GateTripped(name, d.Halt.Reason)
-		r.event(obs.shim, nil, corev1.EventTypeWarning, d.Halt.Reason, "Rollout", "the rollout halts: %s", d.Halt.Message)
+		r.event(obs.Shim, nil, corev1.EventTypeWarning, d.Halt.Reason, "Rollout", "the rollout halts: %s", d.Halt.Message)
 	}
-	if d.Revert && obs.reverted == "" && (old == nil || old.RevertedTo == "") {
-		r.event(obs.shim, nil, corev1.EventTypeWarning, v1alpha1.ReasonReverting, "Rollout", "the rollout of %s failed (%s): the nodes updated go back to revision %s", obs.hash, fleet.RevertCause(nil, haltTrip(obs.rollout.Halt)), obs.rollout.RevertedTo)
+	if d.Revert && obs.Reverted == "" && (old == nil || old.RevertedTo == "") {
+		r.event(obs.Shim, nil, corev1.EventTypeWarning, v1alpha1.ReasonReverting, "Rollout", "the rollout of %s failed (%s): the nodes updated go back to revision %s", obs.Hash, fleet.RevertCause(nil, haltTrip(obs.Rollout.Halt)), obs.Rollout.RevertedTo)
 	}
 	step := -1
-	if len(obs.steps) > 0 && obs.reverted == "" && d.Stage.Step < len(obs.steps) {
+	if len(obs.Steps) > 0 && obs.Reverted == "" && d.Stage.Step < len(obs.Steps) {
 		step = d.Stage.Step
 	}
 	r.metrics.RolloutStep(name, step)
@@ -141,7 +127,7 @@ func (r *reporter) reportDelivery(obs *observed, dec fleet.Decision) {
 // bake ends, a window opens, or the gate looks at the workloads again.
 func (r *Reconciler) deliveryRequeue(obs *observed, d fleet.Decision, after time.Duration) time.Duration {
 	dl := d.Delivered
-	if dl.Revert && obs.reverted == "" {
+	if dl.Revert && obs.Reverted == "" {
 		return time.Second
 	}
 	now := r.opts.Clock.Now()
@@ -159,7 +145,7 @@ func (r *Reconciler) deliveryRequeue(obs *observed, d fleet.Decision, after time
 	if !dl.NextWindow.IsZero() {
 		sooner(dl.NextWindow)
 	}
-	if obs.gateWatches() && dl.Halt == nil {
+	if obs.GateWatches() && dl.Halt == nil {
 		sooner(now.Add(r.opts.GatePeriod))
 	}
 	return after

@@ -20,13 +20,13 @@ const pullCheck = 10 * time.Second
 // the kubelet could not pull (nodejob.PullFailure: the Shim's image, not
 // found or refused, or the installer's own).
 func (r *resultReader) readPulls(ctx context.Context, obs *observed) error {
-	if obs.shim.Spec.FetchStrategy.Type != v1alpha1.FetchImage {
+	if obs.Shim.Spec.FetchStrategy.Type != v1alpha1.FetchImage {
 		return nil
 	}
 	var mu sync.Mutex
 	g := r.group(ctx)
-	for i := range obs.views {
-		v := &obs.views[i]
+	for i := range obs.Views {
+		v := &obs.Views[i]
 		j := v.Job
 		if j == nil || !j.Running() {
 			continue
@@ -36,14 +36,14 @@ func (r *resultReader) readPulls(ctx context.Context, obs *observed) error {
 			if err != nil {
 				return err
 			}
-			p := &plan.NodePlan{Shim: plan.ShimRef{Name: obs.shim.Name, UID: string(obs.shim.UID)}, Node: v.Node.Name, Operation: plan.Operation(j.Op), SpecHash: j.SpecHash}
+			p := &plan.NodePlan{Shim: plan.ShimRef{Name: obs.Shim.Name, UID: string(obs.Shim.UID)}, Node: v.Node.Name, Operation: plan.Operation(j.Op), SpecHash: j.SpecHash}
 			if res := nodejob.PullFailure(pods, p); res != nil {
 				mu.Lock()
 				defer mu.Unlock()
-				if obs.pulls == nil {
-					obs.pulls = map[string]*plan.NodeResult{}
+				if obs.Pulls == nil {
+					obs.Pulls = map[string]*plan.NodeResult{}
 				}
-				obs.pulls[v.Node.Name] = res
+				obs.Pulls[v.Node.Name] = res
 			}
 			return nil
 		})
@@ -57,20 +57,20 @@ func (r *resultReader) readPulls(ctx context.Context, obs *observed) error {
 // deadline. While an image Shim's Jobs run it is looked at again within
 // pullCheck.
 func decideStuckPulls(obs *observed) ([]action, error) {
-	if obs.shim.Spec.FetchStrategy.Type != v1alpha1.FetchImage {
+	if obs.Shim.Spec.FetchStrategy.Type != v1alpha1.FetchImage {
 		return nil, nil
 	}
 	var ends together
-	for i := range obs.views {
-		v := &obs.views[i]
+	for i := range obs.Views {
+		v := &obs.Views[i]
 		j := v.Job
 		if j == nil || !j.Running() {
 			continue
 		}
-		if due := obs.now.Add(pullCheck); obs.due.IsZero() || due.Before(obs.due) {
-			obs.due = due
+		if due := obs.Now.Add(pullCheck); obs.Due.IsZero() || due.Before(obs.Due) {
+			obs.Due = due
 		}
-		res := obs.pulls[v.Node.Name]
+		res := obs.Pulls[v.Node.Name]
 		if res == nil {
 			continue
 		}

@@ -46,7 +46,7 @@ func TestMetricsFinishedJobsCountedOnce(t *testing.T) {
 	}
 	reconcile := func(r *Reconciler) {
 		t.Helper()
-		obs := &observed{shim: shim, hash: "h1", specHash: "h1"}
+		obs := &observed{Shim: shim, Hash: "h1", SpecHash: "h1"}
 		for name, j := range jobs() {
 			var n corev1.Node
 			if err := c.Get(ctx, client.ObjectKey{Name: name}, &n); err != nil {
@@ -58,9 +58,9 @@ func TestMetricsFinishedJobsCountedOnce(t *testing.T) {
 			} else {
 				v.Job = j
 			}
-			obs.views = append(obs.views, v)
+			obs.Views = append(obs.Views, v)
 		}
-		obs.now = time.Now()
+		obs.Now = time.Now()
 		if err := r.reads.readFinished(ctx, obs); err != nil {
 			t.Fatal(err)
 		}

@@ -55,14 +55,14 @@ func (r *runtimeClasses) rcmShimUID(ctx context.Context, p runtimeclass.Predeces
 // controlled by a Shim of that name (empty otherwise, or when it cannot be
 // read: rcmShimUID).
 func (r *runtimeClasses) readPredecessor(ctx context.Context, obs *observed) (types.UID, error) {
-	m := obs.shim.Spec.MigrateFrom
+	m := obs.Shim.Spec.MigrateFrom
 	if m == nil {
 		return "", nil
 	}
 	from := shimspec.RCMPredecessor(m)
-	for _, spec := range shimspec.Classes(obs.shim) {
+	for _, spec := range shimspec.Classes(obs.Shim) {
 		rc := &nodev1.RuntimeClass{}
-		if err := obs.classes.Get(ctx, client.ObjectKey{Name: spec.Name}, rc); err == nil && from.Controls(rc) {
+		if err := r.classesOf(obs).Get(ctx, client.ObjectKey{Name: spec.Name}, rc); err == nil && from.Controls(rc) {
 			return r.rcmShimUID(ctx, from)
 		}
 	}
@@ -76,17 +76,17 @@ func (r *runtimeClasses) readPredecessor(ctx context.Context, obs *observed) (ty
 // Shim's but cannot be taken over (another handler), by name; any other
 // RuntimeClass is left to ensureRuntimeClasses.
 func (r *runtimeClasses) takeOverRuntimeClasses(ctx context.Context, obs *observed) (map[string]string, error) {
-	m := obs.shim.Spec.MigrateFrom
+	m := obs.Shim.Spec.MigrateFrom
 	if m == nil {
 		return nil, nil
 	}
 	anyUID := shimspec.RCMPredecessor(m)
 	from := anyUID
-	from.UID = obs.rcmUID
+	from.UID = obs.RCMUID
 	conflicts := map[string]string{}
-	for _, spec := range shimspec.Classes(obs.shim) {
+	for _, spec := range shimspec.Classes(obs.Shim) {
 		rc := &nodev1.RuntimeClass{}
-		if err := obs.classes.Get(ctx, client.ObjectKey{Name: spec.Name}, rc); err != nil {
+		if err := r.classesOf(obs).Get(ctx, client.ObjectKey{Name: spec.Name}, rc); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
@@ -95,7 +95,7 @@ func (r *runtimeClasses) takeOverRuntimeClasses(ctx context.Context, obs *observ
 		if !anyUID.Controls(rc) {
 			continue // ours already, or someone else's: Ensure says which
 		}
-		res, err := runtimeclass.Takeover(ctx, obs.classes, spec.Spec, from)
+		res, err := runtimeclass.Takeover(ctx, r.classesOf(obs), spec.Spec, from)
 		var conflict *runtimeclass.ConflictError
 		switch {
 		case errors.As(err, &conflict):
@@ -112,7 +112,7 @@ func (r *runtimeClasses) takeOverRuntimeClasses(ctx context.Context, obs *observ
 			conflicts[spec.Name] = fmt.Sprintf("RuntimeClass %s (%s) is being taken over from %s: it changed meanwhile, retrying", spec.Name, spec.Field, from)
 		case res == runtimeclass.TakenOver:
 			log.FromContext(ctx).Info("RuntimeClass taken over", "runtimeClass", spec.Name, "from", from.String())
-			r.event(obs.shim, rc, corev1.EventTypeNormal, "RuntimeClassTakenOver", "Migrate",
+			r.event(obs.Shim, rc, corev1.EventTypeNormal, "RuntimeClassTakenOver", "Migrate",
 				"RuntimeClass %s (handler %s) taken over from %s: deleting that Shim no longer deletes it", spec.Name, spec.Handler, from)
 		}
 	}
@@ -125,14 +125,14 @@ func (r *runtimeClasses) takeOverRuntimeClasses(ctx context.Context, obs *observ
 // uninstall them when its Shim is deleted. A node keeps the label while
 // shimkit has not installed it.
 func (r *runtimeClasses) releaseRCMLabels(ctx context.Context, obs *observed) error {
-	m := obs.shim.Spec.MigrateFrom
+	m := obs.Shim.Spec.MigrateFrom
 	if m == nil {
 		return nil
 	}
 	key := m.RuntimeClassManager.Shim
 	g := r.group(ctx)
-	for i := range obs.views {
-		v := &obs.views[i]
+	for i := range obs.Views {
+		v := &obs.Views[i]
 		if v.Label != nodelabel.Installed || !shimspec.HasRCMLabel(v.Node, key) {
 			continue
 		}
@@ -140,7 +140,7 @@ func (r *runtimeClasses) releaseRCMLabels(ctx context.Context, obs *observed) er
 			if err := unlabelNode(ctx, r.client, v.Node.Name, key); err != nil {
 				return err
 			}
-			r.event(obs.shim, v.Node, corev1.EventTypeNormal, "Migrated", "Migrate", "node %s: runtime-class-manager's label %s=%s removed", v.Node.Name, key, v.Node.Labels[key])
+			r.event(obs.Shim, v.Node, corev1.EventTypeNormal, "Migrated", "Migrate", "node %s: runtime-class-manager's label %s=%s removed", v.Node.Name, key, v.Node.Labels[key])
 			return nil
 		})
 	}

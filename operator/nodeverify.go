@@ -48,12 +48,12 @@ func (r *jobStarter) startVerifies(ctx context.Context, obs *observed, budget in
 		at time.Time
 	}
 	var due []dueNode
-	for i := range obs.views {
-		v := &obs.views[i]
+	for i := range obs.Views {
+		v := &obs.Views[i]
 		if v.Verify != nil && v.Verify.Running() {
 			running++
 		}
-		at, ok := v.VerifyDue(obs.hash, r.opts.VerifyPeriod)
+		at, ok := v.VerifyDue(obs.Hash, r.opts.VerifyPeriod)
 		switch {
 		case !ok:
 		case at.After(now):
@@ -70,8 +70,8 @@ func (r *jobStarter) startVerifies(ctx context.Context, obs *observed, budget in
 		if started >= budget-running {
 			break // the next ones when these finish (their Jobs' events)
 		}
-		job := jobview.JobName(obs.shim.Name, v.Node.Name, jobview.OpVerify, obs.hash)
-		if !r.gate.AcquireVerify(v.Node.Name, jobview.LabelValue(obs.shim.Name), job, now) {
+		job := jobview.JobName(obs.Shim.Name, v.Node.Name, jobview.OpVerify, obs.Hash)
+		if !r.gate.AcquireVerify(v.Node.Name, jobview.LabelValue(obs.Shim.Name), job, now) {
 			later(now.Add(nodegate.Retry)) // another Shim's installer runs there
 			continue
 		}
@@ -91,7 +91,7 @@ func (r *jobStarter) startVerifies(ctx context.Context, obs *observed, budget in
 // on the node, and marks the node drifted when it found something.
 func recordVerify(obs *observed, v *fleet.NodeView) inOrder {
 	j := v.Verify
-	found := nodelabel.Verification{ShimUID: obs.shim.UID, SpecHash: j.SpecHash, Time: obs.now.UTC().Truncate(time.Second), Job: j.Object.Name, JobUID: string(j.Object.UID), Machine: record.Machine(v.Node)}
+	found := nodelabel.Verification{ShimUID: obs.Shim.UID, SpecHash: j.SpecHash, Time: obs.Now.UTC().Truncate(time.Second), Job: j.Object.Name, JobUID: string(j.Object.UID), Machine: record.Machine(v.Node)}
 	if done := j.Object.Status.CompletionTime; done != nil {
 		found.Time = done.UTC()
 	}
@@ -99,14 +99,14 @@ func recordVerify(obs *observed, v *fleet.NodeView) inOrder {
 	if j.Failed() {
 		// Nothing found either way: looked at again a period later.
 		reason, msg := j.Failure()
-		acts = append(acts, emitEvent{shim: obs.shim, related: v.Node, eventType: corev1.EventTypeWarning, reason: "VerifyFailed", act: "Verify", msg: failureNote(v.Node.Name, reason, msg)})
+		acts = append(acts, emitEvent{shim: obs.Shim, related: v.Node, eventType: corev1.EventTypeWarning, reason: "VerifyFailed", act: "Verify", msg: failureNote(v.Node.Name, reason, msg)})
 	} else if j.Result != nil {
 		found.Drift = j.Result.Drift
 	}
-	acts = append(acts, markVerified{node: v.Node.Name, shim: obs.shim.Name, found: found})
+	acts = append(acts, markVerified{node: v.Node.Name, shim: obs.Shim.Name, found: found})
 	v.Verified = &found
 	if len(found.Drift) == 0 {
-		acts = append(acts, note{events: &obs.events, reason: "Verified", act: "Verify", detail: "node " + v.Node.Name})
+		acts = append(acts, note{events: &obs.Events, reason: "Verified", act: "Verify", detail: "node " + v.Node.Name})
 	}
-	return append(acts, countJob{shim: obs.shim.Name, job: j})
+	return append(acts, countJob{shim: obs.Shim.Name, job: j})
 }

@@ -66,24 +66,24 @@ const (
 // installs take no time in it.
 func PreviewRollout(shim *v1alpha1.Shim, nodes []*corev1.Node, jobs []*batchv1.Job, result func(*batchv1.Job) *plan.NodeResult, classes []nodev1.RuntimeClass, opts Options, now time.Time) (*Preview, error) {
 	opts = opts.withDefaults()
-	obs := &observed{shim: shim, specHash: nodeview.SpecHash(shim), refusal: shimspec.RefusalOf(shim, opts.settings())}
-	obs.art = shimspec.PinOf(shim, obs.specHash)
-	obs.hash = shimspec.TargetHash(shim, obs.specHash, obs.art)
-	obs.windows, obs.steps, _ = shimspec.RolloutRules(shim)
-	p := &Preview{Shim: shim, Target: obs.hash, Pinned: obs.art != nil || shimspec.PinnedBySpec(shim.Spec.FetchStrategy)}
-	if ref := obs.refusal; ref != nil {
+	obs := &observed{Shim: shim, SpecHash: nodeview.SpecHash(shim), Refusal: shimspec.RefusalOf(shim, opts.settings())}
+	obs.Art = shimspec.PinOf(shim, obs.SpecHash)
+	obs.Hash = shimspec.TargetHash(shim, obs.SpecHash, obs.Art)
+	obs.Windows, obs.Steps, _ = shimspec.RolloutRules(shim)
+	p := &Preview{Shim: shim, Target: obs.Hash, Pinned: obs.Art != nil || shimspec.PinnedBySpec(shim.Spec.FetchStrategy)}
+	if ref := obs.Refusal; ref != nil {
 		p.Refusal = &fleet.Refusal{Reason: ref.Reason, Message: ref.Message}
 	}
-	obs.views = NodeViews(shim, nodes, jobs, result)
-	p.Views = append([]fleet.NodeView(nil), obs.views...)
-	dl := fleet.Delivery{Now: now, Windows: obs.windows, Steps: obs.steps}
+	obs.Views = NodeViews(shim, nodes, jobs, result)
+	p.Views = append([]fleet.NodeView(nil), obs.Views...)
+	dl := fleet.Delivery{Now: now, Windows: obs.Windows, Steps: obs.Steps}
 	if rs := shim.Spec.RolloutStrategy; rs != nil {
 		dl.Paused = rs.Paused
 	}
-	if st := rolloutOf(shim, obs.hash); st != nil && st.Halt != nil {
+	if st := shimspec.RolloutOf(shim, obs.Hash); st != nil && st.Halt != nil {
 		dl.Halt = haltTrip(st.Halt)
 	}
-	sim, err := fleet.Simulate(obs.snapshot(), fleet.Policy{Planner: shimspec.Planner(obs.shim, obs.hash), PlanFor: obs.planFor(opts), Delivery: dl})
+	sim, err := fleet.Simulate(obs.Fleet(), fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), PlanFor: obs.PlanFor(opts.settings()), Delivery: dl})
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/shimkit/shimkit/internal/text"
 
 	"golang.org/x/sync/errgroup"
-	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,6 +26,7 @@ import (
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/decide"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/operator/jobview"
 	"github.com/shimkit/shimkit/operator/metrics"
@@ -89,74 +89,8 @@ func New(c client.Client, recorder events.EventRecorder, opts Options) (*Reconci
 	return r, nil
 }
 
-// observed is everything a reconcile reads, once.
-type observed struct {
-	shim *v1alpha1.Shim
-	// hash is the rollout's target: the spec's hash and the artifact
-	// pinned for it (shimspec.TargetHash); specHash the spec's alone.
-	hash     string
-	specHash string
-	// art is the artifact pinned for the rollout (nil: none, the spec is
-	// refused); shown is what the status shows of it.
-	art, shown *v1alpha1.ResolvedArtifact
-	// retried is the retry request acted on (status.retried).
-	retried string
-	views   []fleet.NodeView
-	// now is when the snapshot was read: the time of the records a
-	// decision writes and of its drift checks.
-	now time.Time
-	// fresh: the result of the view's Job (by index) was read by this
-	// reconcile (readFinished); pulls are the pull failures of running
-	// Jobs by node (readPulls).
-	fresh []bool
-	pulls map[string]*plan.NodeResult
-	// jobs are the operator's Jobs as read (every Shim's), shims every
-	// Shim (the batch offers and the startup taint count them).
-	jobs  []*batchv1.Job
-	shims []v1alpha1.Shim
-	// droppable are the ControllerRevisions a new revision would drop,
-	// by name (readDroppable).
-	droppable map[string]*appsv1.ControllerRevision
-	// classes are the RuntimeClasses read (readClasses); rcmUID the UID
-	// of the runtime-class-manager Shim spec.migrateFrom names, read when
-	// one of them is that Shim's (readPredecessor).
-	classes *classSnapshot
-	rcmUID  types.UID
-	// refusal says why the spec is rolled out to no node (nil: it is).
-	refusal *shimspec.Refusal
-	// takeover holds, by name, why a RuntimeClass of the runtime-class-
-	// manager Shim that spec.migrateFrom names was not taken over.
-	takeover map[string]string
-	// events are the per-node Normal events of this reconcile, emitted
-	// once per reason at its end.
-	events nodeEvents
-	// driftCheck is when a node that just finished an install and lacks a
-	// handler is looked at again (zero: none).
-	driftCheck time.Time
-	// settled: nothing of the rollout is left to do or wait for (the
-	// held-back events go out now); due is when a status held back is
-	// written (zero: none).
-	settled bool
-	due     time.Time
-
-	// windows and steps are the Shim's rollout rules (delivery.go);
-	// tripped is the health gate's trip (nil: healthy, or no gate).
-	windows  rollout.Windows
-	steps    rollout.Steps
-	tripped  *fleet.Trip
-	unjudged bool
-	// reverted is the target whose rollout failed, while the reconcile's
-	// target is the previous revision (revisions.go: revert).
-	reverted string
-	// retriedNow: this reconcile acted on a new retry request, which
-	// lifts a halt of the health gate.
-	retriedNow bool
-	// delivered is where the decision left the rollout; rollout and
-	// revisions are what the status records of it (nil: as it was).
-	delivered fleet.Delivered
-	rollout   *v1alpha1.RolloutStatus
-	revisions []v1alpha1.Revision
-}
+// observed is the reconcile's snapshot (package decide).
+type observed = decide.Snapshot
 
 // Reconcile drives one Shim towards its spec (or, when deleted, towards no
 // node having it).
@@ -181,8 +115,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	defer func() {
 		now := time.Now()
-		due := obs.due
-		if at := r.report.flushEvents(shim, &obs.events, obs.settled || err != nil, now); !at.IsZero() && (due.IsZero() || at.Before(due)) {
+		due := obs.Due
+		if at := r.report.flushEvents(shim, &obs.Events, obs.Settled || err != nil, now); !at.IsZero() && (due.IsZero() || at.Before(due)) {
 			due = at
 		}
 		// Held back events or status: back by then at the latest.
@@ -235,25 +169,25 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	if err := r.client.List(ctx, &shims, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list Shims: %w", err)
 	}
-	obs := &observed{shim: shim, specHash: nodeview.SpecHash(shim), refusal: shimspec.RefusalOf(shim, r.opts.settings()), now: time.Now(), retried: r.retries.latest(shim), jobs: jobs, shims: shims.Items}
-	obs.shown = shim.Status.Artifact
+	obs := &observed{Shim: shim, SpecHash: nodeview.SpecHash(shim), Refusal: shimspec.RefusalOf(shim, r.opts.settings()), Now: time.Now(), Retried: r.retries.latest(shim), Jobs: jobs, Shims: shims.Items}
+	obs.Shown = shim.Status.Artifact
 	switch {
 	case shim.Spec.FetchStrategy.Type == v1alpha1.FetchPreinstalled:
 		// Nothing to fetch, nothing to pin: the nodes' image has it.
-	case obs.refusal == nil && shim.DeletionTimestamp.IsZero():
-		obs.art, obs.shown, obs.refusal = r.resolve.Pin(ctx, shim, obs.specHash)
+	case obs.Refusal == nil && shim.DeletionTimestamp.IsZero():
+		obs.Art, obs.Shown, obs.Refusal = r.resolve.Pin(ctx, shim, obs.SpecHash)
 	default:
-		obs.art = shimspec.PinOf(shim, obs.specHash)
+		obs.Art = shimspec.PinOf(shim, obs.SpecHash)
 	}
-	obs.hash = shimspec.TargetHash(shim, obs.specHash, obs.art)
-	obs.windows, obs.steps, _ = shimspec.RolloutRules(shim) // wrong ones are refused (refusalOf)
+	obs.Hash = shimspec.TargetHash(shim, obs.SpecHash, obs.Art)
+	obs.Windows, obs.Steps, _ = shimspec.RolloutRules(shim) // wrong ones are refused (refusalOf)
 	if err := r.revisions.revert(ctx, obs); err != nil {
 		return nil, err
 	}
-	shim = obs.shim
+	shim = obs.Shim
 	current := map[types.UID]bool{}
 	canary := nodeview.CanaryHash(shim)
-	obs.views = make([]fleet.NodeView, 0, len(nodes))
+	obs.Views = make([]fleet.NodeView, 0, len(nodes))
 	for _, n := range nodes {
 		v := nodeview.View(shim, n, canary)
 		if shim.Spec.FetchStrategy.Type == v1alpha1.FetchImage && !v.Preinstalled {
@@ -266,10 +200,10 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 		if job, ok := held[v.Node.Name]; ok && (v.Job == nil || v.Job.Object.Name != job) {
 			v.Held = true
 		}
-		if why, ok := nodeview.ReadOnlyHost(&v, obs.hash); ok && v.Matching && v.Skip == nil {
+		if why, ok := nodeview.ReadOnlyHost(&v, obs.Hash); ok && v.Matching && v.Skip == nil {
 			v.Skip = &fleet.Skip{Reason: v1alpha1.SkipReadOnlyHost, Detail: why}
 		}
-		obs.views = append(obs.views, v)
+		obs.Views = append(obs.Views, v)
 	}
 	r.reads.results.keep(shim.Name, current)
 	if err := r.reads.readFinished(ctx, obs); err != nil {
@@ -281,10 +215,10 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	if err := r.revisions.readDroppable(ctx, obs); err != nil {
 		return nil, err
 	}
-	if obs.classes, err = r.classes.readClasses(ctx, obs.shim); err != nil {
+	if obs.Classes, err = r.classes.readClasses(ctx, obs.Shim); err != nil {
 		return nil, err
 	}
-	if obs.rcmUID, err = r.classes.readPredecessor(ctx, obs); err != nil {
+	if obs.RCMUID, err = r.classes.readPredecessor(ctx, obs); err != nil {
 		return nil, err
 	}
 	return obs, nil
@@ -331,7 +265,7 @@ func (r *Reconciler) install(ctx context.Context, obs *observed, acts []action) 
 	if err := r.gateCheck.checkGate(ctx, obs); err != nil {
 		return ctrl.Result{}, err
 	}
-	d, err := fleet.Decide(obs.snapshot(), fleet.Policy{Planner: shimspec.Planner(obs.shim, obs.hash), Shared: r.batch.sharedNodes(obs), PlanFor: obs.planFor(r.opts), Delivery: r.delivery(obs)})
+	d, err := fleet.Decide(obs.Fleet(), fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), Shared: r.batch.sharedNodes(obs), PlanFor: obs.PlanFor(r.opts.settings()), Delivery: r.delivery(obs)})
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -341,7 +275,7 @@ func (r *Reconciler) install(ctx context.Context, obs *observed, acts []action) 
 	}
 	// The finalizer first, before anything is on a node: a deleted Shim
 	// waits for its nodes to be clean.
-	if err := r.ensureFinalizer(ctx, obs.shim); err != nil {
+	if err := r.ensureFinalizer(ctx, obs.Shim); err != nil {
 		return ctrl.Result{}, err
 	}
 	// What the decision does not depend on, written once it is made: the
@@ -380,12 +314,12 @@ func (r *Reconciler) install(ctx context.Context, obs *observed, acts []action) 
 	if err := r.exec.act(ctx, decideTaints(obs)); err != nil {
 		return ctrl.Result{}, err
 	}
-	obs.settled = d.Done() || d.Rollin.Halted || d.Delivered.Hold != fleet.HoldNone
+	obs.Settled = d.Done() || d.Rollin.Halted || d.Delivered.Hold != fleet.HoldNone
 	if err := r.report.updateStatus(ctx, obs, d.Rollin, d.Removal, rcs); err != nil {
 		return ctrl.Result{}, err
 	}
 	var verifyAt time.Time
-	if d.Done() && obs.refusal == nil && !rcs.canaryBlocked {
+	if d.Done() && obs.Refusal == nil && !rcs.canaryBlocked {
 		if verifyAt, err = r.starter.startVerifies(ctx, obs, d.Rollin.Budget); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -418,7 +352,7 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, shim *v1alpha1.Shim) e
 // label, are dropped.
 func (r *Reconciler) prepareNodes(ctx context.Context, obs *observed) error {
 	var err error
-	if obs.takeover, err = r.classes.takeOverRuntimeClasses(ctx, obs); err != nil {
+	if obs.Takeover, err = r.classes.takeOverRuntimeClasses(ctx, obs); err != nil {
 		return err
 	}
 	if err := r.classes.releaseRCMLabels(ctx, obs); err != nil {
@@ -432,10 +366,10 @@ func (r *Reconciler) prepareNodes(ctx context.Context, obs *observed) error {
 // the status does not show it yet.
 func (r *reporter) reportDecision(obs *observed, d fleet.Decision) {
 	for _, v := range d.Unplanned {
-		r.event(obs.shim, v.Node, corev1.EventTypeWarning, "InstallFailed", "Install", "%s", failureNote(v.Node.Name, string(planReason(v.PlanErr)), v.PlanErr.Error()))
+		r.event(obs.Shim, v.Node, corev1.EventTypeWarning, "InstallFailed", "Install", "%s", failureNote(v.Node.Name, string(planReason(v.PlanErr)), v.PlanErr.Error()))
 	}
-	if obs.refusal != nil && !obs.refusal.Shown(obs.shim) {
-		r.event(obs.shim, nil, corev1.EventTypeWarning, obs.refusal.Reason, "Install", "%s", obs.refusal.Message)
+	if obs.Refusal != nil && !obs.Refusal.Shown(obs.Shim) {
+		r.event(obs.Shim, nil, corev1.EventTypeWarning, obs.Refusal.Reason, "Install", "%s", obs.Refusal.Message)
 	}
 }
 
@@ -446,7 +380,7 @@ func (r *jobStarter) startNodes(ctx context.Context, obs *observed, d fleet.Deci
 	g := r.group(ctx)
 	for _, name := range d.Rollin.Start {
 		v := d.ByName[name]
-		reason := r.installReason(obs.shim, v.Node, v.Installed(), v.Drifted)
+		reason := r.installReason(obs.Shim, v.Node, v.Installed(), v.Drifted)
 		b, ok := r.batch.admitInstall(obs, v)
 		if !ok {
 			waiting = true
@@ -480,14 +414,14 @@ func (r *jobStarter) startNodes(ctx context.Context, obs *observed, d fleet.Deci
 func (r *Reconciler) requeueAfter(obs *observed, d fleet.Decision, verifyAt time.Time, batchWait time.Duration, waiting bool) time.Duration {
 	switch {
 	case d.Done():
-		after := r.resolve.Next(obs.shim, obs.art, time.Now())
+		after := r.resolve.Next(obs.Shim, obs.Art, time.Now())
 		if !verifyAt.IsZero() {
 			if w := time.Until(verifyAt); after == 0 || w < after {
 				after = max(w, time.Second)
 			}
 		}
-		if !obs.driftCheck.IsZero() {
-			if w := time.Until(obs.driftCheck) + time.Second; after == 0 || w < after {
+		if !obs.DriftCheck.IsZero() {
+			if w := time.Until(obs.DriftCheck) + time.Second; after == 0 || w < after {
 				after = w
 			}
 		}
@@ -518,10 +452,10 @@ func (r *jobStarter) installReason(shim *v1alpha1.Shim, node *corev1.Node, insta
 // uninstallAll removes the shim from every node that has it, rolling; then
 // deletes the RuntimeClasses and lets the Shim go.
 func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed, acts []action) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(obs.shim, Finalizer) {
+	if !controllerutil.ContainsFinalizer(obs.Shim, Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	d, err := fleet.DecideRemoval(obs.snapshot(), shimspec.Planner(obs.shim, obs.hash), r.delivery(obs))
+	d, err := fleet.DecideRemoval(obs.Fleet(), shimspec.Planner(obs.Shim, obs.Hash), r.delivery(obs))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -535,7 +469,7 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed, acts []act
 	if _, err := r.starter.startNodes(ctx, obs, d); err != nil {
 		return ctrl.Result{}, err
 	}
-	obs.settled = d.Removal.Done || d.Removal.Halted
+	obs.Settled = d.Removal.Done || d.Removal.Halted
 	if !d.Removal.Done {
 		if err := r.report.updateStatus(ctx, obs, rollout.Plan{}, d.Removal, classes{}); err != nil {
 			return ctrl.Result{}, err
@@ -554,14 +488,14 @@ func (r *Reconciler) release(ctx context.Context, obs *observed) error {
 	if err := r.classes.deleteRuntimeClasses(ctx, obs); err != nil {
 		return err
 	}
-	patch := client.MergeFrom(obs.shim.DeepCopy())
-	controllerutil.RemoveFinalizer(obs.shim, Finalizer)
-	if err := r.client.Patch(ctx, obs.shim, patch); err != nil && !apierrors.IsNotFound(err) {
+	patch := client.MergeFrom(obs.Shim.DeepCopy())
+	controllerutil.RemoveFinalizer(obs.Shim, Finalizer)
+	if err := r.client.Patch(ctx, obs.Shim, patch); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	log.FromContext(ctx).Info("shim removed from every node", "shim", obs.shim.Name)
-	r.metrics.Forget(obs.shim.Name)
-	r.reads.results.keep(obs.shim.Name, nil)
+	log.FromContext(ctx).Info("shim removed from every node", "shim", obs.Shim.Name)
+	r.metrics.Forget(obs.Shim.Name)
+	r.reads.results.keep(obs.Shim.Name, nil)
 	return nil
 }
 
@@ -577,7 +511,7 @@ func planReason(err error) plan.Reason {
 // starts its uninstall Job.
 func (r *jobStarter) startUninstall(ctx context.Context, obs *observed, v *fleet.NodeView) error {
 	if v.Label != "" && v.Label != fleet.LabelUninstalling {
-		if err := nodelabel.SetState(ctx, r.client, v.Node.Name, obs.shim.Name, fleet.LabelUninstalling); err != nil {
+		if err := nodelabel.SetState(ctx, r.client, v.Node.Name, obs.Shim.Name, fleet.LabelUninstalling); err != nil {
 			return err
 		}
 		v.Label = fleet.LabelUninstalling
@@ -588,18 +522,18 @@ func (r *jobStarter) startUninstall(ctx context.Context, obs *observed, v *fleet
 // startJob creates the node's Job. A finished Job of the same name (an
 // earlier round of the same operation) is deleted first.
 func (r *jobStarter) startJob(ctx context.Context, obs *observed, v *fleet.NodeView, op, reason string) error {
-	hash := obs.hash
+	hash := obs.Hash
 	if op == jobview.OpUninstall {
 		hash = v.SpecHash
 	}
 	p := v.Plan
 	if p == nil || p.Operation != plan.Operation(op) {
 		var err error
-		if p, err = shimspec.Build(obs.shim, v.Node, plan.Operation(op), r.opts.settings(), obs.target()); err != nil {
+		if p, err = shimspec.Build(obs.Shim, v.Node, plan.Operation(op), r.opts.settings(), obs.Target()); err != nil {
 			return err
 		}
 	}
-	job, err := r.buildJob(obs.shim, v.Node, p, hash)
+	job, err := r.buildJob(obs.Shim, v.Node, p, hash)
 	if err != nil {
 		return err
 	}
@@ -610,7 +544,7 @@ func (r *jobStarter) startJob(ctx context.Context, obs *observed, v *fleet.NodeV
 	if op != jobview.OpVerify {
 		v.Held = true // changing from now on, before the cache shows its Job
 	}
-	obs.events.add(reason, opAction(op), fmt.Sprintf("node %s (Job %s)", v.Node.Name, job.Name))
+	obs.Events.Add(reason, opAction(op), fmt.Sprintf("node %s (Job %s)", v.Node.Name, job.Name))
 	return nil
 }
 
@@ -621,11 +555,11 @@ func (r *jobStarter) startJob(ctx context.Context, obs *observed, v *fleet.NodeV
 func (r *jobStarter) createJob(ctx context.Context, obs *observed, job *batchv1.Job, node string) (bool, error) {
 	err := r.client.Create(ctx, job)
 	if apierrors.IsAlreadyExists(err) {
-		i := slices.IndexFunc(obs.jobs, func(j *batchv1.Job) bool { return j.Name == job.Name && j.Namespace == job.Namespace })
+		i := slices.IndexFunc(obs.Jobs, func(j *batchv1.Job) bool { return j.Name == job.Name && j.Namespace == job.Namespace })
 		if i < 0 {
 			return false, nil
 		}
-		old := obs.jobs[i]
+		old := obs.Jobs[i]
 		if ov := jobview.ViewOf(old); ov.Running() {
 			return false, nil
 		}
@@ -662,7 +596,7 @@ func (r *deps) event(shim *v1alpha1.Shim, related runtime.Object, eventType, rea
 func failedNodes(obs *observed, install, removal rollout.Plan) []v1alpha1.NodeFailure {
 	var out []v1alpha1.NodeFailure
 	for _, name := range slices.Concat(install.Failed, removal.Failed) {
-		for _, v := range obs.views {
+		for _, v := range obs.Views {
 			if v.Node.Name != name {
 				continue
 			}
@@ -678,21 +612,4 @@ func failedNodes(obs *observed, install, removal rollout.Plan) []v1alpha1.NodeFa
 		}
 	}
 	return out
-}
-
-// target is what the rollout installs: the hash and the pinned artifact.
-func (o *observed) target() shimspec.Target { return shimspec.Target{Hash: o.hash, Art: o.art} }
-
-// snapshot is what the decision reads of the reconcile's observations
-// (its node views are the reconcile's own: a decision fills in their
-// plans).
-func (o *observed) snapshot() fleet.Snapshot {
-	return fleet.Snapshot{Shim: o.shim, Hash: o.hash, Refused: o.refusal != nil, Nodes: o.views}
-}
-
-// planFor builds a node's install plan towards the rollout's target.
-func (o *observed) planFor(opts Options) func(*corev1.Node) (*plan.NodePlan, error) {
-	return func(n *corev1.Node) (*plan.NodePlan, error) {
-		return shimspec.Build(o.shim, n, plan.OpInstall, opts.settings(), o.target())
-	}
 }

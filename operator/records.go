@@ -26,15 +26,15 @@ import (
 func decideStaleRecords(obs *observed) []action {
 	var events []action
 	var writes together
-	for i := range obs.views {
-		v := &obs.views[i]
+	for i := range obs.Views {
+		v := &obs.Views[i]
 		switch {
 		case v.Reimaged:
 			// A new machine under the node's name: the old one's label (no
 			// new pod lands there), hash and records go in one patch.
-			events = append(events, emitEvent{shim: obs.shim, related: v.Node, eventType: corev1.EventTypeWarning, reason: "Reimaged", act: "Install",
+			events = append(events, emitEvent{shim: obs.Shim, related: v.Node, eventType: corev1.EventTypeWarning, reason: "Reimaged", act: "Install",
 				msg: fmt.Sprintf("node %s is another machine now (%s): it loses the shim's label and is installed again", v.Node.Name, record.Machine(v.Node))})
-			writes = append(writes, unmark{node: v.Node.Name, shim: obs.shim.Name})
+			writes = append(writes, unmark{node: v.Node.Name, shim: obs.Shim.Name})
 		case len(v.Stale) > 0:
 			writes = append(writes, dropRecords{node: v.Node.Name, keys: v.Stale})
 		}
@@ -48,9 +48,9 @@ func decideStaleRecords(obs *observed) []action {
 // to uninstall), a verification, a stale record.
 func decideForget(obs *observed) []action {
 	var writes together
-	for i := range obs.views {
-		if v := &obs.views[i]; v.HasRecords() {
-			writes = append(writes, unmark{node: v.Node.Name, shim: obs.shim.Name})
+	for i := range obs.Views {
+		if v := &obs.Views[i]; v.HasRecords() {
+			writes = append(writes, unmark{node: v.Node.Name, shim: obs.Shim.Name})
 		}
 	}
 	return []action{writes}

@@ -73,7 +73,7 @@ func describeActs(acts []action) []string {
 // recordsObs is a snapshot of the Shim spin at hash h1 with a view per
 // node, each with the Job given (nil: none).
 func recordsObs(shim *v1alpha1.Shim, jobs map[string]*jobview.View, failures map[string]*nodelabel.Failure) *observed {
-	obs := &observed{shim: shim, hash: "h1", specHash: "h1", now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
+	obs := &observed{Shim: shim, Hash: "h1", SpecHash: "h1", Now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
 	for _, name := range slices.Sorted(func(yield func(string) bool) {
 		for n := range jobs {
 			if !yield(n) {
@@ -94,9 +94,9 @@ func recordsObs(shim *v1alpha1.Shim, jobs map[string]*jobview.View, failures map
 			}
 		}
 		v.Failure = failures[name]
-		obs.views = append(obs.views, v)
+		obs.Views = append(obs.Views, v)
 	}
-	obs.fresh = make([]bool, len(obs.views))
+	obs.Fresh = make([]bool, len(obs.Views))
 	return obs
 }
 
@@ -158,8 +158,8 @@ func TestDecideRecords(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obs := recordsObs(tc.shim.DeepCopy(), tc.jobs, tc.failures)
-			for i := range obs.fresh {
-				obs.fresh[i] = tc.fresh
+			for i := range obs.Fresh {
+				obs.Fresh[i] = tc.fresh
 			}
 			acts, err := decideRecords(obs)
 			if err != nil {
@@ -173,7 +173,7 @@ func TestDecideRecords(t *testing.T) {
 				t.Errorf("actions (-want +got):\n%s", diff)
 			}
 			var failedOn []string
-			for _, v := range obs.views {
+			for _, v := range obs.Views {
 				if v.Label != tc.labels[v.Node.Name] {
 					t.Errorf("node %s: label %q, want %q", v.Node.Name, v.Label, tc.labels[v.Node.Name])
 				}
@@ -200,7 +200,7 @@ func TestDecideStuckPulls(t *testing.T) {
 		return j
 	}
 	obs := recordsObs(shim, map[string]*jobview.View{"n1": running(), "n2": running(), "n3": nil}, nil)
-	obs.pulls = map[string]*plan.NodeResult{"n2": {Outcome: plan.Failed, Reason: plan.ReasonImagePullFailed, Message: "not found"}}
+	obs.Pulls = map[string]*plan.NodeResult{"n2": {Outcome: plan.Failed, Reason: plan.ReasonImagePullFailed, Message: "not found"}}
 	acts, err := decideStuckPulls(obs)
 	if err != nil {
 		t.Fatal(err)
@@ -208,8 +208,8 @@ func TestDecideStuckPulls(t *testing.T) {
 	if diff := cmp.Diff([]string{"together: [end Job job-n2 of n2: ImagePullFailed]"}, describeActs(acts)); diff != "" {
 		t.Errorf("actions (-want +got):\n%s", diff)
 	}
-	if want := obs.now.Add(pullCheck); !obs.due.Equal(want) {
-		t.Errorf("due %v, want %v", obs.due, want)
+	if want := obs.Now.Add(pullCheck); !obs.Due.Equal(want) {
+		t.Errorf("due %v, want %v", obs.Due, want)
 	}
 	shim.Spec.FetchStrategy = decideShim().Spec.FetchStrategy
 	if acts, _ := decideStuckPulls(obs); len(acts) != 0 {
@@ -266,19 +266,19 @@ func TestDecideNodeRecords(t *testing.T) {
 				// wasm selects n1 and n2; only n2 has it.
 				wasm := other.DeepCopy()
 				wasm.Spec.NodeSelector = map[string]string{"pool": "a"}
-				obs.shims = []v1alpha1.Shim{*obs.shim, *wasm}
+				obs.Shims = []v1alpha1.Shim{*obs.Shim, *wasm}
 			},
 			decide: func(obs *observed, _ *fleet.Decision) []action { return decideTaints(obs) },
 			want:   []string{"together: [untaint n2]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			obs := &observed{shim: shim.DeepCopy(), hash: "h1", specHash: "h1", now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
+			obs := &observed{Shim: shim.DeepCopy(), Hash: "h1", SpecHash: "h1", Now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
 			for _, n := range tc.nodes {
-				obs.views = append(obs.views, nodeview.View(obs.shim, n, ""))
+				obs.Views = append(obs.Views, nodeview.View(obs.Shim, n, ""))
 			}
 			d := &fleet.Decision{ByName: map[string]*fleet.NodeView{}}
-			for i := range obs.views {
-				d.ByName[obs.views[i].Node.Name] = &obs.views[i]
+			for i := range obs.Views {
+				d.ByName[obs.Views[i].Node.Name] = &obs.Views[i]
 			}
 			if tc.setup != nil {
 				tc.setup(obs, d)

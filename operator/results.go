@@ -66,32 +66,32 @@ func (rs *results) keep(shim string, keep map[types.UID]bool) {
 // (not known from an earlier reconcile) is marked fresh: its failure is
 // reported once.
 func (r *resultReader) readFinished(ctx context.Context, obs *observed) error {
-	obs.fresh = make([]bool, len(obs.views))
+	obs.Fresh = make([]bool, len(obs.Views))
 	g := r.group(ctx)
-	for i := range obs.views {
-		v := &obs.views[i]
+	for i := range obs.Views {
+		v := &obs.Views[i]
 		if j := v.Job; j != nil && !j.ResultRead && (j.Failed() || j.Succeeded() && v.Unrecorded()) {
 			g.Go(func() error {
-				res, err := r.resultOf(ctx, j.Object, obs.shim.Name)
+				res, err := r.resultOf(ctx, j.Object, obs.Shim.Name)
 				if err != nil {
 					// Not fatal: the Job's condition stands in, and a failed
 					// Job's pods are read again next time.
 					log.FromContext(ctx).Error(err, "reading the installer's result", "node", v.Node.Name)
 					return nil
 				}
-				j.Result, j.ResultRead, obs.fresh[i] = res, true, true
-				r.results.put(obs.shim.Name, j.Object.UID, res)
+				j.Result, j.ResultRead, obs.Fresh[i] = res, true, true
+				r.results.put(obs.Shim.Name, j.Object.UID, res)
 				return nil
 			})
 		}
 		if j := v.Verify; v.Unverified() {
 			g.Go(func() error {
-				res, err := r.resultOf(ctx, j.Object, obs.shim.Name)
+				res, err := r.resultOf(ctx, j.Object, obs.Shim.Name)
 				if err != nil {
 					return fmt.Errorf("verification of node %s: %w", v.Node.Name, err)
 				}
 				j.Result, j.ResultRead = res, true
-				r.results.put(obs.shim.Name, j.Object.UID, res)
+				r.results.put(obs.Shim.Name, j.Object.UID, res)
 				return nil
 			})
 		}
@@ -108,18 +108,18 @@ func (r *resultReader) readFinished(ctx context.Context, obs *observed) error {
 // not.
 func decideFinished(obs *observed) []action {
 	var writes together
-	for i := range obs.views {
-		v := &obs.views[i]
+	for i := range obs.Views {
+		v := &obs.Views[i]
 		if j := v.Job; j != nil && (j.Failed() || j.Succeeded() && v.Unrecorded()) {
-			writes = append(writes, recordJob(obs, v, obs.fresh[i]))
+			writes = append(writes, recordJob(obs, v, obs.Fresh[i]))
 		}
 		if v.Unverified() {
 			writes = append(writes, recordVerify(obs, v))
 		}
 	}
-	for i := range obs.views {
-		if at := obs.views[i].DetectDrift(obs.shim, obs.hash, obs.now); !at.IsZero() && (obs.driftCheck.IsZero() || at.Before(obs.driftCheck)) {
-			obs.driftCheck = at
+	for i := range obs.Views {
+		if at := obs.Views[i].DetectDrift(obs.Shim, obs.Hash, obs.Now); !at.IsZero() && (obs.DriftCheck.IsZero() || at.Before(obs.DriftCheck)) {
+			obs.DriftCheck = at
 		}
 	}
 	return []action{writes}
@@ -133,12 +133,12 @@ func recordJob(obs *observed, v *fleet.NodeView, fresh bool) inOrder {
 	var acts inOrder
 	if j.Failed() && fresh {
 		reason, msg := j.Failure()
-		acts = append(acts, emitEvent{shim: obs.shim, related: v.Node, eventType: corev1.EventTypeWarning, reason: opAction(j.Op) + "Failed", act: opAction(j.Op), msg: failureNote(v.Node.Name, reason, msg)})
+		acts = append(acts, emitEvent{shim: obs.Shim, related: v.Node, eventType: corev1.EventTypeWarning, reason: opAction(j.Op) + "Failed", act: opAction(j.Op), msg: failureNote(v.Node.Name, reason, msg)})
 	}
-	name := obs.shim.Name
+	name := obs.Shim.Name
 	switch {
 	case j.Sibling():
-		return append(acts, note{events: &obs.events, reason: "RetryAlone", act: "Install", detail: fmt.Sprintf("node %s (Job %s: another Shim's plan failed; installing this one again, alone)", v.Node.Name, j.Object.Name)})
+		return append(acts, note{events: &obs.Events, reason: "RetryAlone", act: "Install", detail: fmt.Sprintf("node %s (Job %s: another Shim's plan failed; installing this one again, alone)", v.Node.Name, j.Object.Name)})
 	case j.Failed() && j.Batch > 0 && !j.ResultRead:
 		// Whose plan failed is in the result: read again next time.
 		return acts
@@ -147,22 +147,22 @@ func recordJob(obs *observed, v *fleet.NodeView, fresh bool) inOrder {
 	}
 	switch j.Op {
 	case jobview.OpInstall:
-		acts = append(acts, markInstalled{node: v.Node, shim: name, uid: obs.shim.UID, specHash: j.SpecHash})
+		acts = append(acts, markInstalled{node: v.Node, shim: name, uid: obs.Shim.UID, specHash: j.SpecHash})
 		// As MarkOn writes: the label, the hash and a verification of this
 		// machine (a former machine's label is no longer there to drop).
 		v.Label, v.SpecHash, v.Reimaged = nodelabel.Installed, j.SpecHash, false
-		v.Verified = &nodelabel.Verification{ShimUID: obs.shim.UID, SpecHash: j.SpecHash, Time: obs.now, Machine: record.Machine(v.Node)}
+		v.Verified = &nodelabel.Verification{ShimUID: obs.Shim.UID, SpecHash: j.SpecHash, Time: obs.Now, Machine: record.Machine(v.Node)}
 		digest := ""
 		if j.Result != nil && j.Result.Digest != "" {
 			digest = ", " + j.Result.Digest
 		}
-		acts = append(acts, note{events: &obs.events, reason: "Installed", act: "Install", detail: fmt.Sprintf("node %s (spec %s%s)", v.Node.Name, j.SpecHash, digest)})
+		acts = append(acts, note{events: &obs.Events, reason: "Installed", act: "Install", detail: fmt.Sprintf("node %s (spec %s%s)", v.Node.Name, j.SpecHash, digest)})
 	case jobview.OpUninstall:
 		acts = append(acts, unmark{node: v.Node.Name, shim: name})
 		// As Unmark removes: the label, the hash and every record, a
 		// predecessor's or a former machine's included.
 		v.Label, v.SpecHash, v.Verified, v.Failure, v.Stale, v.Reimaged = "", "", nil, nil, nil, false
-		acts = append(acts, note{events: &obs.events, reason: "Uninstalled", act: "Uninstall", detail: "node " + v.Node.Name})
+		acts = append(acts, note{events: &obs.Events, reason: "Uninstalled", act: "Uninstall", detail: "node " + v.Node.Name})
 	}
 	return append(acts, countJob{shim: name, job: j})
 }
@@ -179,9 +179,9 @@ func recordFailure(obs *observed, v *fleet.NodeView) []action {
 	if f := v.Failure; f != nil && f.Job == j.Object.Name && f.Op == j.Op && f.SpecHash == j.SpecHash && f.Reason == reason && f.Canary == canary {
 		return nil
 	}
-	f := nodelabel.Failure{ShimUID: obs.shim.UID, Op: j.Op, SpecHash: j.SpecHash, Reason: reason, Message: msg, Canary: canary, Job: j.Object.Name, Time: obs.now.UTC().Truncate(time.Second), Machine: record.Machine(v.Node)}
+	f := nodelabel.Failure{ShimUID: obs.Shim.UID, Op: j.Op, SpecHash: j.SpecHash, Reason: reason, Message: msg, Canary: canary, Job: j.Object.Name, Time: obs.Now.UTC().Truncate(time.Second), Machine: record.Machine(v.Node)}
 	v.Failure = &f
-	return []action{markFailed{node: v.Node.Name, shim: obs.shim.Name, failure: f}, countJob{shim: obs.shim.Name, job: j}}
+	return []action{markFailed{node: v.Node.Name, shim: obs.Shim.Name, failure: f}, countJob{shim: obs.Shim.Name, job: j}}
 }
 
 // readResult returns the shim's NodeResult that the installer wrote as the

@@ -31,18 +31,18 @@ func retrySelection(value string) (all bool, nodes map[string]bool) {
 // planner starts them again under maxUpdate. The views are left as the
 // actions will leave the nodes.
 func decideRetry(obs *observed) []action {
-	shim := obs.shim
+	shim := obs.Shim
 	req := shim.Annotations[v1alpha1.RetryAnnotation]
-	if req == "" || req == obs.retried {
+	if req == "" || req == obs.Retried {
 		return nil
 	}
-	obs.retriedNow = true
+	obs.RetriedNow = true
 	all, names := retrySelection(req)
 	var writes together
 	var retried []string
 	remember := rememberRetry{shim: shim, request: req}
-	for i := range obs.views {
-		v := &obs.views[i]
+	for i := range obs.Views {
+		v := &obs.Views[i]
 		if !v.FailedNode() || !all && !names[v.Node.Name] {
 			continue
 		}
@@ -59,7 +59,7 @@ func decideRetry(obs *observed) []action {
 		writes = append(writes, steps)
 		retried = append(retried, v.Node.Name)
 	}
-	obs.retried = req
+	obs.Retried = req
 	acts := []action{writes, remember}
 	if len(retried) > 0 {
 		acts = append(acts, emitEvent{shim: shim, eventType: corev1.EventTypeNormal, reason: "Retry", act: "Install",

@@ -42,36 +42,36 @@ func revisionName(shim *v1alpha1.Shim, target string) string {
 // its spec and pinned artifact, and the status lists it first. The
 // oldest beyond maxRevisions go, with their ControllerRevisions.
 func (r *revisionStore) recordRevision(ctx context.Context, obs *observed) error {
-	revs := obs.shim.Status.Revisions
-	if len(revs) > 0 && revs[0].SpecHash == obs.hash {
-		obs.revisions = revs
+	revs := obs.Shim.Status.Revisions
+	if len(revs) > 0 && revs[0].SpecHash == obs.Hash {
+		obs.Revisions = revs
 		return nil
 	}
-	data, err := json.Marshal(RevisionData{Spec: obs.shim.Spec, Artifact: obs.art})
+	data, err := json.Marshal(RevisionData{Spec: obs.Shim.Spec, Artifact: obs.Art})
 	if err != nil {
 		return err
 	}
 	now := r.opts.Clock.Now()
 	cr := &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: revisionName(obs.shim, obs.hash), Namespace: r.opts.Namespace,
-			Labels:          map[string]string{jobview.LabelShim: jobview.LabelValue(obs.shim.Name), jobview.LabelManagedBy: jobview.ManagedBy},
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(obs.shim, v1alpha1.GroupVersion.WithKind("Shim"))},
+			Name: revisionName(obs.Shim, obs.Hash), Namespace: r.opts.Namespace,
+			Labels:          map[string]string{jobview.LabelShim: jobview.LabelValue(obs.Shim.Name), jobview.LabelManagedBy: jobview.ManagedBy},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(obs.Shim, v1alpha1.GroupVersion.WithKind("Shim"))},
 		},
 		Data:     runtime.RawExtension{Raw: data},
 		Revision: now.Unix(),
 	}
 	if err := r.client.Create(ctx, cr); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("shim %s: record revision %s: %w", obs.shim.Name, cr.Name, err)
+		return fmt.Errorf("shim %s: record revision %s: %w", obs.Shim.Name, cr.Name, err)
 	}
-	rev := v1alpha1.Revision{SpecHash: obs.hash, Time: metav1.NewTime(now.Truncate(time.Second)), ControllerRevision: cr.Name}
-	if obs.art != nil {
-		rev.Digest = obs.art.Digest
+	rev := v1alpha1.Revision{SpecHash: obs.Hash, Time: metav1.NewTime(now.Truncate(time.Second)), ControllerRevision: cr.Name}
+	if obs.Art != nil {
+		rev.Digest = obs.Art.Digest
 	}
 	kept := []v1alpha1.Revision{rev}
 	for _, old := range revs {
 		switch {
-		case old.SpecHash == obs.hash:
+		case old.SpecHash == obs.Hash:
 		case len(kept) < maxRevisions:
 			kept = append(kept, old)
 		default:
@@ -80,7 +80,7 @@ func (r *revisionStore) recordRevision(ctx context.Context, obs *observed) error
 			}
 		}
 	}
-	obs.revisions = kept
+	obs.Revisions = kept
 	return nil
 }
 
@@ -90,8 +90,8 @@ func (r *revisionStore) recordRevision(ctx context.Context, obs *observed) error
 // read. A target recorded already, or a revert's, records nothing: no
 // read (a rolled-out Shim's reconciles read no revision).
 func (r *revisionStore) readDroppable(ctx context.Context, obs *observed) error {
-	revs := obs.shim.Status.Revisions
-	if obs.reverted != "" || len(revs) > 0 && revs[0].SpecHash == obs.hash {
+	revs := obs.Shim.Status.Revisions
+	if obs.Reverted != "" || len(revs) > 0 && revs[0].SpecHash == obs.Hash {
 		return nil // the target is recorded already (or is not recorded: a revert)
 	}
 	for _, old := range revs[min(len(revs), maxRevisions-1):] {
@@ -101,12 +101,12 @@ func (r *revisionStore) readDroppable(ctx context.Context, obs *observed) error 
 		case apierrors.IsNotFound(err):
 			continue
 		case err != nil:
-			return fmt.Errorf("shim %s: revision %s: %w", obs.shim.Name, old.ControllerRevision, err)
+			return fmt.Errorf("shim %s: revision %s: %w", obs.Shim.Name, old.ControllerRevision, err)
 		}
-		if obs.droppable == nil {
-			obs.droppable = map[string]*appsv1.ControllerRevision{}
+		if obs.Droppable == nil {
+			obs.Droppable = map[string]*appsv1.ControllerRevision{}
 		}
-		obs.droppable[cr.Name] = cr
+		obs.Droppable[cr.Name] = cr
 	}
 	return nil
 }
@@ -114,13 +114,13 @@ func (r *revisionStore) readDroppable(ctx context.Context, obs *observed) error 
 // deleteRevision deletes a ControllerRevision the Shim owns, as read
 // (readDroppable; another's of the name is left alone).
 func (r *revisionStore) deleteRevision(ctx context.Context, obs *observed, name string) error {
-	cr := obs.droppable[name]
-	if cr == nil || !revisionOwnedBy(cr, obs.shim) {
+	cr := obs.Droppable[name]
+	if cr == nil || !revisionOwnedBy(cr, obs.Shim) {
 		return nil
 	}
 	err := r.client.Delete(ctx, cr, client.Preconditions{UID: &cr.UID})
 	if client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("shim %s: delete revision %s: %w", obs.shim.Name, name, err)
+		return fmt.Errorf("shim %s: delete revision %s: %w", obs.Shim.Name, name, err)
 	}
 	return nil
 }
@@ -152,19 +152,19 @@ func (r *revisionStore) revert(ctx context.Context, obs *observed) error {
 	if rev == nil {
 		return nil
 	}
-	data, err := r.loadRevision(ctx, obs.shim, *rev)
+	data, err := r.loadRevision(ctx, obs.Shim, *rev)
 	if apierrors.IsNotFound(err) {
-		r.event(obs.shim, nil, "Warning", "RevertFailed", "Revert", "%v: the rollout stays halted", err)
+		r.event(obs.Shim, nil, "Warning", "RevertFailed", "Revert", "%v: the rollout stays halted", err)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	prev := obs.shim.DeepCopy()
+	prev := obs.Shim.DeepCopy()
 	prev.Spec = data.Spec
-	prev.Spec.RolloutStrategy = obs.shim.Spec.RolloutStrategy
-	obs.reverted = obs.hash
-	obs.shim, obs.art, obs.shown, obs.hash, obs.specHash = prev, data.Artifact, data.Artifact, rev.SpecHash, nodeview.SpecHash(prev)
+	prev.Spec.RolloutStrategy = obs.Shim.Spec.RolloutStrategy
+	obs.Reverted = obs.Hash
+	obs.Shim, obs.Art, obs.Shown, obs.Hash, obs.SpecHash = prev, data.Artifact, data.Artifact, rev.SpecHash, nodeview.SpecHash(prev)
 	return nil
 }
 
@@ -173,12 +173,12 @@ func (r *revisionStore) revert(ctx context.Context, obs *observed) error {
 // the current target failed and goes back, and the Shim is not being
 // deleted (nil: none).
 func revertTarget(obs *observed) *v1alpha1.Revision {
-	st := obs.shim.Status.Rollout
-	if st == nil || st.RevertedTo == "" || st.SpecHash != obs.hash || !obs.shim.DeletionTimestamp.IsZero() {
+	st := obs.Shim.Status.Rollout
+	if st == nil || st.RevertedTo == "" || st.SpecHash != obs.Hash || !obs.Shim.DeletionTimestamp.IsZero() {
 		return nil
 	}
-	for i := range obs.shim.Status.Revisions {
-		if rev := &obs.shim.Status.Revisions[i]; rev.SpecHash == st.RevertedTo && rev.SpecHash != obs.hash {
+	for i := range obs.Shim.Status.Revisions {
+		if rev := &obs.Shim.Status.Revisions[i]; rev.SpecHash == st.RevertedTo && rev.SpecHash != obs.Hash {
 			return rev
 		}
 	}

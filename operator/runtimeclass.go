@@ -41,28 +41,28 @@ type classes struct {
 // conflict, only a rollout that is about to start).
 func (r *runtimeClasses) ensureRuntimeClasses(ctx context.Context, obs *observed, starting bool) (classes, error) {
 	anyInstalled, anyTouched := false, false
-	for _, v := range obs.views {
+	for _, v := range obs.Views {
 		anyInstalled = anyInstalled || v.Label == nodelabel.Installed
 		// A node whose image has the shim runs no installer, so no canary.
 		anyTouched = anyTouched || !v.Preinstalled && v.Touched() || v.Held
 	}
-	specs := shimspec.Classes(obs.shim)
-	canary, withCanary := shimspec.CanaryClass(obs.shim)
+	specs := shimspec.Classes(obs.Shim)
+	canary, withCanary := shimspec.CanaryClass(obs.Shim)
 	if withCanary && (starting || anyTouched) {
 		specs = append(specs, canary)
 	}
 	// A canary RuntimeClass no installer will use goes as a handler
 	// dropped from the spec does.
-	if err := r.deleteStaleRuntimeClasses(ctx, obs.classes, obs.shim, specs); err != nil {
+	if err := r.deleteStaleRuntimeClasses(ctx, r.classesOf(obs), obs.Shim, specs); err != nil {
 		return classes{}, err
 	}
 	out := classes{published: true}
 	for _, spec := range specs {
-		ok, conflict, err := r.ensureRuntimeClass(ctx, obs.classes, obs.shim, spec, anyInstalled || spec.Field == canary.Field)
+		ok, conflict, err := r.ensureRuntimeClass(ctx, r.classesOf(obs), obs.Shim, spec, anyInstalled || spec.Field == canary.Field)
 		if err != nil {
 			return classes{}, err
 		}
-		if msg := obs.takeover[spec.Name]; conflict != "" && msg != "" {
+		if msg := obs.Takeover[spec.Name]; conflict != "" && msg != "" {
 			conflict = msg // the migration's predecessor's: say why it was not taken over
 		}
 		out.published = out.published && ok
@@ -121,7 +121,7 @@ func conflictMessage(c *runtimeclass.ConflictError, spec shimspec.Class) string 
 // deleted only if it is still the Shim's as read (runtimeclass.DeleteOwned):
 // never one recreated by someone else since.
 func (r *runtimeClasses) deleteStaleRuntimeClasses(ctx context.Context, classes *classSnapshot, shim *v1alpha1.Shim, specs []shimspec.Class) error {
-	for _, rc := range classes.owned(shim) {
+	for _, rc := range classes.set.Owned(shim) {
 		if slices.ContainsFunc(specs, func(s shimspec.Class) bool { return s.Name == rc.Name }) {
 			continue
 		}
@@ -141,8 +141,8 @@ func (r *runtimeClasses) deleteStaleRuntimeClasses(ctx context.Context, classes 
 // its names that belongs to someone else stays.
 func (r *runtimeClasses) deleteRuntimeClasses(ctx context.Context, obs *observed) error {
 	var errs []error
-	for _, rc := range obs.classes.owned(obs.shim) {
-		errs = append(errs, runtimeclass.DeleteOwned(ctx, obs.classes, rc.Name, obs.shim.UID))
+	for _, rc := range obs.Classes.Owned(obs.Shim) {
+		errs = append(errs, runtimeclass.DeleteOwned(ctx, r.classesOf(obs), rc.Name, obs.Shim.UID))
 	}
 	return errors.Join(errs...)
 }

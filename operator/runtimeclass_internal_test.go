@@ -64,7 +64,7 @@ func TestEnsureAfterTakeoverWithStaleCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ok, conflict, err := r.classes.ensureRuntimeClass(ctx, classes, shim, spec, true)
+	ok, conflict, err := r.classes.ensureRuntimeClass(ctx, &classSnapshot{Client: r.client, set: classes}, shim, spec, true)
 	if err != nil || !ok || conflict != "" {
 		t.Errorf("ensureRuntimeClass = %v, %q, %v; want published, no conflict", ok, conflict, err)
 	}
@@ -87,7 +87,7 @@ func TestEnsureAfterTakeoverWithStaleCache(t *testing.T) {
 	if classes, err = r.classes.readClasses(ctx, shim); err != nil {
 		t.Fatal(err)
 	}
-	if ok, conflict, err := r.classes.ensureRuntimeClass(ctx, classes, shim, spec, true); err != nil || ok || conflict == "" {
+	if ok, conflict, err := r.classes.ensureRuntimeClass(ctx, &classSnapshot{Client: r.client, set: classes}, shim, spec, true); err != nil || ok || conflict == "" {
 		t.Errorf("ensureRuntimeClass of the admin's = %v, %q, %v; want a conflict", ok, conflict, err)
 	}
 	if len(rec.Events) != 1 {

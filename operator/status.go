@@ -22,28 +22,28 @@ import (
 // updateStatus writes counts and conditions with server-side apply (field
 // owner shimkit), skipping the request when nothing changed.
 func (r *reporter) updateStatus(ctx context.Context, obs *observed, install, removal rollout.Plan, rcs classes) error {
-	shim := obs.shim
-	snap := obs.snapshot()
+	shim := obs.Shim
+	snap := obs.Fleet()
 	st := fleet.Counts(snap)
-	st.Artifact, st.Retried = obs.shown, obs.retried
+	st.Artifact, st.Retried = obs.Shown, obs.Retried
 	u := fleet.Rollup{Shim: shim, Nodes: snap.Nodes, Counts: st, Install: install, Removal: removal,
 		Classes: fleet.Classes{Published: rcs.published, Conflicts: rcs.conflicts}}
-	if ref := obs.refusal; ref != nil {
+	if ref := obs.Refusal; ref != nil {
 		u.Refusal = &fleet.Refusal{Reason: ref.Reason, Message: ref.Message}
 	}
-	u.Delivered, u.Reverted = obs.delivered, obs.reverted
+	u.Delivered, u.Reverted = obs.Delivered, obs.Reverted
 	st.Rollout, st.Revisions = shim.Status.Rollout, shim.Status.Revisions
-	if obs.rollout != nil {
-		st.Rollout = obs.rollout
+	if obs.Rollout != nil {
+		st.Rollout = obs.Rollout
 	}
-	if st.Rollout != nil && obs.reverted != "" {
+	if st.Rollout != nil && obs.Reverted != "" {
 		u.Cause = haltTrip(st.Rollout.Halt)
 	}
-	if u.Ready() && obs.reverted == "" {
+	if u.Ready() && obs.Reverted == "" {
 		if err := r.revisions.recordRevision(ctx, obs); err != nil {
 			return err
 		}
-		st.Revisions = obs.revisions
+		st.Revisions = obs.Revisions
 	}
 	failing := failedNodes(obs, install, removal)
 	st.FailedNodes = int32(len(failing))
@@ -63,9 +63,9 @@ func (r *reporter) updateStatus(ctx context.Context, obs *observed, install, rem
 	}
 	// Only counts changed, during a rollout: at most one write a second.
 	now := time.Now()
-	if !obs.settled && equalConditions(shim.Status.Conditions, st.Conditions) {
+	if !obs.Settled && equalConditions(shim.Status.Conditions, st.Conditions) {
 		if next := r.statusPace.next(shim.Name, statusEvery); now.Before(next) {
-			obs.due = next
+			obs.Due = next
 			return nil
 		}
 	}

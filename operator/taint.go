@@ -18,24 +18,24 @@ const PendingTaint = nodeview.PendingTaint
 // every Shim selecting them.
 func decideTaints(obs *observed) []action {
 	var writes together
-	for i := range obs.views {
-		v := &obs.views[i]
-		if !v.Targeted() || !nodeview.HasPendingTaint(v.Node) || v.Label != nodelabel.Installed || v.SpecHash != obs.hash {
+	for i := range obs.Views {
+		v := &obs.Views[i]
+		if !v.Targeted() || !nodeview.HasPendingTaint(v.Node) || v.Label != nodelabel.Installed || v.SpecHash != obs.Hash {
 			continue
 		}
-		if allInstalled(obs, obs.shims, v.Node) {
-			writes = append(writes, untaint{node: v.Node, shim: obs.shim})
+		if allInstalled(obs, obs.Shims, v.Node) {
+			writes = append(writes, untaint{node: v.Node, shim: obs.Shim})
 		}
 	}
 	return []action{writes}
 }
 
 // allInstalled: every Shim (not being deleted) that targets the node has
-// it installed at its current spec hash; the reconciled Shim at obs.hash.
+// it installed at its current spec hash; the reconciled Shim at obs.Hash.
 func allInstalled(obs *observed, shims []v1alpha1.Shim, node *corev1.Node) bool {
 	for i := range shims {
 		s := &shims[i]
-		if s.UID == obs.shim.UID || !s.DeletionTimestamp.IsZero() || !nodeview.Matches(s, node) || nodeview.Eligibility(s, node, nodeview.Preinstalled(s, node)) != nil {
+		if s.UID == obs.Shim.UID || !s.DeletionTimestamp.IsZero() || !nodeview.Matches(s, node) || nodeview.Eligibility(s, node, nodeview.Preinstalled(s, node)) != nil {
 			continue
 		}
 		installed, hash := nodelabel.State(node, s.Name)

@@ -179,3 +179,12 @@ func TrustedRootKey(ref v1alpha1.ConfigMapKeyReference) string {
 	}
 	return ref.Key
 }
+
+// RolloutOf is what the status recorded of the rollout of target (nil: a
+// rollout not started yet).
+func RolloutOf(shim *v1alpha1.Shim, target string) *v1alpha1.RolloutStatus {
+	if st := shim.Status.Rollout; st != nil && st.SpecHash == target {
+		return st
+	}
+	return nil
+}
