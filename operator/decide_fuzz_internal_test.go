@@ -13,6 +13,7 @@ import (
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/decide"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/operator/jobview"
 	"github.com/shimkit/shimkit/operator/nodeview"
@@ -143,48 +144,48 @@ func FuzzDecide(f *testing.F) {
 
 // checkActions checks each action against the node it writes, as it was
 // before the decision.
-func checkActions(t *testing.T, obs *observed, before map[string]fleet.NodeView, acts []action) {
+func checkActions(t *testing.T, obs *observed, before map[string]fleet.NodeView, acts []decide.Action) {
 	t.Helper()
 	retry := obs.Shim.Annotations[v1alpha1.RetryAnnotation] != ""
 	labelWrites := map[string]int{}
-	var walk func([]action)
-	walk = func(acts []action) {
+	var walk func([]decide.Action)
+	walk = func(acts []decide.Action) {
 		for _, a := range acts {
 			switch a := a.(type) {
-			case together:
+			case decide.Together:
 				walk(a)
-			case inOrder:
+			case decide.InOrder:
 				walk(a)
-			case deleteJob:
-				if v := before[a.node]; !retry || !v.FailedNode() {
-					t.Errorf("Job of %s deleted without a retry of a failed node", a.node)
+			case decide.DeleteJob:
+				if v := before[a.Node]; !retry || !v.FailedNode() {
+					t.Errorf("Job of %s deleted without a retry of a failed node", a.Node)
 				}
-			case clearFailure:
-				if v := before[a.node]; !retry || v.Failure == nil {
-					t.Errorf("failure of %s cleared without a retry of a failure", a.node)
+			case decide.ClearFailure:
+				if v := before[a.Node]; !retry || v.Failure == nil {
+					t.Errorf("failure of %s cleared without a retry of a failure", a.Node)
 				}
-			case markInstalled:
-				labelWrites[a.node.Name]++
-				v := before[a.node.Name]
+			case decide.MarkInstalled:
+				labelWrites[a.Node.Name]++
+				v := before[a.Node.Name]
 				if j := v.Job; !v.Preinstalled && (j == nil || j.Op != jobview.OpInstall || !j.Succeeded()) {
-					t.Errorf("%s labelled installed without an install that succeeded", a.node.Name)
+					t.Errorf("%s labelled installed without an install that succeeded", a.Node.Name)
 				}
-			case unmark:
-				labelWrites[a.node]++
-				if v := before[a.node]; !v.HasRecords() && v.Label == "" {
-					t.Errorf("%s unmarked with nothing of the Shim on it", a.node)
+			case decide.Unmark:
+				labelWrites[a.Node]++
+				if v := before[a.Node]; !v.HasRecords() && v.Label == "" {
+					t.Errorf("%s unmarked with nothing of the Shim on it", a.Node)
 				}
-			case markFailed:
-				if j := before[a.node].Job; j == nil || !j.Failed() {
-					t.Errorf("%s recorded as failed without a failed Job", a.node)
+			case decide.MarkFailed:
+				if j := before[a.Node].Job; j == nil || !j.Failed() {
+					t.Errorf("%s recorded as failed without a failed Job", a.Node)
 				}
-			case patchJob:
-				if obs.Pulls[a.node] == nil {
-					t.Errorf("Job of %s ended without a pull failure", a.node)
+			case decide.PatchJob:
+				if obs.Pulls[a.Node] == nil {
+					t.Errorf("Job of %s ended without a pull failure", a.Node)
 				}
-			case untaint:
-				if v := before[a.node.Name]; v.Label != nodelabel.Installed && (v.Job == nil || !v.Job.Succeeded()) {
-					t.Errorf("taint of %s released before it has the shim", a.node.Name)
+			case decide.Untaint:
+				if v := before[a.Node.Name]; v.Label != nodelabel.Installed && (v.Job == nil || !v.Job.Succeeded()) {
+					t.Errorf("taint of %s released before it has the shim", a.Node.Name)
 				}
 			}
 		}

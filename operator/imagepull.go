@@ -8,6 +8,7 @@ import (
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/decide"
 	"github.com/shimkit/shimkit/operator/nodejob"
 )
 
@@ -56,11 +57,11 @@ func (r *resultReader) readPulls(ctx context.Context, obs *observed) error {
 // reported as an installer's would be, instead of pending until its
 // deadline. While an image Shim's Jobs run it is looked at again within
 // pullCheck.
-func decideStuckPulls(obs *observed) ([]action, error) {
+func decideStuckPulls(obs *observed) ([]decide.Action, error) {
 	if obs.Shim.Spec.FetchStrategy.Type != v1alpha1.FetchImage {
 		return nil, nil
 	}
-	var ends together
+	var ends decide.Together
 	for i := range obs.Views {
 		v := &obs.Views[i]
 		j := v.Job
@@ -78,7 +79,7 @@ func decideStuckPulls(obs *observed) ([]action, error) {
 		if err != nil {
 			return nil, fmt.Errorf("node %s: %w", v.Node.Name, err)
 		}
-		ends = append(ends, patchJob{job: j.Object, node: v.Node.Name, reason: string(res.Reason), patch: data})
+		ends = append(ends, decide.PatchJob{Job: j.Object, Node: v.Node.Name, Reason: string(res.Reason), Patch: data})
 	}
-	return []action{ends}, nil
+	return []decide.Action{ends}, nil
 }

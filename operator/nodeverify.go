@@ -9,6 +9,7 @@ import (
 
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/nodelabel/record"
+	"github.com/shimkit/shimkit/operator/decide"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/operator/jobview"
 	"github.com/shimkit/shimkit/operator/nodegate"
@@ -89,24 +90,24 @@ func (r *jobStarter) startVerifies(ctx context.Context, obs *observed, budget in
 
 // recordVerify records a finished verifying Job's finding (readFinished)
 // on the node, and marks the node drifted when it found something.
-func recordVerify(obs *observed, v *fleet.NodeView) inOrder {
+func recordVerify(obs *observed, v *fleet.NodeView) decide.InOrder {
 	j := v.Verify
 	found := nodelabel.Verification{ShimUID: obs.Shim.UID, SpecHash: j.SpecHash, Time: obs.Now.UTC().Truncate(time.Second), Job: j.Object.Name, JobUID: string(j.Object.UID), Machine: record.Machine(v.Node)}
 	if done := j.Object.Status.CompletionTime; done != nil {
 		found.Time = done.UTC()
 	}
-	var acts inOrder
+	var acts decide.InOrder
 	if j.Failed() {
 		// Nothing found either way: looked at again a period later.
 		reason, msg := j.Failure()
-		acts = append(acts, emitEvent{shim: obs.Shim, related: v.Node, eventType: corev1.EventTypeWarning, reason: "VerifyFailed", act: "Verify", msg: failureNote(v.Node.Name, reason, msg)})
+		acts = append(acts, decide.EmitEvent{Shim: obs.Shim, Related: v.Node, Type: corev1.EventTypeWarning, Reason: "VerifyFailed", Action: "Verify", Note: failureNote(v.Node.Name, reason, msg)})
 	} else if j.Result != nil {
 		found.Drift = j.Result.Drift
 	}
-	acts = append(acts, markVerified{node: v.Node.Name, shim: obs.Shim.Name, found: found})
+	acts = append(acts, decide.MarkVerified{Node: v.Node.Name, Shim: obs.Shim.Name, Found: found})
 	v.Verified = &found
 	if len(found.Drift) == 0 {
-		acts = append(acts, note{events: &obs.Events, reason: "Verified", act: "Verify", detail: "node " + v.Node.Name})
+		acts = append(acts, decide.Note{Events: &obs.Events, Reason: "Verified", Action: "Verify", Detail: "node " + v.Node.Name})
 	}
-	return append(acts, countJob{shim: obs.Shim.Name, job: j})
+	return append(acts, decide.CountJob{Shim: obs.Shim.Name, Job: j})
 }

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/shimkit/shimkit/nodelabel"
+	"github.com/shimkit/shimkit/operator/decide"
 	"github.com/shimkit/shimkit/operator/fleet"
 )
 
@@ -14,25 +15,25 @@ import (
 // label, hash and records, each a merge patch. A node labelled counts as
 // updated from this reconcile on; one unlabelled as without the shim (the
 // views are left so). The decision's lists are emptied.
-func decideRelabel(obs *observed, d *fleet.Decision) []action {
-	var writes together
-	var after []action
+func decideRelabel(obs *observed, d *fleet.Decision) []decide.Action {
+	var writes decide.Together
+	var after []decide.Action
 	for _, name := range d.Label {
 		v := d.ByName[name]
-		writes = append(writes, markInstalled{node: v.Node, shim: obs.Shim.Name, uid: obs.Shim.UID, specHash: obs.Hash})
+		writes = append(writes, decide.MarkInstalled{Node: v.Node, Shim: obs.Shim.Name, UID: obs.Shim.UID, SpecHash: obs.Hash})
 		v.Label, v.SpecHash = nodelabel.Installed, obs.Hash
-		after = append(after, note{events: &obs.Events, reason: "Preinstalled", act: "Label", detail: "node " + name + " (its image serves the Shim's handlers)"})
+		after = append(after, decide.Note{Events: &obs.Events, Reason: "Preinstalled", Action: "Label", Detail: "node " + name + " (its image serves the Shim's handlers)"})
 	}
 	for _, name := range d.Unlabel {
 		v := d.ByName[name]
-		writes = append(writes, unmark{node: v.Node.Name, shim: obs.Shim.Name})
+		writes = append(writes, decide.Unmark{Node: v.Node.Name, Shim: obs.Shim.Name})
 		why := "its image no longer serves the Shim"
 		if v.Skip != nil {
 			why = v.Skip.Detail
 		}
 		v.Label, v.SpecHash, v.Failure, v.Verified, v.Stale = "", "", nil, nil, nil
-		after = append(after, emitEvent{shim: obs.Shim, related: v.Node, eventType: corev1.EventTypeNormal, reason: "Unlabelled", act: "Label", msg: fmt.Sprintf("node %s: %s", name, why)})
+		after = append(after, decide.EmitEvent{Shim: obs.Shim, Related: v.Node, Type: corev1.EventTypeNormal, Reason: "Unlabelled", Action: "Label", Note: fmt.Sprintf("node %s: %s", name, why)})
 	}
 	d.Label, d.Unlabel = nil, nil
-	return append([]action{writes}, after...)
+	return append([]decide.Action{writes}, after...)
 }

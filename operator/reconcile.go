@@ -139,7 +139,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 // decideRecords decides, before the rollout, what the snapshot's finished
 // and stuck Jobs and a new retry request change: the retry first (it
 // clears failures), then the stuck pulls, then the finished Jobs' records.
-func decideRecords(obs *observed) ([]action, error) {
+func decideRecords(obs *observed) ([]decide.Action, error) {
 	acts := decideRetry(obs)
 	pulls, err := decideStuckPulls(obs)
 	if err != nil {
@@ -261,7 +261,7 @@ func (r *deps) group(ctx context.Context) *errgroup.Group {
 // refused spec starts no install; removals go on. It reads the snapshot
 // (obs), decides (fleet.Decide), then carries the decision out, each
 // write a step.
-func (r *Reconciler) install(ctx context.Context, obs *observed, acts []action) (ctrl.Result, error) {
+func (r *Reconciler) install(ctx context.Context, obs *observed, acts []decide.Action) (ctrl.Result, error) {
 	if err := r.gateCheck.checkGate(ctx, obs); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -451,7 +451,7 @@ func (r *jobStarter) installReason(shim *v1alpha1.Shim, node *corev1.Node, insta
 
 // uninstallAll removes the shim from every node that has it, rolling; then
 // deletes the RuntimeClasses and lets the Shim go.
-func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed, acts []action) (ctrl.Result, error) {
+func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed, acts []decide.Action) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(obs.Shim, Finalizer) {
 		return ctrl.Result{}, nil
 	}

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/shimkit/shimkit/nodelabel/record"
+	"github.com/shimkit/shimkit/operator/decide"
 )
 
 // What a Shim leaves on a node (its label, the hash annotation, its failure
@@ -23,20 +24,20 @@ import (
 // records of another Shim object of the same name, one patch per node
 // that has any (none on a fleet that never saw a predecessor), and a
 // reimaged node's label.
-func decideStaleRecords(obs *observed) []action {
-	var events []action
-	var writes together
+func decideStaleRecords(obs *observed) []decide.Action {
+	var events []decide.Action
+	var writes decide.Together
 	for i := range obs.Views {
 		v := &obs.Views[i]
 		switch {
 		case v.Reimaged:
 			// A new machine under the node's name: the old one's label (no
 			// new pod lands there), hash and records go in one patch.
-			events = append(events, emitEvent{shim: obs.Shim, related: v.Node, eventType: corev1.EventTypeWarning, reason: "Reimaged", act: "Install",
-				msg: fmt.Sprintf("node %s is another machine now (%s): it loses the shim's label and is installed again", v.Node.Name, record.Machine(v.Node))})
-			writes = append(writes, unmark{node: v.Node.Name, shim: obs.Shim.Name})
+			events = append(events, decide.EmitEvent{Shim: obs.Shim, Related: v.Node, Type: corev1.EventTypeWarning, Reason: "Reimaged", Action: "Install",
+				Note: fmt.Sprintf("node %s is another machine now (%s): it loses the shim's label and is installed again", v.Node.Name, record.Machine(v.Node))})
+			writes = append(writes, decide.Unmark{Node: v.Node.Name, Shim: obs.Shim.Name})
 		case len(v.Stale) > 0:
-			writes = append(writes, dropRecords{node: v.Node.Name, keys: v.Stale})
+			writes = append(writes, decide.DropRecords{Node: v.Node.Name, Keys: v.Stale})
 		}
 	}
 	return append(events, writes)
@@ -46,12 +47,12 @@ func decideStaleRecords(obs *observed) []action {
 // still carry some of it once every node is uninstalled: the failure of a
 // node whose install was refused (it was never labelled, so it had nothing
 // to uninstall), a verification, a stale record.
-func decideForget(obs *observed) []action {
-	var writes together
+func decideForget(obs *observed) []decide.Action {
+	var writes decide.Together
 	for i := range obs.Views {
 		if v := &obs.Views[i]; v.HasRecords() {
-			writes = append(writes, unmark{node: v.Node.Name, shim: obs.Shim.Name})
+			writes = append(writes, decide.Unmark{Node: v.Node.Name, Shim: obs.Shim.Name})
 		}
 	}
-	return []action{writes}
+	return []decide.Action{writes}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/decide"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/operator/jobview"
 	"github.com/shimkit/shimkit/operator/nodeview"
@@ -23,46 +24,46 @@ import (
 
 // describeActs flattens a decision's actions into one line each, in the
 // order act carries them out ("|" joins the ones that run together).
-func describeActs(acts []action) []string {
+func describeActs(acts []decide.Action) []string {
 	var out []string
 	for _, a := range acts {
 		switch a := a.(type) {
-		case together:
+		case decide.Together:
 			var parts []string
 			for _, p := range a {
-				parts = append(parts, describeActs([]action{p})...)
+				parts = append(parts, describeActs([]decide.Action{p})...)
 			}
 			if len(parts) > 0 {
 				out = append(out, "together: "+fmt.Sprint(parts))
 			}
-		case inOrder:
+		case decide.InOrder:
 			out = append(out, describeActs(a)...)
-		case deleteJob:
-			out = append(out, "delete Job "+a.job.Name+" of "+a.node)
-		case clearFailure:
-			out = append(out, "clear failure of "+a.node)
-		case patchJob:
-			out = append(out, "end Job "+a.job.Name+" of "+a.node+": "+a.reason)
-		case markInstalled:
-			out = append(out, "mark "+a.node.Name+" installed at "+a.specHash)
-		case unmark:
-			out = append(out, "unmark "+a.node)
-		case markFailed:
-			out = append(out, "mark "+a.node+" failed: "+a.failure.Reason)
-		case markVerified:
-			out = append(out, fmt.Sprintf("mark %s verified (drift %v)", a.node, a.found.Drift))
-		case emitEvent:
-			out = append(out, "event "+a.eventType+" "+a.reason+": "+a.msg)
-		case note:
-			out = append(out, "note "+a.reason+": "+a.detail)
-		case countJob:
-			out = append(out, "count Job "+a.job.Object.Name)
-		case dropRecords:
-			out = append(out, fmt.Sprintf("drop records %v of %s", a.keys, a.node))
-		case untaint:
-			out = append(out, "untaint "+a.node.Name)
-		case rememberRetry:
-			out = append(out, fmt.Sprintf("remember retry %s (%d Jobs)", a.request, len(a.jobs)))
+		case decide.DeleteJob:
+			out = append(out, "delete Job "+a.Job.Name+" of "+a.Node)
+		case decide.ClearFailure:
+			out = append(out, "clear failure of "+a.Node)
+		case decide.PatchJob:
+			out = append(out, "end Job "+a.Job.Name+" of "+a.Node+": "+a.Reason)
+		case decide.MarkInstalled:
+			out = append(out, "mark "+a.Node.Name+" installed at "+a.SpecHash)
+		case decide.Unmark:
+			out = append(out, "unmark "+a.Node)
+		case decide.MarkFailed:
+			out = append(out, "mark "+a.Node+" failed: "+a.Failure.Reason)
+		case decide.MarkVerified:
+			out = append(out, fmt.Sprintf("mark %s verified (drift %v)", a.Node, a.Found.Drift))
+		case decide.EmitEvent:
+			out = append(out, "event "+a.Type+" "+a.Reason+": "+a.Note)
+		case decide.Note:
+			out = append(out, "note "+a.Reason+": "+a.Detail)
+		case decide.CountJob:
+			out = append(out, "count Job "+a.Job.Object.Name)
+		case decide.DropRecords:
+			out = append(out, fmt.Sprintf("drop records %v of %s", a.Keys, a.Node))
+		case decide.Untaint:
+			out = append(out, "untaint "+a.Node.Name)
+		case decide.RememberRetry:
+			out = append(out, fmt.Sprintf("remember retry %s (%d Jobs)", a.Request, len(a.Jobs)))
 		default:
 			out = append(out, fmt.Sprintf("%T", a))
 		}
@@ -239,7 +240,7 @@ func TestDecideNodeRecords(t *testing.T) {
 		name   string
 		nodes  []*corev1.Node
 		setup  func(obs *observed, d *fleet.Decision)
-		decide func(obs *observed, d *fleet.Decision) []action
+		decide func(obs *observed, d *fleet.Decision) []decide.Action
 		want   []string
 	}{
 		{name: "preinstalled nodes labelled and unlabelled", nodes: []*corev1.Node{nodeAt("n1", "a", "", nil), nodeAt("n2", "a", "h0", nil)},
@@ -255,10 +256,10 @@ func TestDecideNodeRecords(t *testing.T) {
 				d.ByName["n1"].Stale = []string{"failure"}
 				d.ByName["n2"].Reimaged = true
 			},
-			decide: func(obs *observed, _ *fleet.Decision) []action { return decideStaleRecords(obs) },
+			decide: func(obs *observed, _ *fleet.Decision) []decide.Action { return decideStaleRecords(obs) },
 			want:   []string{"event Warning Reimaged: node n2 is another machine now (): it loses the shim's label and is installed again", "together: [drop records [failure] of n1 unmark n2]"}},
 		{name: "a deleted Shim forgets the nodes it left something on", nodes: []*corev1.Node{nodeAt("n1", "a", "", nil), nodeAt("n2", "a", "h1", nil)},
-			decide: func(obs *observed, _ *fleet.Decision) []action { return decideForget(obs) },
+			decide: func(obs *observed, _ *fleet.Decision) []decide.Action { return decideForget(obs) },
 			want:   []string{"together: [unmark n2]"}},
 		{name: "the startup taint goes once every Shim selecting the node has it",
 			nodes: []*corev1.Node{tainted(nodeAt("n1", "a", "h1", nil)), tainted(withWasm(nodeAt("n2", "a", "h1", nil))), tainted(nodeAt("n3", "a", "h0", nil))},
@@ -268,7 +269,7 @@ func TestDecideNodeRecords(t *testing.T) {
 				wasm.Spec.NodeSelector = map[string]string{"pool": "a"}
 				obs.Shims = []v1alpha1.Shim{*obs.Shim, *wasm}
 			},
-			decide: func(obs *observed, _ *fleet.Decision) []action { return decideTaints(obs) },
+			decide: func(obs *observed, _ *fleet.Decision) []decide.Action { return decideTaints(obs) },
 			want:   []string{"together: [untaint n2]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

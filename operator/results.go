@@ -14,6 +14,7 @@ import (
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/nodelabel/record"
+	"github.com/shimkit/shimkit/operator/decide"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/operator/jobview"
 	"github.com/shimkit/shimkit/operator/nodejob"
@@ -106,8 +107,8 @@ func (r *resultReader) readFinished(ctx context.Context, obs *observed) error {
 // will leave the nodes; then drift is judged on them: what the
 // verifications found is drift from now on, what the installs repaired is
 // not.
-func decideFinished(obs *observed) []action {
-	var writes together
+func decideFinished(obs *observed) []decide.Action {
+	var writes decide.Together
 	for i := range obs.Views {
 		v := &obs.Views[i]
 		if j := v.Job; j != nil && (j.Failed() || j.Succeeded() && v.Unrecorded()) {
@@ -122,23 +123,23 @@ func decideFinished(obs *observed) []action {
 			obs.DriftCheck = at
 		}
 	}
-	return []action{writes}
+	return []decide.Action{writes}
 }
 
 // recordJob is what a finished install or uninstall Job leaves: a
 // failure's Warning (once, when its result was just read) and record, or
 // the node's label.
-func recordJob(obs *observed, v *fleet.NodeView, fresh bool) inOrder {
+func recordJob(obs *observed, v *fleet.NodeView, fresh bool) decide.InOrder {
 	j := v.Job
-	var acts inOrder
+	var acts decide.InOrder
 	if j.Failed() && fresh {
 		reason, msg := j.Failure()
-		acts = append(acts, emitEvent{shim: obs.Shim, related: v.Node, eventType: corev1.EventTypeWarning, reason: opAction(j.Op) + "Failed", act: opAction(j.Op), msg: failureNote(v.Node.Name, reason, msg)})
+		acts = append(acts, decide.EmitEvent{Shim: obs.Shim, Related: v.Node, Type: corev1.EventTypeWarning, Reason: opAction(j.Op) + "Failed", Action: opAction(j.Op), Note: failureNote(v.Node.Name, reason, msg)})
 	}
 	name := obs.Shim.Name
 	switch {
 	case j.Sibling():
-		return append(acts, note{events: &obs.Events, reason: "RetryAlone", act: "Install", detail: fmt.Sprintf("node %s (Job %s: another Shim's plan failed; installing this one again, alone)", v.Node.Name, j.Object.Name)})
+		return append(acts, decide.Note{Events: &obs.Events, Reason: "RetryAlone", Action: "Install", Detail: fmt.Sprintf("node %s (Job %s: another Shim's plan failed; installing this one again, alone)", v.Node.Name, j.Object.Name)})
 	case j.Failed() && j.Batch > 0 && !j.ResultRead:
 		// Whose plan failed is in the result: read again next time.
 		return acts
@@ -147,7 +148,7 @@ func recordJob(obs *observed, v *fleet.NodeView, fresh bool) inOrder {
 	}
 	switch j.Op {
 	case jobview.OpInstall:
-		acts = append(acts, markInstalled{node: v.Node, shim: name, uid: obs.Shim.UID, specHash: j.SpecHash})
+		acts = append(acts, decide.MarkInstalled{Node: v.Node, Shim: name, UID: obs.Shim.UID, SpecHash: j.SpecHash})
 		// As MarkOn writes: the label, the hash and a verification of this
 		// machine (a former machine's label is no longer there to drop).
 		v.Label, v.SpecHash, v.Reimaged = nodelabel.Installed, j.SpecHash, false
@@ -156,20 +157,20 @@ func recordJob(obs *observed, v *fleet.NodeView, fresh bool) inOrder {
 		if j.Result != nil && j.Result.Digest != "" {
 			digest = ", " + j.Result.Digest
 		}
-		acts = append(acts, note{events: &obs.Events, reason: "Installed", act: "Install", detail: fmt.Sprintf("node %s (spec %s%s)", v.Node.Name, j.SpecHash, digest)})
+		acts = append(acts, decide.Note{Events: &obs.Events, Reason: "Installed", Action: "Install", Detail: fmt.Sprintf("node %s (spec %s%s)", v.Node.Name, j.SpecHash, digest)})
 	case jobview.OpUninstall:
-		acts = append(acts, unmark{node: v.Node.Name, shim: name})
+		acts = append(acts, decide.Unmark{Node: v.Node.Name, Shim: name})
 		// As Unmark removes: the label, the hash and every record, a
 		// predecessor's or a former machine's included.
 		v.Label, v.SpecHash, v.Verified, v.Failure, v.Stale, v.Reimaged = "", "", nil, nil, nil, false
-		acts = append(acts, note{events: &obs.Events, reason: "Uninstalled", act: "Uninstall", detail: "node " + v.Node.Name})
+		acts = append(acts, decide.Note{Events: &obs.Events, Reason: "Uninstalled", Action: "Uninstall", Detail: "node " + v.Node.Name})
 	}
-	return append(acts, countJob{shim: name, job: j})
+	return append(acts, decide.CountJob{Shim: name, Job: j})
 }
 
 // recordFailure writes the failed Job's reason on the node, once, so that
 // the failure outlives the Job.
-func recordFailure(obs *observed, v *fleet.NodeView) []action {
+func recordFailure(obs *observed, v *fleet.NodeView) []decide.Action {
 	j := v.Job
 	reason, msg := j.Failure()
 	canary := ""
@@ -181,7 +182,7 @@ func recordFailure(obs *observed, v *fleet.NodeView) []action {
 	}
 	f := nodelabel.Failure{ShimUID: obs.Shim.UID, Op: j.Op, SpecHash: j.SpecHash, Reason: reason, Message: msg, Canary: canary, Job: j.Object.Name, Time: obs.Now.UTC().Truncate(time.Second), Machine: record.Machine(v.Node)}
 	v.Failure = &f
-	return []action{markFailed{node: v.Node.Name, shim: obs.Shim.Name, failure: f}, countJob{shim: obs.Shim.Name, job: j}}
+	return []decide.Action{decide.MarkFailed{Node: v.Node.Name, Shim: obs.Shim.Name, Failure: f}, decide.CountJob{Shim: obs.Shim.Name, Job: j}}
 }
 
 // readResult returns the shim's NodeResult that the installer wrote as the

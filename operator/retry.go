@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/decide"
 )
 
 // retrySelection reads a retry annotation: "all" or node names, then
@@ -30,7 +31,7 @@ func retrySelection(value string) (all bool, nodes map[string]bool) {
 // lose their failure (the failed Job and the node's record), so that the
 // planner starts them again under maxUpdate. The views are left as the
 // actions will leave the nodes.
-func decideRetry(obs *observed) []action {
+func decideRetry(obs *observed) []decide.Action {
 	shim := obs.Shim
 	req := shim.Annotations[v1alpha1.RetryAnnotation]
 	if req == "" || req == obs.Retried {
@@ -38,32 +39,32 @@ func decideRetry(obs *observed) []action {
 	}
 	obs.RetriedNow = true
 	all, names := retrySelection(req)
-	var writes together
+	var writes decide.Together
 	var retried []string
-	remember := rememberRetry{shim: shim, request: req}
+	remember := decide.RememberRetry{Shim: shim, Request: req}
 	for i := range obs.Views {
 		v := &obs.Views[i]
 		if !v.FailedNode() || !all && !names[v.Node.Name] {
 			continue
 		}
-		var steps inOrder
+		var steps decide.InOrder
 		if j := v.Job; j != nil {
-			steps = append(steps, deleteJob{job: j.Object, node: v.Node.Name, why: "retry"})
-			remember.jobs = append(remember.jobs, j.Object.UID)
+			steps = append(steps, decide.DeleteJob{Job: j.Object, Node: v.Node.Name, Why: "retry"})
+			remember.Jobs = append(remember.Jobs, j.Object.UID)
 			v.Job = nil
 		}
 		if v.Failure != nil {
-			steps = append(steps, clearFailure{node: v.Node.Name, shim: shim.Name})
+			steps = append(steps, decide.ClearFailure{Node: v.Node.Name, Shim: shim.Name})
 			v.Failure = nil
 		}
 		writes = append(writes, steps)
 		retried = append(retried, v.Node.Name)
 	}
 	obs.Retried = req
-	acts := []action{writes, remember}
+	acts := []decide.Action{writes, remember}
 	if len(retried) > 0 {
-		acts = append(acts, emitEvent{shim: shim, eventType: corev1.EventTypeNormal, reason: "Retry", act: "Install",
-			msg: fmt.Sprintf("retrying %d failed nodes (%s): %s", len(retried), req, strings.Join(retried[:min(len(retried), 10)], ", "))})
+		acts = append(acts, decide.EmitEvent{Shim: shim, Type: corev1.EventTypeNormal, Reason: "Retry", Action: "Install",
+			Note: fmt.Sprintf("retrying %d failed nodes (%s): %s", len(retried), req, strings.Join(retried[:min(len(retried), 10)], ", "))})
 	}
 	return acts
 }

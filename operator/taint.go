@@ -5,6 +5,7 @@ import (
 
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/decide"
 	"github.com/shimkit/shimkit/operator/nodeview"
 )
 
@@ -16,18 +17,18 @@ const PendingTaint = nodeview.PendingTaint
 
 // decideTaints removes the startup taint from the Shim's nodes that have
 // every Shim selecting them.
-func decideTaints(obs *observed) []action {
-	var writes together
+func decideTaints(obs *observed) []decide.Action {
+	var writes decide.Together
 	for i := range obs.Views {
 		v := &obs.Views[i]
 		if !v.Targeted() || !nodeview.HasPendingTaint(v.Node) || v.Label != nodelabel.Installed || v.SpecHash != obs.Hash {
 			continue
 		}
 		if allInstalled(obs, obs.Shims, v.Node) {
-			writes = append(writes, untaint{node: v.Node, shim: obs.Shim})
+			writes = append(writes, decide.Untaint{Node: v.Node, Shim: obs.Shim})
 		}
 	}
-	return []action{writes}
+	return []decide.Action{writes}
 }
 
 // allInstalled: every Shim (not being deleted) that targets the node has

@@ -1,0 +1,94 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shimkit/shimkit/nodelabel"
+	"github.com/shimkit/shimkit/operator/decide"
+)
+
+// act carries out a decision's actions (package decide) in order,
+// stopping at the first error. It holds no policy: what to do was decided
+// before any action ran; each case says only how.
+func (r *executor) act(ctx context.Context, acts []decide.Action) error {
+	for _, a := range acts {
+		if err := r.do(ctx, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *executor) do(ctx context.Context, a decide.Action) error {
+	switch a := a.(type) {
+	case decide.Together:
+		g := r.group(ctx)
+		for _, one := range a {
+			g.Go(func() error { return r.do(ctx, one) })
+		}
+		return g.Wait()
+	case decide.InOrder:
+		return r.act(ctx, a)
+	case decide.DeleteJob:
+		err := r.client.Delete(ctx, a.Job, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("%s node %s: delete Job %s: %w", a.Why, a.Node, a.Job.Name, err)
+		}
+	case decide.PatchJob:
+		if err := r.client.Patch(ctx, a.Job, client.RawPatch(types.MergePatchType, a.Patch)); err != nil {
+			return fmt.Errorf("end installer Job %s of node %s (%s): %w", a.Job.Name, a.Node, a.Reason, err)
+		}
+	case decide.MarkInstalled:
+		return nodelabel.MarkOn(ctx, r.client, a.Node, a.Shim, a.UID, a.SpecHash)
+	case decide.Unmark:
+		return nodelabel.Unmark(ctx, r.client, a.Node, a.Shim)
+	case decide.DropRecords:
+		return nodelabel.DropRecords(ctx, r.client, a.Node, a.Keys...)
+	case decide.Untaint:
+		return r.untaint(ctx, a)
+	case decide.MarkFailed:
+		return nodelabel.MarkFailed(ctx, r.client, a.Node, a.Shim, a.Failure)
+	case decide.ClearFailure:
+		return nodelabel.ClearFailure(ctx, r.client, a.Node, a.Shim)
+	case decide.MarkVerified:
+		return nodelabel.MarkVerified(ctx, r.client, a.Node, a.Shim, a.Found)
+	case decide.EmitEvent:
+		r.event(a.Shim, a.Related, a.Type, a.Reason, a.Action, "%s", a.Note)
+	case decide.Note:
+		a.Events.Add(a.Reason, a.Action, a.Detail)
+	case decide.CountJob:
+		r.metrics.JobFinished(a.Shim, a.Job)
+	case decide.RememberRetry:
+		for _, uid := range a.Jobs {
+			r.retries.forgetJob(a.Shim, uid)
+		}
+		r.retries.put(a.Shim, a.Request)
+	default:
+		return fmt.Errorf("operator: no executor for action %T", a)
+	}
+	return nil
+}
+
+// untaint patches the node with the resourceVersion read: a conflict is
+// no error (the next reconcile reads the taints again).
+func (r *executor) untaint(ctx context.Context, a decide.Untaint) error {
+	node := a.Node.DeepCopy()
+	node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == PendingTaint })
+	err := r.client.Patch(ctx, node, client.MergeFromWithOptions(a.Node, client.MergeFromWithOptimisticLock{}))
+	switch {
+	case apierrors.IsConflict(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("remove taint %s from node %s: %w", PendingTaint, node.Name, err)
+	}
+	r.event(a.Shim, node, corev1.EventTypeNormal, "TaintRemoved", "Install", "node %s has every Shim that selects it: taint %s removed", node.Name, PendingTaint)
+	return nil
+}
