@@ -174,12 +174,13 @@ func (u sandboxUnits) drift(rec ShimState) ([]string, error) {
 type driftCheck struct{ i *Installer }
 
 // recorded compares the node with a Shim's record (node) on the runtime
-// the record names, or kind when given (a plan's).
-func (d driftCheck) recorded(rec ShimState, kind string, files []plan.File) ([]string, error) {
+// the record names, or kind when given (a plan's, with its restart
+// settings r).
+func (d driftCheck) recorded(rec ShimState, kind string, r plan.Restart, files []plan.File) ([]string, error) {
 	if kind == "" {
 		kind = orDefault(rec.Runtime, plan.RuntimeContainerd)
 	}
-	rt, err := d.i.runtimeFor(kind, plan.Restart{})
+	rt, err := d.i.runtimeFor(kind, r)
 	if err != nil {
 		return nil, err
 	}

@@ -88,20 +88,24 @@ func (i *Installer) InstallAll(ctx context.Context, plans []*plan.NodePlan) ([]*
 	err = executor{i}.executeAll(ctx, runs, steps)
 	out := make([]*Result, len(runs))
 	for k, r := range runs {
-		if err != nil && !r.committed {
-			continue
+		if err == nil || r.committed {
+			out[k] = r.result(start)
 		}
-		res := &Result{Shim: r.plan.Shim.Name, Upgrade: r.had && r.prev.SpecHash != r.plan.SpecHash}
-		res.Changed, res.Restarted, res.RestartDuration, res.CanaryDuration = r.configChanged(), r.restarted, r.restartDur, r.canaryDur
-		res.Digest, res.Files, res.VerifiedBy, res.Drift = r.rec.Digest, r.rec.Files, r.rec.VerifiedBy, r.found
-		res.Duration = time.Since(start)
-		i.step("done", "shim", res.Shim, "changed", res.Changed, "restarted", res.Restarted)
-		out[k] = res
 	}
 	if err != nil {
 		return out, fmt.Errorf("install %s: %w", label, err)
 	}
 	return out, nil
+}
+
+// result is what a committed install run did.
+func (r *run) result(start time.Time) *Result {
+	res := &Result{Shim: r.plan.Shim.Name, Upgrade: r.had && r.prev.SpecHash != r.plan.SpecHash}
+	res.Changed, res.Restarted, res.RestartDuration, res.CanaryDuration = r.configChanged(), r.restarted, r.restartDur, r.canaryDur
+	res.Digest, res.Files, res.VerifiedBy, res.Drift = r.rec.Digest, r.rec.Files, r.rec.VerifiedBy, r.found
+	res.Duration = time.Since(start)
+	r.i.step("done", "shim", res.Shim, "changed", res.Changed, "restarted", res.Restarted)
+	return res
 }
 
 // interleave orders the runs' steps step by step: the first step of every

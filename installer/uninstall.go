@@ -63,7 +63,11 @@ func (st stateStore) runtimeOf(p *plan.NodePlan) string {
 	if err != nil {
 		return ""
 	}
-	return s.Shims[p.Shim.Name].Runtime
+	rec, had := s.Shims[p.Shim.Name]
+	if !had {
+		return ""
+	}
+	return orDefault(rec.Runtime, plan.RuntimeContainerd) // records before CRI-O are containerd's
 }
 
 // uninstallCheck refuses, before anything changes, to remove a unit file
@@ -171,7 +175,7 @@ func (i *Installer) Status(ctx context.Context) ([]ShimStatus, error) {
 	for _, name := range slices.Sorted(maps.Keys(state.Shims)) {
 		rec := state.Shims[name]
 		st := ShimStatus{Name: name, State: rec}
-		drift, err := driftCheck{i}.recorded(rec, "", nil)
+		drift, err := driftCheck{i}.recorded(rec, "", plan.Restart{}, nil)
 		st.Problems = drift
 		if err != nil {
 			st.Problems = append(st.Problems, err.Error())

@@ -69,7 +69,7 @@ func (d driftCheck) compare(p *plan.NodePlan) (*Result, error) {
 	if rec, had := state.Shims[name]; !had {
 		res.Drift = []string{driftNotInstalled}
 	} else {
-		node, err := d.recorded(rec, p.Runtime, planFiles(rec, p))
+		node, err := d.recorded(rec, p.Runtime, p.Restart, planFiles(rec, p))
 		if err != nil {
 			return nil, err
 		}

@@ -39,7 +39,9 @@
 //   - A plan may name the node's container runtime (runtime: "containerd"
 //     or "cri-o"; omitted: the installer detects it, so plans written
 //     before CRI-O mean what they meant); any other value is refused
-//     naming the field. Handlers are written in containerd's terms on
+//     naming the field. An installer from before the field refuses a plan
+//     that sets it (an unknown field), never installing into the wrong
+//     runtime; a plan that omits it reads the same to both. Handlers are written in containerd's terms on
 //     both: on CRI-O an OCI runtime under containerd's runc shim
 //     (options.BinaryName) is an oci handler, any other runtime type a vm
 //     handler of its runtimePath, and settings carry CRI-O's
