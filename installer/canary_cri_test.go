@@ -40,6 +40,15 @@ type criCanary struct {
 	Socket string
 	// HostRoot is the node's / on this machine (its logs are read there).
 	HostRoot string
+	// LogRoot is where the canaries' logs go, a node path; default
+	// canaryLogRoot.
+	LogRoot string
+	// CgroupParent and PidPerContainer shape the sandbox for the test
+	// harness's CRI-O (testutil.CRIO): under its cgroup parent, and with a
+	// pid namespace per container, so that CRI-O drops the infra
+	// container this machine cannot start.
+	CgroupParent    string
+	PidPerContainer bool
 }
 
 // RunCanary runs c and wraps installer.ErrCanaryFailed when it fails; the message
@@ -55,7 +64,7 @@ func (k *criCanary) RunCanary(ctx context.Context, c plan.Canary) error {
 	if err := ensureImage(ctx, runtimeapi.NewImageServiceClient(conn), c.Image); err != nil {
 		return fmt.Errorf("%w: image %s: %w", installer.ErrCanaryFailed, c.Image, err)
 	}
-	p := &canaryPod{rt: runtimeapi.NewRuntimeServiceClient(conn), c: c, root: orDefault(k.HostRoot, "/")}
+	p := &canaryPod{rt: runtimeapi.NewRuntimeServiceClient(conn), c: c, root: orDefault(k.HostRoot, "/"), k: k}
 	defer p.remove(ctx)
 	if err := p.run(ctx); err != nil {
 		return fmt.Errorf("%w: handler %s, image %s: %w", installer.ErrCanaryFailed, c.Handler, c.Image, err)
@@ -83,6 +92,7 @@ func ensureImage(ctx context.Context, is runtimeapi.ImageServiceClient, image st
 type canaryPod struct {
 	rt        runtimeapi.RuntimeServiceClient
 	c         plan.Canary
+	k         *criCanary
 	root      string
 	logDir    string // node path
 	sandboxID string
@@ -93,16 +103,20 @@ func (p *canaryPod) run(ctx context.Context) error {
 	uid := make([]byte, 8)
 	_, _ = rand.Read(uid)
 	id := hex.EncodeToString(uid)
-	p.logDir = path.Join(canaryLogRoot, id)
+	p.logDir = path.Join(orDefault(p.k.LogRoot, canaryLogRoot), id)
 	if err := os.MkdirAll(p.local(p.logDir), 0o755); err != nil {
 		return err
+	}
+	ns := &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE}
+	if p.k.PidPerContainer {
+		ns.Pid = runtimeapi.NamespaceMode_CONTAINER
 	}
 	p.cfg = &runtimeapi.PodSandboxConfig{
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: "canary-" + p.c.Handler, Uid: id, Namespace: canaryNamespace},
 		LogDirectory: p.logDir,
 		Labels:       map[string]string{"shimkit.dev/canary": p.c.Handler},
-		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
-			NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE},
+		Linux: &runtimeapi.LinuxPodSandboxConfig{CgroupParent: p.k.CgroupParent, SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+			NamespaceOptions: ns,
 		}},
 	}
 	sb, err := p.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: p.cfg, RuntimeHandler: p.c.Handler})
@@ -114,8 +128,9 @@ func (p *canaryPod) run(ctx context.Context) error {
 		PodSandboxId: p.sandboxID, SandboxConfig: p.cfg,
 		Config: &runtimeapi.ContainerConfig{
 			Metadata: &runtimeapi.ContainerMetadata{Name: "canary"},
-			Image:    &runtimeapi.ImageSpec{Image: p.c.Image},
+			Image:    &runtimeapi.ImageSpec{Image: p.c.Image, UserSpecifiedImage: p.c.Image},
 			Command:  p.c.Command, Args: p.c.Args, LogPath: "canary.log",
+			Linux: &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: ns}},
 		},
 	})
 	if err != nil {

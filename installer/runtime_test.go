@@ -199,3 +199,48 @@ func TestFakeRuntime(t *testing.T) {
 		t.Errorf("the config was not rolled back: %v", got)
 	}
 }
+
+// TestCRIOCrashRecovered: an install into CRI-O that dies after its
+// drop-in is written (a panic in AfterStep, as a SIGKILL would) leaves a
+// pending record naming the runtime and the handler; the next operation
+// restores crio.conf.d from crioconfig's journal before anything else and
+// restarts CRI-O once.
+func TestCRIOCrashRecovered(t *testing.T) {
+	ctx := context.Background()
+	n := newCRIORoot(t)
+	srv := testutil.StartFileServer(t)
+	dropIns := filepath.Join(n.root, "etc/crio/crio.conf.d")
+	before := snapshotTree(t, dropIns)
+	inst := n.installer()
+	inst.AfterStep = func(step string) {
+		if step == "configured" {
+			panic("killed after configure")
+		}
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the install did not die")
+			}
+		}()
+		_, _ = inst.Install(ctx, ociRuntimePlan(t, srv, "runc-shimkit", []byte("#!/bin/sh\n"), 0o755))
+	}()
+	if _, err := os.Stat(filepath.Join(dropIns, crioconfig.DropInName("runc-shimkit"))); err != nil {
+		t.Fatalf("the crash left no drop-in to recover: %v", err)
+	}
+	st, err := n.installer().Status(ctx)
+	if err != nil || len(st) != 1 || !strings.Contains(st[0].Problems[0], "interrupted install is pending") {
+		t.Fatalf("status after the crash: %+v, %v", st, err)
+	}
+	n.restarts.Store(0)
+	if _, err := n.installer().Uninstall(ctx, uninstallPlan("runc-shimkit")); err != nil {
+		t.Fatal(err)
+	}
+	assertSameTree(t, "recovery", before, snapshotTree(t, dropIns))
+	if n.restarts.Load() != 1 {
+		t.Errorf("recovery restarted CRI-O %d times, want 1", n.restarts.Load())
+	}
+	if st, err := n.installer().Status(ctx); err != nil || len(st) != 0 {
+		t.Errorf("status after recovery: %+v, %v", st, err)
+	}
+}
