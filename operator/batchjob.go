@@ -14,8 +14,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/shimkit/shimkit/installer/plan"
-	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/decide"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/operator/jobview"
 	"github.com/shimkit/shimkit/operator/nodegate"
@@ -71,34 +71,8 @@ func (r *batcher) offerInstalls(ctx context.Context, obs *observed, rollin rollo
 	}
 	// A node another Shim will offer once it sees it (one that just
 	// joined) is worth the wait too.
-	unsettled = unsettled || othersWillOffer(obs, shims.Items, o.Nodes)
+	unsettled = unsettled || decide.OthersWillOffer(obs, shims.Items, o.Nodes)
 	return r.gate.Offer(key, o, unsettled, now), nil
-}
-
-// othersWillOffer: another Shim selects one of the nodes and has never
-// been on it (no label, no failure): a node that joined, which every Shim
-// selecting it is about to install, or one their rollouts have yet to
-// reach.
-func othersWillOffer(obs *observed, shims []v1alpha1.Shim, nodes map[string]bool) bool {
-	for i := range obs.Views {
-		n := obs.Views[i].Node
-		if !nodes[n.Name] {
-			continue
-		}
-		for k := range shims {
-			s := &shims[k]
-			if s.Name == obs.Shim.Name || !s.DeletionTimestamp.IsZero() {
-				continue
-			}
-			if _, been := n.Labels[nodelabel.Key(s.Name)]; been || nodelabel.FailureOf(n, s.Name, s.UID) != nil {
-				continue
-			}
-			if nodeview.Matches(s, n) && !nodeview.Preinstalled(s, n) && nodeview.Eligibility(s, n, false) == nil {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // sharedNodes are the nodes that other Shims would install now (nil

@@ -28,7 +28,7 @@
 //	  │                  nodes (read by package workload, judged by
 //	  │                  package health)
 //	  ▼
-//	decideRecords        pure: a retry request, the stuck pulls and the
+//	decide.Records        pure: a retry request, the stuck pulls and the
 //	  │                  finished Jobs turned into typed actions
 //	  │                  (actions.go), the views left as they will be
 //	fleet.Decide         pure (no client, no context, no clock read): each
@@ -40,8 +40,8 @@
 //	  ▼
 //	act, startNodes      the actions in order (act holds no policy; with
 //	  │                  them the labels, records and taints decided on
-//	  │                  the snapshot: decideRelabel, decideStaleRecords,
-//	  │                  decideTaints, decideForget), then
+//	  │                  the snapshot: decide.Relabel, decide.StaleRecords,
+//	  │                  decide.Taints, decide.Forget), then
 //	  │                  the node gate, the Jobs (nodejob.Build: one
 //	  │                  installer per node, batches across Shims), labels
 //	  │                  (nodelabel), taints, RuntimeClasses (runtimeclass,

@@ -17,12 +17,13 @@ import (
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/decide"
 	"github.com/shimkit/shimkit/operator/jobview"
 	"github.com/shimkit/shimkit/operator/metrics"
 	"github.com/shimkit/shimkit/operator/nodeview"
 )
 
-// TestMetricsFinishedJobsCountedOnce: the Jobs decideFinished records
+// TestMetricsFinishedJobsCountedOnce: the Jobs decide.Finished records
 // count once, however many reconciles see them, and not again after a
 // restart of the operator (the node's record says they were recorded).
 func TestMetricsFinishedJobsCountedOnce(t *testing.T) {
@@ -64,7 +65,7 @@ func TestMetricsFinishedJobsCountedOnce(t *testing.T) {
 		if err := r.reads.readFinished(ctx, obs); err != nil {
 			t.Fatal(err)
 		}
-		if err := r.exec.act(ctx, decideFinished(obs)); err != nil {
+		if err := r.exec.act(ctx, decide.Finished(obs)); err != nil {
 			t.Fatal(err)
 		}
 	}

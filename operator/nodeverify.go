@@ -5,11 +5,6 @@ import (
 	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
-	"github.com/shimkit/shimkit/nodelabel"
-	"github.com/shimkit/shimkit/nodelabel/record"
-	"github.com/shimkit/shimkit/operator/decide"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/operator/jobview"
 	"github.com/shimkit/shimkit/operator/nodegate"
@@ -86,28 +81,4 @@ func (r *jobStarter) startVerifies(ctx context.Context, obs *observed, budget in
 		})
 	}
 	return next, g.Wait()
-}
-
-// recordVerify records a finished verifying Job's finding (readFinished)
-// on the node, and marks the node drifted when it found something.
-func recordVerify(obs *observed, v *fleet.NodeView) decide.InOrder {
-	j := v.Verify
-	found := nodelabel.Verification{ShimUID: obs.Shim.UID, SpecHash: j.SpecHash, Time: obs.Now.UTC().Truncate(time.Second), Job: j.Object.Name, JobUID: string(j.Object.UID), Machine: record.Machine(v.Node)}
-	if done := j.Object.Status.CompletionTime; done != nil {
-		found.Time = done.UTC()
-	}
-	var acts decide.InOrder
-	if j.Failed() {
-		// Nothing found either way: looked at again a period later.
-		reason, msg := j.Failure()
-		acts = append(acts, decide.EmitEvent{Shim: obs.Shim, Related: v.Node, Type: corev1.EventTypeWarning, Reason: "VerifyFailed", Action: "Verify", Note: failureNote(v.Node.Name, reason, msg)})
-	} else if j.Result != nil {
-		found.Drift = j.Result.Drift
-	}
-	acts = append(acts, decide.MarkVerified{Node: v.Node.Name, Shim: obs.Shim.Name, Found: found})
-	v.Verified = &found
-	if len(found.Drift) == 0 {
-		acts = append(acts, decide.Note{Events: &obs.Events, Reason: "Verified", Action: "Verify", Detail: "node " + v.Node.Name})
-	}
-	return append(acts, decide.CountJob{Shim: obs.Shim.Name, Job: j})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/decide"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/operator/nodeview"
 	"github.com/shimkit/shimkit/operator/shimspec"
@@ -66,7 +67,7 @@ const (
 // installs take no time in it.
 func PreviewRollout(shim *v1alpha1.Shim, nodes []*corev1.Node, jobs []*batchv1.Job, result func(*batchv1.Job) *plan.NodeResult, classes []nodev1.RuntimeClass, opts Options, now time.Time) (*Preview, error) {
 	opts = opts.withDefaults()
-	obs := &observed{Shim: shim, SpecHash: nodeview.SpecHash(shim), Refusal: shimspec.RefusalOf(shim, opts.settings())}
+	obs := &observed{Shim: shim, SpecHash: nodeview.SpecHash(shim), Refusal: shimspec.RefusalOf(shim, opts.settings()), Now: now, RolloutNow: now}
 	obs.Art = shimspec.PinOf(shim, obs.SpecHash)
 	obs.Hash = shimspec.TargetHash(shim, obs.SpecHash, obs.Art)
 	obs.Windows, obs.Steps, _ = shimspec.RolloutRules(shim)
@@ -81,7 +82,7 @@ func PreviewRollout(shim *v1alpha1.Shim, nodes []*corev1.Node, jobs []*batchv1.J
 		dl.Paused = rs.Paused
 	}
 	if st := shimspec.RolloutOf(shim, obs.Hash); st != nil && st.Halt != nil {
-		dl.Halt = haltTrip(st.Halt)
+		dl.Halt = decide.HaltTrip(st.Halt)
 	}
 	sim, err := fleet.Simulate(obs.Fleet(), fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), PlanFor: obs.PlanFor(opts.settings()), Delivery: dl})
 	if err != nil {

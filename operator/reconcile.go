@@ -8,8 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/shimkit/shimkit/internal/text"
-
 	"golang.org/x/sync/errgroup"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -126,7 +124,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}()
 	// What finished and what a retry asks, decided on the snapshot and
 	// written with the rest of the decision.
-	acts, err := decideRecords(obs)
+	acts, err := decide.Records(obs)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -134,18 +132,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return r.uninstallAll(ctx, obs, acts)
 	}
 	return r.install(ctx, obs, acts)
-}
-
-// decideRecords decides, before the rollout, what the snapshot's finished
-// and stuck Jobs and a new retry request change: the retry first (it
-// clears failures), then the stuck pulls, then the finished Jobs' records.
-func decideRecords(obs *observed) ([]decide.Action, error) {
-	acts := decideRetry(obs)
-	pulls, err := decideStuckPulls(obs)
-	if err != nil {
-		return nil, err
-	}
-	return slices.Concat(acts, pulls, decideFinished(obs)), nil
 }
 
 func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observed, error) {
@@ -162,14 +148,14 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 		return nil, fmt.Errorf("shim %s: %w", shim.Name, err)
 	}
 	r.gate.Sync(jobs, time.Now())
-	latest, verifying := newestJobs(shim, jobs, r.retries.deleted)
+	latest, verifying := decide.NewestJobs(shim, jobs, r.retries.deleted)
 	held := r.gate.InFlight(jobview.LabelValue(shim.Name))
 	// Read, never changed: the cache's own objects (no copy per reconcile).
 	var shims v1alpha1.ShimList
 	if err := r.client.List(ctx, &shims, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list Shims: %w", err)
 	}
-	obs := &observed{Shim: shim, SpecHash: nodeview.SpecHash(shim), Refusal: shimspec.RefusalOf(shim, r.opts.settings()), Now: time.Now(), Retried: r.retries.latest(shim), Jobs: jobs, Shims: shims.Items}
+	obs := &observed{Shim: shim, SpecHash: nodeview.SpecHash(shim), Refusal: shimspec.RefusalOf(shim, r.opts.settings()), Now: time.Now(), RolloutNow: r.opts.Clock.Now(), Retried: r.retries.latest(shim), Jobs: jobs, Shims: shims.Items}
 	obs.Shown = shim.Status.Artifact
 	switch {
 	case shim.Spec.FetchStrategy.Type == v1alpha1.FetchPreinstalled:
@@ -224,30 +210,6 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	return obs, nil
 }
 
-// newestJobs indexes the Shim's Jobs by node: the newest install or
-// uninstall Job of each node, and apart from them the newest verifying
-// Job (it changes nothing, so the rollout does not see it). Another
-// Shim's Jobs, an earlier Shim's of the same name and Jobs a retry
-// deleted are left out.
-func newestJobs(shim *v1alpha1.Shim, jobs []*batchv1.Job, deleted func(*v1alpha1.Shim, types.UID) bool) (latest, verifying map[string]*jobview.View) {
-	latest, verifying = map[string]*jobview.View{}, map[string]*jobview.View{}
-	for _, j := range jobs {
-		jv, ok := jobview.For(j, shim)
-		if !ok || deleted(shim, j.UID) {
-			continue
-		}
-		byNode := latest
-		if jv.Op == jobview.OpVerify {
-			byNode = verifying
-		}
-		n := jobview.NodeOf(j)
-		if old := byNode[n]; old == nil || jobview.Newer(j, old.Object) {
-			byNode[n] = jv
-		}
-	}
-	return latest, verifying
-}
-
 // group runs a reconcile's independent API calls (one per node) a few at
 // a time, as a wave of 100 nodes would otherwise wait on 100 round trips.
 func (r *deps) group(ctx context.Context) *errgroup.Group {
@@ -265,7 +227,7 @@ func (r *Reconciler) install(ctx context.Context, obs *observed, acts []decide.A
 	if err := r.gateCheck.checkGate(ctx, obs); err != nil {
 		return ctrl.Result{}, err
 	}
-	d, err := fleet.Decide(obs.Fleet(), fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), Shared: r.batch.sharedNodes(obs), PlanFor: obs.PlanFor(r.opts.settings()), Delivery: r.delivery(obs)})
+	d, err := fleet.Decide(obs.Fleet(), fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), Shared: r.batch.sharedNodes(obs), PlanFor: obs.PlanFor(r.opts.settings()), Delivery: decide.Delivery(obs)})
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -286,7 +248,7 @@ func (r *Reconciler) install(ctx context.Context, obs *observed, acts []decide.A
 	}
 	r.report.reportDecision(obs, d)
 	r.report.reportDelivery(obs, d)
-	if err := r.exec.act(ctx, decideRelabel(obs, &d)); err != nil {
+	if err := r.exec.act(ctx, decide.Relabel(obs, &d)); err != nil {
 		return ctrl.Result{}, err
 	}
 	// The RuntimeClasses, the canary's among them, before an installer
@@ -311,7 +273,7 @@ func (r *Reconciler) install(ctx context.Context, obs *observed, acts []decide.A
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.exec.act(ctx, decideTaints(obs)); err != nil {
+	if err := r.exec.act(ctx, decide.Taints(obs)); err != nil {
 		return ctrl.Result{}, err
 	}
 	obs.Settled = d.Done() || d.Rollin.Halted || d.Delivered.Hold != fleet.HoldNone
@@ -324,7 +286,7 @@ func (r *Reconciler) install(ctx context.Context, obs *observed, acts []decide.A
 			return ctrl.Result{}, err
 		}
 	}
-	return ctrl.Result{RequeueAfter: r.deliveryRequeue(obs, d, r.requeueAfter(obs, d, verifyAt, batchWait, waiting))}, nil
+	return ctrl.Result{RequeueAfter: decide.DeliveryRequeue(obs, d, r.requeueAfter(obs, d, verifyAt, batchWait, waiting), r.opts.GatePeriod)}, nil
 }
 
 // ensureFinalizer adds the Finalizer to the Shim when it lacks it. It
@@ -358,7 +320,7 @@ func (r *Reconciler) prepareNodes(ctx context.Context, obs *observed) error {
 	if err := r.classes.releaseRCMLabels(ctx, obs); err != nil {
 		return err
 	}
-	return r.exec.act(ctx, decideStaleRecords(obs))
+	return r.exec.act(ctx, decide.StaleRecords(obs))
 }
 
 // reportDecision emits the decision's Warnings: one per node no plan
@@ -366,7 +328,7 @@ func (r *Reconciler) prepareNodes(ctx context.Context, obs *observed) error {
 // the status does not show it yet.
 func (r *reporter) reportDecision(obs *observed, d fleet.Decision) {
 	for _, v := range d.Unplanned {
-		r.event(obs.Shim, v.Node, corev1.EventTypeWarning, "InstallFailed", "Install", "%s", failureNote(v.Node.Name, string(planReason(v.PlanErr)), v.PlanErr.Error()))
+		r.event(obs.Shim, v.Node, corev1.EventTypeWarning, "InstallFailed", "Install", "%s", decide.FailureNote(v.Node.Name, string(decide.PlanReason(v.PlanErr)), v.PlanErr.Error()))
 	}
 	if obs.Refusal != nil && !obs.Refusal.Shown(obs.Shim) {
 		r.event(obs.Shim, nil, corev1.EventTypeWarning, obs.Refusal.Reason, "Install", "%s", obs.Refusal.Message)
@@ -455,7 +417,7 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed, acts []dec
 	if !controllerutil.ContainsFinalizer(obs.Shim, Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	d, err := fleet.DecideRemoval(obs.Fleet(), shimspec.Planner(obs.Shim, obs.Hash), r.delivery(obs))
+	d, err := fleet.DecideRemoval(obs.Fleet(), shimspec.Planner(obs.Shim, obs.Hash), decide.Delivery(obs))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -463,7 +425,7 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed, acts []dec
 	if err := r.exec.act(ctx, acts); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.exec.act(ctx, decideRelabel(obs, &d)); err != nil {
+	if err := r.exec.act(ctx, decide.Relabel(obs, &d)); err != nil {
 		return ctrl.Result{}, err
 	}
 	if _, err := r.starter.startNodes(ctx, obs, d); err != nil {
@@ -482,7 +444,7 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed, acts []dec
 // release lets a deleted Shim go once every node is clean: what it
 // recorded on nodes goes, then its RuntimeClasses, then its finalizer.
 func (r *Reconciler) release(ctx context.Context, obs *observed) error {
-	if err := r.exec.act(ctx, decideForget(obs)); err != nil {
+	if err := r.exec.act(ctx, decide.Forget(obs)); err != nil {
 		return err
 	}
 	if err := r.classes.deleteRuntimeClasses(ctx, obs); err != nil {
@@ -497,14 +459,6 @@ func (r *Reconciler) release(ctx context.Context, obs *observed) error {
 	r.metrics.Forget(obs.Shim.Name)
 	r.reads.results.keep(obs.Shim.Name, nil)
 	return nil
-}
-
-// planReason classifies an error of BuildPlan as the installer would.
-func planReason(err error) plan.Reason {
-	if errors.Is(err, ErrNoArtifact) {
-		return plan.ReasonArtifactInvalid
-	}
-	return plan.ReasonInvalidPlan
 }
 
 // startUninstall takes the node out of the RuntimeClass's selection, then
@@ -544,7 +498,7 @@ func (r *jobStarter) startJob(ctx context.Context, obs *observed, v *fleet.NodeV
 	if op != jobview.OpVerify {
 		v.Held = true // changing from now on, before the cache shows its Job
 	}
-	obs.Events.Add(reason, opAction(op), fmt.Sprintf("node %s (Job %s)", v.Node.Name, job.Name))
+	obs.Events.Add(reason, decide.OpAction(op), fmt.Sprintf("node %s (Job %s)", v.Node.Name, job.Name))
 	return nil
 }
 
@@ -574,14 +528,6 @@ func (r *jobStarter) createJob(ctx context.Context, obs *observed, job *batchv1.
 	return true, nil
 }
 
-// opAction names an operation for events.
-func opAction(op string) string {
-	if op == jobview.OpUninstall {
-		return "Uninstall"
-	}
-	return "Install"
-}
-
 // event records an Event regarding the Shim, related to the node or
 // RuntimeClass it is about (nil: the Shim alone). The related object keeps
 // the events of different nodes apart: the events API folds events of the
@@ -591,25 +537,4 @@ func (r *deps) event(shim *v1alpha1.Shim, related runtime.Object, eventType, rea
 	if r.recorder != nil {
 		r.recorder.Eventf(shim, related, eventType, reason, action, note, args...)
 	}
-}
-
-func failedNodes(obs *observed, install, removal rollout.Plan) []v1alpha1.NodeFailure {
-	var out []v1alpha1.NodeFailure
-	for _, name := range slices.Concat(install.Failed, removal.Failed) {
-		for _, v := range obs.Views {
-			if v.Node.Name != name {
-				continue
-			}
-			switch {
-			case v.PlanErr != nil:
-				out = append(out, v1alpha1.NodeFailure{Node: name, Reason: string(planReason(v.PlanErr)), Message: text.Truncate(v.PlanErr.Error(), 512)})
-			case v.Job != nil:
-				reason, msg := v.Job.Failure()
-				out = append(out, v1alpha1.NodeFailure{Node: name, Reason: reason, Message: text.Truncate(msg, 512)})
-			case v.Failure != nil:
-				out = append(out, v1alpha1.NodeFailure{Node: name, Reason: v.Failure.Reason, Message: text.Truncate(v.Failure.Message, 512)})
-			}
-		}
-	}
-	return out
 }

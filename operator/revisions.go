@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/decide"
 	"github.com/shimkit/shimkit/operator/jobview"
 	"github.com/shimkit/shimkit/operator/nodeview"
 )
@@ -148,7 +149,7 @@ func (r *revisionStore) loadRevision(ctx context.Context, shim *v1alpha1.Shim, r
 // strategy) and its pinned artifact. A revision that cannot be read
 // leaves the target as it is (halted), with a Warning Event.
 func (r *revisionStore) revert(ctx context.Context, obs *observed) error {
-	rev := revertTarget(obs)
+	rev := decide.RevertTarget(obs)
 	if rev == nil {
 		return nil
 	}
@@ -165,23 +166,6 @@ func (r *revisionStore) revert(ctx context.Context, obs *observed) error {
 	prev.Spec.RolloutStrategy = obs.Shim.Spec.RolloutStrategy
 	obs.Reverted = obs.Hash
 	obs.Shim, obs.Art, obs.Shown, obs.Hash, obs.SpecHash = prev, data.Artifact, data.Artifact, rev.SpecHash, nodeview.SpecHash(prev)
-	return nil
-}
-
-// revertTarget is the revision the reconcile goes back to: the one
-// status.rollout.revertedTo names, when the status says the rollout of
-// the current target failed and goes back, and the Shim is not being
-// deleted (nil: none).
-func revertTarget(obs *observed) *v1alpha1.Revision {
-	st := obs.Shim.Status.Rollout
-	if st == nil || st.RevertedTo == "" || st.SpecHash != obs.Hash || !obs.Shim.DeletionTimestamp.IsZero() {
-		return nil
-	}
-	for i := range obs.Shim.Status.Revisions {
-		if rev := &obs.Shim.Status.Revisions[i]; rev.SpecHash == st.RevertedTo && rev.SpecHash != obs.Hash {
-			return rev
-		}
-	}
 	return nil
 }
 

@@ -40,8 +40,8 @@ type deps struct {
 //   - reporter writes the status and the Events, paced (status.go,
 //     events.go, delivery.go);
 //   - executor carries out a decision's actions (actions.go): among them
-//     the node labels, records and taints that decideRecords,
-//     decideRelabel, decideStaleRecords, decideForget and decideTaints
+//     the node labels, records and taints that decide.Records,
+//     decide.Relabel, decide.StaleRecords, decide.Forget and decide.Taints
 //     decide on the snapshot (results.go, preinstalled.go, records.go,
 //     taint.go).
 type (

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"github.com/shimkit/shimkit/operator/nodeview"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/shimkit/shimkit/installer/plan"
@@ -43,3 +44,9 @@ func RCMLabelValues() []string { return shimspec.RCMLabelValues() }
 func (o Options) settings() shimspec.Settings {
 	return shimspec.Settings{InstallerImage: o.InstallerImage, Namespace: o.Namespace, Preset: o.Preset, ConfigMode: o.ConfigMode, RestartTimeout: o.RestartTimeout}
 }
+
+// PendingTaint is the startup taint a node pool may put on joining nodes
+// (effect NoSchedule) so that no workload lands before its runtimes: the
+// operator removes it once every Shim that selects the node is installed
+// there at that Shim's current spec. Installer Jobs tolerate it.
+const PendingTaint = nodeview.PendingTaint

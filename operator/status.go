@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/decide"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/rollout"
 )
@@ -37,7 +38,7 @@ func (r *reporter) updateStatus(ctx context.Context, obs *observed, install, rem
 		st.Rollout = obs.Rollout
 	}
 	if st.Rollout != nil && obs.Reverted != "" {
-		u.Cause = haltTrip(st.Rollout.Halt)
+		u.Cause = decide.HaltTrip(st.Rollout.Halt)
 	}
 	if u.Ready() && obs.Reverted == "" {
 		if err := r.revisions.recordRevision(ctx, obs); err != nil {
@@ -45,7 +46,7 @@ func (r *reporter) updateStatus(ctx context.Context, obs *observed, install, rem
 		}
 		st.Revisions = obs.Revisions
 	}
-	failing := failedNodes(obs, install, removal)
+	failing := decide.FailedNodes(obs, install, removal)
 	st.FailedNodes = int32(len(failing))
 	st.FailingNodes = failing[:min(len(failing), 10)]
 	// A copy: SetStatusCondition changes conditions in place, and the

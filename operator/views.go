@@ -7,6 +7,7 @@ import (
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/decide"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/operator/jobview"
 	"github.com/shimkit/shimkit/operator/nodeview"
@@ -21,7 +22,7 @@ import (
 // alone). It calls no API server and writes nothing: tools (kubectl
 // shimkit) show the fleet as the operator sees it.
 func NodeViews(shim *v1alpha1.Shim, nodes []*corev1.Node, jobs []*batchv1.Job, result func(*batchv1.Job) *plan.NodeResult) []fleet.NodeView {
-	latest, verifying := newestJobs(shim, jobs, func(*v1alpha1.Shim, types.UID) bool { return false })
+	latest, verifying := decide.NewestJobs(shim, jobs, func(*v1alpha1.Shim, types.UID) bool { return false })
 	canary := nodeview.CanaryHash(shim)
 	views := make([]fleet.NodeView, 0, len(nodes))
 	for _, n := range nodes {

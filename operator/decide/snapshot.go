@@ -33,6 +33,9 @@ type Snapshot struct {
 	// now is when the snapshot was read: the time of the records a
 	// decision writes and of its drift checks.
 	Now time.Time
+	// RolloutNow is the rollout clock's reading (Options.Clock): the time
+	// maintenance windows, bakes and halts are judged and recorded by.
+	RolloutNow time.Time
 	// fresh: the result of the view's Job (by index) was read by this
 	// reconcile (readFinished); pulls are the pull failures of running
 	// Jobs by node (readPulls).

@@ -1,4 +1,4 @@
-package operator
+package decide
 
 import (
 	"fmt"
@@ -103,7 +103,7 @@ func TestDecideRollout(t *testing.T) {
 		}()}, done: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			obs := &observed{Shim: shim, Hash: hash, SpecHash: hash}
+			obs := &Snapshot{Shim: shim, Hash: hash, SpecHash: hash}
 			if tc.refused {
 				obs.Refusal = &shimspec.Refusal{Reason: v1alpha1.ReasonSignatureMissing, Message: "no signature"}
 			}
@@ -112,7 +112,7 @@ func TestDecideRollout(t *testing.T) {
 				v.Job = tc.jobs[n.Name]
 				obs.Views = append(obs.Views, v)
 			}
-			d, err := fleet.Decide(obs.Fleet(), fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), Shared: tc.shared, PlanFor: obs.PlanFor(Options{InstallerImage: "i", Namespace: "ns"}.withDefaults().settings())})
+			d, err := fleet.Decide(obs.Fleet(), fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), Shared: tc.shared, PlanFor: obs.PlanFor(shimspec.Settings{InstallerImage: "i", Namespace: "ns"})})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,7 +151,7 @@ func TestDecideRemoval(t *testing.T) {
 	shim := decideShim()
 	hash := nodeview.SpecHash(shim)
 	refused := map[string]string{nodelabel.FailureKey("spin"): `{"shimUID":"uid-spin","op":"install","specHash":"` + hash + `","reason":"Conflict","time":"2026-11-25T06:00:00Z"}`}
-	obs := &observed{Shim: shim, Hash: hash, SpecHash: hash}
+	obs := &Snapshot{Shim: shim, Hash: hash, SpecHash: hash}
 	for _, n := range []*corev1.Node{nodeAt("n1", "a", hash, nil), nodeAt("n2", "b", "old", nil), nodeAt("n3", "a", hash, nil), nodeAt("n4", "a", "", refused)} {
 		obs.Views = append(obs.Views, nodeview.View(shim, n, nodeview.CanaryHash(shim)))
 	}
@@ -171,17 +171,17 @@ func BenchmarkObserveDecide1000Nodes(b *testing.B) {
 	shim := decideShim()
 	hash := nodeview.SpecHash(shim)
 	canary := nodeview.CanaryHash(shim)
-	opts := Options{InstallerImage: "i", Namespace: "ns"}.withDefaults()
+	opts := shimspec.Settings{InstallerImage: "i", Namespace: "ns"}
 	nodes := make([]*corev1.Node, 1000)
 	for i := range nodes {
 		nodes[i] = nodeAt(fmt.Sprintf("n%04d", i), "a", "", nil)
 	}
 	for b.Loop() {
-		obs := &observed{Shim: shim, Hash: hash, SpecHash: hash, Views: make([]fleet.NodeView, 0, len(nodes))}
+		obs := &Snapshot{Shim: shim, Hash: hash, SpecHash: hash, Views: make([]fleet.NodeView, 0, len(nodes))}
 		for _, n := range nodes {
 			obs.Views = append(obs.Views, nodeview.View(shim, n, canary))
 		}
-		if _, err := fleet.Decide(obs.Fleet(), fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), PlanFor: obs.PlanFor(opts.settings())}); err != nil {
+		if _, err := fleet.Decide(obs.Fleet(), fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), PlanFor: obs.PlanFor(opts)}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,8 +1,9 @@
-package operator
+package decide
 
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,7 +14,6 @@ import (
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
-	"github.com/shimkit/shimkit/operator/decide"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/operator/jobview"
 	"github.com/shimkit/shimkit/operator/nodeview"
@@ -29,7 +29,7 @@ func fuzzView(shim *v1alpha1.Shim, name string, b byte) fleet.NodeView {
 	hash := []string{"", "h1", "h0", ""}[b&3]
 	n := nodeAt(name, "a", hash, nil)
 	if b&0x80 != 0 {
-		n.Spec.Taints = []corev1.Taint{{Key: PendingTaint, Effect: corev1.TaintEffectNoSchedule}}
+		n.Spec.Taints = []corev1.Taint{{Key: nodeview.PendingTaint, Effect: corev1.TaintEffectNoSchedule}}
 	}
 	v := nodeview.View(shim, n, "")
 	job := func(op string, cond batchv1.JobConditionType, res *plan.NodeResult) *jobview.View {
@@ -103,7 +103,7 @@ func FuzzDecide(f *testing.F) {
 		if flags&8 != 0 {
 			shim.Spec.FetchStrategy = v1alpha1.FetchStrategy{Type: v1alpha1.FetchImage, Image: &v1alpha1.OCIFetch{Reference: "example.invalid/spin:1"}}
 		}
-		obs := &observed{Shim: shim, Hash: "h1", SpecHash: "h1", Shims: []v1alpha1.Shim{*shim}}
+		obs := &Snapshot{Shim: shim, Hash: "h1", SpecHash: "h1", Shims: []v1alpha1.Shim{*shim}, RolloutNow: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
 		before := map[string]fleet.NodeView{}
 		for i, b := range states {
 			v := fuzzView(shim, fmt.Sprintf("n%02d", i), b)
@@ -117,20 +117,19 @@ func FuzzDecide(f *testing.F) {
 				obs.Pulls[v.Node.Name] = &plan.NodeResult{Outcome: plan.Failed, Reason: plan.ReasonImagePullFailed}
 			}
 		}
-		acts, err := decideRecords(obs)
+		acts, err := Records(obs)
 		if err != nil {
 			t.Fatal(err)
 		}
-		acts = append(acts, decideStaleRecords(obs)...)
-		r := withDeps(deps{opts: Options{}.withDefaults()})
+		acts = append(acts, StaleRecords(obs)...)
 		d, err := fleet.Decide(obs.Fleet(), fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), PlanFor: func(n *corev1.Node) (*plan.NodePlan, error) {
 			return &plan.NodePlan{Node: n.Name, Operation: plan.OpInstall, SpecHash: "h1"}, nil
-		}, Delivery: r.delivery(obs)})
+		}, Delivery: Delivery(obs)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		acts = append(acts, decideRelabel(obs, &d)...)
-		acts = append(acts, decideTaints(obs)...)
+		acts = append(acts, Relabel(obs, &d)...)
+		acts = append(acts, Taints(obs)...)
 		checkActions(t, obs, before, acts)
 		if d.Delivered.Revert && obs.PreviousRevision() == nil {
 			t.Errorf("a revert without a previous revision")
@@ -144,46 +143,46 @@ func FuzzDecide(f *testing.F) {
 
 // checkActions checks each action against the node it writes, as it was
 // before the decision.
-func checkActions(t *testing.T, obs *observed, before map[string]fleet.NodeView, acts []decide.Action) {
+func checkActions(t *testing.T, obs *Snapshot, before map[string]fleet.NodeView, acts []Action) {
 	t.Helper()
 	retry := obs.Shim.Annotations[v1alpha1.RetryAnnotation] != ""
 	labelWrites := map[string]int{}
-	var walk func([]decide.Action)
-	walk = func(acts []decide.Action) {
+	var walk func([]Action)
+	walk = func(acts []Action) {
 		for _, a := range acts {
 			switch a := a.(type) {
-			case decide.Together:
+			case Together:
 				walk(a)
-			case decide.InOrder:
+			case InOrder:
 				walk(a)
-			case decide.DeleteJob:
+			case DeleteJob:
 				if v := before[a.Node]; !retry || !v.FailedNode() {
 					t.Errorf("Job of %s deleted without a retry of a failed node", a.Node)
 				}
-			case decide.ClearFailure:
+			case ClearFailure:
 				if v := before[a.Node]; !retry || v.Failure == nil {
 					t.Errorf("failure of %s cleared without a retry of a failure", a.Node)
 				}
-			case decide.MarkInstalled:
+			case MarkInstalled:
 				labelWrites[a.Node.Name]++
 				v := before[a.Node.Name]
 				if j := v.Job; !v.Preinstalled && (j == nil || j.Op != jobview.OpInstall || !j.Succeeded()) {
 					t.Errorf("%s labelled installed without an install that succeeded", a.Node.Name)
 				}
-			case decide.Unmark:
+			case Unmark:
 				labelWrites[a.Node]++
 				if v := before[a.Node]; !v.HasRecords() && v.Label == "" {
 					t.Errorf("%s unmarked with nothing of the Shim on it", a.Node)
 				}
-			case decide.MarkFailed:
+			case MarkFailed:
 				if j := before[a.Node].Job; j == nil || !j.Failed() {
 					t.Errorf("%s recorded as failed without a failed Job", a.Node)
 				}
-			case decide.PatchJob:
+			case PatchJob:
 				if obs.Pulls[a.Node] == nil {
 					t.Errorf("Job of %s ended without a pull failure", a.Node)
 				}
-			case decide.Untaint:
+			case Untaint:
 				if v := before[a.Node.Name]; v.Label != nodelabel.Installed && (v.Job == nil || !v.Job.Succeeded()) {
 					t.Errorf("taint of %s released before it has the shim", a.Node.Name)
 				}

@@ -1,4 +1,4 @@
-package operator
+package decide
 
 import (
 	"testing"
@@ -17,10 +17,10 @@ import (
 // gateObs is a gated Shim's snapshot: n1 and n2 have the target h1, n3
 // an older spec; drifted names the updated nodes whose kubelet lost the
 // handler.
-func gateObs(perNode, total int32, drifted ...string) *observed {
+func gateObs(perNode, total int32, drifted ...string) *Snapshot {
 	shim := decideShim()
 	shim.Spec.RolloutStrategy.HealthGate = &v1alpha1.HealthGate{MaxFailuresPerNode: ptr.To(perNode), MaxFailures: ptr.To(total)}
-	obs := &observed{Shim: shim, Hash: "h1", SpecHash: "h1"}
+	obs := &Snapshot{Shim: shim, Hash: "h1", SpecHash: "h1"}
 	for _, n := range []*corev1.Node{nodeAt("n1", "a", "h1", nil), nodeAt("n2", "a", "h1", nil), nodeAt("n3", "a", "h0", nil)} {
 		n.Status.RuntimeHandlers = []corev1.NodeRuntimeHandler{{Name: "spin"}, {Name: "runc"}}
 		v := nodeview.View(shim, n, "")
@@ -45,7 +45,7 @@ func TestJudgeGate(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name     string
-		obs      *observed
+		obs      *Snapshot
 		failures []health.Failure
 		tripped  bool
 	}{
@@ -57,7 +57,7 @@ func TestJudgeGate(t *testing.T) {
 		{name: "a node without the target does not count its lost handler", obs: gateObs(1, 1, "n3"), tripped: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			trip := judgeGate(tc.obs, tc.failures)
+			trip := JudgeGate(tc.obs, tc.failures)
 			if (trip != nil) != tc.tripped {
 				t.Fatalf("tripped %v, want %v", trip, tc.tripped)
 			}
@@ -76,25 +76,25 @@ func TestGateWatches(t *testing.T) {
 	now := started.Add(time.Hour)
 	for _, tc := range []struct {
 		name    string
-		change  func(*observed)
+		change  func(*Snapshot)
 		watches bool
 		since   time.Time
 	}{
 		{name: "a gated rollout, not started", watches: true, since: now},
-		{name: "no gate", change: func(o *observed) { o.Shim.Spec.RolloutStrategy.HealthGate = nil }, watches: false},
-		{name: "started", change: func(o *observed) {
+		{name: "no gate", change: func(o *Snapshot) { o.Shim.Spec.RolloutStrategy.HealthGate = nil }, watches: false},
+		{name: "started", change: func(o *Snapshot) {
 			o.Shim.Status.Rollout = &v1alpha1.RolloutStatus{SpecHash: "h1", StartedAt: started}
 		}, watches: true, since: started.Time},
-		{name: "halted", change: func(o *observed) {
+		{name: "halted", change: func(o *Snapshot) {
 			o.Shim.Status.Rollout = &v1alpha1.RolloutStatus{SpecHash: "h1", StartedAt: started, Halt: &v1alpha1.RolloutHalt{Reason: "WorkloadFailures"}}
 		}, watches: false},
-		{name: "halted, retried now", change: func(o *observed) {
+		{name: "halted, retried now", change: func(o *Snapshot) {
 			o.Shim.Status.Rollout = &v1alpha1.RolloutStatus{SpecHash: "h1", StartedAt: started, Halt: &v1alpha1.RolloutHalt{Reason: "WorkloadFailures"}}
 			o.RetriedNow = true
 		}, watches: true, since: now},
-		{name: "rolled out", change: func(o *observed) { o.Shim.Status.Revisions = []v1alpha1.Revision{{SpecHash: "h1"}} }, watches: false},
-		{name: "reverting", change: func(o *observed) { o.Reverted = "h2" }, watches: false},
-		{name: "refused", change: func(o *observed) { o.Refusal = &shimspec.Refusal{Reason: "ResolveFailed"} }, watches: false},
+		{name: "rolled out", change: func(o *Snapshot) { o.Shim.Status.Revisions = []v1alpha1.Revision{{SpecHash: "h1"}} }, watches: false},
+		{name: "reverting", change: func(o *Snapshot) { o.Reverted = "h2" }, watches: false},
+		{name: "refused", change: func(o *Snapshot) { o.Refusal = &shimspec.Refusal{Reason: "ResolveFailed"} }, watches: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obs := gateObs(1, 3)
@@ -104,8 +104,8 @@ func TestGateWatches(t *testing.T) {
 			if got := obs.GateWatches(); got != tc.watches {
 				t.Fatalf("gateWatches %v, want %v", got, tc.watches)
 			}
-			if tc.watches && !gateSince(obs, now).Equal(tc.since) {
-				t.Errorf("since %v, want %v", gateSince(obs, now), tc.since)
+			if tc.watches && !GateSince(obs, now).Equal(tc.since) {
+				t.Errorf("since %v, want %v", GateSince(obs, now), tc.since)
 			}
 		})
 	}
@@ -137,7 +137,7 @@ func TestRevertTarget(t *testing.T) {
 				obs.Shim.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 			}
 			got := ""
-			if rev := revertTarget(obs); rev != nil {
+			if rev := RevertTarget(obs); rev != nil {
 				got = rev.ControllerRevision
 			}
 			if got != tc.want {

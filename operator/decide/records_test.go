@@ -1,4 +1,4 @@
-package operator
+package decide
 
 import (
 	"fmt"
@@ -16,7 +16,6 @@ import (
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
-	"github.com/shimkit/shimkit/operator/decide"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/operator/jobview"
 	"github.com/shimkit/shimkit/operator/nodeview"
@@ -24,45 +23,45 @@ import (
 
 // describeActs flattens a decision's actions into one line each, in the
 // order act carries them out ("|" joins the ones that run together).
-func describeActs(acts []decide.Action) []string {
+func describeActs(acts []Action) []string {
 	var out []string
 	for _, a := range acts {
 		switch a := a.(type) {
-		case decide.Together:
+		case Together:
 			var parts []string
 			for _, p := range a {
-				parts = append(parts, describeActs([]decide.Action{p})...)
+				parts = append(parts, describeActs([]Action{p})...)
 			}
 			if len(parts) > 0 {
 				out = append(out, "together: "+fmt.Sprint(parts))
 			}
-		case decide.InOrder:
+		case InOrder:
 			out = append(out, describeActs(a)...)
-		case decide.DeleteJob:
+		case DeleteJob:
 			out = append(out, "delete Job "+a.Job.Name+" of "+a.Node)
-		case decide.ClearFailure:
+		case ClearFailure:
 			out = append(out, "clear failure of "+a.Node)
-		case decide.PatchJob:
+		case PatchJob:
 			out = append(out, "end Job "+a.Job.Name+" of "+a.Node+": "+a.Reason)
-		case decide.MarkInstalled:
+		case MarkInstalled:
 			out = append(out, "mark "+a.Node.Name+" installed at "+a.SpecHash)
-		case decide.Unmark:
+		case Unmark:
 			out = append(out, "unmark "+a.Node)
-		case decide.MarkFailed:
+		case MarkFailed:
 			out = append(out, "mark "+a.Node+" failed: "+a.Failure.Reason)
-		case decide.MarkVerified:
+		case MarkVerified:
 			out = append(out, fmt.Sprintf("mark %s verified (drift %v)", a.Node, a.Found.Drift))
-		case decide.EmitEvent:
+		case EmitEvent:
 			out = append(out, "event "+a.Type+" "+a.Reason+": "+a.Note)
-		case decide.Note:
+		case Note:
 			out = append(out, "note "+a.Reason+": "+a.Detail)
-		case decide.CountJob:
+		case CountJob:
 			out = append(out, "count Job "+a.Job.Object.Name)
-		case decide.DropRecords:
+		case DropRecords:
 			out = append(out, fmt.Sprintf("drop records %v of %s", a.Keys, a.Node))
-		case decide.Untaint:
+		case Untaint:
 			out = append(out, "untaint "+a.Node.Name)
-		case decide.RememberRetry:
+		case RememberRetry:
 			out = append(out, fmt.Sprintf("remember retry %s (%d Jobs)", a.Request, len(a.Jobs)))
 		default:
 			out = append(out, fmt.Sprintf("%T", a))
@@ -73,8 +72,8 @@ func describeActs(acts []decide.Action) []string {
 
 // recordsObs is a snapshot of the Shim spin at hash h1 with a view per
 // node, each with the Job given (nil: none).
-func recordsObs(shim *v1alpha1.Shim, jobs map[string]*jobview.View, failures map[string]*nodelabel.Failure) *observed {
-	obs := &observed{Shim: shim, Hash: "h1", SpecHash: "h1", Now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
+func recordsObs(shim *v1alpha1.Shim, jobs map[string]*jobview.View, failures map[string]*nodelabel.Failure) *Snapshot {
+	obs := &Snapshot{Shim: shim, Hash: "h1", SpecHash: "h1", Now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
 	for _, name := range slices.Sorted(func(yield func(string) bool) {
 		for n := range jobs {
 			if !yield(n) {
@@ -162,7 +161,7 @@ func TestDecideRecords(t *testing.T) {
 			for i := range obs.Fresh {
 				obs.Fresh[i] = tc.fresh
 			}
-			acts, err := decideRecords(obs)
+			acts, err := Records(obs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -191,7 +190,7 @@ func TestDecideRecords(t *testing.T) {
 
 // TestDecideStuckPulls: an image Shim's running Job whose pod cannot pull
 // is ended with that failure; the Shim is looked at again within
-// pullCheck while its Jobs run.
+// PullCheck while its Jobs run.
 func TestDecideStuckPulls(t *testing.T) {
 	shim := decideShim()
 	shim.Spec.FetchStrategy = v1alpha1.FetchStrategy{Type: v1alpha1.FetchImage, Image: &v1alpha1.OCIFetch{Reference: "example.invalid/spin:1"}}
@@ -202,18 +201,18 @@ func TestDecideStuckPulls(t *testing.T) {
 	}
 	obs := recordsObs(shim, map[string]*jobview.View{"n1": running(), "n2": running(), "n3": nil}, nil)
 	obs.Pulls = map[string]*plan.NodeResult{"n2": {Outcome: plan.Failed, Reason: plan.ReasonImagePullFailed, Message: "not found"}}
-	acts, err := decideStuckPulls(obs)
+	acts, err := StuckPulls(obs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"together: [end Job job-n2 of n2: ImagePullFailed]"}, describeActs(acts)); diff != "" {
 		t.Errorf("actions (-want +got):\n%s", diff)
 	}
-	if want := obs.Now.Add(pullCheck); !obs.Due.Equal(want) {
+	if want := obs.Now.Add(PullCheck); !obs.Due.Equal(want) {
 		t.Errorf("due %v, want %v", obs.Due, want)
 	}
 	shim.Spec.FetchStrategy = decideShim().Spec.FetchStrategy
-	if acts, _ := decideStuckPulls(obs); len(acts) != 0 {
+	if acts, _ := StuckPulls(obs); len(acts) != 0 {
 		t.Errorf("an HTTP Shim's Jobs: %v", describeActs(acts))
 	}
 }
@@ -228,7 +227,7 @@ func TestDecideNodeRecords(t *testing.T) {
 	other.Name, other.UID = "wasm", "uid-wasm"
 	other.Status.SpecHash = "w1"
 	tainted := func(n *corev1.Node) *corev1.Node {
-		n.Spec.Taints = []corev1.Taint{{Key: PendingTaint, Effect: corev1.TaintEffectNoSchedule}}
+		n.Spec.Taints = []corev1.Taint{{Key: nodeview.PendingTaint, Effect: corev1.TaintEffectNoSchedule}}
 		return n
 	}
 	withWasm := func(n *corev1.Node) *corev1.Node {
@@ -239,41 +238,41 @@ func TestDecideNodeRecords(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		nodes  []*corev1.Node
-		setup  func(obs *observed, d *fleet.Decision)
-		decide func(obs *observed, d *fleet.Decision) []decide.Action
+		setup  func(obs *Snapshot, d *fleet.Decision)
+		decide func(obs *Snapshot, d *fleet.Decision) []Action
 		want   []string
 	}{
 		{name: "preinstalled nodes labelled and unlabelled", nodes: []*corev1.Node{nodeAt("n1", "a", "", nil), nodeAt("n2", "a", "h0", nil)},
-			setup: func(obs *observed, d *fleet.Decision) {
+			setup: func(obs *Snapshot, d *fleet.Decision) {
 				d.Label, d.Unlabel = []string{"n1"}, []string{"n2"}
 				d.ByName["n2"].Skip = &fleet.Skip{Reason: v1alpha1.SkipNoArtifact, Detail: "its image lacks handler spin"}
 			},
-			decide: decideRelabel,
+			decide: Relabel,
 			want: []string{"together: [mark n1 installed at h1 unmark n2]", "note Preinstalled: node n1 (its image serves the Shim's handlers)",
 				"event Normal Unlabelled: node n2: its image lacks handler spin"}},
 		{name: "a predecessor's records dropped, a reimaged node unlabelled", nodes: []*corev1.Node{nodeAt("n1", "a", "", nil), nodeAt("n2", "a", "h1", nil), nodeAt("n3", "a", "h1", nil)},
-			setup: func(obs *observed, d *fleet.Decision) {
+			setup: func(obs *Snapshot, d *fleet.Decision) {
 				d.ByName["n1"].Stale = []string{"failure"}
 				d.ByName["n2"].Reimaged = true
 			},
-			decide: func(obs *observed, _ *fleet.Decision) []decide.Action { return decideStaleRecords(obs) },
+			decide: func(obs *Snapshot, _ *fleet.Decision) []Action { return StaleRecords(obs) },
 			want:   []string{"event Warning Reimaged: node n2 is another machine now (): it loses the shim's label and is installed again", "together: [drop records [failure] of n1 unmark n2]"}},
 		{name: "a deleted Shim forgets the nodes it left something on", nodes: []*corev1.Node{nodeAt("n1", "a", "", nil), nodeAt("n2", "a", "h1", nil)},
-			decide: func(obs *observed, _ *fleet.Decision) []decide.Action { return decideForget(obs) },
+			decide: func(obs *Snapshot, _ *fleet.Decision) []Action { return Forget(obs) },
 			want:   []string{"together: [unmark n2]"}},
 		{name: "the startup taint goes once every Shim selecting the node has it",
 			nodes: []*corev1.Node{tainted(nodeAt("n1", "a", "h1", nil)), tainted(withWasm(nodeAt("n2", "a", "h1", nil))), tainted(nodeAt("n3", "a", "h0", nil))},
-			setup: func(obs *observed, _ *fleet.Decision) {
+			setup: func(obs *Snapshot, _ *fleet.Decision) {
 				// wasm selects n1 and n2; only n2 has it.
 				wasm := other.DeepCopy()
 				wasm.Spec.NodeSelector = map[string]string{"pool": "a"}
 				obs.Shims = []v1alpha1.Shim{*obs.Shim, *wasm}
 			},
-			decide: func(obs *observed, _ *fleet.Decision) []decide.Action { return decideTaints(obs) },
+			decide: func(obs *Snapshot, _ *fleet.Decision) []Action { return Taints(obs) },
 			want:   []string{"together: [untaint n2]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			obs := &observed{Shim: shim.DeepCopy(), Hash: "h1", SpecHash: "h1", Now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
+			obs := &Snapshot{Shim: shim.DeepCopy(), Hash: "h1", SpecHash: "h1", Now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
 			for _, n := range tc.nodes {
 				obs.Views = append(obs.Views, nodeview.View(obs.Shim, n, ""))
 			}
