@@ -24,6 +24,7 @@ import (
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/classes"
 	"github.com/shimkit/shimkit/operator/decide"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/operator/jobview"
@@ -46,7 +47,7 @@ type Reconciler struct {
 	*deps
 	resolve   *pin.Pinner
 	reads     *resultReader
-	classes   *runtimeClasses
+	classes   *classes.Classes
 	revisions *revisionStore
 	batch     *batcher
 	starter   *jobStarter
@@ -201,10 +202,10 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	if err := r.revisions.readDroppable(ctx, obs); err != nil {
 		return nil, err
 	}
-	if obs.Classes, err = r.classes.readClasses(ctx, obs.Shim); err != nil {
+	if obs.Classes, err = r.classes.Read(ctx, obs.Shim); err != nil {
 		return nil, err
 	}
-	if obs.RCMUID, err = r.classes.readPredecessor(ctx, obs); err != nil {
+	if obs.RCMUID, err = r.classes.ReadPredecessor(ctx, obs); err != nil {
 		return nil, err
 	}
 	return obs, nil
@@ -253,11 +254,11 @@ func (r *Reconciler) install(ctx context.Context, obs *observed, acts []decide.A
 	}
 	// The RuntimeClasses, the canary's among them, before an installer
 	// needs one.
-	rcs, err := r.classes.ensureRuntimeClasses(ctx, obs, len(d.Rollin.Start) > 0)
+	rcs, err := r.classes.Ensure(ctx, obs, len(d.Rollin.Start) > 0)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if rcs.canaryBlocked {
+	if rcs.CanaryBlocked {
 		d.Rollin.Start = nil
 	}
 	// Other Shims with installs pending get a moment to offer theirs, so
@@ -281,7 +282,7 @@ func (r *Reconciler) install(ctx context.Context, obs *observed, acts []decide.A
 		return ctrl.Result{}, err
 	}
 	var verifyAt time.Time
-	if d.Done() && obs.Refusal == nil && !rcs.canaryBlocked {
+	if d.Done() && obs.Refusal == nil && !rcs.CanaryBlocked {
 		if verifyAt, err = r.starter.startVerifies(ctx, obs, d.Rollin.Budget); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -314,10 +315,10 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, shim *v1alpha1.Shim) e
 // label, are dropped.
 func (r *Reconciler) prepareNodes(ctx context.Context, obs *observed) error {
 	var err error
-	if obs.Takeover, err = r.classes.takeOverRuntimeClasses(ctx, obs); err != nil {
+	if obs.Takeover, err = r.classes.TakeOver(ctx, obs); err != nil {
 		return err
 	}
-	if err := r.classes.releaseRCMLabels(ctx, obs); err != nil {
+	if err := r.classes.ReleaseRCMLabels(ctx, obs); err != nil {
 		return err
 	}
 	return r.exec.act(ctx, decide.StaleRecords(obs))
@@ -433,7 +434,7 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed, acts []dec
 	}
 	obs.Settled = d.Removal.Done || d.Removal.Halted
 	if !d.Removal.Done {
-		if err := r.report.updateStatus(ctx, obs, rollout.Plan{}, d.Removal, classes{}); err != nil {
+		if err := r.report.updateStatus(ctx, obs, rollout.Plan{}, d.Removal, classes.Result{}); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{RequeueAfter: r.opts.ResyncPeriod}, nil
@@ -447,7 +448,7 @@ func (r *Reconciler) release(ctx context.Context, obs *observed) error {
 	if err := r.exec.act(ctx, decide.Forget(obs)); err != nil {
 		return err
 	}
-	if err := r.classes.deleteRuntimeClasses(ctx, obs); err != nil {
+	if err := r.classes.DeleteAll(ctx, obs); err != nil {
 		return err
 	}
 	patch := client.MergeFrom(obs.Shim.DeepCopy())

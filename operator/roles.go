@@ -4,6 +4,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/shimkit/shimkit/operator/classes"
 	"github.com/shimkit/shimkit/operator/metrics"
 	"github.com/shimkit/shimkit/operator/nodegate"
 	"github.com/shimkit/shimkit/operator/pin"
@@ -50,9 +51,8 @@ type (
 		results  results
 		prefetch prefetches
 	}
-	runtimeClasses struct{ *deps }
-	revisionStore  struct{ *deps }
-	batcher        struct {
+	revisionStore struct{ *deps }
+	batcher       struct {
 		*deps
 		gate *nodegate.Gate
 	}
@@ -81,7 +81,7 @@ func newRoles(r *Reconciler, d *deps, gate *nodegate.Gate) {
 	r.deps, r.gate = d, gate
 	r.resolve = pin.New(d.reader, d.recorder, d.opts.Resolver, d.opts.Namespace, d.opts.resolveBackoff)
 	r.reads = &resultReader{deps: d}
-	r.classes = &runtimeClasses{deps: d}
+	r.classes = classes.New(d.client, d.reader, d.recorder)
 	r.revisions = &revisionStore{deps: d}
 	r.batch = &batcher{deps: d, gate: gate}
 	r.starter = &jobStarter{deps: d, gate: gate, batch: r.batch}

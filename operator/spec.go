@@ -24,6 +24,13 @@ var (
 	ErrPullSecretNamespace = shimspec.ErrPullSecretNamespace
 )
 
+// RCMKind and RCMVersion are the kind and version of runtime-class-manager's
+// Shim, in either of its groups (v1alpha1.RCMGroup, v1alpha1.RCMGroupKWasm).
+const (
+	RCMKind    = shimspec.RCMKind
+	RCMVersion = shimspec.RCMVersion
+)
+
 // DefaultCanaryTimeout bounds a canary whose spec names no timeout.
 const DefaultCanaryTimeout = shimspec.DefaultCanaryTimeout
 

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/classes"
 	"github.com/shimkit/shimkit/operator/decide"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/rollout"
@@ -22,13 +23,13 @@ import (
 
 // updateStatus writes counts and conditions with server-side apply (field
 // owner shimkit), skipping the request when nothing changed.
-func (r *reporter) updateStatus(ctx context.Context, obs *observed, install, removal rollout.Plan, rcs classes) error {
+func (r *reporter) updateStatus(ctx context.Context, obs *observed, install, removal rollout.Plan, rcs classes.Result) error {
 	shim := obs.Shim
 	snap := obs.Fleet()
 	st := fleet.Counts(snap)
 	st.Artifact, st.Retried = obs.Shown, obs.Retried
 	u := fleet.Rollup{Shim: shim, Nodes: snap.Nodes, Counts: st, Install: install, Removal: removal,
-		Classes: fleet.Classes{Published: rcs.published, Conflicts: rcs.conflicts}}
+		Classes: fleet.Classes{Published: rcs.Published, Conflicts: rcs.Conflicts}}
 	if ref := obs.Refusal; ref != nil {
 		u.Refusal = &fleet.Refusal{Reason: ref.Reason, Message: ref.Message}
 	}

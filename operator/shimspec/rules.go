@@ -12,9 +12,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// RCMKind is the kind of runtime-class-manager's Shim, in either of its
-// groups (v1alpha1.RCMGroup, v1alpha1.RCMGroupKWasm).
-const RCMKind = "Shim"
+// RCMKind and RCMVersion are the kind and version of runtime-class-manager's
+// Shim, in either of its groups (v1alpha1.RCMGroup, v1alpha1.RCMGroupKWasm).
+const (
+	RCMKind    = "Shim"
+	RCMVersion = "v1alpha1"
+)
 
 // RolloutRules reads the Shim's maintenance windows and steps, naming the
 // field that is wrong (an unknown time zone passes the API server's

@@ -1,4 +1,4 @@
-package operator
+package classes
 
 import (
 	"context"
@@ -29,17 +29,17 @@ type classSnapshot struct {
 }
 
 // classesOf is the snapshot's RuntimeClasses as a client.
-func (r *runtimeClasses) classesOf(obs *observed) *classSnapshot {
+func (r *Classes) classesOf(obs *decide.Snapshot) *classSnapshot {
 	return &classSnapshot{Client: r.client, set: obs.Classes}
 }
 
-// readClasses reads the Shim's RuntimeClasses (those it labels, and every
+// Read reads the Shim's RuntimeClasses (those it labels, and every
 // name its spec and canary give) from the cache. A name the cache shows as
 // someone else's is read again from the API server: the cache may hold a
 // copy from before the operator's own write (a takeover), and what the API
 // server has decides, so that no conflict is reported for what was just
 // done.
-func (r *runtimeClasses) readClasses(ctx context.Context, shim *v1alpha1.Shim) (*decide.ClassSet, error) {
+func (r *Classes) Read(ctx context.Context, shim *v1alpha1.Shim) (*decide.ClassSet, error) {
 	s := &decide.ClassSet{}
 	var list nodev1.RuntimeClassList
 	if err := r.client.List(ctx, &list, client.MatchingLabels{jobview.LabelShim: jobview.LabelValue(shim.Name)}); err != nil {
@@ -48,7 +48,7 @@ func (r *runtimeClasses) readClasses(ctx context.Context, shim *v1alpha1.Shim) (
 	for i := range list.Items {
 		s.Put(list.Items[i].Name, &list.Items[i])
 	}
-	names := []string{CanaryRuntimeClass(shim.Name)}
+	names := []string{shimspec.CanaryRuntimeClass(shim.Name)}
 	for _, spec := range shimspec.Classes(shim) {
 		names = append(names, spec.Name)
 	}

@@ -1,4 +1,4 @@
-package operator
+package classes
 
 import (
 	"context"
@@ -12,21 +12,22 @@ import (
 
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/decide"
 	"github.com/shimkit/shimkit/operator/shimspec"
 	"github.com/shimkit/shimkit/runtimeclass"
 )
 
-// classes is what ensureRuntimeClasses found: whether every RuntimeClass
-// is published, and the messages of those that belong to someone else.
-type classes struct {
-	published bool
-	conflicts []string
-	// canaryBlocked: the canary's RuntimeClass belongs to someone else, so
+// Result is what Ensure found: whether every RuntimeClass is published,
+// and the messages of those that belong to someone else.
+type Result struct {
+	Published bool
+	Conflicts []string
+	// CanaryBlocked: the canary's RuntimeClass belongs to someone else, so
 	// no installer can run its canary.
-	canaryBlocked bool
+	CanaryBlocked bool
 }
 
-// ensureRuntimeClasses creates the Shim's RuntimeClasses once the first
+// Ensure creates the Shim's RuntimeClasses once the first
 // node has the shim, keeps those it owns up to date, and deletes those it
 // owns that the spec no longer names. A RuntimeClass of one of its names
 // that it does not own is left as it is: a conflict.
@@ -39,7 +40,7 @@ type classes struct {
 // canary RuntimeClass is deleted, one from before included; one that
 // belongs to someone else is then not looked at (it blocks, as a
 // conflict, only a rollout that is about to start).
-func (r *runtimeClasses) ensureRuntimeClasses(ctx context.Context, obs *observed, starting bool) (classes, error) {
+func (r *Classes) Ensure(ctx context.Context, obs *decide.Snapshot, starting bool) (Result, error) {
 	anyInstalled, anyTouched := false, false
 	for _, v := range obs.Views {
 		anyInstalled = anyInstalled || v.Label == nodelabel.Installed
@@ -54,21 +55,21 @@ func (r *runtimeClasses) ensureRuntimeClasses(ctx context.Context, obs *observed
 	// A canary RuntimeClass no installer will use goes as a handler
 	// dropped from the spec does.
 	if err := r.deleteStaleRuntimeClasses(ctx, r.classesOf(obs), obs.Shim, specs); err != nil {
-		return classes{}, err
+		return Result{}, err
 	}
-	out := classes{published: true}
+	out := Result{Published: true}
 	for _, spec := range specs {
 		ok, conflict, err := r.ensureRuntimeClass(ctx, r.classesOf(obs), obs.Shim, spec, anyInstalled || spec.Field == canary.Field)
 		if err != nil {
-			return classes{}, err
+			return Result{}, err
 		}
 		if msg := obs.Takeover[spec.Name]; conflict != "" && msg != "" {
 			conflict = msg // the migration's predecessor's: say why it was not taken over
 		}
-		out.published = out.published && ok
+		out.Published = out.Published && ok
 		if conflict != "" {
-			out.conflicts = append(out.conflicts, conflict)
-			out.canaryBlocked = out.canaryBlocked || withCanary && spec.Field == canary.Field
+			out.Conflicts = append(out.Conflicts, conflict)
+			out.CanaryBlocked = out.CanaryBlocked || withCanary && spec.Field == canary.Field
 		}
 	}
 	return out, nil
@@ -82,7 +83,7 @@ func (r *runtimeClasses) ensureRuntimeClasses(ctx context.Context, obs *observed
 // RuntimeClass that changed since the snapshot (runtimeclass.Retry) is not
 // published yet: the watch on RuntimeClasses brings the next reconcile,
 // which reads whose it is.
-func (r *runtimeClasses) ensureRuntimeClass(ctx context.Context, classes *classSnapshot, shim *v1alpha1.Shim, spec shimspec.Class, anyInstalled bool) (bool, string, error) {
+func (r *Classes) ensureRuntimeClass(ctx context.Context, classes *classSnapshot, shim *v1alpha1.Shim, spec shimspec.Class, anyInstalled bool) (bool, string, error) {
 	ensure := runtimeclass.Ensure
 	if !anyInstalled {
 		ensure = runtimeclass.UpdateExisting // not yet created: no node has the shim
@@ -120,7 +121,7 @@ func conflictMessage(c *runtimeclass.ConflictError, spec shimspec.Class) string 
 // spec dropped (or renamed), so that no new pod asks for them. Each is
 // deleted only if it is still the Shim's as read (runtimeclass.DeleteOwned):
 // never one recreated by someone else since.
-func (r *runtimeClasses) deleteStaleRuntimeClasses(ctx context.Context, classes *classSnapshot, shim *v1alpha1.Shim, specs []shimspec.Class) error {
+func (r *Classes) deleteStaleRuntimeClasses(ctx context.Context, classes *classSnapshot, shim *v1alpha1.Shim, specs []shimspec.Class) error {
 	for _, rc := range classes.set.Owned(shim) {
 		if slices.ContainsFunc(specs, func(s shimspec.Class) bool { return s.Name == rc.Name }) {
 			continue
@@ -129,7 +130,7 @@ func (r *runtimeClasses) deleteStaleRuntimeClasses(ctx context.Context, classes 
 			return err
 		}
 		why := "no longer in the spec"
-		if rc.Name == CanaryRuntimeClass(shim.Name) {
+		if rc.Name == shimspec.CanaryRuntimeClass(shim.Name) {
 			why = "no node is being installed or has the shim (the canary's RuntimeClass is published only while one is)"
 		}
 		r.event(shim, rc, corev1.EventTypeNormal, "RuntimeClassDeleted", "Delete", "RuntimeClass %s: %s", rc.Name, why)
@@ -137,9 +138,9 @@ func (r *runtimeClasses) deleteStaleRuntimeClasses(ctx context.Context, classes 
 	return nil
 }
 
-// deleteRuntimeClasses deletes every RuntimeClass the Shim owns; one of
+// DeleteAll deletes every RuntimeClass the Shim owns; one of
 // its names that belongs to someone else stays.
-func (r *runtimeClasses) deleteRuntimeClasses(ctx context.Context, obs *observed) error {
+func (r *Classes) DeleteAll(ctx context.Context, obs *decide.Snapshot) error {
 	var errs []error
 	for _, rc := range obs.Classes.Owned(obs.Shim) {
 		errs = append(errs, runtimeclass.DeleteOwned(ctx, r.classesOf(obs), rc.Name, obs.Shim.UID))

@@ -1,4 +1,4 @@
-package operator
+package classes
 
 import (
 	"context"
@@ -59,12 +59,12 @@ func TestEnsureAfterTakeoverWithStaleCache(t *testing.T) {
 	}
 
 	rec := events.NewFakeRecorder(10)
-	r := withDeps(deps{client: staleCache{Client: env.Client, old: old}, reader: env.Client, recorder: rec})
-	classes, err := r.classes.readClasses(ctx, shim)
+	r := New(staleCache{Client: env.Client, old: old}, env.Client, rec)
+	classes, err := r.Read(ctx, shim)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ok, conflict, err := r.classes.ensureRuntimeClass(ctx, &classSnapshot{Client: r.client, set: classes}, shim, spec, true)
+	ok, conflict, err := r.ensureRuntimeClass(ctx, &classSnapshot{Client: r.client, set: classes}, shim, spec, true)
 	if err != nil || !ok || conflict != "" {
 		t.Errorf("ensureRuntimeClass = %v, %q, %v; want published, no conflict", ok, conflict, err)
 	}
@@ -84,10 +84,10 @@ func TestEnsureAfterTakeoverWithStaleCache(t *testing.T) {
 	shim.Spec.RuntimeClass.Name, spec.Name = "admins", "admins"
 	rec = events.NewFakeRecorder(10)
 	r.recorder = rec
-	if classes, err = r.classes.readClasses(ctx, shim); err != nil {
+	if classes, err = r.Read(ctx, shim); err != nil {
 		t.Fatal(err)
 	}
-	if ok, conflict, err := r.classes.ensureRuntimeClass(ctx, &classSnapshot{Client: r.client, set: classes}, shim, spec, true); err != nil || ok || conflict == "" {
+	if ok, conflict, err := r.ensureRuntimeClass(ctx, &classSnapshot{Client: r.client, set: classes}, shim, spec, true); err != nil || ok || conflict == "" {
 		t.Errorf("ensureRuntimeClass of the admin's = %v, %q, %v; want a conflict", ok, conflict, err)
 	}
 	if len(rec.Events) != 1 {

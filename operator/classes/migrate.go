@@ -1,4 +1,4 @@
-package operator
+package classes
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/shimkit/shimkit/nodelabel"
+	"github.com/shimkit/shimkit/operator/decide"
 	"github.com/shimkit/shimkit/operator/shimspec"
 	"github.com/shimkit/shimkit/runtimeclass"
 )
@@ -26,20 +27,13 @@ import (
 //
 // +kubebuilder:rbac:groups=runtime.spinkube.dev;runtime.kwasm.sh,resources=shims,verbs=get
 
-// RCMKind and RCMVersion are the kind and version of runtime-class-manager's
-// Shim, in either of its groups (v1alpha1.RCMGroup, v1alpha1.RCMGroupKWasm).
-const (
-	RCMKind    = shimspec.RCMKind
-	RCMVersion = "v1alpha1"
-)
-
 // rcmShimUID reads the runtime-class-manager Shim's UID: empty when it is
 // gone, its CRD is gone, or the operator may not read it (RBAC of an older
 // deployment).
-func (r *runtimeClasses) rcmShimUID(ctx context.Context, p runtimeclass.Predecessor) (types.UID, error) {
+func (r *Classes) rcmShimUID(ctx context.Context, p runtimeclass.Predecessor) (types.UID, error) {
 	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(p.Group + "/" + RCMVersion)
-	u.SetKind(RCMKind)
+	u.SetAPIVersion(p.Group + "/" + shimspec.RCMVersion)
+	u.SetKind(shimspec.RCMKind)
 	err := r.reader.Get(ctx, client.ObjectKey{Name: p.Name}, u)
 	switch {
 	case err == nil:
@@ -50,11 +44,11 @@ func (r *runtimeClasses) rcmShimUID(ctx context.Context, p runtimeclass.Predeces
 	return "", fmt.Errorf("read %s: %w", p, err)
 }
 
-// readPredecessor reads the UID of the runtime-class-manager Shim that
+// ReadPredecessor reads the UID of the runtime-class-manager Shim that
 // spec.migrateFrom names when one of the Shim's RuntimeClasses is
 // controlled by a Shim of that name (empty otherwise, or when it cannot be
 // read: rcmShimUID).
-func (r *runtimeClasses) readPredecessor(ctx context.Context, obs *observed) (types.UID, error) {
+func (r *Classes) ReadPredecessor(ctx context.Context, obs *decide.Snapshot) (types.UID, error) {
 	m := obs.Shim.Spec.MigrateFrom
 	if m == nil {
 		return "", nil
@@ -69,13 +63,13 @@ func (r *runtimeClasses) readPredecessor(ctx context.Context, obs *observed) (ty
 	return "", nil
 }
 
-// takeOverRuntimeClasses takes over, before anything else is done for the
+// TakeOver takes over, before anything else is done for the
 // Shim, those of its RuntimeClasses that the runtime-class-manager Shim it
 // replaces controls (runtimeclass.Takeover): from then on deleting that
 // Shim does not delete them. It returns the message of each that is that
 // Shim's but cannot be taken over (another handler), by name; any other
-// RuntimeClass is left to ensureRuntimeClasses.
-func (r *runtimeClasses) takeOverRuntimeClasses(ctx context.Context, obs *observed) (map[string]string, error) {
+// RuntimeClass is left to Ensure.
+func (r *Classes) TakeOver(ctx context.Context, obs *decide.Snapshot) (map[string]string, error) {
 	m := obs.Shim.Spec.MigrateFrom
 	if m == nil {
 		return nil, nil
@@ -119,12 +113,12 @@ func (r *runtimeClasses) takeOverRuntimeClasses(ctx context.Context, obs *observ
 	return conflicts, nil
 }
 
-// releaseRCMLabels removes runtime-class-manager's label from the nodes
+// ReleaseRCMLabels removes runtime-class-manager's label from the nodes
 // this Shim is installed on (a merge patch that deletes only that key):
 // runtime-class-manager no longer counts them as its own, and would not
 // uninstall them when its Shim is deleted. A node keeps the label while
 // shimkit has not installed it.
-func (r *runtimeClasses) releaseRCMLabels(ctx context.Context, obs *observed) error {
+func (r *Classes) ReleaseRCMLabels(ctx context.Context, obs *decide.Snapshot) error {
 	m := obs.Shim.Spec.MigrateFrom
 	if m == nil {
 		return nil
