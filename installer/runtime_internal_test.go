@@ -85,9 +85,10 @@ func TestDetectRuntime(t *testing.T) {
 		{name: "containerd's config", files: []string{"/etc/containerd/config.toml"}, want: plan.RuntimeContainerd},
 		{name: "CRI-O's drop-in directory", files: []string{"/etc/crio/crio.conf.d/"}, want: plan.RuntimeCRIO},
 		{name: "CRI-O's socket", files: []string{"/var/run/crio/crio.sock"}, want: plan.RuntimeCRIO},
+		{name: "CRI-O's socket through /run", files: []string{"/run/crio/crio.sock"}, want: plan.RuntimeCRIO},
 		{name: "CRI-O's policies only (Debian's containers-common)", files: []string{"/etc/crio/policies/"}, want: plan.RuntimeContainerd},
 		{name: "k3s beside CRI-O's files", files: []string{"/var/lib/rancher/k3s/agent/etc/containerd/", "/etc/crio/crio.conf"}, want: plan.RuntimeContainerd},
-		{name: "CRI-O running, containerd's config left", files: []string{"/etc/containerd/config.toml", "/etc/crio/crio.conf", "/var/run/crio/crio.sock"}, want: plan.RuntimeCRIO},
+		{name: "CRI-O running, containerd's config left", files: []string{"/etc/containerd/config.toml", "/etc/crio/crio.conf", "/run/crio/crio.sock"}, want: plan.RuntimeCRIO},
 		{name: "containerd running, CRI-O's config left", files: []string{"/run/containerd/containerd.sock", "/etc/crio/crio.conf"}, want: plan.RuntimeContainerd},
 		{name: "both running", files: []string{"/run/containerd/containerd.sock", "/var/run/crio/crio.sock"}, err: ErrAmbiguousRuntime},
 	} {

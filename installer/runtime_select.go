@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/shimkit/shimkit/containerdconfig"
@@ -103,7 +104,7 @@ func (i *Installer) crioRuntime(root string, timeout time.Duration) *nodeRuntime
 		c.restarter = &SystemdRestarter{HostRoot: root, Units: []string{crioconfig.Unit}}
 	}
 	if c.health == nil {
-		c.health = &CRIHealth{Socket: i.paths().local(crioconfig.DefaultSocket), Timeout: timeout}
+		c.health = &CRIHealth{Socket: i.paths().local(crioSocket), Timeout: timeout}
 	}
 	return &nodeRuntime{Runtime: c, kind: plan.RuntimeCRIO, crio: t, restarts: !i.Offline}
 }
@@ -146,8 +147,12 @@ func detectRuntime(root string) (string, error) {
 	if preset.Name != containerdconfig.PresetContainerd {
 		return plan.RuntimeContainerd, nil
 	}
+	crioServes, err := crioSocketAt(root)
+	if err != nil {
+		return "", err
+	}
 	crio, _, err := crioconfig.Detect(root)
-	if err != nil || !crio {
+	if err != nil || !crio && !crioServes {
 		return plan.RuntimeContainerd, err
 	}
 	hasSocket, err := exists(root, preset.Socket)
@@ -155,20 +160,32 @@ func detectRuntime(root string) (string, error) {
 		return "", err
 	}
 	hasConfig, err := exists(root, preset.Config)
-	if err != nil || !hasSocket && !hasConfig {
-		return plan.RuntimeCRIO, err
-	}
-	crioSocket, err := exists(root, crioconfig.DefaultSocket)
 	switch {
 	case err != nil:
 		return "", err
-	case crioSocket && hasSocket:
-		return "", ErrAmbiguousRuntime
-	case crioSocket:
+	case !hasSocket && !hasConfig, crioServes && !hasSocket:
 		return plan.RuntimeCRIO, nil
+	case crioServes:
+		return "", ErrAmbiguousRuntime
 	}
 	return plan.RuntimeContainerd, nil
 }
+
+// crioSocketAt reports whether CRI-O's socket is on the node, through
+// /run or /var/run.
+func crioSocketAt(root string) (bool, error) {
+	ok, err := exists(root, crioSocket)
+	if err == nil && !ok {
+		ok, err = exists(root, crioconfig.DefaultSocket)
+	}
+	return ok, err
+}
+
+// crioSocket is CRI-O's socket (crioconfig.DefaultSocket) through /run:
+// /var/run is a symlink to /run on systemd nodes, often an absolute one,
+// which a host root mounted in a pod (its /var and /run mounted apart)
+// would resolve in the pod's own /run.
+var crioSocket = strings.Replace(crioconfig.DefaultSocket, "/var/run/", "/run/", 1)
 
 // exists reports whether a node path exists under root.
 func exists(root, nodePath string) (bool, error) {
