@@ -62,7 +62,7 @@ func TestMetricsFinishedJobsCountedOnce(t *testing.T) {
 			obs.Views = append(obs.Views, v)
 		}
 		obs.Now = time.Now()
-		if err := r.reads.readFinished(ctx, obs); err != nil {
+		if err := r.reads.ReadFinished(ctx, obs); err != nil {
 			t.Fatal(err)
 		}
 		if err := r.exec.act(ctx, decide.Finished(obs)); err != nil {

@@ -33,6 +33,7 @@ import (
 	"github.com/shimkit/shimkit/operator/nodeview"
 	"github.com/shimkit/shimkit/operator/phase"
 	"github.com/shimkit/shimkit/operator/pin"
+	"github.com/shimkit/shimkit/operator/results"
 	"github.com/shimkit/shimkit/operator/shimspec"
 	"github.com/shimkit/shimkit/operator/watch"
 	"github.com/shimkit/shimkit/rollout"
@@ -46,7 +47,7 @@ const Finalizer = "shim.containerd.x-k8s.io/uninstall"
 type Reconciler struct {
 	*deps
 	resolve   *pin.Pinner
-	reads     *resultReader
+	reads     *results.Reader
 	classes   *classes.Classes
 	revisions *revisionStore
 	batch     *batcher
@@ -99,7 +100,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.client.Get(ctx, req.NamespacedName, shim); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.metrics.Forget(req.Name)
-			r.reads.results.keep(req.Name, nil)
+			r.reads.Keep(req.Name, nil)
 			r.resolve.Forget(req.Name)
 			r.retries.forget(req.Name)
 			r.report.pending.forget(req.Name)
@@ -181,7 +182,7 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 			v.ImageWay = nodeview.ImageWay(r.opts.ServerVersion, n)
 		}
 		for _, j := range attachJobs(&v, latest, verifying) {
-			j.Result, j.ResultRead = r.reads.results.get(shim.Name, j.Object.UID)
+			j.Result, j.ResultRead = r.reads.Get(shim.Name, j.Object.UID)
 			current[j.Object.UID] = true
 		}
 		if job, ok := held[v.Node.Name]; ok && (v.Job == nil || v.Job.Object.Name != job) {
@@ -192,11 +193,11 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 		}
 		obs.Views = append(obs.Views, v)
 	}
-	r.reads.results.keep(shim.Name, current)
-	if err := r.reads.readFinished(ctx, obs); err != nil {
+	r.reads.Keep(shim.Name, current)
+	if err := r.reads.ReadFinished(ctx, obs); err != nil {
 		return nil, err
 	}
-	if err := r.reads.readPulls(ctx, obs); err != nil {
+	if err := r.reads.ReadPulls(ctx, obs); err != nil {
 		return nil, err
 	}
 	if err := r.revisions.readDroppable(ctx, obs); err != nil {
@@ -458,7 +459,7 @@ func (r *Reconciler) release(ctx context.Context, obs *observed) error {
 	}
 	log.FromContext(ctx).Info("shim removed from every node", "shim", obs.Shim.Name)
 	r.metrics.Forget(obs.Shim.Name)
-	r.reads.results.keep(obs.Shim.Name, nil)
+	r.reads.Keep(obs.Shim.Name, nil)
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/shimkit/shimkit/operator/metrics"
 	"github.com/shimkit/shimkit/operator/nodegate"
 	"github.com/shimkit/shimkit/operator/pin"
+	"github.com/shimkit/shimkit/operator/results"
 )
 
 // deps are what every role of the reconciler uses: the client (writes and
@@ -46,11 +47,6 @@ type deps struct {
 //     decide on the snapshot (results.go, preinstalled.go, records.go,
 //     taint.go).
 type (
-	resultReader struct {
-		*deps
-		results  results
-		prefetch prefetches
-	}
 	revisionStore struct{ *deps }
 	batcher       struct {
 		*deps
@@ -80,7 +76,7 @@ type (
 func newRoles(r *Reconciler, d *deps, gate *nodegate.Gate) {
 	r.deps, r.gate = d, gate
 	r.resolve = pin.New(d.reader, d.recorder, d.opts.Resolver, d.opts.Namespace, d.opts.resolveBackoff)
-	r.reads = &resultReader{deps: d}
+	r.reads = results.New(d.reader, d.opts.Namespace)
 	r.classes = classes.New(d.client, d.reader, d.recorder)
 	r.revisions = &revisionStore{deps: d}
 	r.batch = &batcher{deps: d, gate: gate}

@@ -86,7 +86,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("shim").
 		For(&v1alpha1.Shim{}, builder.WithPredicates(watch.ShimChanged())).
 		// Every Shim that owns a Job: a batch Job's partners too.
-		Watches(&batchv1.Job{}, r.jobs.Handler(r.reads.prefetching(handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.Shim{})), watch.JobChanged())).
+		Watches(&batchv1.Job{}, r.jobs.Handler(r.reads.Prefetching(handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.Shim{})), watch.JobChanged())).
 		Watches(&nodev1.RuntimeClass{}, shimsNaming).
 		Watches(&corev1.Node{}, r.nodes.Handler(allShims, predicate.Or(watch.ForeignLabelChanged(), watch.NodeLifecycle(), watch.NodeInfoChanged()))).
 		Complete(r)

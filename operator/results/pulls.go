@@ -1,4 +1,4 @@
-package operator
+package results
 
 import (
 	"context"
@@ -6,14 +6,15 @@ import (
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/decide"
 	"github.com/shimkit/shimkit/operator/nodejob"
 )
 
-// readPulls reads, for an image Shim, the pods of its running installer
+// ReadPulls reads, for an image Shim, the pods of its running installer
 // Jobs, and keeps by node the failure of each whose pod waits for an image
 // the kubelet could not pull (nodejob.PullFailure: the Shim's image, not
 // found or refused, or the installer's own).
-func (r *resultReader) readPulls(ctx context.Context, obs *observed) error {
+func (r *Reader) ReadPulls(ctx context.Context, obs *decide.Snapshot) error {
 	if obs.Shim.Spec.FetchStrategy.Type != v1alpha1.FetchImage {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package operator
+package results
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/operator/decide"
 	"github.com/shimkit/shimkit/operator/nodejob"
 )
 
@@ -20,6 +21,15 @@ type results struct {
 	mu     sync.Mutex
 	byShim map[string]map[types.UID]*plan.NodeResult // a nil result: read, none found
 }
+
+// Get returns the result of the Shim's Job read by an earlier reconcile
+// (read: it was; a nil result then means none was found).
+func (r *Reader) Get(shim string, job types.UID) (res *plan.NodeResult, read bool) {
+	return r.results.get(shim, job)
+}
+
+// Keep forgets the Shim's results of Jobs other than keep's (nil: all).
+func (r *Reader) Keep(shim string, keep map[types.UID]bool) { r.results.keep(shim, keep) }
 
 func (rs *results) get(shim string, job types.UID) (*plan.NodeResult, bool) {
 	rs.mu.Lock()
@@ -54,12 +64,12 @@ func (rs *results) keep(shim string, keep map[types.UID]bool) {
 	}
 }
 
-// readFinished reads the results of the finished Jobs a decision records:
+// ReadFinished reads the results of the finished Jobs a decision records:
 // an install or uninstall Job that failed, or succeeded and is not
 // recorded yet, and a verifying Job not recorded yet. A result read now
 // (not known from an earlier reconcile) is marked fresh: its failure is
 // reported once.
-func (r *resultReader) readFinished(ctx context.Context, obs *observed) error {
+func (r *Reader) ReadFinished(ctx context.Context, obs *decide.Snapshot) error {
 	obs.Fresh = make([]bool, len(obs.Views))
 	g := r.group(ctx)
 	for i := range obs.Views {
@@ -96,7 +106,7 @@ func (r *resultReader) readFinished(ctx context.Context, obs *observed) error {
 // readResult returns the shim's NodeResult that the installer wrote as the
 // termination message of the Job's newest pod that has one
 // (nodejob.ResultOf), or nil when none is readable.
-func (r *resultReader) readResult(ctx context.Context, job *batchv1.Job, shim string) (*plan.NodeResult, error) {
+func (r *Reader) readResult(ctx context.Context, job *batchv1.Job, shim string) (*plan.NodeResult, error) {
 	pods, err := nodejob.Pods(ctx, r.reader, job)
 	if err != nil {
 		return nil, err

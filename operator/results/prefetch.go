@@ -1,4 +1,4 @@
-package operator
+package results
 
 import (
 	"context"
@@ -47,7 +47,7 @@ const prefetchTimeout = 30 * time.Second
 
 // prefetchResults reads the Job's results ahead, once, for each Shim
 // that owns it.
-func (r *resultReader) prefetchResults(job *batchv1.Job) {
+func (r *Reader) prefetchResults(job *batchv1.Job) {
 	p := &r.prefetch
 	owners := make([]string, 0, len(job.OwnerReferences))
 	for _, o := range job.OwnerReferences {
@@ -126,7 +126,7 @@ func (p *prefetches) forget(job types.UID) {
 
 // resultOf is the Shim's result of the finished Job: read ahead, or read
 // now (readResult).
-func (r *resultReader) resultOf(ctx context.Context, job *batchv1.Job, shim string) (*plan.NodeResult, error) {
+func (r *Reader) resultOf(ctx context.Context, job *batchv1.Job, shim string) (*plan.NodeResult, error) {
 	if res, ok := r.prefetch.take(ctx, job.UID, shim); ok {
 		return res, nil
 	}
@@ -136,17 +136,17 @@ func (r *resultReader) resultOf(ctx context.Context, job *batchv1.Job, shim stri
 // complete: the Job has its Complete condition.
 func complete(j *batchv1.Job) bool { return jobview.ViewOf(j).Condition(batchv1.JobComplete) != nil }
 
-// prefetching wraps the Jobs' event handler: a Job of the operator's
+// Prefetching wraps the Jobs' event handler: a Job of the operator's
 // that just completed has its results read ahead before its Shims are
 // enqueued; a deleted Job's are dropped.
-func (r *resultReader) prefetching(next handler.EventHandler) handler.EventHandler {
+func (r *Reader) Prefetching(next handler.EventHandler) handler.EventHandler {
 	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) { next.Create(ctx, e, q) },
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
 			a, aok := e.ObjectOld.(*batchv1.Job)
 			b, bok := e.ObjectNew.(*batchv1.Job)
-			if aok && bok && b.Namespace == r.opts.Namespace && b.Labels[jobview.LabelManagedBy] == jobview.ManagedBy && !complete(a) && complete(b) {
+			if aok && bok && b.Namespace == r.namespace && b.Labels[jobview.LabelManagedBy] == jobview.ManagedBy && !complete(a) && complete(b) {
 				r.prefetchResults(b)
 			}
 			next.Update(ctx, e, q)

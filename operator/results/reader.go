@@ -1,0 +1,33 @@
+package results
+
+import (
+	"context"
+
+	"golang.org/x/sync/errgroup"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Reader reads what the installer Jobs report (their pods' results) into a
+// reconcile's snapshot, and remembers each Job's result, so that a Job's
+// pods are read once: ahead of the reconcile when a Job completes
+// (Prefetching), or by the reconcile that needs it (ReadFinished,
+// ReadPulls).
+type Reader struct {
+	reader    client.Reader
+	namespace string
+	results   results
+	prefetch  prefetches
+}
+
+// New returns a Reader of the Jobs in namespace, reading their pods
+// through reader (the API server: a Job's pods are not cached).
+func New(reader client.Reader, namespace string) *Reader {
+	return &Reader{reader: reader, namespace: namespace}
+}
+
+// group runs the reads of a reconcile (one per node) a few at a time.
+func (r *Reader) group(ctx context.Context) *errgroup.Group {
+	g, _ := errgroup.WithContext(ctx)
+	g.SetLimit(64)
+	return g
+}
