@@ -34,6 +34,7 @@ import (
 	"github.com/shimkit/shimkit/operator/phase"
 	"github.com/shimkit/shimkit/operator/pin"
 	"github.com/shimkit/shimkit/operator/results"
+	"github.com/shimkit/shimkit/operator/revision"
 	"github.com/shimkit/shimkit/operator/shimspec"
 	"github.com/shimkit/shimkit/operator/watch"
 	"github.com/shimkit/shimkit/rollout"
@@ -49,7 +50,7 @@ type Reconciler struct {
 	resolve   *pin.Pinner
 	reads     *results.Reader
 	classes   *classes.Classes
-	revisions *revisionStore
+	revisions *revision.Store
 	batch     *batcher
 	starter   *jobStarter
 	gateCheck *gateCheck
@@ -169,7 +170,7 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	}
 	obs.Hash = shimspec.TargetHash(shim, obs.SpecHash, obs.Art)
 	obs.Windows, obs.Steps, _ = shimspec.RolloutRules(shim) // wrong ones are refused (refusalOf)
-	if err := r.revisions.revert(ctx, obs); err != nil {
+	if err := r.revisions.Revert(ctx, obs); err != nil {
 		return nil, err
 	}
 	shim = obs.Shim
@@ -200,7 +201,7 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	if err := r.reads.ReadPulls(ctx, obs); err != nil {
 		return nil, err
 	}
-	if err := r.revisions.readDroppable(ctx, obs); err != nil {
+	if err := r.revisions.ReadDroppable(ctx, obs); err != nil {
 		return nil, err
 	}
 	if obs.Classes, err = r.classes.Read(ctx, obs.Shim); err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/shimkit/shimkit/operator/nodegate"
 	"github.com/shimkit/shimkit/operator/pin"
 	"github.com/shimkit/shimkit/operator/results"
+	"github.com/shimkit/shimkit/operator/revision"
 )
 
 // deps are what every role of the reconciler uses: the client (writes and
@@ -24,15 +25,12 @@ type deps struct {
 }
 
 // The reconciler's roles, each a type of its own (no type of the operator
-// has more than 15 methods: TestTypeSizes):
+// has more than 15 methods: TestTypeSizes). Those with a package of
+// their own: pin.Pinner pins the artifact; results.Reader reads what the
+// installer Jobs report; classes.Classes reads and writes the
+// RuntimeClasses; revision.Store keeps the revisions a revert goes back
+// to. Here:
 //
-//   - resultReader reads what finished and stuck Jobs report, read ahead
-//     or now (prefetch.go, results.go, imagepull.go);
-//   - runtimeClasses reads the RuntimeClasses into a snapshot and writes
-//     them, the migration's takeover included (classes.go,
-//     runtimeclass.go, migration.go);
-//   - revisionStore reads and writes the ControllerRevisions a revert
-//     goes back to (revisions.go);
 //   - batcher offers a Shim's installs to the node gate and admits nodes
 //     (batchjob.go; the gate itself is package nodegate);
 //   - jobStarter builds and creates the installer Jobs (jobspec.go,
@@ -40,15 +38,11 @@ type deps struct {
 //   - gateCheck judges the workloads for the health gate (healthgate.go;
 //     read by package workload);
 //   - reporter writes the status and the Events, paced (status.go,
-//     events.go, delivery.go);
-//   - executor carries out a decision's actions (actions.go): among them
-//     the node labels, records and taints that decide.Records,
-//     decide.Relabel, decide.StaleRecords, decide.Forget and decide.Taints
-//     decide on the snapshot (results.go, preinstalled.go, records.go,
-//     taint.go).
+//     events.go);
+//   - executor carries out a decision's actions (executor.go): package
+//     decide decides them on the snapshot.
 type (
-	revisionStore struct{ *deps }
-	batcher       struct {
+	batcher struct {
 		*deps
 		gate *nodegate.Gate
 	}
@@ -60,7 +54,7 @@ type (
 	gateCheck struct{ *deps }
 	reporter  struct {
 		*deps
-		revisions *revisionStore
+		revisions *revision.Store
 		// pending are the per-node events held back, statusPace when each
 		// Shim's status was last written (both pace a rollout's writes).
 		pending    pendingEvents
@@ -78,7 +72,7 @@ func newRoles(r *Reconciler, d *deps, gate *nodegate.Gate) {
 	r.resolve = pin.New(d.reader, d.recorder, d.opts.Resolver, d.opts.Namespace, d.opts.resolveBackoff)
 	r.reads = results.New(d.reader, d.opts.Namespace)
 	r.classes = classes.New(d.client, d.reader, d.recorder)
-	r.revisions = &revisionStore{deps: d}
+	r.revisions = revision.New(d.client, d.reader, d.recorder, d.opts.Namespace)
 	r.batch = &batcher{deps: d, gate: gate}
 	r.starter = &jobStarter{deps: d, gate: gate, batch: r.batch}
 	r.gateCheck = &gateCheck{deps: d}

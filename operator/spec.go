@@ -2,6 +2,7 @@ package operator
 
 import (
 	"github.com/shimkit/shimkit/operator/nodeview"
+	"github.com/shimkit/shimkit/operator/revision"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/shimkit/shimkit/installer/plan"
@@ -30,6 +31,9 @@ const (
 	RCMKind    = shimspec.RCMKind
 	RCMVersion = shimspec.RCMVersion
 )
+
+// RevisionData is what a Shim's ControllerRevision holds (revision.Data).
+type RevisionData = revision.Data
 
 // DefaultCanaryTimeout bounds a canary whose spec names no timeout.
 const DefaultCanaryTimeout = shimspec.DefaultCanaryTimeout

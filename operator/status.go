@@ -42,7 +42,7 @@ func (r *reporter) updateStatus(ctx context.Context, obs *observed, install, rem
 		u.Cause = decide.HaltTrip(st.Rollout.Halt)
 	}
 	if u.Ready() && obs.Reverted == "" {
-		if err := r.revisions.recordRevision(ctx, obs); err != nil {
+		if err := r.revisions.Record(ctx, obs); err != nil {
 			return err
 		}
 		st.Revisions = obs.Revisions
