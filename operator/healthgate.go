@@ -3,16 +3,11 @@ package operator
 import (
 	"context"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/decide"
-	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/operator/shimspec"
 	"github.com/shimkit/shimkit/operator/workload"
-	"github.com/shimkit/shimkit/rollout"
 )
 
 // checkGate reads the workload failures of the Shim's RuntimeClasses on
@@ -41,28 +36,4 @@ func (r *gateCheck) checkGate(ctx context.Context, obs *observed) error {
 	}
 	obs.Tripped = decide.JudgeGate(obs, fs)
 	return nil
-}
-
-// reportDelivery records where the decision left the rollout (for the
-// status), and tells of a tripped gate and of a revert with a Warning
-// Event each, once.
-func (r *reporter) reportDelivery(obs *observed, dec fleet.Decision) {
-	d := dec.Delivered
-	obs.Delivered = d
-	old := shimspec.RolloutOf(obs.Shim, obs.Hash)
-	obs.Rollout = decide.RecordRollout(obs, d, decide.FailedNodes(obs, dec.Rollin, rollout.Plan{}))
-	name := obs.Shim.Name
-	if d.Tripped {
-		r.metrics.GateTripped(name, d.Halt.Reason)
-		r.event(obs.Shim, nil, corev1.EventTypeWarning, d.Halt.Reason, "Rollout", "the rollout halts: %s", d.Halt.Message)
-	}
-	if d.Revert && obs.Reverted == "" && (old == nil || old.RevertedTo == "") {
-		r.event(obs.Shim, nil, corev1.EventTypeWarning, v1alpha1.ReasonReverting, "Rollout", "the rollout of %s failed (%s): the nodes updated go back to revision %s", obs.Hash, fleet.RevertCause(nil, decide.HaltTrip(obs.Rollout.Halt)), obs.Rollout.RevertedTo)
-	}
-	step := -1
-	if len(obs.Steps) > 0 && obs.Reverted == "" && d.Stage.Step < len(obs.Steps) {
-		step = d.Stage.Step
-	}
-	r.metrics.RolloutStep(name, step)
-	r.metrics.RolloutPaused(name, d.Hold == fleet.HoldPaused)
 }

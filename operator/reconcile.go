@@ -36,6 +36,7 @@ import (
 	"github.com/shimkit/shimkit/operator/results"
 	"github.com/shimkit/shimkit/operator/revision"
 	"github.com/shimkit/shimkit/operator/shimspec"
+	"github.com/shimkit/shimkit/operator/status"
 	"github.com/shimkit/shimkit/operator/watch"
 	"github.com/shimkit/shimkit/rollout"
 )
@@ -54,7 +55,7 @@ type Reconciler struct {
 	batch     *batcher
 	starter   *jobStarter
 	gateCheck *gateCheck
-	report    *reporter
+	report    *status.Reporter
 	exec      *executor
 	gate      *nodegate.Gate
 	retries   retries
@@ -104,8 +105,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			r.reads.Keep(req.Name, nil)
 			r.resolve.Forget(req.Name)
 			r.retries.forget(req.Name)
-			r.report.pending.forget(req.Name)
-			r.report.statusPace.forget(req.Name)
+			r.report.Forget(req.Name)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -117,7 +117,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	defer func() {
 		now := time.Now()
 		due := obs.Due
-		if at := r.report.flushEvents(shim, &obs.Events, obs.Settled || err != nil, now); !at.IsZero() && (due.IsZero() || at.Before(due)) {
+		if at := r.report.Flush(shim, &obs.Events, obs.Settled || err != nil, now); !at.IsZero() && (due.IsZero() || at.Before(due)) {
 			due = at
 		}
 		// Held back events or status: back by then at the latest.
@@ -249,8 +249,8 @@ func (r *Reconciler) install(ctx context.Context, obs *observed, acts []decide.A
 	if err := r.prepareNodes(ctx, obs); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.report.reportDecision(obs, d)
-	r.report.reportDelivery(obs, d)
+	r.report.Decision(obs, d)
+	r.report.Delivery(obs, d)
 	if err := r.exec.act(ctx, decide.Relabel(obs, &d)); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -280,7 +280,7 @@ func (r *Reconciler) install(ctx context.Context, obs *observed, acts []decide.A
 		return ctrl.Result{}, err
 	}
 	obs.Settled = d.Done() || d.Rollin.Halted || d.Delivered.Hold != fleet.HoldNone
-	if err := r.report.updateStatus(ctx, obs, d.Rollin, d.Removal, rcs); err != nil {
+	if err := r.report.Update(ctx, obs, d.Rollin, d.Removal, rcs); err != nil {
 		return ctrl.Result{}, err
 	}
 	var verifyAt time.Time
@@ -324,18 +324,6 @@ func (r *Reconciler) prepareNodes(ctx context.Context, obs *observed) error {
 		return err
 	}
 	return r.exec.act(ctx, decide.StaleRecords(obs))
-}
-
-// reportDecision emits the decision's Warnings: one per node no plan
-// could be built for, and the refusal's one (pin emits none for it), when
-// the status does not show it yet.
-func (r *reporter) reportDecision(obs *observed, d fleet.Decision) {
-	for _, v := range d.Unplanned {
-		r.event(obs.Shim, v.Node, corev1.EventTypeWarning, "InstallFailed", "Install", "%s", decide.FailureNote(v.Node.Name, string(decide.PlanReason(v.PlanErr)), v.PlanErr.Error()))
-	}
-	if obs.Refusal != nil && !obs.Refusal.Shown(obs.Shim) {
-		r.event(obs.Shim, nil, corev1.EventTypeWarning, obs.Refusal.Reason, "Install", "%s", obs.Refusal.Message)
-	}
 }
 
 // startNodes starts the decided installs and uninstalls, each once the
@@ -436,7 +424,7 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed, acts []dec
 	}
 	obs.Settled = d.Removal.Done || d.Removal.Halted
 	if !d.Removal.Done {
-		if err := r.report.updateStatus(ctx, obs, rollout.Plan{}, d.Removal, classes.Result{}); err != nil {
+		if err := r.report.Update(ctx, obs, rollout.Plan{}, d.Removal, classes.Result{}); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{RequeueAfter: r.opts.ResyncPeriod}, nil

@@ -10,6 +10,7 @@ import (
 	"github.com/shimkit/shimkit/operator/pin"
 	"github.com/shimkit/shimkit/operator/results"
 	"github.com/shimkit/shimkit/operator/revision"
+	"github.com/shimkit/shimkit/operator/status"
 )
 
 // deps are what every role of the reconciler uses: the client (writes and
@@ -29,7 +30,7 @@ type deps struct {
 // their own: pin.Pinner pins the artifact; results.Reader reads what the
 // installer Jobs report; classes.Classes reads and writes the
 // RuntimeClasses; revision.Store keeps the revisions a revert goes back
-// to. Here:
+// to; status.Reporter writes the status, Events and metrics. Here:
 //
 //   - batcher offers a Shim's installs to the node gate and admits nodes
 //     (batchjob.go; the gate itself is package nodegate);
@@ -37,8 +38,6 @@ type deps struct {
 //     batchjob.go, nodeverify.go);
 //   - gateCheck judges the workloads for the health gate (healthgate.go;
 //     read by package workload);
-//   - reporter writes the status and the Events, paced (status.go,
-//     events.go);
 //   - executor carries out a decision's actions (executor.go): package
 //     decide decides them on the snapshot.
 type (
@@ -52,15 +51,7 @@ type (
 		batch *batcher
 	}
 	gateCheck struct{ *deps }
-	reporter  struct {
-		*deps
-		revisions *revision.Store
-		// pending are the per-node events held back, statusPace when each
-		// Shim's status was last written (both pace a rollout's writes).
-		pending    pendingEvents
-		statusPace pace
-	}
-	executor struct {
+	executor  struct {
 		*deps
 		retries *retries
 	}
@@ -76,6 +67,6 @@ func newRoles(r *Reconciler, d *deps, gate *nodegate.Gate) {
 	r.batch = &batcher{deps: d, gate: gate}
 	r.starter = &jobStarter{deps: d, gate: gate, batch: r.batch}
 	r.gateCheck = &gateCheck{deps: d}
-	r.report = &reporter{deps: d, revisions: r.revisions}
+	r.report = status.New(d.client, d.recorder, d.metrics, r.revisions)
 	r.exec = &executor{deps: d, retries: &r.retries}
 }

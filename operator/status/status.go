@@ -1,4 +1,4 @@
-package operator
+package status
 
 import (
 	"context"
@@ -21,9 +21,9 @@ import (
 	"github.com/shimkit/shimkit/rollout"
 )
 
-// updateStatus writes counts and conditions with server-side apply (field
+// Update writes counts and conditions with server-side apply (field
 // owner shimkit), skipping the request when nothing changed.
-func (r *reporter) updateStatus(ctx context.Context, obs *observed, install, removal rollout.Plan, rcs classes.Result) error {
+func (r *Reporter) Update(ctx context.Context, obs *decide.Snapshot, install, removal rollout.Plan, rcs classes.Result) error {
 	shim := obs.Shim
 	snap := obs.Fleet()
 	st := fleet.Counts(snap)

@@ -1,4 +1,4 @@
-package operator
+package status
 
 import (
 	"sync"
@@ -23,10 +23,10 @@ type pendingEvents struct {
 	emitted pace
 }
 
-// flushEvents adds the reconcile's notes to the Shim's and emits them, one
+// Flush adds the reconcile's notes to the Shim's and emits them, one
 // Event per reason, when the rollout settled or eventEvery passed since
 // the last; otherwise it says when to reconcile again to emit them.
-func (r *reporter) flushEvents(shim *v1alpha1.Shim, e *decide.NodeEvents, settled bool, now time.Time) (due time.Time) {
+func (r *Reporter) Flush(shim *v1alpha1.Shim, e *decide.NodeEvents, settled bool, now time.Time) (due time.Time) {
 	p := &r.pending
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -59,7 +59,7 @@ func (p *pendingEvents) forget(shim string) {
 }
 
 // emit emits one Event per reason (decide.NodeEvents.Take).
-func (r *reporter) emit(shim *v1alpha1.Shim, e *decide.NodeEvents) {
+func (r *Reporter) emit(shim *v1alpha1.Shim, e *decide.NodeEvents) {
 	for _, ev := range e.Take() {
 		r.event(shim, nil, corev1.EventTypeNormal, ev.Reason, ev.Action, "%s", ev.Note)
 	}

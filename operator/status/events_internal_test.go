@@ -1,4 +1,4 @@
-package operator
+package status
 
 import (
 	"fmt"
@@ -27,12 +27,12 @@ func TestWaveEvents(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := events.NewFakeRecorder(10)
-			r := withDeps(deps{recorder: rec})
+			r := New(nil, rec, nil, nil)
 			var e decide.NodeEvents
 			for i := tc.nodes - 1; i >= 0; i-- {
 				e.Add("Installing", "Install", fmt.Sprintf("node n%03d (Job j)", i))
 			}
-			r.report.flushEvents(&v1alpha1.Shim{}, &e, false, time.Now())
+			r.Flush(&v1alpha1.Shim{}, &e, false, time.Now())
 			close(rec.Events)
 			var got []string
 			for ev := range rec.Events {
@@ -50,14 +50,14 @@ func TestWaveEvents(t *testing.T) {
 // come back for them); a settled rollout emits at once.
 func TestEventsPaced(t *testing.T) {
 	rec := events.NewFakeRecorder(10)
-	r := withDeps(deps{recorder: rec})
+	r := New(nil, rec, nil, nil)
 	shim := &v1alpha1.Shim{}
 	shim.Name = "spin"
 	t0 := time.Now()
 	reconcile := func(node string, settled bool, at time.Time) time.Time {
 		var e decide.NodeEvents
 		e.Add("Installed", "Install", "node "+node)
-		return r.report.flushEvents(shim, &e, settled, at)
+		return r.Flush(shim, &e, settled, at)
 	}
 	drain := func() (got []string) {
 		for {
