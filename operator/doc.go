@@ -12,46 +12,48 @@
 // the envtest suites run every reconcile through phase.Checked, which
 // fails a write made before the decision is complete and a read made
 // after). The rooms it goes through are packages of their own, imported
-// one way (operator → fleet, nodejob → jobview; none imports operator,
-// fleet imports no client):
+// one way (operator → its roles → decide → fleet, shimspec; none imports
+// operator; decide and fleet import no client, context or clock:
+// decide.TestPure):
 //
-//	observe              the snapshot (fleet.Snapshot): the Shim, a
+//	observe              the snapshot (decide.Snapshot): the Shim, a
 //	  │                  fleet.NodeView per node (nodeview.View: label,
 //	  │                  hash, records read by nodelabel/record, its newest
 //	  │                  Jobs read by jobview, the results of those that
-//	  │                  finished; the node gate's holds, package nodegate),
-//	  │                  the pinned artifact (pin.go), a failed rollout's
-//	  │                  previous revision as the target (revisions.go),
-//	  │                  the pods of running Jobs that cannot pull, the
-//	  │                  RuntimeClasses (classes.go), every Shim; the
-//	  │                  health gate's verdict on the workloads of updated
-//	  │                  nodes (read by package workload, judged by
-//	  │                  package health)
+//	  │                  finished, read by results.Reader; the node gate's
+//	  │                  holds, package nodegate), the pinned artifact
+//	  │                  (pin.Pinner), a failed rollout's previous revision
+//	  │                  as the target (revision.Store), the pods of
+//	  │                  running Jobs that cannot pull, the RuntimeClasses
+//	  │                  (classes.Classes), every Shim; the health gate's
+//	  │                  verdict on the workloads of updated nodes (read by
+//	  │                  package workload, judged by decide.JudgeGate)
 //	  ▼
-//	decide.Records        pure: a retry request, the stuck pulls and the
+//	decide.Records       pure: a retry request, the stuck pulls and the
 //	  │                  finished Jobs turned into typed actions
-//	  │                  (actions.go), the views left as they will be
-//	fleet.Decide         pure (no client, no context, no clock read): each
-//	fleet.DecideRemoval  node's state, the install plans, the nodes to start
-//	  │                  under maxUpdate (rollout.Planner), halts, refusals,
-//	  │                  then pause, windows, steps and bakes, the gate's
-//	  │                  halt and revert (delivery.go gives the time and
-//	  │                  the rules); golden-, table- and fuzz-tested
+//	  │                  (decide.Action), the views left as they will be
+//	fleet.Decide         pure: each node's state, the install plans
+//	fleet.DecideRemoval  (shimspec.Build), the nodes to start under
+//	  │                  maxUpdate (rollout.Planner), halts, refusals, then
+//	  │                  pause, windows, steps and bakes, the gate's halt
+//	  │                  and revert (decide.Delivery); golden-, table- and
+//	  │                  fuzz-tested (decide.FuzzDecide)
 //	  ▼
-//	act, startNodes      the actions in order (act holds no policy; with
-//	  │                  them the labels, records and taints decided on
-//	  │                  the snapshot: decide.Relabel, decide.StaleRecords,
-//	  │                  decide.Taints, decide.Forget), then
-//	  │                  the node gate, the Jobs (nodejob.Build: one
+//	act, startNodes      the actions in order (the executor holds no
+//	  │                  policy; with them the labels, records and taints
+//	  │                  decided on the snapshot: decide.Relabel,
+//	  │                  decide.StaleRecords, decide.Taints, decide.Forget),
+//	  │                  then the node gate, the Jobs (nodejob.Build: one
 //	  │                  installer per node, batches across Shims), labels
-//	  │                  (nodelabel), taints, RuntimeClasses (runtimeclass,
-//	  │                  on the snapshot, each write with the
-//	  │                  resourceVersion or UID read as its precondition)
+//	  │                  (nodelabel), RuntimeClasses (classes.Classes, on
+//	  │                  the snapshot, each write with the resourceVersion
+//	  │                  or UID read as its precondition)
 //	  ▼
-//	updateStatus         conditions with reason constants, counts, failing
+//	status.Reporter      conditions with reason constants, counts, failing
 //	                     nodes, status.rollout, a revision once rolled out
-//	                     (a ControllerRevision); the requeue (requeueAfter,
-//	                     deliveryRequeue: a bake's end, the next window)
+//	                     (a ControllerRevision), the Events, paced; the
+//	                     requeue (requeueAfter, decide.DeliveryRequeue: a
+//	                     bake's end, the next window)
 //
 // Package nodejob is the executor alone: an embedder with its own custom
 // resource runs a plan on a node and reads its result without the Shim
@@ -84,7 +86,7 @@
 // tried again when spec.canary changes (the canary is not part of the spec
 // hash: the nodes installed are left alone). The failure, verification and
 // label records a Shim leaves on nodes name its UID and are removed when it
-// is deleted (records.go): a Shim created again under the same name starts
+// is deleted (decide.StaleRecords, decide.Forget): a Shim created again under the same name starts
 // clean. The RuntimeClasses are
 // applied once the first node has the shim, scheduling only onto labelled
 // nodes. Requeues continue until every node is done; then Ready is True.

@@ -234,6 +234,15 @@ func (r *Reconciler) install(ctx context.Context, obs *observed, acts []decide.A
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	// The rest of the decision, on the snapshot: the stale records, the
+	// relabels (preinstalled nodes), the RuntimeClasses (the canary's
+	// among them: one that is someone else's starts no install).
+	stale := decide.StaleRecords(obs)
+	relabel := decide.Relabel(obs, &d)
+	rcs := decide.Classes(obs, len(d.Rollin.Start) > 0)
+	if rcs.CanaryBlocked {
+		d.Rollin.Start = nil
+	}
 	phase.Decided(ctx)
 	if err := r.exec.act(ctx, acts); err != nil {
 		return ctrl.Result{}, err
@@ -246,22 +255,18 @@ func (r *Reconciler) install(ctx context.Context, obs *observed, acts []decide.A
 	// What the decision does not depend on, written once it is made: the
 	// views already read stale records, a reimaged node's label and the
 	// predecessor's RuntimeClasses as they will be.
-	if err := r.prepareNodes(ctx, obs); err != nil {
+	if err := r.prepareNodes(ctx, obs, &rcs, stale); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.report.Decision(obs, d)
 	r.report.Delivery(obs, d)
-	if err := r.exec.act(ctx, decide.Relabel(obs, &d)); err != nil {
+	if err := r.exec.act(ctx, relabel); err != nil {
 		return ctrl.Result{}, err
 	}
 	// The RuntimeClasses, the canary's among them, before an installer
 	// needs one.
-	rcs, err := r.classes.Ensure(ctx, obs, len(d.Rollin.Start) > 0)
-	if err != nil {
+	if err := r.classes.Publish(ctx, obs, &rcs); err != nil {
 		return ctrl.Result{}, err
-	}
-	if rcs.CanaryBlocked {
-		d.Rollin.Start = nil
 	}
 	// Other Shims with installs pending get a moment to offer theirs, so
 	// that one Job per node carries them all.
@@ -315,15 +320,14 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, shim *v1alpha1.Shim) e
 // longer delete them, and releases the nodes already installed; records
 // another Shim object of the name left on nodes, and a reimaged node's
 // label, are dropped.
-func (r *Reconciler) prepareNodes(ctx context.Context, obs *observed) error {
-	var err error
-	if obs.Takeover, err = r.classes.TakeOver(ctx, obs); err != nil {
+func (r *Reconciler) prepareNodes(ctx context.Context, obs *observed, rcs *decide.ClassPlan, stale []decide.Action) error {
+	if err := r.classes.TakeOver(ctx, obs, rcs); err != nil {
 		return err
 	}
 	if err := r.classes.ReleaseRCMLabels(ctx, obs); err != nil {
 		return err
 	}
-	return r.exec.act(ctx, decide.StaleRecords(obs))
+	return r.exec.act(ctx, stale)
 }
 
 // startNodes starts the decided installs and uninstalls, each once the
@@ -424,7 +428,7 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed, acts []dec
 	}
 	obs.Settled = d.Removal.Done || d.Removal.Halted
 	if !d.Removal.Done {
-		if err := r.report.Update(ctx, obs, rollout.Plan{}, d.Removal, classes.Result{}); err != nil {
+		if err := r.report.Update(ctx, obs, rollout.Plan{}, d.Removal, decide.ClassPlan{}); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{RequeueAfter: r.opts.ResyncPeriod}, nil

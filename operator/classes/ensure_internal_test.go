@@ -13,6 +13,7 @@ import (
 
 	"github.com/shimkit/shimkit/internal/testutil"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/operator/decide"
 	"github.com/shimkit/shimkit/operator/shimspec"
 	"github.com/shimkit/shimkit/runtimeclass"
 )
@@ -64,9 +65,10 @@ func TestEnsureAfterTakeoverWithStaleCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ok, conflict, err := r.ensureRuntimeClass(ctx, &classSnapshot{Client: r.client, set: classes}, shim, spec, true)
-	if err != nil || !ok || conflict != "" {
-		t.Errorf("ensureRuntimeClass = %v, %q, %v; want published, no conflict", ok, conflict, err)
+	plan := decide.Classes(&decide.Snapshot{Shim: shim, Classes: classes}, false)
+	err = r.Publish(ctx, &decide.Snapshot{Shim: shim, Classes: classes}, &plan)
+	if err != nil || !plan.Published || len(plan.Conflicts) > 0 {
+		t.Errorf("Publish = %v, %q, %v; want published, no conflict", plan.Published, plan.Conflicts, err)
 	}
 	close(rec.Events)
 	for e := range rec.Events {
@@ -87,10 +89,18 @@ func TestEnsureAfterTakeoverWithStaleCache(t *testing.T) {
 	if classes, err = r.Read(ctx, shim); err != nil {
 		t.Fatal(err)
 	}
-	if ok, conflict, err := r.ensureRuntimeClass(ctx, &classSnapshot{Client: r.client, set: classes}, shim, spec, true); err != nil || ok || conflict == "" {
-		t.Errorf("ensureRuntimeClass of the admin's = %v, %q, %v; want a conflict", ok, conflict, err)
+	plan = decide.Classes(&decide.Snapshot{Shim: shim, Classes: classes}, false)
+	if err := r.Publish(ctx, &decide.Snapshot{Shim: shim, Classes: classes}, &plan); err != nil || plan.Published || len(plan.Conflicts) == 0 {
+		t.Errorf("Publish of the admin's = %v, %q, %v; want a conflict", plan.Published, plan.Conflicts, err)
 	}
-	if len(rec.Events) != 1 {
-		t.Errorf("%d Events for the admin's RuntimeClass, want 1", len(rec.Events))
+	close(rec.Events)
+	conflicts := 0
+	for e := range rec.Events {
+		if strings.Contains(e, v1alpha1.ReasonRuntimeClassConflict) {
+			conflicts++
+		}
+	}
+	if conflicts != 1 {
+		t.Errorf("%d conflict Events for the admin's RuntimeClass, want 1", conflicts)
 	}
 }

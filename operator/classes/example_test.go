@@ -22,7 +22,7 @@ import (
 // Once a node has the shim, the Shim's RuntimeClass is published,
 // scheduling onto the nodes with its label. (The fake client stands in
 // for the API server here; the operator's tests use a real one.)
-func ExampleClasses_Ensure() {
+func ExampleClasses_Publish() {
 	ctx := context.Background()
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
@@ -41,14 +41,14 @@ func ExampleClasses_Ensure() {
 		return
 	}
 	obs := &decide.Snapshot{Shim: shim, Classes: set, Views: []fleet.NodeView{{Node: node, Label: nodelabel.Installed}}}
-	res, err := cs.Ensure(ctx, obs, false)
-	if err != nil {
+	plan := decide.Classes(obs, false) // pure: what to write
+	if err := cs.Publish(ctx, obs, &plan); err != nil {
 		fmt.Println(err)
 		return
 	}
 	var rc nodev1.RuntimeClass
 	_ = c.Get(ctx, client.ObjectKey{Name: "wasmtime-spin"}, &rc)
-	fmt.Println(res.Published, rc.Handler, rc.Scheduling.NodeSelector)
+	fmt.Println(plan.Published, rc.Handler, rc.Scheduling.NodeSelector)
 	// Output:
 	// true spin map[shim.containerd.x-k8s.io/spin:installed]
 }

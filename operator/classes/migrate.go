@@ -3,7 +3,6 @@ package classes
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -63,54 +62,30 @@ func (r *Classes) ReadPredecessor(ctx context.Context, obs *decide.Snapshot) (ty
 	return "", nil
 }
 
-// TakeOver takes over, before anything else is done for the
-// Shim, those of its RuntimeClasses that the runtime-class-manager Shim it
-// replaces controls (runtimeclass.Takeover): from then on deleting that
-// Shim does not delete them. It returns the message of each that is that
-// Shim's but cannot be taken over (another handler), by name; any other
-// RuntimeClass is left to Ensure.
-func (r *Classes) TakeOver(ctx context.Context, obs *decide.Snapshot) (map[string]string, error) {
-	m := obs.Shim.Spec.MigrateFrom
-	if m == nil {
-		return nil, nil
+// TakeOver writes the plan's takeovers (decide.Classes), before anything
+// else is done for the Shim: from then on deleting the
+// runtime-class-manager Shim that spec.migrateFrom names does not delete
+// them. A class that changed since it was read is not taken over: the
+// plan then says so (not published, a conflict message) and the next
+// reconcile reads it again.
+func (r *Classes) TakeOver(ctx context.Context, obs *decide.Snapshot, p *decide.ClassPlan) error {
+	for _, t := range p.Takeovers {
+		res, err := runtimeclass.Apply(ctx, r.client, t.Step)
+		if err != nil {
+			return err
+		}
+		spec, from := t.Spec, t.Step.From
+		if res == runtimeclass.Retry {
+			p.Published = false
+			p.Conflicts = append(p.Conflicts, fmt.Sprintf("RuntimeClass %s (%s) is being taken over from %s: it changed meanwhile, retrying", spec.Name, spec.Field, from))
+			continue
+		}
+		obs.Classes.Put(spec.Name, t.Step.Write)
+		log.FromContext(ctx).Info("RuntimeClass taken over", "runtimeClass", spec.Name, "from", from.String())
+		r.event(obs.Shim, t.Step.Read, corev1.EventTypeNormal, "RuntimeClassTakenOver", "Migrate",
+			"RuntimeClass %s (handler %s) taken over from %s: deleting that Shim no longer deletes it", spec.Name, spec.Handler, from)
 	}
-	anyUID := shimspec.RCMPredecessor(m)
-	from := anyUID
-	from.UID = obs.RCMUID
-	conflicts := map[string]string{}
-	for _, spec := range shimspec.Classes(obs.Shim) {
-		rc := &nodev1.RuntimeClass{}
-		if err := r.classesOf(obs).Get(ctx, client.ObjectKey{Name: spec.Name}, rc); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return nil, err
-		}
-		if !anyUID.Controls(rc) {
-			continue // ours already, or someone else's: Ensure says which
-		}
-		res, err := runtimeclass.Takeover(ctx, r.classesOf(obs), spec.Spec, from)
-		var conflict *runtimeclass.ConflictError
-		switch {
-		case errors.As(err, &conflict):
-			msg := fmt.Sprintf("RuntimeClass %s (%s) is not taken over from %s, which spec.migrateFrom names: %s, not that Shim of UID %s; it is left as it is",
-				spec.Name, spec.Field, from, conflict.Holder(), from.UID)
-			if conflict.WantHandler != "" {
-				msg = fmt.Sprintf("RuntimeClass %s (%s) is not taken over from %s, which spec.migrateFrom names: its handler is %s, not %s (a RuntimeClass's handler cannot change, and its pods run on it); it is left as it is",
-					spec.Name, spec.Field, from, conflict.Handler, conflict.WantHandler)
-			}
-			conflicts[spec.Name] = msg
-		case err != nil:
-			return nil, err
-		case res == runtimeclass.Retry:
-			conflicts[spec.Name] = fmt.Sprintf("RuntimeClass %s (%s) is being taken over from %s: it changed meanwhile, retrying", spec.Name, spec.Field, from)
-		case res == runtimeclass.TakenOver:
-			log.FromContext(ctx).Info("RuntimeClass taken over", "runtimeClass", spec.Name, "from", from.String())
-			r.event(obs.Shim, rc, corev1.EventTypeNormal, "RuntimeClassTakenOver", "Migrate",
-				"RuntimeClass %s (handler %s) taken over from %s: deleting that Shim no longer deletes it", spec.Name, spec.Handler, from)
-		}
-	}
-	return conflicts, nil
+	return nil
 }
 
 // ReleaseRCMLabels removes runtime-class-manager's label from the nodes

@@ -39,6 +39,23 @@ func (s *ClassSet) Put(name string, rc *nodev1.RuntimeClass) {
 	s.byName[name] = rc
 }
 
+// All are the RuntimeClasses of the set, by name (the absent left out).
+func (s *ClassSet) All() []*nodev1.RuntimeClass {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*nodev1.RuntimeClass
+	for _, name := range slices.Sorted(maps.Keys(s.byName)) {
+		if rc := s.byName[name]; rc != nil {
+			out = append(out, rc)
+		}
+	}
+	return out
+}
+
+func sortedNames(m map[string]*nodev1.RuntimeClass) []string {
+	return slices.Sorted(maps.Keys(m))
+}
+
 // Owned are the RuntimeClasses of the set the Shim controls, by name.
 func (s *ClassSet) Owned(shim *v1alpha1.Shim) []*nodev1.RuntimeClass {
 	s.mu.Lock()

@@ -7,6 +7,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -18,6 +19,7 @@ import (
 	"github.com/shimkit/shimkit/operator/jobview"
 	"github.com/shimkit/shimkit/operator/nodeview"
 	"github.com/shimkit/shimkit/operator/shimspec"
+	"github.com/shimkit/shimkit/runtimeclass"
 )
 
 // fuzzView is a node in the state b picks: labelled at the target, at an
@@ -78,6 +80,9 @@ func fuzzView(shim *v1alpha1.Shim, name string, b byte) fleet.NodeView {
 //   - a running Job is ended only when its pod cannot pull;
 //   - the startup taint goes only from a node installed at the target;
 //   - each node gets at most one label write per decision;
+//   - no RuntimeClass written or deleted that is not the Shim's, but
+//     for the takeover of one the runtime-class-manager Shim of the UID
+//     read controls, with the Shim's handler (checkClasses);
 //   - never a revert without a previous revision, never more nodes
 //     changing than maxUpdate, reverts included.
 func FuzzDecide(f *testing.F) {
@@ -129,6 +134,8 @@ func FuzzDecide(f *testing.F) {
 			t.Fatal(err)
 		}
 		acts = append(acts, Relabel(obs, &d)...)
+		obs.Classes = fuzzClasses(obs, flags, maxUpdate)
+		checkClasses(t, obs, Classes(obs, len(d.Rollin.Start) > 0))
 		acts = append(acts, Taints(obs)...)
 		checkActions(t, obs, before, acts)
 		if d.Delivered.Revert && obs.PreviousRevision() == nil {
@@ -195,4 +202,96 @@ func checkActions(t *testing.T, obs *Snapshot, before map[string]fleet.NodeView,
 			t.Errorf("%s: %d label writes in one decision", node, n)
 		}
 	}
+}
+
+// fuzzClasses gives the Shim's RuntimeClass and its canary's a state each
+// from the high bits of flags and maxUpdate (absent, the Shim's, someone
+// else's, another Shim object's of the name, runtime-class-manager's of
+// the handler, of another handler, of another UID, the Shim's being
+// deleted), and with bit 5 of maxUpdate a class of the Shim's the spec no
+// longer names.
+func fuzzClasses(obs *Snapshot, flags, maxUpdate uint8) *ClassSet {
+	shim := obs.Shim
+	if flags&0x80 != 0 {
+		shim.Spec.MigrateFrom = &v1alpha1.MigrateFrom{RuntimeClassManager: v1alpha1.RuntimeClassManagerShim{Shim: shim.Spec.RuntimeClass.HandlerName()}}
+	}
+	obs.RCMUID = "rcm-uid"
+	set := &ClassSet{}
+	primary := shimspec.Classes(shim)[0]
+	set.Put(primary.Name, fuzzClass(shim, primary, (flags>>4)&7))
+	if c, ok := shimspec.CanaryClass(shim); ok {
+		set.Put(c.Name, fuzzClass(shim, c, (maxUpdate>>2)&7))
+	}
+	if maxUpdate&0x20 != 0 {
+		old := runtimeclass.Build(primary.Spec)
+		old.Name = "dropped-from-spec"
+		set.Put(old.Name, old)
+	}
+	return set
+}
+
+func fuzzClass(shim *v1alpha1.Shim, c shimspec.Class, state uint8) *nodev1.RuntimeClass {
+	rcm := func(handler string, uid types.UID) *nodev1.RuntimeClass {
+		return &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: c.Name, ResourceVersion: "3", OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: v1alpha1.RCMGroup + "/v1alpha1", Kind: "Shim", Name: shim.Spec.RuntimeClass.HandlerName(), UID: uid, Controller: new(true)}}}, Handler: handler}
+	}
+	switch state {
+	case 1, 7:
+		rc := runtimeclass.Build(c.Spec)
+		rc.ResourceVersion = "3"
+		if state == 7 {
+			rc.DeletionTimestamp = &metav1.Time{}
+		}
+		return rc
+	case 2:
+		return &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: c.Name, ResourceVersion: "3"}, Handler: c.Handler}
+	case 3:
+		rc := runtimeclass.Build(c.Spec)
+		rc.OwnerReferences[0].UID = "an-earlier-shim"
+		return rc
+	case 4:
+		return rcm(c.Handler, "rcm-uid")
+	case 5:
+		return rcm("another-handler", "rcm-uid")
+	case 6:
+		return rcm(c.Handler, "another-uid")
+	}
+	return nil
+}
+
+// checkClasses: nothing written or deleted that is not the Shim's, but
+// for a takeover from the runtime-class-manager Shim of the UID read, of
+// the Shim's handler; a blocked canary is someone else's class.
+func checkClasses(t *testing.T, obs *Snapshot, p ClassPlan) {
+	t.Helper()
+	for _, e := range p.Ensures {
+		if r := e.Step.Read; e.Step.Write != nil && r != nil && !shimspec.OwnedBy(r, obs.Shim) && !taken(p, r.Name) {
+			t.Errorf("RuntimeClass %s written (%s), but it is not the Shim's", r.Name, e.Step.Result)
+		}
+	}
+	for _, d := range p.Deletes {
+		if !shimspec.OwnedBy(d.Class, obs.Shim) {
+			t.Errorf("RuntimeClass %s deleted, but it is not the Shim's", d.Class.Name)
+		}
+	}
+	for _, tk := range p.Takeovers {
+		r, from := tk.Step.Read, tk.Step.From
+		if obs.Shim.Spec.MigrateFrom == nil || !from.Controls(r) || from.UID != obs.RCMUID || r.Handler != tk.Spec.Handler {
+			t.Errorf("RuntimeClass %s taken over from %s, which does not hold it with the handler %s", r.Name, from, tk.Spec.Handler)
+		}
+	}
+	if c, ok := shimspec.CanaryClass(obs.Shim); p.CanaryBlocked && ok {
+		if rc, _ := obs.Classes.Read(c.Name); rc == nil || shimspec.OwnedBy(rc, obs.Shim) {
+			t.Error("the canary blocked by a RuntimeClass that is not someone else's")
+		}
+	}
+}
+
+func taken(p ClassPlan, name string) bool {
+	for _, tk := range p.Takeovers {
+		if tk.Spec.Name == name {
+			return true
+		}
+	}
+	return false
 }

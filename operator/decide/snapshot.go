@@ -55,9 +55,6 @@ type Snapshot struct {
 	RCMUID  types.UID
 	// refusal says why the spec is rolled out to no node (nil: it is).
 	Refusal *shimspec.Refusal
-	// takeover holds, by name, why a RuntimeClass of the runtime-class-
-	// manager Shim that spec.migrateFrom names was not taken over.
-	Takeover map[string]string
 	// events are the per-node Normal events of this reconcile, emitted
 	// once per reason at its end.
 	Events NodeEvents

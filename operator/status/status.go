@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
-	"github.com/shimkit/shimkit/operator/classes"
 	"github.com/shimkit/shimkit/operator/decide"
 	"github.com/shimkit/shimkit/operator/fleet"
 	"github.com/shimkit/shimkit/rollout"
@@ -23,7 +22,7 @@ import (
 
 // Update writes counts and conditions with server-side apply (field
 // owner shimkit), skipping the request when nothing changed.
-func (r *Reporter) Update(ctx context.Context, obs *decide.Snapshot, install, removal rollout.Plan, rcs classes.Result) error {
+func (r *Reporter) Update(ctx context.Context, obs *decide.Snapshot, install, removal rollout.Plan, rcs decide.ClassPlan) error {
 	shim := obs.Shim
 	snap := obs.Fleet()
 	st := fleet.Counts(snap)
