@@ -67,11 +67,14 @@
 // control-plane nodes only when the selector names
 // node-role.kubernetes.io/control-plane) and is eligible: Linux (its
 // kubernetes.io/os label, else status.nodeInfo.operatingSystem), running
-// containerd (status.nodeInfo.containerRuntimeVersion containerd://...),
-// of a platform the Shim has an artifact for. A value the node does not
+// one of the Shim's container runtimes (status.nodeInfo.
+// containerRuntimeVersion containerd://... or cri-o://...;
+// spec.containerRuntimes, by default containerd, and cri-o too for OCI
+// runtimes run through BinaryName), of a platform the Shim has an
+// artifact for; each node's plan names its runtime. A value the node does not
 // report rules nothing out. A matching node that is not eligible is
 // skipped, not failed: status.skippedNodes and status.skipped count and
-// name them by reason (NotLinux, NotContainerd, NoArtifact), and the
+// name them by reason (NotLinux, RuntimeNotSupported, NoArtifact), and the
 // Ready message sums them up. A node installed at an older hash is
 // an upgrade. A node's installer runs the Shim's canary pod (spec.canary,
 // on by default, with the RuntimeClass CanaryRuntimeClass) before it

@@ -74,14 +74,15 @@ func TestNodeEligibility(t *testing.T) {
 	want := []v1alpha1.SkippedNodes{
 		{Reason: v1alpha1.SkipImmutableOS, Count: 2, Nodes: []string{"bottlerocket", "talos"}},
 		{Reason: v1alpha1.SkipNoArtifact, Count: 1, Nodes: []string{"riscv"}},
-		{Reason: v1alpha1.SkipNotContainerd, Count: 2, Nodes: []string{"crio", "docker"}},
 		{Reason: v1alpha1.SkipNotLinux, Count: 2, Nodes: []string{"win-info", "win-label"}},
+		{Reason: v1alpha1.SkipRuntimeNotSupported, Count: 2, Nodes: []string{"crio", "docker"}},
 	}
 	if fmt.Sprint(s.Status.Skipped) != fmt.Sprint(want) {
 		t.Errorf("skipped %+v, want %+v", s.Status.Skipped, want)
 	}
 	c := condition(s, v1alpha1.ConditionReady)
-	for _, part := range []string{"3 of 3 nodes", "7 nodes skipped", "talos: Talos (v1.9.5)", "NoArtifact 1 (riscv: linux/riscv64)", "crio: cri-o://1.31.0", "win-info: windows",
+	for _, part := range []string{"3 of 3 nodes", "7 nodes skipped", "talos: Talos (v1.9.5)", "NoArtifact 1 (riscv: linux/riscv64)", "crio: cri-o://1.31.0: the Shim runs on containerd; list cri-o", "win-info: windows",
+		shimfleet.SkipHint(v1alpha1.SkipRuntimeNotSupported),
 		"talos: Talos (v1.9.5)): " + shimfleet.SkipHint(v1alpha1.SkipImmutableOS), "spec.preinstalledOn"} {
 		if !strings.Contains(c.Message, part) {
 			t.Errorf("Ready message lacks %q: %s", part, c.Message)

@@ -120,6 +120,8 @@ func SkipHint(reason string) string {
 		return "bake the runtime into the node image and select these nodes with spec.preinstalledOn, or, where the directory named is the bundle root or the link directory, move it to a writable, executable one (the operator's --bundle-root, --link-dir)"
 	case v1alpha1.SkipImmutableOS:
 		return "bake the runtime into the node image (a Talos system extension, a Bottlerocket variant, examples/image-builder) and select these nodes with spec.preinstalledOn"
+	case v1alpha1.SkipRuntimeNotSupported:
+		return "list the node's runtime in spec.containerRuntimes if the Shim's handlers run on it (containerd and cri-o), or select only the nodes of its runtimes with spec.nodeSelector"
 	}
 	return ""
 }

@@ -1,6 +1,7 @@
 package nodeview
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -12,32 +13,51 @@ import (
 	"github.com/shimkit/shimkit/operator/jobview"
 )
 
-// containerdRuntimePrefix starts the containerRuntimeVersion a kubelet
-// reports for containerd (k3s's and RKE2's embedded one too).
-const containerdRuntimePrefix = "containerd://"
+// RuntimeOf is the node's container runtime as its kubelet reports it
+// (status.nodeInfo.containerRuntimeVersion, such as containerd://2.1.4):
+// containerd (k3s's and RKE2's embedded one too), cri-o, another
+// runtime's name, or "" when the kubelet has not reported one yet.
+func RuntimeOf(node *corev1.Node) string {
+	name, _, ok := strings.Cut(node.Status.NodeInfo.ContainerRuntimeVersion, "://")
+	if !ok {
+		return ""
+	}
+	return name
+}
+
+// runtimeDetail names the node's runtime and says what the Shim runs on,
+// and how it would run there.
+func runtimeDetail(shim *v1alpha1.Shim, node *corev1.Node, rt string) string {
+	have, runs := node.Status.NodeInfo.ContainerRuntimeVersion, strings.Join(shim.Spec.Runtimes(), ", ")
+	if rt == v1alpha1.RuntimeCRIO {
+		return fmt.Sprintf("%s: the Shim runs on %s; list cri-o in spec.containerRuntimes if its handlers run on CRI-O (an OCI runtime run through runtimeOptions.BinaryName does by default)", have, runs)
+	}
+	return fmt.Sprintf("%s: the Shim runs on %s (shimkit installs into containerd and CRI-O)", have, runs)
+}
 
 // Eligibility returns why the node cannot run the shim, or nil. A node
 // is eligible when it is Linux (its kubernetes.io/os label, else
-// status.nodeInfo.operatingSystem), runs containerd
-// (status.nodeInfo.containerRuntimeVersion containerd://...), and the
-// Shim has an artifact for its platform. A value the node does not report
+// status.nodeInfo.operatingSystem), runs one of the Shim's container
+// runtimes (status.nodeInfo.containerRuntimeVersion: containerd://...,
+// cri-o://...; spec.containerRuntimes), and the Shim has an artifact for
+// its platform. A value the node does not report
 // (no kubelet has posted its status yet) rules nothing out.
 //
 // A node whose image has the shim (preinstalled) is eligible once its
-// kubelet reports every handler of the Shim; an immutable OS is no reason
-// to skip it (its runtimes come with its image).
+// kubelet reports every handler of the Shim, whatever its runtime; an
+// immutable OS is no reason to skip it (its runtimes come with its image).
 func Eligibility(shim *v1alpha1.Shim, node *corev1.Node, preinstalled bool) *fleet.Skip {
 	if name := osOf(node); name != "" && name != "linux" {
 		return &fleet.Skip{Reason: v1alpha1.SkipNotLinux, Detail: name}
-	}
-	if rt := node.Status.NodeInfo.ContainerRuntimeVersion; rt != "" && !strings.HasPrefix(rt, containerdRuntimePrefix) {
-		return &fleet.Skip{Reason: v1alpha1.SkipNotContainerd, Detail: rt}
 	}
 	if preinstalled {
 		if why := HandlerNotReported(shim, node); why != "" {
 			return &fleet.Skip{Reason: v1alpha1.SkipHandlerNotReported, Detail: why}
 		}
 		return nil
+	}
+	if rt := RuntimeOf(node); rt != "" && !shim.Spec.SupportsRuntime(rt) {
+		return &fleet.Skip{Reason: v1alpha1.SkipRuntimeNotSupported, Detail: runtimeDetail(shim, node, rt)}
 	}
 	if image := node.Status.NodeInfo.OSImage; immutableOS(image) {
 		return &fleet.Skip{Reason: v1alpha1.SkipImmutableOS, Detail: image}

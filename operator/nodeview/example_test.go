@@ -30,5 +30,5 @@ func ExampleEligibility() {
 	}
 	// Output:
 	// n1 true eligible
-	// n2 true NotContainerd
+	// n2 true RuntimeNotSupported
 }

@@ -109,6 +109,7 @@ type Target struct {
 func Build(shim *v1alpha1.Shim, node *corev1.Node, op plan.Operation, o Settings, t Target) (*plan.NodePlan, error) {
 	p := plan.New(plan.ShimRef{Name: shim.Name, UID: string(shim.UID)}, op)
 	p.Node = node.Name
+	p.Runtime = planRuntime(node)
 	p.Restart = plan.Restart{Preset: o.Preset, ConfigMode: o.ConfigMode, Timeout: plan.Duration(o.RestartTimeout)}
 	if op == plan.OpInstall || op == plan.OpVerify {
 		if err := Validate(shim, o); err != nil {

@@ -68,6 +68,9 @@ func Validate(shim *v1alpha1.Shim, o Settings) error {
 	if err := checkRolloutRules(shim); err != nil {
 		return err
 	}
+	if err := checkCRIO(shim); err != nil {
+		return err
+	}
 	return checkReservedTypes(shim)
 }
 

@@ -139,8 +139,14 @@ const (
 	// else status.nodeInfo.operatingSystem).
 	SkipNotLinux = "NotLinux"
 	// SkipNotContainerd: the node's container runtime
-	// (status.nodeInfo.containerRuntimeVersion) is not containerd.
+	// (status.nodeInfo.containerRuntimeVersion) is not containerd. The
+	// operator no longer gives it (SkipRuntimeNotSupported says the same
+	// of any runtime); kept for the readers of older statuses.
 	SkipNotContainerd = "NotContainerd"
+	// SkipRuntimeNotSupported: the node's container runtime
+	// (status.nodeInfo.containerRuntimeVersion) is not one of the Shim's
+	// spec.containerRuntimes; the detail names it and says how to list it.
+	SkipRuntimeNotSupported = "RuntimeNotSupported"
 	// SkipNoArtifact: the Shim has no artifact for the node's platform
 	// (only per-platform artifacts, none of them the node's).
 	SkipNoArtifact = "NoArtifact"
@@ -163,6 +169,12 @@ const (
 	// (status.runtimeHandlers; containerd 2.0+ and kubelet 1.30+ report
 	// them): it is labelled once it does.
 	SkipHandlerNotReported = "HandlerNotReported"
+)
+
+// Container runtimes of spec.containerRuntimes.
+const (
+	RuntimeContainerd = "containerd"
+	RuntimeCRIO       = "cri-o"
 )
 
 // ReservedHandler is containerd's own runtime handler, which no Shim can

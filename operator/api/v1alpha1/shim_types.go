@@ -187,6 +187,27 @@ type ShimSpec struct {
 	// +optional
 	PreinstalledOn map[string]string `json:"preinstalledOn,omitempty"`
 
+	// containerRuntimes are the container runtimes the Shim's handlers run
+	// on: containerd, cri-o. A matching node whose kubelet reports another
+	// runtime (status.nodeInfo.containerRuntimeVersion) is skipped
+	// (RuntimeNotSupported), never failed; one Shim rolls out over a fleet
+	// that mixes them, under one maxUpdate, windows, steps and gate, each
+	// node with its runtime's config. Default: containerd and cri-o when
+	// every handler is an OCI runtime run through containerd's runc shim
+	// (runtimeOptions.BinaryName: an oci handler on CRI-O), else containerd
+	// alone (a containerd shim v2 runs on CRI-O as a vm handler only where
+	// its maker says so: list cri-o then). On CRI-O a Shim has no
+	// sandboxers, migrateFrom, adoptHandler, snapshotter, sandboxer,
+	// ioType, pod or container annotations (allowed annotations go in
+	// runtimeOptions' settings), and runtimeOptions other than BinaryName,
+	// Root, ConfigPath and SystemdCgroup: such a spec is refused
+	// (InvalidSpec). Not part of the spec hash.
+	// +optional
+	// +kubebuilder:validation:MaxItems=2
+	// +listType=set
+	// +kubebuilder:validation:items:Enum=containerd;cri-o
+	ContainerRuntimes []string `json:"containerRuntimes,omitempty"`
+
 	// canary is the pod each node's installer runs with the primary
 	// handler once containerd has the change, before the node is
 	// labelled: a node whose canary does not exit 0 in time is rolled

@@ -696,6 +696,11 @@ func (in *ShimSpec) DeepCopyInto(out *ShimSpec) {
 			(*out)[key] = val
 		}
 	}
+	if in.ContainerRuntimes != nil {
+		in, out := &in.ContainerRuntimes, &out.ContainerRuntimes
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Canary != nil {
 		in, out := &in.Canary, &out.Canary
 		*out = new(Canary)
