@@ -14,22 +14,39 @@ import (
 // handler on CRI-O). A containerd shim v2 runs on CRI-O only as a vm
 // handler, and only where its maker says so: the Shim lists cri-o then.
 func (s *ShimSpec) Runtimes() []string {
-	if len(s.ContainerRuntimes) > 0 {
+	switch {
+	case len(s.ContainerRuntimes) > 0:
 		return s.ContainerRuntimes
-	}
-	oci := ociRuntime(s.RuntimeType, rawOf(s.RuntimeOptions))
-	for _, h := range s.Handlers {
-		oci = oci && ociRuntime(h.RuntimeType, rawOf(h.RuntimeOptions))
-	}
-	if oci {
+	case s.ociHandlers():
 		return []string{RuntimeContainerd, RuntimeCRIO}
 	}
 	return []string{RuntimeContainerd}
 }
 
-// SupportsRuntime reports whether runtime is one of Runtimes.
+// SupportsRuntime reports whether runtime is one of Runtimes (without
+// building the list: every node's eligibility asks).
 func (s *ShimSpec) SupportsRuntime(runtime string) bool {
-	return slices.Contains(s.Runtimes(), runtime)
+	switch {
+	case len(s.ContainerRuntimes) > 0:
+		return slices.Contains(s.ContainerRuntimes, runtime)
+	case runtime == RuntimeContainerd:
+		return true
+	}
+	return runtime == RuntimeCRIO && s.ociHandlers()
+}
+
+// ociHandlers: every handler is an OCI runtime run through containerd's
+// runc shim.
+func (s *ShimSpec) ociHandlers() bool {
+	if !ociRuntime(s.RuntimeType, rawOf(s.RuntimeOptions)) {
+		return false
+	}
+	for _, h := range s.Handlers {
+		if !ociRuntime(h.RuntimeType, rawOf(h.RuntimeOptions)) {
+			return false
+		}
+	}
+	return true
 }
 
 // ociRuntime: the handler runs an OCI runtime through containerd's runc
