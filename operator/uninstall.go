@@ -1,0 +1,66 @@
+package operator
+
+import (
+	"context"
+
+	"github.com/shimkit/shimkit/operator/decide"
+	"github.com/shimkit/shimkit/operator/fleet"
+	"github.com/shimkit/shimkit/operator/phase"
+	"github.com/shimkit/shimkit/operator/shimspec"
+	"github.com/shimkit/shimkit/rollout"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// uninstallAll removes the shim from every node that has it, rolling; then
+// deletes the RuntimeClasses and lets the Shim go.
+func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed, acts []decide.Action) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(obs.Shim, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	d, err := fleet.DecideRemoval(obs.Fleet(), shimspec.Planner(obs.Shim, obs.Hash), decide.Delivery(obs))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	phase.Decided(ctx)
+	if err := r.exec.act(ctx, acts); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.exec.act(ctx, decide.Relabel(obs, &d)); err != nil {
+		return ctrl.Result{}, err
+	}
+	if _, err := r.starter.startNodes(ctx, obs, d); err != nil {
+		return ctrl.Result{}, err
+	}
+	obs.Settled = d.Removal.Done || d.Removal.Halted
+	if !d.Removal.Done {
+		if err := r.report.Update(ctx, obs, rollout.Plan{}, d.Removal, decide.ClassPlan{}); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: r.opts.ResyncPeriod}, nil
+	}
+	return ctrl.Result{}, r.release(ctx, obs)
+}
+
+// release lets a deleted Shim go once every node is clean: what it
+// recorded on nodes goes, then its RuntimeClasses, then its finalizer.
+func (r *Reconciler) release(ctx context.Context, obs *observed) error {
+	if err := r.exec.act(ctx, decide.Forget(obs)); err != nil {
+		return err
+	}
+	if err := r.classes.DeleteAll(ctx, obs); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(obs.Shim.DeepCopy())
+	controllerutil.RemoveFinalizer(obs.Shim, Finalizer)
+	if err := r.client.Patch(ctx, obs.Shim, patch); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	log.FromContext(ctx).Info("shim removed from every node", "shim", obs.Shim.Name)
+	r.metrics.Forget(obs.Shim.Name)
+	r.reads.Keep(obs.Shim.Name, nil)
+	return nil
+}
