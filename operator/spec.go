@@ -61,3 +61,8 @@ func (o Options) settings() shimspec.Settings {
 // operator removes it once every Shim that selects the node is installed
 // there at that Shim's current spec. Installer Jobs tolerate it.
 const PendingTaint = nodeview.PendingTaint
+
+// ForceRolloutAnnotation on a node ("true") lets it change outside the
+// maintenance windows (spec.rolloutStrategy.windows): an admin's way to
+// install, upgrade or uninstall one node now. A pause still holds it.
+const ForceRolloutAnnotation = nodeview.ForceRolloutAnnotation
