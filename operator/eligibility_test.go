@@ -81,7 +81,7 @@ func TestNodeEligibility(t *testing.T) {
 		t.Errorf("skipped %+v, want %+v", s.Status.Skipped, want)
 	}
 	c := condition(s, v1alpha1.ConditionReady)
-	for _, part := range []string{"3 of 3 nodes", "7 nodes skipped", "talos: Talos (v1.9.5)", "NoArtifact 1 (riscv: linux/riscv64)", "crio: cri-o://1.31.0: the Shim runs on containerd; list cri-o", "win-info: windows",
+	for _, part := range []string{"3 of 3 nodes", "7 nodes skipped", "talos: Talos (v1.9.5)", "NoArtifact 1 (riscv: linux/riscv64)", "crio: cri-o://1.31.0; the Shim runs on containerd", "win-info: windows",
 		shimfleet.SkipHint(v1alpha1.SkipRuntimeNotSupported),
 		"talos: Talos (v1.9.5)): " + shimfleet.SkipHint(v1alpha1.SkipImmutableOS), "spec.preinstalledOn"} {
 		if !strings.Contains(c.Message, part) {

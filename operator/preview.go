@@ -8,6 +8,7 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 
 	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/operator/decide"
 	"github.com/shimkit/shimkit/operator/fleet"
@@ -44,7 +45,7 @@ type Preview struct {
 type ClassPreview struct {
 	Name, Handler string
 	// Action: Create (once the first node has the shim), Update,
-	// Unchanged, or Conflict (not the Shim's: never touched; the Shim is
+	// Unchanged, TakeOver, Delete, or Conflict (not the Shim's: never touched; the Shim is
 	// Degraded RuntimeClassConflict), with Owner naming its controller
 	// ("": none, an admin's or another tool's).
 	Action string
@@ -57,6 +58,11 @@ const (
 	ClassUpdate    = "Update"
 	ClassUnchanged = "Unchanged"
 	ClassConflict  = "Conflict"
+	// ClassTakeOver: runtime-class-manager's (spec.migrateFrom), taken
+	// over before anything else; ClassDelete: the Shim's, no longer in its
+	// spec.
+	ClassTakeOver = "TakeOver"
+	ClassDelete   = "Delete"
 )
 
 // PreviewRollout decides for shim (a spec to apply, carrying the live
@@ -93,30 +99,66 @@ func PreviewRollout(shim *v1alpha1.Shim, nodes []*corev1.Node, jobs []*batchv1.J
 	return p, nil
 }
 
-// previewClasses says what becomes of each of the Shim's RuntimeClasses.
+// previewClasses says what becomes of each of the Shim's RuntimeClasses
+// once the rollout reaches a node: decide.Classes, the reconcile's own
+// decision, on the RuntimeClasses as they are (the canary's left out: it
+// comes and goes with the installs).
 func previewClasses(shim *v1alpha1.Shim, existing []nodev1.RuntimeClass) []ClassPreview {
-	byName := map[string]*nodev1.RuntimeClass{}
+	set := &decide.ClassSet{}
+	for _, c := range shimspec.Classes(shim) {
+		set.Put(c.Name, nil)
+	}
 	for i := range existing {
-		byName[existing[i].Name] = &existing[i]
+		set.Put(existing[i].Name, &existing[i])
+	}
+	installed := []fleet.NodeView{{Node: &corev1.Node{}, Label: nodelabel.Installed}}
+	cp := decide.Classes(&decide.Snapshot{Shim: shim, Classes: set, Views: installed}, false)
+	canary := shimspec.CanaryRuntimeClass(shim.Name)
+	taken, conflicts := map[string]*nodev1.RuntimeClass{}, map[string]bool{}
+	for _, t := range cp.Takeovers {
+		taken[t.Spec.Name] = t.Step.Read
+	}
+	for _, w := range cp.Warnings {
+		conflicts[w.Name] = true
 	}
 	var out []ClassPreview
+	for _, d := range cp.Deletes {
+		if d.Class.Name != canary {
+			out = append(out, ClassPreview{Name: d.Class.Name, Handler: d.Class.Handler, Action: ClassDelete})
+		}
+	}
 	for _, spec := range shimspec.Classes(shim) {
-		c := ClassPreview{Name: spec.Name, Handler: spec.Handler, Action: ClassCreate}
-		switch rc := byName[spec.Name]; {
-		case rc == nil:
-		case !runtimeclass.Owned(rc, shim.UID):
-			c.Action, c.Owner = ClassConflict, ownerOf(rc)
-		case runtimeclass.UpToDate(rc, spec.Spec):
-			c.Action = ClassUnchanged
+		c := ClassPreview{Name: spec.Name, Handler: spec.Handler, Action: ClassUnchanged}
+		read, _ := set.Read(spec.Name)
+		switch {
+		case taken[spec.Name] != nil:
+			c.Action, c.Owner = ClassTakeOver, ownerOf(taken[spec.Name])
+		case conflicts[spec.Name] || read != nil && !runtimeclass.Owned(read, shim.UID):
+			c.Action, c.Owner = ClassConflict, ownerOf(read)
 		default:
-			c.Action = ClassUpdate
+			c.Action = classAction(cp, spec.Name)
 		}
 		out = append(out, c)
 	}
 	return out
 }
 
-// ownerOf names a RuntimeClass's controller ("": none).
+// classAction is the preview action of the class's publish step.
+func classAction(cp decide.ClassPlan, name string) string {
+	for _, e := range cp.Ensures {
+		if e.Spec.Name != name {
+			continue
+		}
+		switch e.Step.Result {
+		case runtimeclass.Created, runtimeclass.Absent:
+			return ClassCreate
+		case runtimeclass.Updated, runtimeclass.Replaced, runtimeclass.Retry:
+			return ClassUpdate
+		}
+	}
+	return ClassUnchanged
+}
+
 func ownerOf(rc *nodev1.RuntimeClass) string {
 	for _, o := range rc.OwnerReferences {
 		if o.Controller != nil && *o.Controller {

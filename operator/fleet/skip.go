@@ -121,7 +121,7 @@ func SkipHint(reason string) string {
 	case v1alpha1.SkipImmutableOS:
 		return "bake the runtime into the node image (a Talos system extension, a Bottlerocket variant, examples/image-builder) and select these nodes with spec.preinstalledOn"
 	case v1alpha1.SkipRuntimeNotSupported:
-		return "list the node's runtime in spec.containerRuntimes if the Shim's handlers run on it (containerd and cri-o), or select only the nodes of its runtimes with spec.nodeSelector"
+		return "list the node's runtime in spec.containerRuntimes if the Shim's handlers run on it (shimkit installs into containerd and cri-o; an OCI runtime run through runtimeOptions.BinaryName runs on both by default), or select only the nodes of its runtimes with spec.nodeSelector"
 	}
 	return ""
 }

@@ -25,14 +25,10 @@ func RuntimeOf(node *corev1.Node) string {
 	return name
 }
 
-// runtimeDetail names the node's runtime and says what the Shim runs on,
-// and how it would run there.
-func runtimeDetail(shim *v1alpha1.Shim, node *corev1.Node, rt string) string {
-	have, runs := node.Status.NodeInfo.ContainerRuntimeVersion, strings.Join(shim.Spec.Runtimes(), ", ")
-	if rt == v1alpha1.RuntimeCRIO {
-		return fmt.Sprintf("%s: the Shim runs on %s; list cri-o in spec.containerRuntimes if its handlers run on CRI-O (an OCI runtime run through runtimeOptions.BinaryName does by default)", have, runs)
-	}
-	return fmt.Sprintf("%s: the Shim runs on %s (shimkit installs into containerd and CRI-O)", have, runs)
+// runtimeDetail names the node's runtime and what the Shim runs on (the
+// skip's hint, fleet.SkipHint, says how to change that).
+func runtimeDetail(shim *v1alpha1.Shim, node *corev1.Node) string {
+	return fmt.Sprintf("%s; the Shim runs on %s", node.Status.NodeInfo.ContainerRuntimeVersion, strings.Join(shim.Spec.Runtimes(), ", "))
 }
 
 // Eligibility returns why the node cannot run the shim, or nil. A node
@@ -57,7 +53,7 @@ func Eligibility(shim *v1alpha1.Shim, node *corev1.Node, preinstalled bool) *fle
 		return nil
 	}
 	if rt := RuntimeOf(node); rt != "" && !shim.Spec.SupportsRuntime(rt) {
-		return &fleet.Skip{Reason: v1alpha1.SkipRuntimeNotSupported, Detail: runtimeDetail(shim, node, rt)}
+		return &fleet.Skip{Reason: v1alpha1.SkipRuntimeNotSupported, Detail: runtimeDetail(shim, node)}
 	}
 	if image := node.Status.NodeInfo.OSImage; immutableOS(image) {
 		return &fleet.Skip{Reason: v1alpha1.SkipImmutableOS, Detail: image}

@@ -32,12 +32,12 @@ func TestRuntimeEligibility(t *testing.T) {
 	}{
 		{"shim v2 on containerd", shimV2, "containerd://2.1.4", ""},
 		{"shim v2 on k3s's containerd", shimV2, "containerd://2.0.5-k3s1", ""},
-		{"shim v2 on CRI-O, not listed", shimV2, "cri-o://1.34.0", "cri-o://1.34.0: the Shim runs on containerd; list cri-o in spec.containerRuntimes"},
+		{"shim v2 on CRI-O, not listed", shimV2, "cri-o://1.34.0", "cri-o://1.34.0; the Shim runs on containerd"},
 		{"shim v2 listed for CRI-O", kata, "cri-o://1.34.0", ""},
 		{"OCI runtime on CRI-O by default", oci, "cri-o://1.34.0", ""},
 		{"OCI runtime on containerd", oci, "containerd://1.7.35", ""},
-		{"a CRI-O-only Shim on containerd", crioOnly, "containerd://2.1.4", "containerd://2.1.4: the Shim runs on cri-o (shimkit installs into containerd and CRI-O)"},
-		{"docker", oci, "docker://27.0.1", "docker://27.0.1: the Shim runs on containerd, cri-o"},
+		{"a CRI-O-only Shim on containerd", crioOnly, "containerd://2.1.4", "containerd://2.1.4; the Shim runs on cri-o"},
+		{"docker", oci, "docker://27.0.1", "docker://27.0.1; the Shim runs on containerd, cri-o"},
 		{"not reported yet", shimV2, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

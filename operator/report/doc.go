@@ -9,6 +9,6 @@
 // Current (the Shim's status.specHash is installed), Outdated (an older
 // revision is), Installing, Uninstalling, Failed, Pending (selected, not
 // installed, nothing running yet) and Skipped (selected but cannot run the
-// shim, with the skip reason: NotLinux, NotContainerd, ImmutableOS,
+// shim, with the skip reason: NotLinux, RuntimeNotSupported, ImmutableOS,
 // ReadOnlyHost, HandlerNotReported, NoArtifact).
 package report

@@ -32,5 +32,5 @@ func ExampleStatus() {
 	// Shim spin: Ready=Unknown
 	// NODE  RUNTIME             STATE    REVISION          SINCE  REASON
 	// n1    containerd://2.2.0  Current  5d41402abc4b2a76  -      -
-	// n2    cri-o://1.34.0      Skipped  -                 -      NotContainerd
+	// n2    cri-o://1.34.0      Skipped  -                 -      RuntimeNotSupported
 }

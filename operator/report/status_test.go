@@ -129,7 +129,7 @@ func TestStatusStates(t *testing.T) {
 	}
 	want := map[string]string{
 		"n-current": "Current/", "n-outdated": "Outdated/", "n-installing": "Installing/",
-		"n-failed": "Failed/Conflict", "n-pending": "Pending/", "n-crio": "Skipped/NotContainerd",
+		"n-failed": "Failed/Conflict", "n-pending": "Pending/", "n-crio": "Skipped/RuntimeNotSupported",
 		"n-windows": "Skipped/NotLinux", "n-leaving": "ToRemove/",
 	}
 	a, _ := json.Marshal(got)
