@@ -48,10 +48,12 @@ help:
 
 ## bins: build and cache the external test binaries and the node sandbox's root filesystem.
 # (kube-apiserver, etcd, kubelet, kube-controller-manager, kube-scheduler, kubectl,
-# containerd 1.7/2.2/2.3, gVisor; a Debian root filesystem with systemd.)
+# containerd 1.7/2.2/2.3, gVisor, CRI-O; a Debian root filesystem with systemd,
+# and the CRI-O node's layer over it: Debian's conmon and crun.)
 bins:
 	hack/bins.sh cluster
 	hack/node-rootfs.sh
+	hack/node-crio-layer.sh
 
 ## tools: build the developer tools into bin/ (helm, kustomize, controller-gen, gotestsum, crd-ref-docs, cyclonedx-gomod).
 tools: $(HELM) $(KUSTOMIZE) $(CONTROLLER_GEN) $(GOTESTSUM) $(CRD_REF_DOCS) $(CYCLONEDX_GOMOD)

@@ -74,6 +74,9 @@ type NodeOptions struct {
 	// (/etc, /opt: an immutable or hardened host). Files are written
 	// before, and the host side (Local) stays writable.
 	ReadOnly []string
+	// CRIO makes the node a CRI-O node (crionode.go): crio.service under
+	// systemd in place of containerd (Socket and Unit are CRI-O's).
+	CRIO bool
 }
 
 // inotifyInstances is how many inotify instances the machine's root may
@@ -119,6 +122,9 @@ func StartNode(t testing.TB, opts NodeOptions) *Node {
 	RequireHarness(t)
 	raiseInotifyInstances()
 	lower := NodeRootfs(t)
+	if opts.CRIO {
+		lower = crioNodeLayer(t) + ":" + lower
+	}
 	dir, err := os.MkdirTemp("", "node-")
 	if err != nil {
 		t.Fatal(err)
@@ -140,6 +146,9 @@ func StartNode(t testing.TB, opts NodeOptions) *Node {
 	}
 	if opts.Containerd != nil {
 		n.useContainerd(t, *opts.Containerd)
+	}
+	if opts.CRIO {
+		n.useCRIO(t)
 	}
 	if opts.K3s || opts.RKE2 {
 		if opts.Containerd == nil {
@@ -218,7 +227,7 @@ exec unshare --pid --fork --mount --uts --ipc $NET --cgroup --kill-child -- /bin
 	defer cancel()
 	if err := n.waitBooted(ctx); err != nil {
 		boot, _ := os.ReadFile(filepath.Join(dir, "boot.log"))
-		t.Fatalf("node did not boot: %v\nboot log:\n%s\n%s", err, boot, n.Journal("containerd"))
+		t.Fatalf("node did not boot: %v\nboot log:\n%s\n%s", err, boot, n.Journal(n.Unit()))
 	}
 	return n
 }
@@ -377,7 +386,8 @@ func childOf(pid int) int {
 // Local maps a node path to this machine.
 func (n *Node) Local(nodePath string) string { return filepath.Join(n.Root, nodePath) }
 
-// Socket is containerd's CRI socket as seen from here.
+// Socket is containerd's CRI socket as seen from here (CRI-O's on a CRI-O
+// node).
 func (n *Node) Socket() string {
 	if n.socket != "" {
 		return n.Local(n.socket)
@@ -386,7 +396,7 @@ func (n *Node) Socket() string {
 }
 
 // Unit is the systemd unit that runs containerd: containerd, or k3s-agent
-// on a k3s-style node.
+// on a k3s-style node; crio (CRI-O) on a CRI-O node.
 func (n *Node) Unit() string {
 	if n.unit != "" {
 		return n.unit

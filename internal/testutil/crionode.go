@@ -1,0 +1,174 @@
+package testutil
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// A CRI-O node (NodeOptions.CRIO) runs crio.service under the node's
+// systemd in place of containerd. What the stand-in reproduces:
+//   - CRI-O laid out as its static release bundle installs it: crio and
+//     pinns in /usr/local/bin (the build of hack/bins.sh: CRI-O
+//     $CRIO_VERSION from the module proxy), crio.service in
+//     /usr/local/lib/systemd/system, enabled, with its cri-o.service
+//     alias, the unit's text as CRI-O's contrib/systemd/crio.service has
+//     it (Type=notify, Restart=on-failure, RestartSec=10,
+//     TimeoutStartSec=0, WatchdogSec=60s, OOMScoreAdjust=-999), and the
+//     configuration as a drop-in of the vendor's,
+//     /etc/crio/crio.conf.d/10-crio.conf, with no /etc/crio/crio.conf;
+//   - Debian's conmon and crun (hack/node-crio-layer.sh, a layer over the
+//     node root filesystem) and runc; cgroupfs; a bridge CNI network of
+//     Debian's plugins, as the cluster's containerd nodes have;
+//   - CRI-O's socket where it listens by default, /var/run/crio/crio.sock
+//     (/run on the node), and its storage in /var/lib/containers/storage.
+//
+// What it does not reproduce: CRI-O's own conmon, crun and runc (its
+// bundle ships crio-conmon, crio-crun and crio-runc; here Debian's, and
+// runc is the default runtime, since Debian's crun 1.8.1 refuses CRI-O
+// v1.34's runtime spec 1.2.1: "unknown version specified"); seccomp,
+// SELinux and AppArmor (CRI-O is built without them); the overlay storage
+// driver (vfs: the node's root is itself an overlay); image pulls (the
+// node's network reaches nothing, so pods need their images put there
+// first); CAP_SYS_RESOURCE, which this machine lacks (a pod sandbox that
+// keeps its infra container, oom_score_adj -998, cannot start; systemd
+// cannot set the unit's OOMScoreAdjust either and goes on without it);
+// and a node without containerd: Debian's containerd package stays
+// installed, its unit masked and /etc/containerd gone.
+
+// CRI-O node paths.
+const (
+	CRIOUnit        = "crio"
+	CRIOSocket      = "/run/crio/crio.sock"
+	CRIOVendorConf  = "/etc/crio/crio.conf.d/10-crio.conf"
+	crioUnitPath    = "/usr/local/lib/systemd/system/crio.service"
+	crioPolicyPath  = "/etc/crio/policy.json"
+	crioNodeCNIPath = "/etc/cni/net.d/10-shimkit.conflist"
+)
+
+// crioNodeLayer returns the cached CRI-O layer (hack/node-crio-layer.sh),
+// failing the test when it has not been built (make bins).
+func crioNodeLayer(t testing.TB) string {
+	t.Helper()
+	rv, err := Version("NODE_ROOTFS_VERSION")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lv, err := Version("NODE_CRIO_LAYER_VERSION")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(CacheDir(), "node-rootfs-"+rv, "crio-"+lv, "layer")
+	if _, err := os.Stat(filepath.Join(dir, "usr/bin/conmon")); err != nil {
+		t.Fatalf("CRI-O node layer: %v (build it with `make bins`)", err)
+	}
+	return dir
+}
+
+// crioUnitFile is CRI-O's crio.service (contrib/systemd/crio.service of
+// CRI-O v1.34) as its bundle installs it.
+const crioUnitFile = `[Unit]
+Description=Container Runtime Interface for OCI (CRI-O)
+Documentation=https://github.com/cri-o/cri-o
+Wants=network-online.target
+Before=kubelet.service
+After=network-online.target
+
+[Service]
+Type=notify
+EnvironmentFile=-/etc/sysconfig/crio
+Environment=GOTRACEBACK=crash
+ExecStart=/usr/local/bin/crio \
+          $CRIO_CONFIG_OPTIONS \
+          $CRIO_RUNTIME_OPTIONS \
+          $CRIO_STORAGE_OPTIONS \
+          $CRIO_NETWORK_OPTIONS \
+          $CRIO_METRICS_OPTIONS
+ExecReload=/bin/kill -s HUP $MAINPID
+TasksMax=infinity
+LimitNPROC=1048576
+LimitCORE=infinity
+OOMScoreAdjust=-999
+TimeoutStartSec=0
+Restart=on-failure
+RestartSec=10
+WatchdogSec=60s
+
+[Install]
+WantedBy=multi-user.target
+Alias=cri-o.service
+`
+
+// crioNodeConfig is the vendor's drop-in of the CRI-O node.
+const crioNodeConfig = `# The CRI-O node's configuration (internal/testutil/crionode.go), a drop-in
+# where CRI-O's release bundle puts its own; there is no crio.conf.
+[crio]
+storage_driver = "vfs"
+
+[crio.runtime]
+cgroup_manager = "cgroupfs"
+conmon = "/usr/bin/conmon"
+conmon_cgroup = "pod"
+default_runtime = "runc"
+
+[crio.runtime.runtimes.runc]
+runtime_path = "/usr/bin/runc"
+runtime_root = "/run/runc"
+
+[crio.image]
+signature_policy = "` + crioPolicyPath + `"
+pause_image = "` + PauseImageRef + `"
+pause_command = "/pause"
+
+[crio.network]
+network_dir = "/etc/cni/net.d"
+plugin_dirs = ["/usr/lib/cni"]
+`
+
+// useCRIO turns the node into a CRI-O node (see above): called on the
+// mounted root before the test's own files are written.
+func (n *Node) useCRIO(t testing.TB) {
+	t.Helper()
+	bin := CRIOBinDir(t)
+	files := map[string]nodeFile{
+		crioUnitPath:    {[]byte(crioUnitFile), 0o644},
+		CRIOVendorConf:  {[]byte(crioNodeConfig), 0o644},
+		crioPolicyPath:  {[]byte(`{"default": [{"type": "insecureAcceptAnything"}]}` + "\n"), 0o644},
+		crioNodeCNIPath: {[]byte(cniConfig), 0o644},
+	}
+	for _, b := range []string{"crio", "pinns"} {
+		data, err := os.ReadFile(filepath.Join(bin, b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files["/usr/local/bin/"+b] = nodeFile{data, 0o755}
+	}
+	for p, f := range files {
+		local := n.Local(p)
+		if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(local, f.data, f.mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.RemoveAll(n.Local("/etc/containerd")); err != nil {
+		t.Fatal(err)
+	}
+	links := map[string]string{
+		"/etc/systemd/system/containerd.service":                   "/dev/null",
+		"/etc/systemd/system/multi-user.target.wants/crio.service": crioUnitPath,
+		"/etc/systemd/system/cri-o.service":                        crioUnitPath,
+	}
+	for p, target := range links {
+		local := n.Local(p)
+		if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		_ = os.Remove(local)
+		if err := os.Symlink(target, local); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.socket, n.unit = CRIOSocket, CRIOUnit
+}
