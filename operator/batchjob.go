@@ -22,57 +22,14 @@ import (
 	"github.com/shimkit/shimkit/operator/nodejob"
 	"github.com/shimkit/shimkit/operator/nodeview"
 	"github.com/shimkit/shimkit/operator/shimspec"
-	"github.com/shimkit/shimkit/rollout"
 )
 
-// offerInstalls tells the node gate which nodes the Shim would install now
-// and how many it may still start, and returns how long it should wait for
-// other Shims to offer theirs before starting any. With nothing to
-// install, or no other Shim and no new change of its own, it offers
-// nothing and never waits.
-func (r *batcher) offerInstalls(ctx context.Context, obs *observed, rollin rollout.Plan) (time.Duration, error) {
-	key, now := jobview.LabelValue(obs.Shim.Name), time.Now()
-	if r.opts.BatchWindow < 0 || rollin.Halted || len(rollin.Start) == 0 && rollin.InFlight == 0 {
-		r.gate.Offer(key, nil, false, now)
-		return 0, nil
-	}
-	shims := v1alpha1.ShimList{Items: obs.Shims}
-	// A Shim whose own change is new waits too: Shims applied with it
-	// (kubectl apply -f dir/, one GitOps commit) may not be in the cache
-	// yet when it is reconciled first.
-	self := obs.Shim.Generation != obs.Shim.Status.ObservedGeneration
-	unsettled, others := self, false
-	for i := range shims.Items {
-		s := &shims.Items[i]
-		if s.Name == obs.Shim.Name || !s.DeletionTimestamp.IsZero() {
-			continue
-		}
-		others = true
-		unsettled = unsettled || s.Generation != s.Status.ObservedGeneration
-	}
-	if !others && !self {
-		r.gate.Offer(key, nil, false, now)
-		return 0, nil
-	}
-	o := &nodegate.Offer{Shim: obs.Shim.DeepCopy(), Hash: obs.Hash, Artifact: obs.Art, Nodes: map[string]bool{}, Free: max(0, rollin.Budget-rollin.InFlight),
-		Installed: map[string]bool{}, Drifted: map[string]string{}}
-	for i := range obs.Views {
-		v := &obs.Views[i]
-		// A node undone with another Shim's plan is installed alone.
-		if v.Targeted() && v.Plan != nil && !v.Held && v.NeedsInstall(obs.Hash) && (v.Job == nil || !v.Job.Sibling()) {
-			o.Nodes[v.Node.Name] = true
-			if v.Installed() {
-				o.Installed[v.Node.Name] = true
-			}
-			if v.Drifted != "" {
-				o.Drifted[v.Node.Name] = v.Drifted
-			}
-		}
-	}
-	// A node another Shim will offer once it sees it (one that just
-	// joined) is worth the wait too.
-	unsettled = unsettled || decide.OthersWillOffer(obs, shims.Items, o.Nodes)
-	return r.gate.Offer(key, o, unsettled, now), nil
+// offerInstalls tells the node gate what the decision offers
+// (decide.Batch), and returns how long the Shim waits for the others to
+// offer theirs before starting any (the gate's answer: it holds every
+// Shim's offers).
+func (r *batcher) offerInstalls(obs *observed, b decide.BatchOffer) time.Duration {
+	return r.gate.Offer(jobview.LabelValue(obs.Shim.Name), b.Offer, b.Unsettled, time.Now())
 }
 
 // sharedNodes are the nodes that other Shims would install now (nil

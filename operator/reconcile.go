@@ -237,6 +237,7 @@ func (r *Reconciler) install(ctx context.Context, obs *observed, acts []decide.A
 	if rcs.CanaryBlocked {
 		d.Rollin.Start = nil
 	}
+	batch := decide.Batch(obs, d.Rollin, r.opts.BatchWindow >= 0)
 	phase.Decided(ctx)
 	if err := r.exec.act(ctx, acts); err != nil {
 		return ctrl.Result{}, err
@@ -264,10 +265,7 @@ func (r *Reconciler) install(ctx context.Context, obs *observed, acts []decide.A
 	}
 	// Other Shims with installs pending get a moment to offer theirs, so
 	// that one Job per node carries them all.
-	batchWait, err := r.batch.offerInstalls(ctx, obs, d.Rollin)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
+	batchWait := r.batch.offerInstalls(obs, batch)
 	if batchWait > 0 {
 		d.Rollin.Start = nil
 	}
