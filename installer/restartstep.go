@@ -42,7 +42,14 @@ func (s *restartRuntime) do(ctx context.Context, r *run) error {
 			x.restartDur, x.backAt = time.Since(start), time.Now()
 		}
 	}()
-	if err := r.rt.Restart(ctx); err != nil {
+	// The restart job ends within the plan's restart timeout, or it
+	// failed: CRI-O's crio.service has TimeoutStartSec=0, so a CRI-O that
+	// hangs in its start (a runtime_path that never answers --version)
+	// keeps the job running for ever.
+	rctx, cancel := context.WithTimeout(ctx, r.plan.Restart.HealthTimeout())
+	err := r.rt.Restart(rctx)
+	cancel()
+	if err != nil {
 		return err
 	}
 	for _, x := range runs {
