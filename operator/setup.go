@@ -51,6 +51,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.opts.ServerVersion == "" {
 		r.opts.ServerVersion = serverVersion(mgr.GetConfig())
 	}
+	// The roles read through the API server reader now set (the Secrets
+	// and ConfigMaps a resolution reads, the installer pods' results, the
+	// ControllerRevisions, runtime-class-manager's Shim are not cached).
+	newRoles(r, r.deps, r.gate)
 	r.nodes, r.jobs = watch.NewStore[*corev1.Node](), watch.NewStore[*batchv1.Job]()
 	if err := r.metrics.Register(crmetrics.Registry); err != nil {
 		return err
