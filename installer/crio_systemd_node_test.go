@@ -149,5 +149,6 @@ func nodeHandlers(t *testing.T, n *testutil.Node) []string {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, n.Journal("crio"))
 	}
+	slices.Sort(hs) // CRI-O lists them in no set order (a map)
 	return hs
 }

@@ -33,25 +33,25 @@ func TestMixedFleet(t *testing.T) {
 
 	// crun as an OCI runtime through containerd's runc shim: both runtimes
 	// by default.
-	crun := newShim("crun", "crun", "1", nil)
+	crun := newShim("mixed-crun", "crun", "1", nil)
 	crun.Spec.RuntimeType = "io.containerd.runc.v2"
 	crun.Spec.RuntimeOptions = &runtime.RawExtension{Raw: []byte(`{"BinaryName":"$(BUNDLE_DIR)/crun"}`)}
-	spin := newShim("spin", "spin", "2", nil)
+	spin := newShim("mixed-spin", "spin", "2", nil)
 	for _, s := range []*v1alpha1.Shim{crun, spin} {
 		if err := env.Client.Create(ctx, s); err != nil {
 			t.Fatal(err)
 		}
 	}
 	waitFor(t, 60*time.Second, "both Ready", func() (bool, string) {
-		a, b := getShim(t, env.Client, "crun"), getShim(t, env.Client, "spin")
-		okA, _ := ready(env.Client, "crun")()
-		okB, _ := ready(env.Client, "spin")()
+		a, b := getShim(t, env.Client, "mixed-crun"), getShim(t, env.Client, "mixed-spin")
+		okA, _ := ready(env.Client, "mixed-crun")()
+		okB, _ := ready(env.Client, "mixed-spin")()
 		return okA && okB && a.Status.UpdatedNodes == 4 && b.Status.UpdatedNodes == 2, fmt.Sprintf("crun %+v; spin %+v", a.Status, b.Status)
 	})
-	if n := k.maxRunning("crun"); n != 1 {
+	if n := k.maxRunning("mixed-crun"); n != 1 {
 		t.Errorf("%d crun Jobs at once, want 1 (maxUpdate, across runtimes)", n)
 	}
-	for _, j := range jobsOf(t, env.Client, "crun") {
+	for _, j := range jobsOf(t, env.Client, "mixed-crun") {
 		plans, err := plan.DecodePlans([]byte(j.Spec.Template.Annotations[operator.PlanAnnotation])) // a batch when spin's joined
 		if err != nil {
 			t.Fatal(err)
@@ -64,11 +64,11 @@ func TestMixedFleet(t *testing.T) {
 			}
 		}
 	}
-	s := getShim(t, env.Client, "spin")
+	s := getShim(t, env.Client, "mixed-spin")
 	if want := []v1alpha1.SkippedNodes{{Reason: v1alpha1.SkipRuntimeNotSupported, Count: 2, Nodes: []string{"crio-1", "crio-2"}}}; fmt.Sprint(s.Status.Skipped) != fmt.Sprint(want) || s.Status.FailedNodes != 0 {
 		t.Errorf("spin skipped %+v, failed %d; want %+v, none failed", s.Status.Skipped, s.Status.FailedNodes, want)
 	}
-	for _, j := range jobsOf(t, env.Client, "spin") {
+	for _, j := range jobsOf(t, env.Client, "mixed-spin") {
 		if n := j.Spec.Template.Spec.NodeName; runtimes[n] != "containerd://2.1.4" && runtimes[n] != "containerd://1.7.35" {
 			t.Errorf("a spin Job on the CRI-O node %s", n)
 		}

@@ -20,6 +20,8 @@ func TestRuntimeEligibility(t *testing.T) {
 	shimV2 := &v1alpha1.Shim{Spec: v1alpha1.ShimSpec{RuntimeClass: v1alpha1.RuntimeClassSpec{Name: "spin", Handler: "spin"}}}
 	oci := &v1alpha1.Shim{Spec: v1alpha1.ShimSpec{RuntimeClass: v1alpha1.RuntimeClassSpec{Name: "crun", Handler: "crun-wasm"},
 		RuntimeType: "io.containerd.runc.v2", RuntimeOptions: &runtime.RawExtension{Raw: []byte(`{"BinaryName":"$(BUNDLE_DIR)/crun"}`)}}}
+	ociAnnotated := oci.DeepCopy() // containerd's pod annotations: not on CRI-O by default
+	ociAnnotated.Spec.PodAnnotations = []string{"run.oci.*"}
 	kata := shimV2.DeepCopy()
 	kata.Spec.ContainerRuntimes = []string{v1alpha1.RuntimeContainerd, v1alpha1.RuntimeCRIO}
 	crioOnly := shimV2.DeepCopy()
@@ -36,6 +38,7 @@ func TestRuntimeEligibility(t *testing.T) {
 		{"shim v2 listed for CRI-O", kata, "cri-o://1.34.0", ""},
 		{"OCI runtime on CRI-O by default", oci, "cri-o://1.34.0", ""},
 		{"OCI runtime on containerd", oci, "containerd://1.7.35", ""},
+		{"OCI runtime with containerd's annotations on CRI-O", ociAnnotated, "cri-o://1.34.0", "cri-o://1.34.0; the Shim runs on containerd"},
 		{"a CRI-O-only Shim on containerd", crioOnly, "containerd://2.1.4", "containerd://2.1.4; the Shim runs on cri-o"},
 		{"docker", oci, "docker://27.0.1", "docker://27.0.1; the Shim runs on containerd, cri-o"},
 		{"not reported yet", shimV2, "", ""},

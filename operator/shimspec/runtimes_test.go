@@ -45,6 +45,10 @@ func TestCheckCRIO(t *testing.T) {
 		{"a second handler's adopt", func(s *v1alpha1.ShimSpec) {
 			s.Handlers = []v1alpha1.HandlerSpec{{RuntimeClass: v1alpha1.RuntimeClassSpec{Name: "kata-qemu", Handler: "kata-qemu", AdoptHandler: true}}}
 		}, "spec.handlers[0].runtimeClass.adoptHandler"},
+		{"not listed, an OCI runtime with containerd's annotations: containerd alone", func(s *v1alpha1.ShimSpec) {
+			s.ContainerRuntimes, s.PodAnnotations = nil, []string{"run.oci.*"}
+			s.RuntimeType, s.RuntimeOptions = "io.containerd.runc.v2", opts(`{"BinaryName":"/usr/bin/crun"}`)
+		}, ""},
 		{"containerd alone: anything goes", func(s *v1alpha1.ShimSpec) {
 			s.ContainerRuntimes, s.PodAnnotations = []string{v1alpha1.RuntimeContainerd}, []string{"io.katacontainers.*"}
 		}, ""},

@@ -194,14 +194,14 @@ type ShimSpec struct {
 	// that mixes them, under one maxUpdate, windows, steps and gate, each
 	// node with its runtime's config. Default: containerd and cri-o when
 	// every handler is an OCI runtime run through containerd's runc shim
-	// (runtimeOptions.BinaryName: an oci handler on CRI-O), else containerd
-	// alone (a containerd shim v2 runs on CRI-O as a vm handler only where
+	// (runtimeOptions.BinaryName: an oci handler on CRI-O) and the Shim sets
+	// nothing CRI-O lacks (below), else containerd alone (a containerd shim v2 runs on CRI-O as a vm handler only where
 	// its maker says so: list cri-o then). On CRI-O a Shim has no
 	// sandboxers, migrateFrom, adoptHandler, snapshotter, sandboxer,
 	// ioType, pod or container annotations (allowed annotations go in
 	// runtimeOptions' settings), and runtimeOptions other than BinaryName,
-	// Root, ConfigPath and SystemdCgroup: such a spec is refused
-	// (InvalidSpec). Not part of the spec hash.
+	// Root, ConfigPath and SystemdCgroup: a Shim that lists cri-o and sets
+	// one is refused (InvalidSpec). Not part of the spec hash.
 	// +optional
 	// +kubebuilder:validation:MaxItems=2
 	// +listType=set
