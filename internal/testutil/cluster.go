@@ -164,6 +164,10 @@ type JoinOptions struct {
 	// KubeletArgs are more kubelet flags (--image-credential-provider-config,
 	// say).
 	KubeletArgs []string
+	// CRIO makes it a CRI-O node (crionode.go): the kubelet on
+	// crio.service, which pulls the pause image from a registry of the
+	// test on the cluster's network (Images and Containerd do not apply).
+	CRIO bool
 }
 
 // AddNode boots one more node, joins it to the cluster and waits for it to
@@ -289,16 +293,23 @@ func (c *Cluster) bootNode(t testing.TB, i int, opts JoinOptions) ClusterNode {
 		files["/etc/systemd/system/kubelet.service"] = []byte(fmt.Sprintf(kubeletUnit, kubeletArgs))
 		files["/etc/containerd/config.toml"] = ClusterContainerdConfig(build)
 	}
+	nodeOpts := NodeOptions{Containerd: &build, Files: files, Executables: opts.Executables, K3s: opts.K3s, ReadOnly: opts.ReadOnly}
+	if opts.CRIO {
+		c.crioNodeFiles(t, files, opts)
+		nodeOpts.Containerd, nodeOpts.CRIO = nil, true
+	}
 	maps.Copy(files, opts.Files)
-	n := StartNode(t, NodeOptions{Containerd: &build, Files: files, Executables: opts.Executables, K3s: opts.K3s, ReadOnly: opts.ReadOnly})
+	n := StartNode(t, nodeOpts)
 	if err := plugNode(n, i); err != nil {
 		t.Fatalf("node %s: %v", name, err)
 	}
-	if c.pauseTar == "" {
+	if c.pauseTar == "" && !opts.CRIO {
 		c.pauseTar = PauseImageTar(t, c.dir)
 	}
-	for _, img := range append([]string{c.pauseTar}, opts.Images...) {
-		ImportImage(t, "/usr/bin/ctr", n.Socket(), img)
+	if !opts.CRIO {
+		for _, img := range append([]string{c.pauseTar}, opts.Images...) {
+			ImportImage(t, "/usr/bin/ctr", n.Socket(), img)
+		}
 	}
 	if err := os.Chmod(n.Local("/usr/local/bin/kubelet"), 0o755); err != nil {
 		t.Fatal(err)

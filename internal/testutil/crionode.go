@@ -3,6 +3,7 @@ package testutil
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -30,7 +31,10 @@ import (
 // SELinux and AppArmor (CRI-O is built without them); the overlay storage
 // driver (vfs: the node's root is itself an overlay); image pulls (the
 // node's network reaches nothing, so pods need their images put there
-// first); CAP_SYS_RESOURCE, which this machine lacks (a pod sandbox that
+// first); huge pages (hidden from the node: this machine's kernel has the
+// hugetlb controller but no hierarchy of it mounted, and CRI-O, reading
+// /proc/cgroups, would pass the kubelet's hugetlb limits to runc, which
+// cannot apply them); CAP_SYS_RESOURCE, which this machine lacks (a pod sandbox that
 // keeps its infra container, oom_score_adj -998, cannot start; systemd
 // cannot set the unit's OOMScoreAdjust either and goes on without it);
 // and a node without containerd: Debian's containerd package stays
@@ -171,4 +175,52 @@ func (n *Node) useCRIO(t testing.TB) {
 		}
 	}
 	n.socket, n.unit = CRIOSocket, CRIOUnit
+}
+
+// crioNodeFiles makes a cluster node's files those of a CRI-O node: the
+// kubelet on CRI-O's socket, after crio.service, and CRI-O's pause image
+// pushed to a registry of the test on the cluster's network, which the
+// node's registries.conf marks insecure (plain HTTP), in a drop-in of the
+// cluster's beside the vendor's.
+func (c *Cluster) crioNodeFiles(t testing.TB, files map[string][]byte, opts JoinOptions) {
+	t.Helper()
+	if len(opts.Images) > 0 || opts.Containerd != nil || opts.K3s {
+		t.Fatal("a CRI-O cluster node takes no Images, Containerd or K3s")
+	}
+	reg := c.StartRegistry(t, "", "")
+	pause := PushPauseImage(t, reg)
+	files["/etc/kubernetes/kubelet.yaml"] = []byte(strings.Replace(kubeletConfig, "unix:///run/containerd/containerd.sock", "unix://"+CRIOSocket, 1))
+	files["/etc/systemd/system/kubelet.service"] = []byte(strings.ReplaceAll(string(files["/etc/systemd/system/kubelet.service"]), "containerd.service", "crio.service"))
+	delete(files, "/etc/containerd/config.toml")
+	files[CRIOClusterConf] = []byte("# The cluster's CRI-O settings (internal/testutil/crionode.go).\n[crio.image]\npause_image = \"" + pause + "\"\n")
+	files["/etc/containers/registries.conf"] = []byte("[[registry]]\nlocation = \"" + reg.Host + "\"\ninsecure = true\n")
+}
+
+// CRIOClusterConf is a CRI-O cluster node's drop-in of the cluster's
+// settings; CRIOPauseImage reads the pause image from it.
+const CRIOClusterConf = "/etc/crio/crio.conf.d/20-cluster.conf"
+
+// CRIOPauseImage is the pause image a CRI-O cluster node pulls (also an
+// image a canary pod can run: "/pause exit 0").
+func CRIOPauseImage(t testing.TB, n *Node) string {
+	t.Helper()
+	data, err := os.ReadFile(n.Local(CRIOClusterConf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(data), "pause_image = \"")
+	ref, _, ok2 := strings.Cut(after, "\"")
+	if !ok || !ok2 {
+		t.Fatalf("no pause_image in %s", CRIOClusterConf)
+	}
+	return ref
+}
+
+// noHugepages is NODE_NO_HUGEPAGES of nodeboot.sh: "1" on a CRI-O node,
+// whose kubelet must see no huge page sizes (see nodeboot.sh).
+func noHugepages(opts NodeOptions) string {
+	if opts.CRIO {
+		return "1"
+	}
+	return ""
 }

@@ -10,6 +10,12 @@ mount --make-rprivate /
 mount --rbind "$ROOT" "$ROOT"
 mount -t proc proc "$ROOT/proc"
 mount -t sysfs -o ro sysfs "$ROOT/sys"
+# NODE_NO_HUGEPAGES (a CRI-O node): no huge page sizes, so the kubelet asks
+# for no hugetlb limits. This machine's kernel has the hugetlb controller
+# but no hierarchy of it is mounted: CRI-O, which reads /proc/cgroups, would
+# pass the limits on and runc fail to apply them ("cannot set hugetlb
+# limit").
+[ -z "${NODE_NO_HUGEPAGES:-}" ] || mount -t tmpfs -o ro,mode=755 none "$ROOT/sys/kernel/mm/hugepages"
 mount -t tmpfs -o mode=755 cgroup "$ROOT/sys/fs/cgroup"
 # Every cgroup v1 hierarchy of the host, then cgroup2; in this cgroup
 # namespace their root is the node's own cgroup.
