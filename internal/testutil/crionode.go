@@ -29,9 +29,9 @@ import (
 // runc is the default runtime, since Debian's crun 1.8.1 refuses CRI-O
 // v1.34's runtime spec 1.2.1: "unknown version specified"); seccomp,
 // SELinux and AppArmor (CRI-O is built without them); the overlay storage
-// driver (vfs: the node's root is itself an overlay); image pulls (the
-// node's network reaches nothing, so pods need their images put there
-// first); huge pages (hidden from the node: this machine's kernel has the
+// driver (vfs: the node's root is itself an overlay); pulls from
+// anywhere but a registry of the test (a cluster node pulls its pause
+// image from one on the cluster's network, JoinOptions.CRIO); huge pages (hidden from the node: this machine's kernel has the
 // hugetlb controller but no hierarchy of it mounted, and CRI-O, reading
 // /proc/cgroups, would pass the kubelet's hugetlb limits to runc, which
 // cannot apply them); CAP_SYS_RESOURCE, which this machine lacks (a pod sandbox that
