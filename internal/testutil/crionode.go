@@ -31,7 +31,8 @@ import (
 // SELinux and AppArmor (CRI-O is built without them); the overlay storage
 // driver (vfs: the node's root is itself an overlay); pulls from
 // anywhere but a registry of the test (a cluster node pulls its pause
-// image from one on the cluster's network, JoinOptions.CRIO); huge pages (hidden from the node: this machine's kernel has the
+// image from one on the cluster's network, JoinOptions.CRIO); huge
+// pages (hidden from the node: this machine's kernel has the
 // hugetlb controller but no hierarchy of it mounted, and CRI-O, reading
 // /proc/cgroups, would pass the kubelet's hugetlb limits to runc, which
 // cannot apply them); CAP_SYS_RESOURCE, which this machine lacks (a pod sandbox that
