@@ -35,8 +35,8 @@ import (
 // pages (hidden from the node: this machine's kernel has the
 // hugetlb controller but no hierarchy of it mounted, and CRI-O, reading
 // /proc/cgroups, would pass the kubelet's hugetlb limits to runc, which
-// cannot apply them); CAP_SYS_RESOURCE, which this machine lacks (a pod sandbox that
-// keeps its infra container, oom_score_adj -998, cannot start; systemd
+// cannot apply them); CAP_SYS_RESOURCE, which this machine lacks (a
+// pod sandbox that keeps its infra container, oom_score_adj -998, cannot start; systemd
 // cannot set the unit's OOMScoreAdjust either and goes on without it);
 // and a node without containerd: Debian's containerd package stays
 // installed, its unit masked and /etc/containerd gone.
