@@ -2,10 +2,8 @@ package e2e
 
 import (
 	"context"
-	"io/fs"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -48,7 +46,7 @@ func TestCRIONode(t *testing.T) {
 	}
 
 	etc := n.Local("/etc/crio")
-	before := treeOf(t, etc)
+	before := testutil.Tree(t, etc)
 	runc, err := os.ReadFile(n.Local("/usr/bin/runc"))
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +83,7 @@ func TestCRIONode(t *testing.T) {
 	if _, err := inst.Uninstall(ctx, plan.New(plan.ShimRef{Name: "runc-shimkit", UID: "uid-runc-shimkit"}, plan.OpUninstall)); err != nil {
 		t.Fatalf("uninstall: %v", err)
 	}
-	if after := treeOf(t, etc); !maps.Equal(before, after) {
+	if after := testutil.Tree(t, etc); !maps.Equal(before, after) {
 		t.Errorf("install then uninstall changed /etc/crio:\nbefore %v\nafter  %v", slices.Sorted(maps.Keys(before)), slices.Sorted(maps.Keys(after)))
 	}
 	waitHandler(t, c, n.Name, "runc-shimkit", false)
@@ -110,23 +108,4 @@ func waitHandler(t *testing.T, c *testutil.Cluster, name, handler string, presen
 		}
 	}
 	t.Errorf("node %s: runtimeHandlers %v, want %s present=%t", name, got, handler, present)
-}
-
-// treeOf maps every file and directory under dir to its content.
-func treeOf(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			out[p+"/"] = ""
-			return err
-		}
-		data, err := os.ReadFile(p)
-		out[p] = string(data)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }

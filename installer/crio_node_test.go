@@ -73,7 +73,7 @@ func TestRealCRIOInstall(t *testing.T) {
 	inst := n.installer()
 	ctx := context.Background()
 	etc := filepath.Dir(n.c.Config)
-	before := snapshotTree(t, etc)
+	before := testutil.Tree(t, etc)
 	runc, err := os.ReadFile("/usr/bin/runc")
 	if err != nil {
 		t.Fatal(err)
@@ -98,14 +98,14 @@ func TestRealCRIOInstall(t *testing.T) {
 		t.Fatalf("re-install: %+v, %v", res, err)
 	}
 
-	installed := snapshotTree(t, etc)
+	installed := testutil.Tree(t, etc)
 	n.failNext.Store(true)
 	_, err = inst.Install(ctx, ociRuntimePlan(t, srv, "other-shimkit", runc, 0o755))
 	if !errors.Is(err, installer.ErrRolledBack) || installer.ReasonOf(err) != plan.ReasonRestartFailed {
 		t.Fatalf("install whose restart fails: %v", err)
 	}
 	t.Logf("rolled back: %v", err)
-	assertSameTree(t, "the rollback", installed, snapshotTree(t, etc))
+	assertSameTree(t, "the rollback", installed, testutil.Tree(t, etc))
 	if hs := crioHandlers(t, n.c); slices.Contains(hs, "other-shimkit") || !slices.Contains(hs, "runc-shimkit") {
 		t.Errorf("after the rollback CRI-O serves %v", hs)
 	}
@@ -113,7 +113,7 @@ func TestRealCRIOInstall(t *testing.T) {
 	if _, err := inst.Uninstall(ctx, uninstallPlan("runc-shimkit")); err != nil {
 		t.Fatalf("uninstall: %v\n%s", err, n.c.Log.Tail())
 	}
-	assertSameTree(t, "install then uninstall", before, snapshotTree(t, etc))
+	assertSameTree(t, "install then uninstall", before, testutil.Tree(t, etc))
 	if hs := crioHandlers(t, n.c); slices.Contains(hs, "runc-shimkit") {
 		t.Errorf("after uninstall CRI-O serves %v", hs)
 	}
@@ -141,7 +141,7 @@ func TestRealCRIOVMHandler(t *testing.T) {
 	inst := n.installer()
 	ctx := context.Background()
 	etc := filepath.Dir(n.c.Config)
-	before := snapshotTree(t, etc)
+	before := testutil.Tree(t, etc)
 	shim, err := os.ReadFile("/usr/bin/containerd-shim-runc-v2")
 	if err != nil {
 		t.Fatal(err)
@@ -165,5 +165,5 @@ func TestRealCRIOVMHandler(t *testing.T) {
 	if _, err := inst.Uninstall(ctx, uninstallPlan("probe")); err != nil {
 		t.Fatal(err)
 	}
-	assertSameTree(t, "install then uninstall", before, snapshotTree(t, etc))
+	assertSameTree(t, "install then uninstall", before, testutil.Tree(t, etc))
 }

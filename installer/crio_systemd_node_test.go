@@ -52,7 +52,7 @@ func TestCRIOSystemdNode(t *testing.T) {
 	ctx := context.Background()
 	n := testutil.StartNode(t, testutil.NodeOptions{CRIO: true})
 	etc := n.Local("/etc/crio")
-	before := snapshotTree(t, etc)
+	before := testutil.Tree(t, etc)
 	crun, err := os.ReadFile(n.Local("/usr/bin/crun"))
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +99,7 @@ func TestCRIOSystemdNode(t *testing.T) {
 	if hs := nodeHandlers(t, n); slices.Contains(hs, "crun-shimkit") {
 		t.Errorf("after the uninstall CRI-O serves %v", hs)
 	}
-	assertSameTree(t, "install then uninstall", before, snapshotTree(t, etc))
+	assertSameTree(t, "install then uninstall", before, testutil.Tree(t, etc))
 	if exists(n.Local("/opt/shimkit/crun-shimkit")) {
 		t.Error("left on the node: /opt/shimkit/crun-shimkit")
 	}
@@ -116,7 +116,7 @@ func TestCRIOSystemdNodeRollsBack(t *testing.T) {
 	ctx := context.Background()
 	n := testutil.StartNode(t, testutil.NodeOptions{CRIO: true})
 	etc := n.Local("/etc/crio")
-	before := snapshotTree(t, etc)
+	before := testutil.Tree(t, etc)
 	hsBefore := nodeHandlers(t, n)
 	srv := testutil.StartFileServer(t)
 	hang := []byte("#!/bin/sh\n# A broken OCI runtime: it never answers.\nexec sleep 3600\n")
@@ -139,7 +139,7 @@ func TestCRIOSystemdNodeRollsBack(t *testing.T) {
 	if hs := nodeHandlers(t, n); !slices.Equal(hs, hsBefore) {
 		t.Errorf("after the rollback CRI-O serves %v, before %v", hs, hsBefore)
 	}
-	assertSameTree(t, "the rollback", before, snapshotTree(t, etc))
+	assertSameTree(t, "the rollback", before, testutil.Tree(t, etc))
 }
 
 func nodeHandlers(t *testing.T, n *testutil.Node) []string {

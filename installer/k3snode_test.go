@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io/fs"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -66,7 +64,7 @@ func TestK3sStyleNode(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
 			n := c.boot(t)
-			before := snapshotTree(t, n.Local(c.configDir))
+			before := testutil.Tree(t, n.Local(c.configDir))
 			inst := &installer.Installer{HostRoot: n.Root} // every default: the layout detected
 			srv := testutil.StartFileServer(t)
 			a := testutil.NewShimArchive(t, "demo", c.build.Binary("containerd-shim-runc-v2"), nil)
@@ -108,7 +106,7 @@ func TestK3sStyleNode(t *testing.T) {
 			if got := n.ContainerdStarts(t); got != starts+1 {
 				t.Errorf("uninstall: %s started %d times (was %d), want one restart", c.unit, got, starts)
 			}
-			if after := snapshotTree(t, n.Local(c.configDir)); !maps.Equal(before, after) {
+			if after := testutil.Tree(t, n.Local(c.configDir)); !maps.Equal(before, after) {
 				t.Errorf("%s after the uninstall:\n%v\nwant\n%v", c.configDir, slices.Sorted(maps.Keys(after)), slices.Sorted(maps.Keys(before)))
 			}
 			if c.opts.RKE2 {
@@ -132,7 +130,7 @@ func TestK3sDetectedShim(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
 			n := c.boot(t)
-			before := snapshotTree(t, n.Local(c.configDir))
+			before := testutil.Tree(t, n.Local(c.configDir))
 			inst := installSpin(ctx, t, c, n)
 			if exists(n.Local("/usr/local/bin/containerd-shim-spin-v2")) {
 				t.Error("the shim is linked onto k3s's PATH")
@@ -156,7 +154,7 @@ func TestK3sDetectedShim(t *testing.T) {
 			if _, err := inst.Uninstall(ctx, uninstallPlan("spin")); err != nil {
 				t.Fatalf("uninstall: %v\n%s", err, n.Journal(c.unit))
 			}
-			if after := snapshotTree(t, n.Local(c.configDir)); !maps.Equal(before, after) {
+			if after := testutil.Tree(t, n.Local(c.configDir)); !maps.Equal(before, after) {
 				t.Errorf("%s after the uninstall:\n%v\nwant\n%v", c.configDir, slices.Sorted(maps.Keys(after)), slices.Sorted(maps.Keys(before)))
 			}
 		})
@@ -186,30 +184,6 @@ func assertNeverStarted(t *testing.T, n *testutil.Node, unit string) {
 	if !strings.Contains(string(out), "ActiveState=inactive") || !strings.Contains(string(out), "ExecMainStartTimestampMonotonic=0") {
 		t.Errorf("%s was started:\n%s\n%s", unit, out, n.Journal(unit))
 	}
-}
-
-// snapshotTree maps every path under dir (directories with a trailing /)
-// to its content.
-func snapshotTree(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if d.IsDir() {
-			out[rel+"/"] = ""
-			return nil
-		}
-		data, err := os.ReadFile(p)
-		out[rel] = string(data)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // TestK3sTemplateBraces: a value holding "{{" goes into the template of a
@@ -260,7 +234,7 @@ func TestK3sUninstallRepairsDoubleTable(t *testing.T) {
 	c := k3sCases(t)[1]
 	ctx := context.Background()
 	n := c.boot(t)
-	before := snapshotTree(t, n.Local(c.configDir))
+	before := testutil.Tree(t, n.Local(c.configDir))
 	inst := installSpin(ctx, t, c, n)
 	// What an older shimkit did: link the shim onto k3s's PATH, recorded.
 	const link = "/usr/local/bin/containerd-shim-spin-v2"
@@ -289,7 +263,7 @@ func TestK3sUninstallRepairsDoubleTable(t *testing.T) {
 	if out, err := n.Exec(ctx, "systemctl", "restart", c.unit); err != nil {
 		t.Fatalf("restart: %v %s\n%s", err, out, n.Journal(c.unit))
 	}
-	if after := snapshotTree(t, n.Local(c.configDir)); !maps.Equal(before, after) {
+	if after := testutil.Tree(t, n.Local(c.configDir)); !maps.Equal(before, after) {
 		t.Errorf("%s after the uninstall:\n%v\nwant\n%v", c.configDir, after, before)
 	}
 }

@@ -22,7 +22,7 @@ import (
 func TestRestartJobTimesOut(t *testing.T) {
 	n := newCRIORoot(t)
 	etc := filepath.Join(n.root, "etc/crio")
-	before := snapshotTree(t, etc)
+	before := testutil.Tree(t, etc)
 	var restarts atomic.Int32
 	inst := n.installer()
 	inst.Restarter = installer.RestartFunc(func(ctx context.Context) error {
@@ -47,5 +47,5 @@ func TestRestartJobTimesOut(t *testing.T) {
 	if took > 30*time.Second || restarts.Load() != 2 {
 		t.Errorf("ended after %v with %d restarts, want about the 1 s restart timeout and 2 restarts", took, restarts.Load())
 	}
-	assertSameTree(t, "the rollback", before, snapshotTree(t, etc))
+	assertSameTree(t, "the rollback", before, testutil.Tree(t, etc))
 }

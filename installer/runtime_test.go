@@ -86,7 +86,7 @@ func TestCRIORuntimeRole(t *testing.T) {
 	inst := n.installer()
 	srv := testutil.StartFileServer(t)
 	etc := filepath.Join(n.root, "etc/crio")
-	before := snapshotTree(t, etc)
+	before := testutil.Tree(t, etc)
 	p := ociRuntimePlan(t, srv, "runc-shimkit", []byte("#!/bin/sh\n"), 0o755)
 
 	res, err := inst.Install(ctx, p)
@@ -120,7 +120,7 @@ func TestCRIORuntimeRole(t *testing.T) {
 	if _, err := inst.Uninstall(ctx, uninstallPlan("runc-shimkit")); err != nil {
 		t.Fatal(err)
 	}
-	assertSameTree(t, "install then uninstall", before, snapshotTree(t, etc))
+	assertSameTree(t, "install then uninstall", before, testutil.Tree(t, etc))
 }
 
 // TestCRIORuntimeRefusals: on CRI-O, a handler CRI-O does not come back
@@ -133,14 +133,14 @@ func TestCRIORuntimeRefusals(t *testing.T) {
 	inst := n.installer()
 	srv := testutil.StartFileServer(t)
 	etc := filepath.Join(n.root, "etc/crio")
-	installed := snapshotTree(t, etc)
+	installed := testutil.Tree(t, etc)
 	n.unhealthy.Store(true)
 	_, err := inst.Install(ctx, ociRuntimePlan(t, srv, "other", []byte("#!/bin/sh\n"), 0o755))
 	n.unhealthy.Store(false)
 	if !errors.Is(err, installer.ErrRolledBack) || installer.ReasonOf(err) != plan.ReasonRestartFailed {
 		t.Fatalf("install with an unhealthy CRI-O: %v", err)
 	}
-	assertSameTree(t, "a rollback", installed, snapshotTree(t, etc))
+	assertSameTree(t, "a rollback", installed, testutil.Tree(t, etc))
 
 	// Refused before anything: a binary CRI-O would drop, an admin's handler.
 	restarts := n.restarts.Load()
@@ -155,7 +155,7 @@ func TestCRIORuntimeRefusals(t *testing.T) {
 	if n.restarts.Load() != restarts {
 		t.Errorf("a refused install restarted CRI-O")
 	}
-	assertSameTree(t, "a refused install", installed, snapshotTree(t, etc))
+	assertSameTree(t, "a refused install", installed, testutil.Tree(t, etc))
 }
 
 func assertSameTree(t *testing.T, what string, before, after map[string]string) {
@@ -210,7 +210,7 @@ func TestCRIOCrashRecovered(t *testing.T) {
 	n := newCRIORoot(t)
 	srv := testutil.StartFileServer(t)
 	dropIns := filepath.Join(n.root, "etc/crio/crio.conf.d")
-	before := snapshotTree(t, dropIns)
+	before := testutil.Tree(t, dropIns)
 	inst := n.installer()
 	inst.AfterStep = func(step string) {
 		if step == "configured" {
@@ -236,7 +236,7 @@ func TestCRIOCrashRecovered(t *testing.T) {
 	if _, err := n.installer().Uninstall(ctx, uninstallPlan("runc-shimkit")); err != nil {
 		t.Fatal(err)
 	}
-	assertSameTree(t, "recovery", before, snapshotTree(t, dropIns))
+	assertSameTree(t, "recovery", before, testutil.Tree(t, dropIns))
 	if n.restarts.Load() != 1 {
 		t.Errorf("recovery restarted CRI-O %d times, want 1", n.restarts.Load())
 	}

@@ -165,16 +165,7 @@ func (n *Node) useCRIO(t testing.TB) {
 		"/etc/systemd/system/multi-user.target.wants/crio.service": crioUnitPath,
 		"/etc/systemd/system/cri-o.service":                        crioUnitPath,
 	}
-	for p, target := range links {
-		local := n.Local(p)
-		if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		_ = os.Remove(local)
-		if err := os.Symlink(target, local); err != nil {
-			t.Fatal(err)
-		}
-	}
+	n.symlink(t, links)
 	n.socket, n.unit = CRIOSocket, CRIOUnit
 }
 

@@ -145,15 +145,6 @@ func (n *Node) useK3sLayout(t testing.TB, b ContainerdBuild, opts NodeOptions) {
 		"/etc/systemd/system/containerd.service":                           "/dev/null",
 		"/etc/systemd/system/multi-user.target.wants/" + unit + ".service": enable,
 	}
-	for p, target := range links {
-		local := n.Local(p)
-		if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		_ = os.Remove(local)
-		if err := os.Symlink(target, local); err != nil {
-			t.Fatal(err)
-		}
-	}
+	n.symlink(t, links)
 	n.socket, n.unit = K3sSocket, unit
 }

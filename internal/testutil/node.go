@@ -501,3 +501,19 @@ func removeCgroup(cg string) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// symlink makes each node path of links (a unit, a wants link) a symlink
+// to its target, replacing what is there.
+func (n *Node) symlink(t testing.TB, links map[string]string) {
+	t.Helper()
+	for p, target := range links {
+		local := n.Local(p)
+		if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		_ = os.Remove(local)
+		if err := os.Symlink(target, local); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
