@@ -104,7 +104,7 @@ func restart(t *testing.T, c *testutil.CRIO) time.Duration {
 func TestRealCRIOLoadsHandlers(t *testing.T) {
 	t.Parallel() // each runs its own crio
 	c := testutil.StartCRIO(t)
-	before := testutil.Tree(t, filepath.Dir(c.Config))
+	before := testutil.FileTree(t, filepath.Dir(c.Config))
 	crun := installCopy(t, c, "/usr/bin/crun", "opt/shimkit/crun-shimkit/bin/crun")
 	shim := installCopy(t, c, "/usr/bin/containerd-shim-runc-v2", "opt/shimkit/runc-vm/bin/containerd-shim-runc-v2")
 	oci := crioconfig.RuntimeHandler{Name: "crun-shimkit", Kind: crioconfig.KindOCI, RuntimePath: crun, RuntimeRoot: filepath.Join(c.Dir, "run/crun-shimkit"),
@@ -156,7 +156,7 @@ func TestRealCRIOLoadsHandlers(t *testing.T) {
 	if hs := handlers(t, c); slices.Contains(hs, "crun-shimkit") || slices.Contains(hs, "runc-vm") {
 		t.Errorf("handlers after uninstall and restart: %v", hs)
 	}
-	after := testutil.Tree(t, filepath.Dir(c.Config))
+	after := testutil.FileTree(t, filepath.Dir(c.Config))
 	if !maps.Equal(before, after) {
 		t.Errorf("uninstall did not leave %s as it was:\nbefore %v\nafter  %v", filepath.Dir(c.Config), slices.Sorted(maps.Keys(before)), slices.Sorted(maps.Keys(after)))
 	}
@@ -215,14 +215,14 @@ func TestRealCRIODropsBadHandlersSilently(t *testing.T) {
 	if err := os.Remove(handWritten); err != nil {
 		t.Fatal(err)
 	}
-	before := testutil.Tree(t, filepath.Dir(c.Config))
+	before := testutil.FileTree(t, filepath.Dir(c.Config))
 	w := crioconfig.NewWriter(target(c), "shim/test")
 	for i, want := range []error{crioconfig.ErrBinary, crioconfig.ErrInvalidHandler, crioconfig.ErrInvalidHandler} {
 		if _, err := w.Install(context.Background(), bad[i]); !errors.Is(err, want) {
 			t.Errorf("Install(%s) = %v, want %v", bad[i].Name, err, want)
 		}
 	}
-	if after := testutil.Tree(t, filepath.Dir(c.Config)); !maps.Equal(before, after) {
+	if after := testutil.FileTree(t, filepath.Dir(c.Config)); !maps.Equal(before, after) {
 		t.Errorf("a refused Install wrote: %v", slices.Sorted(maps.Keys(after)))
 	}
 }
@@ -263,7 +263,7 @@ func TestRealCRIOForeignFileAndRollback(t *testing.T) {
 	if err := c.Start(startCtx); err != nil {
 		t.Fatal(err)
 	}
-	before := testutil.Tree(t, filepath.Dir(c.Config))
+	before := testutil.FileTree(t, filepath.Dir(c.Config))
 	names := crioconfig.WatchNames(t, c.DropInDir)
 	change, err := w.Install(ctx, h)
 	if err != nil {
@@ -285,7 +285,7 @@ func TestRealCRIOForeignFileAndRollback(t *testing.T) {
 	if len(seen) == 0 {
 		t.Error("inotify saw nothing: the drop-in was never written")
 	}
-	if after := testutil.Tree(t, filepath.Dir(c.Config)); !maps.Equal(before, after) {
+	if after := testutil.FileTree(t, filepath.Dir(c.Config)); !maps.Equal(before, after) {
 		t.Errorf("rollback did not restore %s byte for byte:\nbefore %v\nafter  %v", filepath.Dir(c.Config), slices.Sorted(maps.Keys(before)), slices.Sorted(maps.Keys(after)))
 	}
 	if got, _ := os.ReadFile(admin); string(got) != adminText {

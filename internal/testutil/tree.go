@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -35,6 +36,21 @@ func Tree(t testing.TB, dir string) map[string]string {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	return out
+}
+
+// FileTree is Tree without the directories: for a writer that keeps a
+// state directory of its own once it has one (crioconfig's
+// /etc/crio/shimkit, its records and journal), whose files must still come
+// back byte for byte.
+func FileTree(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	out := Tree(t, dir)
+	for k := range out {
+		if strings.HasSuffix(k, "/") {
+			delete(out, k)
+		}
 	}
 	return out
 }
