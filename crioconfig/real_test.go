@@ -73,17 +73,6 @@ func effectiveHandlers(t *testing.T, c *testutil.CRIO) map[string]map[string]any
 	return doc.Crio.Runtime.Runtimes
 }
 
-func handlers(t *testing.T, c *testutil.CRIO) []string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	hs, err := c.CRI.RuntimeHandlers(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return hs
-}
-
 func restart(t *testing.T, c *testutil.CRIO) time.Duration {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -132,11 +121,11 @@ func TestRealCRIOLoadsHandlers(t *testing.T) {
 	if got := eff["runc-vm"]; got["runtime_path"] != shim || got["runtime_type"] != "vm" || got["runtime_config_path"] != shimConfig {
 		t.Errorf("crio config: runc-vm = %v", got)
 	}
-	if hs := handlers(t, c); slices.Contains(hs, "crun-shimkit") {
+	if hs := c.CRI.Handlers(t); slices.Contains(hs, "crun-shimkit") {
 		t.Fatalf("CRI-O announced crun-shimkit before a restart: %v", hs)
 	}
 	took := restart(t, c)
-	hs := handlers(t, c)
+	hs := c.CRI.Handlers(t)
 	t.Logf("CRI-O %s restarted in %v; runtime handlers %v", c.Version, took, hs)
 	for _, h := range []string{"crun", "crun-shimkit", "runc-vm"} {
 		if !slices.Contains(hs, h) {
@@ -153,7 +142,7 @@ func TestRealCRIOLoadsHandlers(t *testing.T) {
 		}
 	}
 	restart(t, c)
-	if hs := handlers(t, c); slices.Contains(hs, "crun-shimkit") || slices.Contains(hs, "runc-vm") {
+	if hs := c.CRI.Handlers(t); slices.Contains(hs, "crun-shimkit") || slices.Contains(hs, "runc-vm") {
 		t.Errorf("handlers after uninstall and restart: %v", hs)
 	}
 	after := testutil.FileTree(t, filepath.Dir(c.Config))
@@ -201,7 +190,7 @@ func TestRealCRIODropsBadHandlersSilently(t *testing.T) {
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	hs := handlers(t, c)
+	hs := c.CRI.Handlers(t)
 	for _, h := range bad {
 		if slices.Contains(hs, h.Name) {
 			t.Errorf("CRI-O kept the bad handler %q: %v", h.Name, hs)
@@ -270,14 +259,14 @@ func TestRealCRIOForeignFileAndRollback(t *testing.T) {
 		t.Fatal(err)
 	}
 	restart(t, c)
-	if hs := handlers(t, c); !slices.Contains(hs, "crun-shimkit") || !slices.Contains(hs, "admin-rt") {
+	if hs := c.CRI.Handlers(t); !slices.Contains(hs, "crun-shimkit") || !slices.Contains(hs, "admin-rt") {
 		t.Fatalf("CRI Status handlers %v, want crun-shimkit and admin-rt\n%s", hs, c.Log.Tail())
 	}
 	if err := change.Rollback(); err != nil {
 		t.Fatal(err)
 	}
 	restart(t, c)
-	if hs := handlers(t, c); slices.Contains(hs, "crun-shimkit") || !slices.Contains(hs, "admin-rt") {
+	if hs := c.CRI.Handlers(t); slices.Contains(hs, "crun-shimkit") || !slices.Contains(hs, "admin-rt") {
 		t.Errorf("after rollback and restart: handlers %v", hs)
 	}
 	seen := names()

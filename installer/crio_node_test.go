@@ -89,7 +89,7 @@ func TestRealCRIOInstall(t *testing.T) {
 	if err != nil {
 		t.Fatalf("install: %v\n%s", err, n.c.Log.Tail())
 	}
-	hs := crioHandlers(t, n.c)
+	hs := n.c.CRI.Handlers(t)
 	t.Logf("CRI-O %s: installed in %v (restart and check %v, canary %v); handlers %v", n.c.Version, res.Duration, res.RestartDuration, res.CanaryDuration, hs)
 	if !res.Restarted || n.restarts.Load() != 1 || !slices.Contains(hs, "runc-shimkit") || res.CanaryDuration == 0 {
 		t.Fatalf("install: %+v, restarts %d, handlers %v", res, n.restarts.Load(), hs)
@@ -106,7 +106,7 @@ func TestRealCRIOInstall(t *testing.T) {
 	}
 	t.Logf("rolled back: %v", err)
 	assertSameTree(t, "the rollback", installed, testutil.Tree(t, etc))
-	if hs := crioHandlers(t, n.c); slices.Contains(hs, "other-shimkit") || !slices.Contains(hs, "runc-shimkit") {
+	if hs := n.c.CRI.Handlers(t); slices.Contains(hs, "other-shimkit") || !slices.Contains(hs, "runc-shimkit") {
 		t.Errorf("after the rollback CRI-O serves %v", hs)
 	}
 
@@ -114,20 +114,9 @@ func TestRealCRIOInstall(t *testing.T) {
 		t.Fatalf("uninstall: %v\n%s", err, n.c.Log.Tail())
 	}
 	assertSameTree(t, "install then uninstall", before, testutil.Tree(t, etc))
-	if hs := crioHandlers(t, n.c); slices.Contains(hs, "runc-shimkit") {
+	if hs := n.c.CRI.Handlers(t); slices.Contains(hs, "runc-shimkit") {
 		t.Errorf("after uninstall CRI-O serves %v", hs)
 	}
-}
-
-func crioHandlers(t *testing.T, c *testutil.CRIO) []string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	hs, err := c.CRI.RuntimeHandlers(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return hs
 }
 
 // TestRealCRIOVMHandler: a containerd shim v2 (containerd 1.6's runc shim
@@ -157,7 +146,7 @@ func TestRealCRIOVMHandler(t *testing.T) {
 	if res, err := inst.Install(ctx, p); err != nil || !res.Restarted {
 		t.Fatalf("install: %+v, %v\n%s", res, err, n.c.Log.Tail())
 	}
-	if hs := crioHandlers(t, n.c); !slices.Contains(hs, "probe-vm") {
+	if hs := n.c.CRI.Handlers(t); !slices.Contains(hs, "probe-vm") {
 		t.Fatalf("CRI-O serves %v, want probe-vm", hs)
 	}
 	dropIn, _ := os.ReadFile(filepath.Join(n.c.DropInDir, crioconfig.DropInName("probe-vm")))

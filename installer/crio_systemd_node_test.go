@@ -65,7 +65,7 @@ func TestCRIOSystemdNode(t *testing.T) {
 	if err != nil {
 		t.Fatalf("install: %v\n%s", err, n.Journal("crio"))
 	}
-	hs := nodeHandlers(t, n)
+	hs := (testutil.CRIEndpoint{Socket: n.Socket()}).Handlers(t)
 	t.Logf("CRI-O node: installed in %v (restart and check %v); handlers %v", res.Duration, res.RestartDuration, hs)
 	if newPID := unitProp(t, n, "crio", "MainPID"); !res.Restarted || newPID == pid || newPID == "0" {
 		t.Errorf("crio.service was not restarted by systemd: %+v, main pid %s then %s", res, pid, newPID)
@@ -96,7 +96,7 @@ func TestCRIOSystemdNode(t *testing.T) {
 	if err != nil || !res.Restarted {
 		t.Fatalf("uninstall: %+v, %v\n%s", res, err, n.Journal("crio"))
 	}
-	if hs := nodeHandlers(t, n); slices.Contains(hs, "crun-shimkit") {
+	if hs := (testutil.CRIEndpoint{Socket: n.Socket()}).Handlers(t); slices.Contains(hs, "crun-shimkit") {
 		t.Errorf("after the uninstall CRI-O serves %v", hs)
 	}
 	assertSameTree(t, "install then uninstall", before, testutil.Tree(t, etc))
@@ -117,7 +117,7 @@ func TestCRIOSystemdNodeRollsBack(t *testing.T) {
 	n := testutil.StartNode(t, testutil.NodeOptions{CRIO: true})
 	etc := n.Local("/etc/crio")
 	before := testutil.Tree(t, etc)
-	hsBefore := nodeHandlers(t, n)
+	hsBefore := (testutil.CRIEndpoint{Socket: n.Socket()}).Handlers(t)
 	srv := testutil.StartFileServer(t)
 	hang := []byte("#!/bin/sh\n# A broken OCI runtime: it never answers.\nexec sleep 3600\n")
 	p := crunPlan(t, srv, "hung-shimkit", hang)
@@ -136,20 +136,8 @@ func TestCRIOSystemdNodeRollsBack(t *testing.T) {
 		t.Errorf("crio.service is %s after the rollback\n%s", st, n.Journal("crio"))
 	}
 	// (CRI-O lists its handlers in no fixed order.)
-	if hs := nodeHandlers(t, n); !slices.Equal(hs, hsBefore) {
+	if hs := (testutil.CRIEndpoint{Socket: n.Socket()}).Handlers(t); !slices.Equal(hs, hsBefore) {
 		t.Errorf("after the rollback CRI-O serves %v, before %v", hs, hsBefore)
 	}
 	assertSameTree(t, "the rollback", before, testutil.Tree(t, etc))
-}
-
-func nodeHandlers(t *testing.T, n *testutil.Node) []string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	hs, err := testutil.CRIEndpoint{Socket: n.Socket()}.RuntimeHandlers(ctx)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, n.Journal("crio"))
-	}
-	slices.Sort(hs) // CRI-O lists them in no set order (a map)
-	return hs
 }

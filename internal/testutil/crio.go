@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -357,4 +358,18 @@ func (l LogFile) Tail() string {
 func (l LogFile) String() string {
 	data, _ := os.ReadFile(string(l))
 	return string(data)
+}
+
+// Handlers are the runtime handlers the endpoint announces, sorted (CRI-O
+// lists them in no fixed order); an error fails t.
+func (e CRIEndpoint) Handlers(t testing.TB) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	hs, err := e.RuntimeHandlers(ctx)
+	if err != nil {
+		t.Fatalf("runtime handlers of %s: %v", e.Socket, err)
+	}
+	slices.Sort(hs)
+	return hs
 }
