@@ -218,9 +218,9 @@ func TestRealCRIOSIGHUPIsNotARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for !slices.Contains(handlers(t, c), h.Name) {
+	for !slices.Contains(c.CRI.Handlers(t), h.Name) {
 		if time.Now().After(deadline) {
-			t.Fatalf("CRI-O did not announce %s within 10 s of SIGHUP: %v", h.Name, handlers(t, c))
+			t.Fatalf("CRI-O did not announce %s within 10 s of SIGHUP: %v", h.Name, c.CRI.Handlers(t))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
