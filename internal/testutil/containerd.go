@@ -106,7 +106,7 @@ type Containerd struct {
 	// Path is prepended to containerd's PATH (after the build's directory).
 	Path string
 
-	daemon
+	proc daemon
 }
 
 // StartContainerd writes config to a fresh directory, starts containerd on it
@@ -180,7 +180,7 @@ func (c *Containerd) RestartProcess(ctx context.Context) error {
 }
 
 func (c *Containerd) startProcess() error {
-	if c.cmd != nil {
+	if c.proc.cmd != nil {
 		return errors.New("containerd already running")
 	}
 	logf, err := os.OpenFile(c.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -200,25 +200,25 @@ func (c *Containerd) startProcess() error {
 		logf.Close()
 		return fmt.Errorf("start containerd %s: %w", c.Build.Version, err)
 	}
-	c.started(cmd, logf)
+	c.proc.started(cmd, logf)
 	return nil
 }
 
 // Pid returns the process id of the running containerd, or 0.
 func (c *Containerd) Pid() int {
-	if c.cmd == nil {
+	if c.proc.cmd == nil {
 		return 0
 	}
-	return c.cmd.Process.Pid
+	return c.proc.cmd.Process.Pid
 }
 
 // WaitReady polls CRI Status until RuntimeReady is true or the process exits.
-func (c *Containerd) WaitReady(ctx context.Context) error { return c.waitReady(ctx, c.dial) }
+func (c *Containerd) WaitReady(ctx context.Context) error { return c.proc.waitReady(ctx, c.dial) }
 
 // Stop sends SIGTERM and waits for the process to exit, killing it after
 // 15 seconds.
 func (c *Containerd) Stop(ctx context.Context) error {
-	return c.stop(ctx, 15*time.Second, "containerd "+c.Build.Version)
+	return c.proc.stop(ctx, 15*time.Second, "containerd "+c.Build.Version)
 }
 
 // Restart stops and starts containerd and waits until it is ready again.

@@ -51,7 +51,7 @@ type CRIO struct {
 	// for a pod sandbox's infra container.
 	PauseImage string
 
-	daemon
+	proc daemon
 }
 
 // CRIOBinDir returns the cache directory of the CRI-O build and fails the
@@ -149,7 +149,7 @@ func (c *CRIO) Start(ctx context.Context) error {
 
 // StartProcess starts crio without waiting for it.
 func (c *CRIO) StartProcess() error {
-	if c.cmd != nil {
+	if c.proc.cmd != nil {
 		return errors.New("crio already running")
 	}
 	logf, err := os.OpenFile(string(c.Log), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -163,25 +163,25 @@ func (c *CRIO) StartProcess() error {
 		logf.Close()
 		return fmt.Errorf("start crio %s: %w", c.Version, err)
 	}
-	c.started(cmd, logf)
+	c.proc.started(cmd, logf)
 	return nil
 }
 
 // WaitReady polls CRI Status until RuntimeReady is true or crio exits.
-func (c *CRIO) WaitReady(ctx context.Context) error { return c.waitReady(ctx, c.CRI.dial) }
+func (c *CRIO) WaitReady(ctx context.Context) error { return c.proc.waitReady(ctx, c.CRI.dial) }
 
 // Stop sends SIGTERM and waits for crio to exit, killing it after 20 s.
 func (c *CRIO) Stop(ctx context.Context) error {
-	return c.stop(ctx, 20*time.Second, "crio "+c.Version)
+	return c.proc.stop(ctx, 20*time.Second, "crio "+c.Version)
 }
 
 // Signal sends sig to the running crio (a test of what SIGHUP does; a
 // node never reloads CRI-O, see Restart).
 func (c *CRIO) Signal(sig os.Signal) error {
-	if c.cmd == nil {
+	if c.proc.cmd == nil {
 		return errors.New("crio is not running")
 	}
-	return c.cmd.Process.Signal(sig)
+	return c.proc.cmd.Process.Signal(sig)
 }
 
 // Restart stops and starts crio, as `systemctl restart crio` does (never
@@ -214,7 +214,7 @@ func (c *CRIO) Teardown(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	var errs []error
-	if c.cmd != nil {
+	if c.proc.cmd != nil {
 		rt, closeConn, err := c.CRI.dial()
 		if err == nil {
 			errs = append(errs, removeSandboxes(ctx, rt))

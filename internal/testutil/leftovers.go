@@ -23,7 +23,7 @@ func (c *Containerd) Teardown(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	var errs []error
-	if c.cmd != nil {
+	if c.proc.cmd != nil {
 		if err := c.removeSandboxes(ctx); err != nil {
 			errs = append(errs, err)
 		}
