@@ -50,6 +50,7 @@ func (f *Fake) Handlers() map[string]RuntimeHandler {
 
 // Install records h with the Writer's refusals.
 func (f *Fake) Install(ctx context.Context, h RuntimeHandler) (*Change, error) {
+	h = h.withDefaults()
 	if err := h.Validate(); err != nil {
 		return nil, err
 	}

@@ -33,8 +33,15 @@ type RuntimeHandler struct {
 	// looks the handler's name up in $PATH when it is empty; shimkit
 	// always writes it, so that it can be checked before CRI-O restarts.
 	RuntimePath string
-	// RuntimeRoot is where an OCI runtime keeps its state (runtime_root);
-	// KindOCI only, optional.
+	// RuntimeRoot is runtime_root: for KindOCI, where the runtime keeps
+	// its state (optional); for KindVM, the directory under which CRI-O
+	// makes each container's IO FIFOs (RuntimeRoot/crio/fifo), which the
+	// shim opens. Empty on a KindVM handler, the Writer writes
+	// VMRuntimeRoot(Name): CRI-O v1.34 would make the FIFOs under the
+	// relative path crio/fifo, which the shim, working in the bundle,
+	// cannot open ("opening file crio/fifo/io/...: no such file"), so no
+	// pod sandbox of the handler starts; Kata's configuration sets
+	// /run/vc.
 	RuntimeRoot string
 	// RuntimeConfigPath is the shim's own config file
 	// (runtime_config_path); KindVM only, optional, and it must exist.
@@ -98,7 +105,7 @@ func KnownAnnotations() []string { return slices.Clone(knownAnnotations) }
 // Validate checks the handler without looking at the disk and names the
 // offending field. It refuses everything CRI-O v1.34 would drop the
 // handler for (pkg/config RuntimeHandler.Validate), and what shimkit does
-// not write (an empty runtime_path, runtime_root on a vm handler).
+// not write (an empty runtime_path).
 func (h RuntimeHandler) Validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: handler %q: "+format, append([]any{ErrInvalidHandler, h.Name}, args...)...)
@@ -112,9 +119,6 @@ func (h RuntimeHandler) Validate() error {
 			return bad("runtime_config_path is only for runtime_type %q (CRI-O drops an %q handler that sets it)", KindVM, KindOCI)
 		}
 	case KindVM:
-		if h.RuntimeRoot != "" {
-			return bad("runtime_root is only for runtime_type %q", KindOCI)
-		}
 		if base := path.Base(h.RuntimePath); !vmBinaryRE.MatchString(base) {
 			return bad("runtime_path %q: a %q handler's binary must be named containerd-shim-<name>-v2 (CRI-O drops it otherwise), not %q", h.RuntimePath, KindVM, base)
 		}
@@ -137,6 +141,20 @@ func (h RuntimeHandler) Validate() error {
 		}
 	}
 	return nil
+}
+
+// VMRuntimeRoot is the runtime_root the Writer writes for a KindVM
+// handler that sets none: a directory of shimkit's own under /run, one
+// per handler.
+func VMRuntimeRoot(name string) string { return "/run/shimkit/crio/" + name }
+
+// withDefaults is h as the Writer writes it: a KindVM handler's
+// RuntimeRoot filled in (VMRuntimeRoot).
+func (h RuntimeHandler) withDefaults() RuntimeHandler {
+	if h.Kind == KindVM && h.RuntimeRoot == "" {
+		h.RuntimeRoot = VMRuntimeRoot(h.Name)
+	}
+	return h
 }
 
 // validName accepts a handler name that is an RFC 1123 DNS label.

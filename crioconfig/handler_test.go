@@ -46,7 +46,7 @@ func TestValidate(t *testing.T) {
 		{"newline in runtime_root", with(oci, func(h *RuntimeHandler) { h.RuntimeRoot = "/run/a\nb" }), `control character`},
 		// CRI-O: "runtime_config_path can only be used with the 'vm' runtime type".
 		{"oci with runtime_config_path", with(oci, func(h *RuntimeHandler) { h.RuntimeConfigPath = "/etc/x.toml" }), `runtime_config_path is only for`},
-		{"vm with runtime_root", with(vm, func(h *RuntimeHandler) { h.RuntimeRoot = "/run/kata" }), `runtime_root is only for`},
+		{"vm with a relative runtime_root", with(vm, func(h *RuntimeHandler) { h.RuntimeRoot = "run/vc" }), `runtime_root "run/vc"`},
 		// CRI-O: "containerd binary naming pattern is not followed".
 		{"vm binary misnamed", with(vm, func(h *RuntimeHandler) { h.RuntimePath = "/opt/kata/bin/kata-runtime" }), `containerd-shim-<name>-v2`},
 		{"vm binary v1", with(vm, func(h *RuntimeHandler) { h.RuntimePath = "/bin/containerd-shim-runsc-v1" }), `containerd-shim-<name>-v2`},

@@ -102,50 +102,65 @@ func waitExit(ctx context.Context, rt runtimeapi.RuntimeServiceClient, id string
 	}
 }
 
-// TestRealCRIOPodOnVMHandler: a vm handler the Writer added is the one
-// CRI-O starts for a pod sandbox. The handler's binary is a wrapper named
+// TestRealCRIOPodOnVMHandler: a shim v2 as a vm handler the Writer added
+// runs a pod under CRI-O: the handler's binary is a wrapper named
 // containerd-shim-probe-v2 that records its arguments and runs Debian's
-// containerd 1.6 runc shim v2. On this machine the sandbox itself cannot
-// start: CRI-O keeps the infra container for vm handlers
-// (server/sandbox_run_linux.go: podIsKernelSeparated) and gives it
-// oom_score_adj -998 (PodInfraOOMAdj), which runc cannot set without
-// CAP_SYS_RESOURCE ("can't get final child's PID from pipe: EOF"); any
-// other failure fails the test. containerd 2.x's runc shim cannot be used
-// at all: it answers with JSON bootstrap parameters, which CRI-O v1.34
-// dials as an address (CRI-O main reads them since 2026-05).
+// containerd 1.6 runc shim v2; CRI-O starts it for the pod sandbox, whose
+// infra container it keeps for vm handlers
+// (server/sandbox_run_linux.go: podIsKernelSeparated), and a canary
+// container on it exits 0. What it is not: the shim's runc is
+// testutil.RuncClamped, as CRI-O gives the infra container oom_score_adj
+// -998 (PodInfraOOMAdj), which this machine, lacking CAP_SYS_RESOURCE,
+// cannot set. containerd 2.x's runc shim cannot be used at all: it
+// answers with JSON bootstrap parameters, which CRI-O v1.34 dials as an
+// address (CRI-O main reads them since 2026-05).
 func TestRealCRIOPodOnVMHandler(t *testing.T) {
 	t.Parallel() // each runs its own crio
-	c, _ := startCRIOWithPause(t)
+	c, pause := startCRIOWithPause(t)
 	record := filepath.Join(c.Dir, "shim-started")
 	wrapper := filepath.Join(c.Dir, "opt/shimkit/probe/containerd-shim-probe-v2")
-	if err := os.MkdirAll(filepath.Dir(wrapper), 0o755); err != nil {
+	clamp := filepath.Join(c.Dir, "opt/shimkit/probe/path")
+	if err := os.MkdirAll(clamp, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	script := "#!/bin/sh\necho \"$@\" >> " + record + "\nexec /usr/bin/containerd-shim-runc-v2 \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(clamp, "runc"), testutil.RuncClamped("/usr/bin/runc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := "#!/bin/sh\necho \"$@\" >> " + record + "\nPATH=" + clamp + ":$PATH exec /usr/bin/containerd-shim-runc-v2 \"$@\"\n"
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	h := crioconfig.RuntimeHandler{Name: "probe-vm", Kind: crioconfig.KindVM, RuntimePath: wrapper}
 	installAndRestart(t, c, h)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	rt := c.CRI.Runtime(t)
-	sb, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{RuntimeHandler: h.Name, Config: sandboxConfig(c, "vm")})
+	if _, err := c.CRI.Images(t).PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: pause}}); err != nil {
+		t.Fatalf("PullImage %s: %v\n%s", pause, err, c.Log.Tail())
+	}
+	sbConfig := sandboxConfig(c, "vm")
+	sb, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{RuntimeHandler: h.Name, Config: sbConfig})
 	// CRI-O runs the binary with --version when it starts
 	// (initializeRuntimeFeatures); for a sandbox it runs "... -id ID start".
 	started, _ := os.ReadFile(record)
 	if !strings.Contains(string(started), " -id ") || !strings.Contains(string(started), " start\n") {
 		t.Fatalf("CRI-O did not start the vm handler's binary %s (RunPodSandbox: %v)\n%s", wrapper, err, c.Log.Tail())
 	}
-	t.Logf("CRI-O started %s with: %s", wrapper, strings.TrimSpace(string(started)))
-	switch {
-	case err == nil:
-		t.Logf("the sandbox %s runs on the vm handler", sb.PodSandboxId)
-	case strings.Contains(err.Error(), "can't get final child's PID from pipe: EOF"):
-		t.Logf("as expected on a machine without CAP_SYS_RESOURCE, the infra container failed: %v", err)
-	default:
+	if err != nil {
 		t.Fatalf("RunPodSandbox on %s: %v\n%s", h.Name, err, c.Log.Tail())
 	}
+	canary, err := createContainer(ctx, rt, sb.PodSandboxId, sbConfig, pause, "canary", []string{"/pause", "exit", "0"}, 0)
+	if err == nil {
+		_, err = rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: canary})
+	}
+	if err != nil {
+		t.Fatalf("canary container on %s: %v\n%s", h.Name, err, c.Log.Tail())
+	}
+	if code, err := waitExit(ctx, rt, canary); err != nil || code != 0 {
+		t.Fatalf("canary on %s: exit %d, %v\n%s", h.Name, code, err, c.Log.Tail())
+	}
+	t.Logf("a pod sandbox and a canary container ran on the vm handler %s; CRI-O ran %s with: %s", h.Name, wrapper, strings.TrimSpace(string(started)))
+	// Teardown stops and removes the pod through CRI.
 }
 
 // installAndRestart writes h with the Writer, commits it and restarts

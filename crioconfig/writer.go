@@ -62,6 +62,7 @@ func digest(data []byte) string {
 // owner's and unchanged since (ErrNotOurs). A drop-in that already holds
 // exactly h changes nothing (Changed() == false).
 func (w *Writer) Install(ctx context.Context, h RuntimeHandler) (*Change, error) {
+	h = h.withDefaults()
 	edits, err := w.planInstall(h)
 	if err != nil {
 		return nil, err

@@ -118,7 +118,7 @@ func TestInstallUninstall(t *testing.T) {
 				t.Fatalf("Changed %v, files %v", c.Changed(), c.Files())
 			}
 			got, _ := n.read(n.tg.DropInPath(h.Name))
-			if got != string(Render("shim/a", h)) {
+			if got != string(Render("shim/a", h.withDefaults())) {
 				t.Fatalf("drop-in:\n%s", got)
 			}
 			if err := c.Commit(); err != nil {
@@ -338,6 +338,32 @@ func TestOwnerChecked(t *testing.T) {
 	for _, o := range []string{"", "a\nb"} {
 		if _, err := NewWriter(n.tg, o).Install(context.Background(), crunHandler); err == nil {
 			t.Errorf("owner %q accepted", o)
+		}
+	}
+}
+
+// TestVMRuntimeRoot: a vm handler gets an absolute runtime_root, its own
+// or VMRuntimeRoot; without one CRI-O v1.34 makes the shim's IO FIFOs
+// under the relative crio/fifo, which the shim cannot open (the real
+// TestRealCRIOPodOnVMHandler fails so).
+func TestVMRuntimeRoot(t *testing.T) {
+	for _, c := range []struct{ root, want string }{
+		{"", `runtime_root = "/run/shimkit/crio/kata"`},
+		{"/run/vc", `runtime_root = "/run/vc"`},
+	} {
+		n := newNode(t)
+		h := kataHandler
+		h.RuntimeRoot = c.root
+		if _, err := NewWriter(n.tg, "shim/a").Install(context.Background(), h); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := n.read(n.tg.DropInPath(h.Name))
+		if !strings.Contains(got, c.want+"\n") {
+			t.Errorf("runtime_root %q: drop-in\n%s\nwant %s", c.root, got, c.want)
+		}
+		f := NewFake("shim/a")
+		if _, err := f.Install(context.Background(), h); err != nil || f.Handlers()[h.Name].RuntimeRoot != strings.Split(c.want, `"`)[1] {
+			t.Errorf("fake: %v, %+v", err, f.Handlers()[h.Name])
 		}
 	}
 }
