@@ -209,16 +209,16 @@ func crioHandler(h containerdconfig.RuntimeHandler) (crioconfig.RuntimeHandler, 
 	}
 	out := crioconfig.RuntimeHandler{Name: h.Name, PrivilegedWithoutHostDevices: h.PrivilegedWithoutHostDevices}
 	opts := maps.Clone(h.Options)
-	delete(opts, "SystemdCgroup") // CRI-O's cgroup manager is node-wide
+	delete(opts, "SystemdCgroup")              // CRI-O's cgroup manager is node-wide
+	out.RuntimeRoot, _ = opts["Root"].(string) // a vm handler's FIFOs' root; crioconfig.VMRuntimeRoot when unset
+	delete(opts, "Root")
 	if slices.Contains(containerdRuntimeTypes, h.RuntimeType) {
 		out.Kind = crioconfig.KindOCI
 		out.RuntimePath, _ = opts["BinaryName"].(string)
-		out.RuntimeRoot, _ = opts["Root"].(string)
 		if out.RuntimePath == "" {
 			return out, fmt.Errorf("%w: handler %q: runtime type %s without options.BinaryName is the node's own runtime", ErrReserved, h.Name, h.RuntimeType)
 		}
 		delete(opts, "BinaryName")
-		delete(opts, "Root")
 	} else {
 		out.Kind, out.RuntimePath = crioconfig.KindVM, h.RuntimePath
 		out.RuntimeConfigPath, _ = opts["ConfigPath"].(string)
