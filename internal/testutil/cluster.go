@@ -165,8 +165,8 @@ type JoinOptions struct {
 	// say).
 	KubeletArgs []string
 	// CRIO makes it a CRI-O node (crionode.go): the kubelet on
-	// crio.service, which pulls the pause image from a registry of the
-	// test on the cluster's network (Images and Containerd do not apply).
+	// crio.service, which pulls the pause image and Images from a registry
+	// of the test on the cluster's network (Containerd does not apply).
 	CRIO bool
 }
 

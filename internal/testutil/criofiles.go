@@ -4,13 +4,17 @@ import (
 	"archive/tar"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
 func (c *CRIO) path(p string) string { return filepath.Join(c.Dir, p) }
@@ -82,4 +86,33 @@ func PushPauseImage(t testing.TB, r *Registry) string {
 	img := oneLayerImage(t, layer.Bytes(), v1.Config{Entrypoint: []string{"/pause"}})
 	r.pushImage(t, "pause", "1", img)
 	return r.Host + "/pause:1"
+}
+
+// pushArchives pushes each image archive (a `docker save` tarball, as
+// internal/imagebuild writes) to r under its name's repository and tag,
+// and returns the registry hosts its names had (for a prefix rewrite).
+func pushArchives(t testing.TB, r *Registry, archives []string) []string {
+	t.Helper()
+	var hosts []string
+	for _, path := range archives {
+		m, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(path) })
+		if err != nil {
+			t.Fatalf("image archive %s: %v", path, err)
+		}
+		for _, ref := range m[0].RepoTags {
+			tag, err := name.NewTag(ref)
+			if err != nil {
+				t.Fatalf("image archive %s: %v", path, err)
+			}
+			img, err := tarball.ImageFromPath(path, &tag)
+			if err != nil {
+				t.Fatalf("image archive %s: %v", path, err)
+			}
+			r.pushImage(t, tag.RepositoryStr(), tag.TagStr(), img)
+			if h := tag.RegistryStr(); !slices.Contains(hosts, h) {
+				hosts = append(hosts, h)
+			}
+		}
+	}
+	return hosts
 }

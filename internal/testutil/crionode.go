@@ -19,8 +19,14 @@ import (
 //     configuration as a drop-in of the vendor's,
 //     /etc/crio/crio.conf.d/10-crio.conf, with no /etc/crio/crio.conf;
 //   - Debian's conmon and crun (hack/node-crio-layer.sh, a layer over the
-//     node root filesystem) and runc; cgroupfs; a bridge CNI network of
-//     Debian's plugins, as the cluster's containerd nodes have;
+//     node root filesystem) and runc; a bridge CNI network of Debian's
+//     plugins, as the cluster's containerd nodes have;
+//   - CRI-O's default cgroup manager, systemd (the kubelet's cgroup driver
+//     too on a cluster node), each conmon in a scope of system.slice
+//     (conmon_cgroup), so that a restart of crio.service leaves the pods,
+//     the installer's own included, running. With cgroupfs on this
+//     machine's cgroup v1, each conmon stays in crio.service's name=systemd
+//     cgroup and the restart stops it with its container;
 //   - CRI-O's socket where it listens by default, /var/run/crio/crio.sock
 //     (/run on the node), and its storage in /var/lib/containers/storage.
 //
@@ -31,13 +37,14 @@ import (
 // SELinux and AppArmor (CRI-O is built without them); the overlay storage
 // driver (vfs: the node's root is itself an overlay); pulls from
 // anywhere but a registry of the test (a cluster node pulls its pause
-// image from one on the cluster's network, JoinOptions.CRIO); huge
-// pages (hidden from the node: this machine's kernel has the
-// hugetlb controller but no hierarchy of it mounted, and CRI-O, reading
-// /proc/cgroups, would pass the kubelet's hugetlb limits to runc, which
-// cannot apply them); CAP_SYS_RESOURCE, which this machine lacks (a
-// pod sandbox that keeps its infra container, oom_score_adj -998, cannot start; systemd
-// cannot set the unit's OOMScoreAdjust either and goes on without it);
+// image from one on the cluster's network, JoinOptions.CRIO); the cgroup
+// controllers this machine's kernel has but does not mount (hugetlb,
+// net_cls, net_prio, perf_event: the node's /proc/cgroups lists only the
+// mounted ones, and it has no huge page sizes, see nodeboot.sh);
+// CAP_SYS_RESOURCE, which this machine lacks (its
+// runc takes a negative oom_score_adj and the capability out of each
+// container, crioRuncClamped; systemd cannot set the unit's
+// OOMScoreAdjust either and goes on without it);
 // and a node without containerd: Debian's containerd package stays
 // installed, its unit masked and /etc/containerd gone.
 
@@ -104,6 +111,11 @@ WantedBy=multi-user.target
 Alias=cri-o.service
 `
 
+// crioRuncClamped is the CRI-O node's runc, its default runtime and the
+// one a shim v2 finds on crio.service's PATH: Debian's runc through
+// RuncClamped. Not on a real CRI-O node.
+const crioRuncClamped = "/usr/local/bin/runc"
+
 // crioNodeConfig is the vendor's drop-in of the CRI-O node.
 const crioNodeConfig = `# The CRI-O node's configuration (internal/testutil/crionode.go), a drop-in
 # where CRI-O's release bundle puts its own; there is no crio.conf.
@@ -111,13 +123,13 @@ const crioNodeConfig = `# The CRI-O node's configuration (internal/testutil/crio
 storage_driver = "vfs"
 
 [crio.runtime]
-cgroup_manager = "cgroupfs"
+cgroup_manager = "systemd"
 conmon = "/usr/bin/conmon"
-conmon_cgroup = "pod"
+conmon_cgroup = "system.slice"
 default_runtime = "runc"
 
 [crio.runtime.runtimes.runc]
-runtime_path = "/usr/bin/runc"
+runtime_path = "/usr/local/bin/runc"
 runtime_root = "/run/runc"
 
 [crio.image]
@@ -140,6 +152,7 @@ func (n *Node) useCRIO(t testing.TB) {
 		CRIOVendorConf:  {[]byte(crioNodeConfig), 0o644},
 		crioPolicyPath:  {[]byte(`{"default": [{"type": "insecureAcceptAnything"}]}` + "\n"), 0o644},
 		crioNodeCNIPath: {[]byte(cniConfig), 0o644},
+		crioRuncClamped: {RuncClamped("/usr/bin/runc"), 0o755},
 	}
 	for _, b := range []string{"crio", "pinns"} {
 		data, err := os.ReadFile(filepath.Join(bin, b))
@@ -176,16 +189,24 @@ func (n *Node) useCRIO(t testing.TB) {
 // cluster's beside the vendor's.
 func (c *Cluster) crioNodeFiles(t testing.TB, files map[string][]byte, opts JoinOptions) {
 	t.Helper()
-	if len(opts.Images) > 0 || opts.Containerd != nil || opts.K3s {
-		t.Fatal("a CRI-O cluster node takes no Images, Containerd or K3s")
+	if opts.Containerd != nil || opts.K3s {
+		t.Fatal("a CRI-O cluster node takes no Containerd or K3s")
 	}
 	reg := c.StartRegistry(t, "", "")
 	pause := PushPauseImage(t, reg)
-	files["/etc/kubernetes/kubelet.yaml"] = []byte(strings.Replace(kubeletConfig, "unix:///run/containerd/containerd.sock", "unix://"+CRIOSocket, 1))
+	registries := "[[registry]]\nlocation = \"" + reg.Host + "\"\ninsecure = true\n"
+	// A node image's pre-pulled images, as CRI-O gets them: from the
+	// test's registry, their names' registry rewritten to it
+	// (registries.conf's prefix), so that a Pod names them as on the
+	// containerd nodes.
+	for _, host := range pushArchives(t, reg, opts.Images) {
+		registries += "\n[[registry]]\nprefix = \"" + host + "\"\nlocation = \"" + reg.Host + "\"\ninsecure = true\n"
+	}
+	files["/etc/kubernetes/kubelet.yaml"] = []byte(strings.NewReplacer("unix:///run/containerd/containerd.sock", "unix://"+CRIOSocket, "cgroupDriver: cgroupfs", "cgroupDriver: systemd").Replace(kubeletConfig))
 	files["/etc/systemd/system/kubelet.service"] = []byte(strings.ReplaceAll(string(files["/etc/systemd/system/kubelet.service"]), "containerd.service", "crio.service"))
 	delete(files, "/etc/containerd/config.toml")
 	files[CRIOClusterConf] = []byte("# The cluster's CRI-O settings (internal/testutil/crionode.go).\n[crio.image]\npause_image = \"" + pause + "\"\n")
-	files["/etc/containers/registries.conf"] = []byte("[[registry]]\nlocation = \"" + reg.Host + "\"\ninsecure = true\n")
+	files["/etc/containers/registries.conf"] = []byte(registries)
 }
 
 // CRIOClusterConf is a CRI-O cluster node's drop-in of the cluster's
@@ -208,9 +229,10 @@ func CRIOPauseImage(t testing.TB, n *Node) string {
 	return ref
 }
 
-// noHugepages is NODE_NO_HUGEPAGES of nodeboot.sh: "1" on a CRI-O node,
-// whose kubelet must see no huge page sizes (see nodeboot.sh).
-func noHugepages(opts NodeOptions) string {
+// crioQuirks is NODE_CRIO of nodeboot.sh: "1" on a CRI-O node, which
+// must see only the cgroup controllers this machine mounts, and no huge
+// page sizes (see nodeboot.sh).
+func crioQuirks(opts NodeOptions) string {
 	if opts.CRIO {
 		return "1"
 	}

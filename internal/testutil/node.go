@@ -211,7 +211,7 @@ exec unshare --pid --fork --mount --uts --ipc $NET --cgroup --kill-child -- /bin
 		netFlag, netMode = "", "host"
 	}
 	n.cmd = exec.Command("/bin/sh", "-c", script)
-	n.cmd.Env = append(os.Environ(), "CGROUPS="+strings.Join(n.cgroups, " "), "BOOT="+bootPath, "ROOT="+n.Root, "NET="+netFlag, "NODE_NET="+netMode, "NODE_RO="+strings.Join(opts.ReadOnly, " "), "NODE_NO_HUGEPAGES="+noHugepages(opts))
+	n.cmd.Env = append(os.Environ(), "CGROUPS="+strings.Join(n.cgroups, " "), "BOOT="+bootPath, "ROOT="+n.Root, "NET="+netFlag, "NODE_NET="+netMode, "NODE_RO="+strings.Join(opts.ReadOnly, " "), "NODE_CRIO="+crioQuirks(opts))
 	logf, err := os.Create(filepath.Join(dir, "boot.log"))
 	if err != nil {
 		t.Fatal(err)

@@ -10,12 +10,20 @@ mount --make-rprivate /
 mount --rbind "$ROOT" "$ROOT"
 mount -t proc proc "$ROOT/proc"
 mount -t sysfs -o ro sysfs "$ROOT/sys"
-# NODE_NO_HUGEPAGES (a CRI-O node): no huge page sizes, so the kubelet asks
-# for no hugetlb limits. This machine's kernel has the hugetlb controller
-# but no hierarchy of it is mounted: CRI-O, which reads /proc/cgroups, would
-# pass the limits on and runc fail to apply them ("cannot set hugetlb
-# limit").
-[ -z "${NODE_NO_HUGEPAGES:-}" ] || mount -t tmpfs -o ro,mode=755 none "$ROOT/sys/kernel/mm/hugepages"
+# NODE_CRIO (a CRI-O node): this machine's kernel has controllers no
+# hierarchy mounts (hugetlb, net_cls, net_prio, perf_event), which a real
+# node mounts. CRI-O reads /proc/cgroups and uses each controller it
+# lists: it would pass the kubelet's hugetlb limits on, and runc fail to
+# apply them ("cannot set hugetlb limit"); with cgroupfs, it fails to move
+# a conmon into the pod's cgroups ("creating cgroup path for net_cls").
+# So the node's /proc/cgroups lists only the
+# mounted controllers, and it has no huge page sizes, so that the kubelet
+# asks for no hugetlb limits.
+if [ -n "${NODE_CRIO:-}" ]; then
+	mount -t tmpfs -o ro,mode=755 none "$ROOT/sys/kernel/mm/hugepages"
+	awk 'NR == 1 || $2 != 0' /proc/cgroups >"$ROOT/../proc-cgroups"
+	mount --bind -o ro "$ROOT/../proc-cgroups" "$ROOT/proc/cgroups"
+fi
 mount -t tmpfs -o mode=755 cgroup "$ROOT/sys/fs/cgroup"
 # Every cgroup v1 hierarchy of the host, then cgroup2; in this cgroup
 # namespace their root is the node's own cgroup.
