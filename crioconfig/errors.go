@@ -38,6 +38,11 @@ var (
 	// ErrConcurrentEdit: undoing a change found a file someone else changed
 	// after shimkit wrote it; the file was left exactly as it is.
 	ErrConcurrentEdit = errors.New("file changed by another writer after shimkit")
+	// ErrRestartStopsPods: a restart of CRI-O would stop every pod of the
+	// node (Snapshot.CheckRestart): cgroup_manager is cgroupfs on a
+	// cgroup v1 host, where CRI-O leaves each conmon in crio.service's
+	// cgroup, which systemd stops with the service.
+	ErrRestartStopsPods = errors.New("a restart of CRI-O would stop every pod of the node")
 )
 
 // Reasons are the exported names of the sentinels above, for a status or
@@ -51,6 +56,7 @@ const (
 	ReasonReserved       = "ReservedHandler"
 	ReasonPending        = "PendingChange"
 	ReasonConcurrentEdit = "ConcurrentEdit"
+	ReasonRestartStops   = "RestartStopsPods"
 )
 
 var reasons = []struct {
@@ -65,6 +71,7 @@ var reasons = []struct {
 	{ErrReserved, ReasonReserved},
 	{ErrPending, ReasonPending},
 	{ErrConcurrentEdit, ReasonConcurrentEdit},
+	{ErrRestartStopsPods, ReasonRestartStops},
 }
 
 // Reason returns the exported reason of the first sentinel err wraps, or

@@ -17,7 +17,9 @@ type Source struct {
 	Handlers []string // [crio.runtime.runtimes.NAME] tables, sorted
 	// DefaultRuntime is crio.runtime.default_runtime when the file sets it.
 	DefaultRuntime string
-	data           []byte
+	// CgroupManager is crio.runtime.cgroup_manager when the file sets it.
+	CgroupManager string
+	data          []byte
 }
 
 // Snapshot is what CRI-O would read on start, in its order: the config
@@ -83,6 +85,7 @@ func parseSource(path string, data []byte) (Source, error) {
 		Crio struct {
 			Runtime struct {
 				DefaultRuntime string         `toml:"default_runtime"`
+				CgroupManager  string         `toml:"cgroup_manager"`
 				Runtimes       map[string]any `toml:"runtimes"`
 			} `toml:"runtime"`
 		} `toml:"crio"`
@@ -90,7 +93,7 @@ func parseSource(path string, data []byte) (Source, error) {
 	if err := toml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil {
 		return Source{}, fileErr(path, ErrParse, "%v", err)
 	}
-	src := Source{Path: path, DefaultRuntime: doc.Crio.Runtime.DefaultRuntime, data: data}
+	src := Source{Path: path, DefaultRuntime: doc.Crio.Runtime.DefaultRuntime, CgroupManager: doc.Crio.Runtime.CgroupManager, data: data}
 	for name, v := range doc.Crio.Runtime.Runtimes {
 		if _, ok := v.(map[string]any); !ok {
 			return Source{}, fileErr(path, ErrParse, "crio.runtime.runtimes.%s is a %T, not a table", name, v)

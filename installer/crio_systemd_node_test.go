@@ -3,6 +3,7 @@ package installer_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -140,4 +141,35 @@ func TestCRIOSystemdNodeRollsBack(t *testing.T) {
 		t.Errorf("after the rollback CRI-O serves %v, before %v", hs, hsBefore)
 	}
 	assertSameTree(t, "the rollback", before, testutil.Tree(t, etc))
+}
+
+// TestCRIOSystemdNodeCgroupfsRefused: on a CRI-O node whose admin set
+// cgroup_manager = "cgroupfs" (this machine is cgroup v1), a restart of
+// crio.service would stop every pod of the node, each conmon being in
+// the service's cgroup. The installer refuses before anything changes,
+// RestartStopsPods naming the admin's file: crio.service keeps its main
+// process and /etc/crio stays byte for byte as it was.
+func TestCRIOSystemdNodeCgroupfsRefused(t *testing.T) {
+	ctx := context.Background()
+	n := testutil.StartNode(t, testutil.NodeOptions{CRIO: true})
+	admin := filepath.Join(crioconfig.DefaultDropInDir, "20-admin.conf")
+	if err := os.WriteFile(n.Local(admin), []byte("[crio.runtime]\ncgroup_manager = \"cgroupfs\"\nconmon_cgroup = \"pod\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := testutil.Tree(t, n.Local("/etc/crio"))
+	crun, err := os.ReadFile(n.Local("/usr/bin/crun"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := unitProp(t, n, "crio", "MainPID")
+	inst := &installer.Installer{HostRoot: n.Root}
+	_, err = inst.Install(ctx, crunPlan(t, testutil.StartFileServer(t), "crun-shimkit", crun))
+	if installer.ReasonOf(err) != plan.ReasonRestartStopsPods || !strings.Contains(fmt.Sprint(err), admin) {
+		t.Fatalf("install: %v (reason %s), want RestartStopsPods naming %s", err, installer.ReasonOf(err), admin)
+	}
+	t.Logf("refused: %v", err)
+	if got := unitProp(t, n, "crio", "MainPID"); got != pid {
+		t.Errorf("crio.service restarted: main pid %s, then %s", pid, got)
+	}
+	assertSameTree(t, "a refused install", before, testutil.Tree(t, n.Local("/etc/crio")))
 }

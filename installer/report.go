@@ -88,6 +88,7 @@ var reasons = []struct {
 	{crioconfig.ErrInvalidHandler, plan.ReasonInvalidPlan},
 	{ErrRuntimeUnsupported, plan.ReasonInvalidPlan},
 	{crioconfig.ErrReserved, plan.ReasonReserved},
+	{crioconfig.ErrRestartStopsPods, plan.ReasonRestartStopsPods},
 	{fetch.ErrDigestMismatch, plan.ReasonDigestMismatch},
 	{signature.ErrMissing, plan.ReasonSignatureMissing},
 	{signature.ErrInvalid, plan.ReasonSignatureInvalid},

@@ -8,6 +8,8 @@ import (
 	"maps"
 	"slices"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/shimkit/shimkit/containerdconfig"
 	"github.com/shimkit/shimkit/crioconfig"
 )
@@ -24,6 +26,10 @@ type crioRuntime struct {
 	restarter Restarter
 	health    HealthChecker
 	log       *slog.Logger
+	// cgroupV1 reports whether the host's systemd tracks units in cgroup
+	// v1 (crioconfig.Snapshot.CheckRestart); nil when the installer
+	// restarts nothing (Offline).
+	cgroupV1 func() bool
 }
 
 var (
@@ -139,8 +145,9 @@ func (e *crioEdit) Rollback() error {
 
 // checkHandlers refuses, before anything changes, what CRI-O cannot have
 // (a proxy plugin, a migration, an adopted handler, a handler it cannot
-// run) and a handler that a file shimkit did not write defines, or that
-// is CRI-O's default runtime. The binary is checked when the drop-in is
+// run), a handler that a file shimkit did not write defines, or that is
+// CRI-O's default runtime, and a restart that would stop every pod of the
+// node. The binary is checked when the drop-in is
 // written (the bundle is not laid out yet).
 func (c *crioRuntime) checkHandlers(e ConfigEdit, _ []string) error {
 	hs, err := c.convert(e)
@@ -152,6 +159,9 @@ func (c *crioRuntime) checkHandlers(e ConfigEdit, _ []string) error {
 		return err
 	}
 	var errs []error
+	if c.cgroupV1 != nil {
+		errs = append(errs, snap.CheckRestart(c.cgroupV1()))
+	}
 	for _, h := range hs {
 		if h.Name == snap.DefaultRuntime() || h.Name == "crun" {
 			errs = append(errs, fmt.Errorf("%w: %w: handler %q of Shim %s is CRI-O's own (its default runtime, or its built-in crun)", ErrReserved, crioconfig.ErrReserved, h.Name, e.Owner))
@@ -298,4 +308,13 @@ func stringList(v any) ([]string, bool) {
 		out = append(out, s)
 	}
 	return out, ok
+}
+
+// hostCgroupV1 reports whether systemd tracks units in cgroup v1 on this
+// machine (legacy or hybrid): /sys/fs/cgroup is not a cgroup2 mount. The
+// installer's pod sees the node's kind of hierarchy, as its runtime
+// mounts the one the kernel booted with.
+func hostCgroupV1() bool {
+	var st unix.Statfs_t
+	return unix.Statfs("/sys/fs/cgroup", &st) == nil && st.Type != unix.CGROUP2_SUPER_MAGIC
 }

@@ -106,6 +106,9 @@ func (i *Installer) crioRuntime(root string, timeout time.Duration) *nodeRuntime
 	if c.health == nil {
 		c.health = &CRIHealth{Socket: i.paths().local(crioSocket), Timeout: timeout}
 	}
+	if !i.Offline {
+		c.cgroupV1 = hostCgroupV1
+	}
 	return &nodeRuntime{Runtime: c, kind: plan.RuntimeCRIO, crio: t, restarts: !i.Offline}
 }
 

@@ -100,6 +100,12 @@ const (
 	// credentials): the installer never ran, the node is unchanged. The
 	// operator reports it from the pod's status.
 	ReasonImagePullFailed Reason = "ImagePullFailed"
+	// ReasonRestartStopsPods: restarting the node's runtime to load the
+	// handler would stop every pod of the node (CRI-O with cgroup_manager
+	// cgroupfs on a cgroup v1 host, where each conmon stays in
+	// crio.service's cgroup); the message names the file that sets it.
+	// Nothing changed.
+	ReasonRestartStopsPods Reason = "RestartStopsPods"
 )
 
 // Permanent reports whether retrying the same plan on the same node cannot
@@ -113,7 +119,8 @@ const (
 func (r Reason) Permanent() bool {
 	switch r {
 	case ReasonInvalidPlan, ReasonUnauthorized, ReasonDigestMismatch, ReasonArtifactInvalid, ReasonConfigInvalid,
-		ReasonConfigNotEditable, ReasonConflict, ReasonReserved, ReasonReadOnlyHost, ReasonSignatureMissing, ReasonSignatureInvalid, ReasonInsecureTransport:
+		ReasonConfigNotEditable, ReasonConflict, ReasonReserved, ReasonReadOnlyHost, ReasonSignatureMissing, ReasonSignatureInvalid, ReasonInsecureTransport,
+		ReasonRestartStopsPods:
 		return true
 	}
 	return false
