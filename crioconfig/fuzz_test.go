@@ -39,6 +39,8 @@ func FuzzParseSource(f *testing.F) {
 	f.Add([]byte("[crio.runtime.runtimes]\nx = 1\n"))
 	f.Add([]byte("crio.runtime.runtimes.a.runtime_type = \"vm\"\n"))
 	f.Add([]byte("[crio.runtime\n"))
+	f.Add([]byte("[crio.runtime]\ncgroup_manager = \"cgroupfs\"\nconmon_cgroup = \"pod\"\n"))
+	f.Add([]byte("[crio.runtime]\ncgroup_manager = 1\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		src, err := parseSource("/etc/crio/crio.conf.d/x", data)
 		if err != nil {
