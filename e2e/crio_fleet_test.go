@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"maps"
 	"os"
 	"slices"
@@ -15,16 +17,18 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/testutil"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
 // The mixed-runtime scenario's Shims and their nodes' pool.
 const (
-	ociShim  = "oci-mix"
-	v2Shim   = "v2-only"
-	vmShim   = "runcvm"
-	crioPool = "crio-mix"
+	ociShim    = "oci-mix"
+	v2Shim     = "v2-only"
+	vmShim     = "runcvm"
+	brokenShim = "oci-broken"
+	crioPool   = "crio-mix"
 )
 
 // testCRIOFleet: one Shim over a fleet that mixes containerd and CRI-O,
@@ -36,8 +40,11 @@ const (
 // skips the CRI-O node, RuntimeNotSupported, with no Job there; a Shim of
 // a shim v2 that lists cri-o (containerd 1.6's runc shim, Debian's, under
 // a wrapper named for the handler) is a vm handler there, its canary run
-// by the kubelet; and the deletion leaves /etc/crio byte for byte as it
-// was.
+// by the kubelet; a Shim whose runtime binary is not executable is
+// refused on the CRI-O node before CRI-O is restarted (ArtifactInvalid:
+// CRI-O would drop the handler silently); an admin's drop-in in
+// crio.conf.d stays untouched throughout; and the deletion leaves
+// /etc/crio byte for byte as it was.
 func testCRIOFleet(t *testing.T, c *testutil.Cluster, dump *dumper, images []string) {
 	ctx := context.Background()
 	pool := map[string]string{poolLabel: crioPool}
@@ -45,17 +52,17 @@ func testCRIOFleet(t *testing.T, c *testutil.Cluster, dump *dumper, images []str
 	crio := c.AddNode(t, testutil.JoinOptions{CRIO: true, Images: images, Labels: pool})
 	dump.onFailure(t)
 	etc := crio.Local("/etc/crio")
-	before := testutil.Tree(t, etc)
-
-	runc, err := os.ReadFile(crio.Local("/usr/bin/runc"))
-	if err != nil {
+	// An admin's drop-in with a handler of their own (CRI-O loads it at
+	// the first restart).
+	if err := os.WriteFile(crio.Local("/etc/crio/crio.conf.d/50-admin.conf"), []byte("[crio.runtime.runtimes.admin-rt]\nruntime_path = \"/usr/bin/runc\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	srv := c.StartFileServer(t)
-	a := testutil.NewArchive(t, testutil.ArchiveFile{Name: "runc", Mode: 0o755, Data: runc})
+	before := testutil.Tree(t, etc)
+
+	url, a := serveNodeRunc(t, c, crio, "runc", "/oci-mix.tar.gz")
 	oci := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: ociShim}, Spec: v1alpha1.ShimSpec{
 		NodeSelector:    pool,
-		FetchStrategy:   v1alpha1.FetchStrategy{Type: v1alpha1.FetchAnonHTTP, AnonHTTP: &v1alpha1.AnonHTTPFetch{Location: srv.Add("/oci-mix.tar.gz", a.Data), SHA256: a.SHA256}},
+		FetchStrategy:   v1alpha1.FetchStrategy{Type: v1alpha1.FetchAnonHTTP, AnonHTTP: &v1alpha1.AnonHTTPFetch{Location: url, SHA256: a.SHA256}},
 		Files:           []v1alpha1.BundleFile{{Path: "runc", Mode: ptr.To(int32(0o755))}},
 		RuntimeClass:    v1alpha1.RuntimeClassSpec{Name: ociShim, Handler: ociShim},
 		RuntimeType:     "io.containerd.runc.v2",
@@ -72,7 +79,7 @@ func testCRIOFleet(t *testing.T, c *testutil.Cluster, dump *dumper, images []str
 	vm := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: vmShim}, Spec: v1alpha1.ShimSpec{
 		NodeSelector:      map[string]string{"kubernetes.io/hostname": crio.Name},
 		ContainerRuntimes: []string{v1alpha1.RuntimeCRIO},
-		FetchStrategy:     v1alpha1.FetchStrategy{Type: v1alpha1.FetchAnonHTTP, AnonHTTP: &v1alpha1.AnonHTTPFetch{Location: srv.Add("/runcvm.tar.gz", va.Data), SHA256: va.SHA256}},
+		FetchStrategy:     v1alpha1.FetchStrategy{Type: v1alpha1.FetchAnonHTTP, AnonHTTP: &v1alpha1.AnonHTTPFetch{Location: c.StartFileServer(t).Add("/runcvm.tar.gz", va.Data), SHA256: va.SHA256}},
 		RuntimeClass:      v1alpha1.RuntimeClassSpec{Name: vmShim, Handler: vmShim},
 	}}
 	start := time.Now()
@@ -109,16 +116,58 @@ func testCRIOFleet(t *testing.T, c *testutil.Cluster, dump *dumper, images []str
 		t.Errorf("v2-only install Jobs on %v", jobs)
 	}
 
-	for _, s := range []*v1alpha1.Shim{oci, v2, vm} {
+	broken := brokenRuntimeShim(t, c, crio, oci)
+
+	for _, s := range []*v1alpha1.Shim{oci, v2, vm, broken} {
 		if err := c.Client.Delete(ctx, s); err != nil {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 180*time.Second, "the three Shims gone", func() bool {
+	waitFor(t, 180*time.Second, "the four Shims gone", func() bool {
 		l := &v1alpha1.ShimList{}
-		return c.Client.List(ctx, l) == nil && !slices.ContainsFunc(l.Items, func(s v1alpha1.Shim) bool { return s.Name == ociShim || s.Name == v2Shim || s.Name == vmShim })
+		return c.Client.List(ctx, l) == nil && !slices.ContainsFunc(l.Items, func(s v1alpha1.Shim) bool {
+			return slices.Contains([]string{ociShim, v2Shim, vmShim, brokenShim}, s.Name)
+		})
 	})
 	if after := testutil.Tree(t, etc); !maps.Equal(before, after) {
 		t.Errorf("/etc/crio after the rollout and the deletion:\nbefore %v\nafter  %v", slices.Sorted(maps.Keys(before)), slices.Sorted(maps.Keys(after)))
 	}
+}
+
+// brokenRuntimeShim creates a Shim like oci, its runtime binary placed
+// without the execute bit, on the CRI-O node alone, and waits for the
+// node's refusal: ArtifactInvalid (CRI-O would drop the handler and start
+// without it), no drop-in, crio.service not restarted.
+func brokenRuntimeShim(t *testing.T, c *testutil.Cluster, crio testutil.ClusterNode, oci *v1alpha1.Shim) *v1alpha1.Shim {
+	t.Helper()
+	pid, err := crio.Exec(context.Background(), "systemctl", "show", "-p", "MainPID", "--value", "crio")
+	if err != nil {
+		t.Fatalf("systemctl show: %v %s", err, pid)
+	}
+	broken := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: brokenShim}, Spec: *oci.Spec.DeepCopy()}
+	broken.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": crio.Name}
+	broken.Spec.RuntimeClass = v1alpha1.RuntimeClassSpec{Name: brokenShim, Handler: brokenShim}
+	broken.Spec.Files = []v1alpha1.BundleFile{{Path: "runc", Mode: ptr.To(int32(0o644))}}
+	if err := c.Client.Create(context.Background(), broken); err != nil {
+		t.Fatal(err)
+	}
+	var f v1alpha1.NodeFailure
+	waitFor(t, 120*time.Second, "oci-broken refused on the CRI-O node", func() bool {
+		s := getShimStatus(t, c, brokenShim)
+		if len(s.FailingNodes) == 1 {
+			f = s.FailingNodes[0]
+		}
+		return len(s.FailingNodes) == 1
+	})
+	t.Logf("oci-broken on %s: %s: %s", f.Node, f.Reason, f.Message)
+	if f.Node != crio.Name || f.Reason != string(plan.ReasonArtifactInvalid) {
+		t.Errorf("oci-broken failing %+v, want %s ArtifactInvalid", f, crio.Name)
+	}
+	if _, err := os.Stat(crio.Local("/etc/crio/crio.conf.d/90-shimkit-" + brokenShim + ".conf")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("oci-broken's drop-in: %v", err)
+	}
+	if now, _ := crio.Exec(context.Background(), "systemctl", "show", "-p", "MainPID", "--value", "crio"); string(now) != string(pid) {
+		t.Errorf("crio.service restarted for oci-broken: main pid %s, then %s", pid, now)
+	}
+	return broken
 }

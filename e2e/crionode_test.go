@@ -47,14 +47,9 @@ func TestCRIONode(t *testing.T) {
 
 	etc := n.Local("/etc/crio")
 	before := testutil.Tree(t, etc)
-	runc, err := os.ReadFile(n.Local("/usr/bin/runc"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := c.StartFileServer(t)
-	a := testutil.NewArchive(t, testutil.ArchiveFile{Name: "bin/runc", Mode: 0o755, Data: runc})
+	url, a := serveNodeRunc(t, c, n, "bin/runc", "/runc-shimkit.tar.gz")
 	p := plan.New(plan.ShimRef{Name: "runc-shimkit", UID: "uid-runc-shimkit"}, plan.OpInstall)
-	p.Artifact = &plan.Artifact{Type: plan.SourceHTTP, URL: srv.Add("/runc-shimkit.tar.gz", a.Data), Digest: "sha256:" + a.SHA256}
+	p.Artifact = &plan.Artifact{Type: plan.SourceHTTP, URL: url, Digest: "sha256:" + a.SHA256}
 	p.Files = []plan.File{{Source: "runc", Path: "runc", Mode: 0o755}}
 	p.Handlers = []plan.Handler{{Name: "runc-shimkit", RuntimeType: "io.containerd.runc.v2", Options: map[string]any{"BinaryName": "$(BUNDLE_DIR)/runc"}}}
 	rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "shimkit-canary-runc"}, Handler: "runc-shimkit"}
@@ -108,4 +103,16 @@ func waitHandler(t *testing.T, c *testutil.Cluster, name, handler string, presen
 		}
 	}
 	t.Errorf("node %s: runtimeHandlers %v, want %s present=%t", name, got, handler, present)
+}
+
+// serveNodeRunc serves an archive of the node's runc (Debian's), at
+// member in it, from a file server of the cluster at urlPath.
+func serveNodeRunc(t *testing.T, c *testutil.Cluster, n testutil.ClusterNode, member, urlPath string) (string, testutil.Archive) {
+	t.Helper()
+	runc, err := os.ReadFile(n.Local("/usr/bin/runc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := testutil.NewArchive(t, testutil.ArchiveFile{Name: member, Mode: 0o755, Data: runc})
+	return c.StartFileServer(t).Add(urlPath, a.Data), a
 }
