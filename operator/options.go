@@ -61,8 +61,8 @@ type Options struct {
 	// ConfigMode is how handlers are registered: auto, file or drop-in;
 	// empty: auto.
 	ConfigMode string
-	// RestartTimeout is how long containerd may take to come back healthy
-	// after a restart; 0: the installer's default. The installer pods'
+	// RestartTimeout is how long the node's runtime (containerd, or CRI-O
+	// on a CRI-O node) may take to come back healthy after a restart; 0: the installer's default. The installer pods'
 	// grace period follows from it (nodejob.GracePeriodSeconds).
 	RestartTimeout time.Duration
 	// HostPID runs the installer pods in the node's PID namespace. The

@@ -272,7 +272,8 @@ type Restart struct {
 	Preset string `json:"preset,omitempty"`
 	// ConfigMode is auto, file or drop-in; empty means auto.
 	ConfigMode string `json:"configMode,omitempty"`
-	// Timeout is how long containerd may take to come back healthy.
+	// Timeout is how long the runtime (containerd or CRI-O) may take to
+	// come back healthy.
 	Timeout Duration `json:"timeout,omitzero"`
 }
 

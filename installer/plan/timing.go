@@ -2,7 +2,7 @@ package plan
 
 import "time"
 
-// DefaultRestartTimeout is how long containerd may take to come back
+// DefaultRestartTimeout is how long the runtime may take to come back
 // healthy when a plan's Restart.Timeout is zero.
 const DefaultRestartTimeout = 30 * time.Second
 

@@ -68,7 +68,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	fs.StringVar(&opts.ImagePullPolicy, "installer-pull-policy", "IfNotPresent", "pull policy of the installer image")
 	fs.StringVar(&opts.Preset, "containerd-preset", "", "the nodes' distribution: containerd, k3s, rke2, microk8s, k0s (default: detected on each node)")
 	fs.StringVar(&opts.ConfigMode, "containerd-config-mode", "", "how handlers are registered: auto, file or drop-in (default auto)")
-	fs.DurationVar(&opts.RestartTimeout, "containerd-restart-timeout", 0, "how long containerd may take to come back after a restart (default: the installer's)")
+	fs.DurationVar(&opts.RestartTimeout, "containerd-restart-timeout", 0, "how long the node's runtime (containerd, or CRI-O on a CRI-O node) may take to come back after a restart (default: the installer's)")
 	fs.IntVar(&opts.MaxRestartingNodes, "max-restarting-nodes", 0, "how many nodes may run an installer (and restart containerd) at once, across all Shims (0: each Shim's maxUpdate alone bounds it)")
 	fs.DurationVar(&opts.BatchWindow, "batch-window", operator.DefaultBatchWindow, "how long a Shim with installs to do waits for other Shims changed with it, so that one installer run per node installs them all with one containerd restart (0: every Shim's installs run alone)")
 	fs.DurationVar(&opts.VerifyPeriod, "verify-period", operator.DefaultVerifyPeriod, "how often each node that has a Shim is checked against what its install recorded (files, handlers, artifact) by a verifying installer Job; a node that drifted is installed again (0: never)")
