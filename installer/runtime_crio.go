@@ -27,8 +27,9 @@ type crioRuntime struct {
 	health    HealthChecker
 	log       *slog.Logger
 	// cgroupV1 reports whether the host's systemd tracks units in cgroup
-	// v1 (crioconfig.Snapshot.CheckRestart); nil when the installer
-	// restarts nothing (Offline).
+	// v1 (crioconfig.Snapshot.CheckRestart); nil unless the installer
+	// restarts crio.service through systemd itself (no Restarter of the
+	// caller's, not Offline).
 	cgroupV1 func() bool
 }
 

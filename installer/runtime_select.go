@@ -102,12 +102,12 @@ func (i *Installer) crioRuntime(root string, timeout time.Duration) *nodeRuntime
 	c := &crioRuntime{t: t, restarter: i.Restarter, health: i.Health, log: i.log()}
 	if c.restarter == nil {
 		c.restarter = &SystemdRestarter{HostRoot: root, Units: []string{crioconfig.Unit}}
+		if !i.Offline { // systemd stops the unit's whole cgroup
+			c.cgroupV1 = hostCgroupV1
+		}
 	}
 	if c.health == nil {
 		c.health = &CRIHealth{Socket: i.paths().local(crioSocket), Timeout: timeout}
-	}
-	if !i.Offline {
-		c.cgroupV1 = hostCgroupV1
 	}
 	return &nodeRuntime{Runtime: c, kind: plan.RuntimeCRIO, crio: t, restarts: !i.Offline}
 }
