@@ -59,6 +59,45 @@ func testCRIOFleet(t *testing.T, c *testutil.Cluster, dump *dumper, images []str
 	}
 	before := testutil.Tree(t, etc)
 
+	shims := mixedFleetShims(t, c, crio, pool)
+	start := time.Now()
+	for _, s := range shims {
+		if err := c.Client.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 180*time.Second, "oci-mix on both nodes, runcvm on the CRI-O node, v2-only skipping it", func() bool {
+		a, b, v := getShimStatus(t, c, ociShim), getShimStatus(t, c, v2Shim), getShimStatus(t, c, vmShim)
+		return a.UpdatedNodes == 2 && meta.IsStatusConditionTrue(a.Conditions, v1alpha1.ConditionReady) && b.SkippedNodes == 1 &&
+			v.UpdatedNodes == 1 && meta.IsStatusConditionTrue(v.Conditions, v1alpha1.ConditionReady)
+	})
+	t.Logf("oci-mix on a containerd and a CRI-O node, runcvm on the CRI-O node, in %v", time.Since(start).Round(time.Second))
+	assertMixedFleet(t, c, cd, crio)
+	shims = append(shims, brokenRuntimeShim(t, c, crio, shims[0]))
+
+	for _, s := range shims {
+		if err := c.Client.Delete(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 180*time.Second, "the four Shims gone", func() bool {
+		l := &v1alpha1.ShimList{}
+		return c.Client.List(ctx, l) == nil && !slices.ContainsFunc(l.Items, func(s v1alpha1.Shim) bool {
+			return slices.Contains([]string{ociShim, v2Shim, vmShim, brokenShim}, s.Name)
+		})
+	})
+	if after := testutil.Tree(t, etc); !maps.Equal(before, after) {
+		t.Errorf("/etc/crio after the rollout and the deletion:\nbefore %v\nafter  %v", slices.Sorted(maps.Keys(before)), slices.Sorted(maps.Keys(after)))
+	}
+}
+
+// mixedFleetShims are the scenario's Shims: oci-mix (the node's runc as
+// an OCI runtime, on the pool, maxUpdate 1), v2-only (a shim v2 on the
+// CRI-O node, containerd only by default) and runcvm (a shim v2 listing
+// cri-o: a wrapper named for the handler running the CRI-O node's Debian
+// containerd 1.6 runc shim).
+func mixedFleetShims(t *testing.T, c *testutil.Cluster, crio testutil.ClusterNode, pool map[string]string) []*v1alpha1.Shim {
+	t.Helper()
 	url, a := serveNodeRunc(t, c, crio, "runc", "/oci-mix.tar.gz")
 	oci := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: ociShim}, Spec: v1alpha1.ShimSpec{
 		NodeSelector:    pool,
@@ -74,7 +113,7 @@ func testCRIOFleet(t *testing.T, c *testutil.Cluster, dump *dumper, images []str
 		FetchStrategy: oci.Spec.FetchStrategy,
 		RuntimeClass:  v1alpha1.RuntimeClassSpec{Name: v2Shim, Handler: v2Shim},
 	}}
-	wrapper := "#!/bin/sh\nexec /usr/bin/containerd-shim-runc-v2 \"$@\"\n" // the CRI-O node's Debian containerd 1.6 runc shim
+	wrapper := "#!/bin/sh\nexec /usr/bin/containerd-shim-runc-v2 \"$@\"\n"
 	va := testutil.NewArchive(t, testutil.ArchiveFile{Name: "containerd-shim-" + vmShim + "-v2", Mode: 0o755, Data: []byte(wrapper)})
 	vm := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: vmShim}, Spec: v1alpha1.ShimSpec{
 		NodeSelector:      map[string]string{"kubernetes.io/hostname": crio.Name},
@@ -82,27 +121,22 @@ func testCRIOFleet(t *testing.T, c *testutil.Cluster, dump *dumper, images []str
 		FetchStrategy:     v1alpha1.FetchStrategy{Type: v1alpha1.FetchAnonHTTP, AnonHTTP: &v1alpha1.AnonHTTPFetch{Location: c.StartFileServer(t).Add("/runcvm.tar.gz", va.Data), SHA256: va.SHA256}},
 		RuntimeClass:      v1alpha1.RuntimeClassSpec{Name: vmShim, Handler: vmShim},
 	}}
-	start := time.Now()
-	for _, s := range []*v1alpha1.Shim{oci, v2, vm} {
-		if err := c.Client.Create(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitFor(t, 180*time.Second, "oci-mix on both nodes, runcvm on the CRI-O node, v2-only skipping it", func() bool {
-		a, b, v := getShimStatus(t, c, ociShim), getShimStatus(t, c, v2Shim), getShimStatus(t, c, vmShim)
-		return a.UpdatedNodes == 2 && meta.IsStatusConditionTrue(a.Conditions, v1alpha1.ConditionReady) && b.SkippedNodes == 1 &&
-			v.UpdatedNodes == 1 && meta.IsStatusConditionTrue(v.Conditions, v1alpha1.ConditionReady)
-	})
-	t.Logf("oci-mix on a containerd and a CRI-O node, runcvm on the CRI-O node, in %v", time.Since(start).Round(time.Second))
+	return []*v1alpha1.Shim{oci, v2, vm}
+}
+
+// assertMixedFleet checks each node's config and labels after the
+// rollout, and v2-only's skip of the CRI-O node without a Job.
+func assertMixedFleet(t *testing.T, c *testutil.Cluster, cd, crio testutil.ClusterNode) {
+	t.Helper()
 	assertLabelled(t, c, cd.Name, ociShim, true)
 	assertLabelled(t, c, crio.Name, ociShim, true)
+	assertLabelled(t, c, crio.Name, vmShim, true)
 	for handler, kind := range map[string]string{ociShim: "oci", vmShim: "vm"} {
 		dropIn, err := os.ReadFile(crio.Local("/etc/crio/crio.conf.d/90-shimkit-" + handler + ".conf"))
 		if err != nil || !strings.Contains(string(dropIn), `runtime_type = "`+kind+`"`) {
 			t.Errorf("the CRI-O node's drop-in of %s: %v\n%s", handler, err, dropIn)
 		}
 	}
-	assertLabelled(t, c, crio.Name, vmShim, true)
 	if !slices.ContainsFunc(slices.Collect(maps.Values(testutil.Tree(t, cd.Local("/etc/containerd")))), func(f string) bool {
 		return strings.Contains(f, ociShim) && strings.Contains(f, "BinaryName")
 	}) {
@@ -114,23 +148,6 @@ func testCRIOFleet(t *testing.T, c *testutil.Cluster, dump *dumper, images []str
 	}
 	if jobs := installJobs(t, c, v2Shim); len(jobs) != 0 {
 		t.Errorf("v2-only install Jobs on %v", jobs)
-	}
-
-	broken := brokenRuntimeShim(t, c, crio, oci)
-
-	for _, s := range []*v1alpha1.Shim{oci, v2, vm, broken} {
-		if err := c.Client.Delete(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitFor(t, 180*time.Second, "the four Shims gone", func() bool {
-		l := &v1alpha1.ShimList{}
-		return c.Client.List(ctx, l) == nil && !slices.ContainsFunc(l.Items, func(s v1alpha1.Shim) bool {
-			return slices.Contains([]string{ociShim, v2Shim, vmShim, brokenShim}, s.Name)
-		})
-	})
-	if after := testutil.Tree(t, etc); !maps.Equal(before, after) {
-		t.Errorf("/etc/crio after the rollout and the deletion:\nbefore %v\nafter  %v", slices.Sorted(maps.Keys(before)), slices.Sorted(maps.Keys(after)))
 	}
 }
 
