@@ -70,6 +70,20 @@ func (w *Writer) Install(ctx context.Context, h RuntimeHandler) (*Change, error)
 	return w.Target.apply(h.Name, edits)
 }
 
+// Holds reports whether the node holds exactly the drop-in Install(h)
+// would write, this owner's and unchanged since: an Install of h would
+// change no file, and CRI-O would need no restart for it. An error says
+// why it could not tell (a drop-in that is not this owner's, a record
+// that does not parse).
+func (w *Writer) Holds(h RuntimeHandler) (bool, error) {
+	h = h.withDefaults()
+	cur, exists, _, err := w.owned(h.Name)
+	if err != nil || !exists {
+		return false, err
+	}
+	return string(cur) == string(Render(w.Owner, h)), nil
+}
+
 // planInstall decides the edits of Install from one read of the node.
 func (w *Writer) planInstall(h RuntimeHandler) ([]fileEdit, error) {
 	if err := checkOwner(w.Owner); err != nil {

@@ -367,3 +367,31 @@ func TestVMRuntimeRoot(t *testing.T) {
 		}
 	}
 }
+
+// TestHolds: Holds is true only where Install would change no file.
+func TestHolds(t *testing.T) {
+	ctx := context.Background()
+	n := newNode(t)
+	w := NewWriter(n.tg, "shim/a")
+	if ok, err := w.Holds(kataHandler); ok || err != nil {
+		t.Fatalf("before the install: %v, %v", ok, err)
+	}
+	c, err := w.Install(ctx, kataHandler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := w.Holds(kataHandler); !ok || err != nil {
+		t.Errorf("after the install: %v, %v", ok, err)
+	}
+	changed := kataHandler
+	changed.ContainerMinMemory = "64MiB"
+	if ok, err := w.Holds(changed); ok || err != nil {
+		t.Errorf("a changed handler: %v, %v", ok, err)
+	}
+	if ok, err := NewWriter(n.tg, "shim/b").Holds(kataHandler); ok || !errors.Is(err, ErrNotOurs) {
+		t.Errorf("another owner: %v, %v", ok, err)
+	}
+}

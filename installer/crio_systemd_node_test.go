@@ -146,24 +146,35 @@ func TestCRIOSystemdNodeRollsBack(t *testing.T) {
 // TestCRIOSystemdNodeCgroupfsRefused: on a CRI-O node whose admin set
 // cgroup_manager = "cgroupfs" (this machine is cgroup v1), a restart of
 // crio.service would stop every pod of the node, each conmon being in
-// the service's cgroup. The installer refuses before anything changes,
-// RestartStopsPods naming the admin's file: crio.service keeps its main
-// process and /etc/crio stays byte for byte as it was.
+// the service's cgroup. An install that would change CRI-O's files is
+// refused before anything changes, RestartStopsPods naming the admin's
+// file: crio.service keeps its main process and /etc/crio stays byte for
+// byte as it was. A re-run of a Shim installed before the admin's change,
+// which changes nothing and restarts nothing, goes through.
 func TestCRIOSystemdNodeCgroupfsRefused(t *testing.T) {
 	ctx := context.Background()
 	n := testutil.StartNode(t, testutil.NodeOptions{CRIO: true})
+	crun, err := os.ReadFile(n.Local("/usr/bin/crun"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := testutil.StartFileServer(t)
+	inst := &installer.Installer{HostRoot: n.Root}
+	early := crunPlan(t, srv, "crun-early", crun)
+	if _, err := inst.Install(ctx, early); err != nil {
+		t.Fatalf("install before the admin's change: %v", err)
+	}
 	admin := filepath.Join(crioconfig.DefaultDropInDir, "20-admin.conf")
 	if err := os.WriteFile(n.Local(admin), []byte("[crio.runtime]\ncgroup_manager = \"cgroupfs\"\nconmon_cgroup = \"pod\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	before := testutil.Tree(t, n.Local("/etc/crio"))
-	crun, err := os.ReadFile(n.Local("/usr/bin/crun"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	pid := unitProp(t, n, "crio", "MainPID")
-	inst := &installer.Installer{HostRoot: n.Root}
-	_, err = inst.Install(ctx, crunPlan(t, testutil.StartFileServer(t), "crun-shimkit", crun))
+
+	if res, err := inst.Install(ctx, early); err != nil || res.Changed || res.Restarted {
+		t.Errorf("re-run of crun-early: %+v, %v; want nothing changed, nothing restarted", res, err)
+	}
+	_, err = inst.Install(ctx, crunPlan(t, srv, "crun-shimkit", crun))
 	if installer.ReasonOf(err) != plan.ReasonRestartStopsPods || !strings.Contains(fmt.Sprint(err), admin) {
 		t.Fatalf("install: %v (reason %s), want RestartStopsPods naming %s", err, installer.ReasonOf(err), admin)
 	}
@@ -171,5 +182,5 @@ func TestCRIOSystemdNodeCgroupfsRefused(t *testing.T) {
 	if got := unitProp(t, n, "crio", "MainPID"); got != pid {
 		t.Errorf("crio.service restarted: main pid %s, then %s", pid, got)
 	}
-	assertSameTree(t, "a refused install", before, testutil.Tree(t, n.Local("/etc/crio")))
+	assertSameTree(t, "a re-run and a refused install", before, testutil.Tree(t, n.Local("/etc/crio")))
 }

@@ -150,7 +150,7 @@ func (e *crioEdit) Rollback() error {
 // CRI-O's default runtime, and a restart that would stop every pod of the
 // node. The binary is checked when the drop-in is
 // written (the bundle is not laid out yet).
-func (c *crioRuntime) checkHandlers(e ConfigEdit, _ []string) error {
+func (c *crioRuntime) checkHandlers(e ConfigEdit, prev []string) error {
 	hs, err := c.convert(e)
 	if err != nil {
 		return err
@@ -160,7 +160,7 @@ func (c *crioRuntime) checkHandlers(e ConfigEdit, _ []string) error {
 		return err
 	}
 	var errs []error
-	if c.cgroupV1 != nil {
+	if c.cgroupV1 != nil && c.changes(e.Owner, hs, prev) {
 		errs = append(errs, snap.CheckRestart(c.cgroupV1()))
 	}
 	for _, h := range hs {
@@ -175,6 +175,25 @@ func (c *crioRuntime) checkHandlers(e ConfigEdit, _ []string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// changes reports whether configuring hs for owner, where the Shim had
+// prev, would change a file, and so restart CRI-O: a handler dropped, or
+// one whose drop-in is not exactly what it would be. When it cannot tell,
+// it says yes.
+func (c *crioRuntime) changes(owner string, hs []crioconfig.RuntimeHandler, prev []string) bool {
+	w := &crioconfig.Writer{Target: c.t, Owner: owner}
+	for _, p := range prev {
+		if !slices.ContainsFunc(hs, func(h crioconfig.RuntimeHandler) bool { return h.Name == p }) {
+			return true
+		}
+	}
+	for _, h := range hs {
+		if same, err := w.Holds(h); err != nil || !same {
+			return true
+		}
+	}
+	return false
 }
 
 // convert turns the edit's handlers into CRI-O's, refusing what CRI-O
