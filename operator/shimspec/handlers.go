@@ -13,21 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// HandlerSpecs lists the primary handler (spec.runtimeClass with the
-// top-level runtime fields), then spec.handlers.
-func HandlerSpecs(shim *v1alpha1.Shim) []v1alpha1.HandlerSpec {
-	s := shim.Spec
-	primary := v1alpha1.HandlerSpec{
-		RuntimeClass: s.RuntimeClass, RuntimeType: s.RuntimeType, RuntimeOptions: s.RuntimeOptions, RuntimePath: s.RuntimePath,
-		PodAnnotations: s.PodAnnotations, ContainerAnnotations: s.ContainerAnnotations,
-		PrivilegedWithoutHostDevices: s.PrivilegedWithoutHostDevices, Snapshotter: s.Snapshotter, Sandboxer: s.Sandboxer, IOType: s.IOType,
-	}
-	return append([]v1alpha1.HandlerSpec{primary}, s.Handlers...)
-}
-
-// handlersOf lists the plan's handlers, in the order of HandlerSpecs.
+// handlersOf lists the plan's handlers, in the order of ShimSpec.HandlerSpecs.
 func handlersOf(shim *v1alpha1.Shim) ([]plan.Handler, error) {
-	specs := HandlerSpecs(shim)
+	specs := shim.Spec.HandlerSpecs()
 	out := make([]plan.Handler, 0, len(specs))
 	for i, h := range specs {
 		opts, err := options(h.RuntimeOptions)

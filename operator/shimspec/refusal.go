@@ -98,7 +98,7 @@ func checkPullSecret(shim *v1alpha1.Shim, namespace string) error {
 // (runtimeOptions.BinaryName) and names no runtimePath: the bundle must
 // never provide the shim containerd starts for every runc pod.
 func checkReservedTypes(shim *v1alpha1.Shim) error {
-	for i, h := range HandlerSpecs(shim) {
+	for i, h := range shim.Spec.HandlerSpecs() {
 		rt := HandlerRuntimeType(h)
 		if !v1alpha1.IsReservedRuntimeType(rt) {
 			continue

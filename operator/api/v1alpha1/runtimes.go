@@ -42,15 +42,23 @@ func (s *ShimSpec) SupportsRuntime(runtime string) bool {
 // ociHandlers: every handler is an OCI runtime run through containerd's
 // runc shim.
 func (s *ShimSpec) ociHandlers() bool {
-	if !ociRuntime(s.RuntimeType, rawOf(s.RuntimeOptions)) {
-		return false
-	}
-	for _, h := range s.Handlers {
+	for _, h := range s.HandlerSpecs() {
 		if !ociRuntime(h.RuntimeType, rawOf(h.RuntimeOptions)) {
 			return false
 		}
 	}
 	return true
+}
+
+// HandlerSpecs lists the primary handler (spec.runtimeClass with the
+// top-level runtime fields), then spec.handlers.
+func (s *ShimSpec) HandlerSpecs() []HandlerSpec {
+	primary := HandlerSpec{
+		RuntimeClass: s.RuntimeClass, RuntimeType: s.RuntimeType, RuntimeOptions: s.RuntimeOptions, RuntimePath: s.RuntimePath,
+		PodAnnotations: s.PodAnnotations, ContainerAnnotations: s.ContainerAnnotations,
+		PrivilegedWithoutHostDevices: s.PrivilegedWithoutHostDevices, Snapshotter: s.Snapshotter, Sandboxer: s.Sandboxer, IOType: s.IOType,
+	}
+	return append([]HandlerSpec{primary}, s.Handlers...)
 }
 
 // ociRuntime: the handler runs an OCI runtime through containerd's runc
@@ -92,9 +100,7 @@ func (s *ShimSpec) CRIOUnsupported() error {
 	case s.MigrateFrom != nil:
 		return fmt.Errorf("spec.migrateFrom: runtime-class-manager installs into containerd alone")
 	}
-	primary := HandlerSpec{RuntimeClass: s.RuntimeClass, RuntimeOptions: s.RuntimeOptions, PodAnnotations: s.PodAnnotations,
-		ContainerAnnotations: s.ContainerAnnotations, Snapshotter: s.Snapshotter, Sandboxer: s.Sandboxer, IOType: s.IOType}
-	for i, h := range append([]HandlerSpec{primary}, s.Handlers...) {
+	for i, h := range s.HandlerSpecs() {
 		field := "spec"
 		if i > 0 {
 			field = fmt.Sprintf("spec.handlers[%d]", i-1)
