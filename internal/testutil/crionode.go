@@ -161,15 +161,7 @@ func (n *Node) useCRIO(t testing.TB) {
 		}
 		files["/usr/local/bin/"+b] = nodeFile{data, 0o755}
 	}
-	for p, f := range files {
-		local := n.Local(p)
-		if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(local, f.data, f.mode); err != nil {
-			t.Fatal(err)
-		}
-	}
+	n.writeFiles(t, files)
 	if err := os.RemoveAll(n.Local("/etc/containerd")); err != nil {
 		t.Fatal(err)
 	}

@@ -117,11 +117,6 @@ func k3sFiles(t testing.TB, bin string, b ContainerdBuild, opts NodeOptions) (fi
 	return files, path, K3sUnit, K3sConfigDir
 }
 
-type nodeFile struct {
-	data []byte
-	mode os.FileMode
-}
-
 // useK3sLayout turns the node into a k3s-style one (an RKE2 agent with
 // opts.RKE2): containerd.service is masked, the agent's unit enabled
 // (containerd alone until K3sAgentEnv gives the kubelet's arguments).
@@ -129,15 +124,7 @@ func (n *Node) useK3sLayout(t testing.TB, b ContainerdBuild, opts NodeOptions) {
 	t.Helper()
 	bin := GoBuild(t, "./internal/testutil/k3s/cmd/fake-k3s", filepath.Join(n.dir, "fake-k3s"))
 	files, enable, unit, configDir := k3sFiles(t, bin, b, opts)
-	for p, f := range files {
-		local := n.Local(p)
-		if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(local, f.data, f.mode); err != nil {
-			t.Fatal(err)
-		}
-	}
+	n.writeFiles(t, files)
 	if err := os.MkdirAll(n.Local(configDir), 0o755); err != nil {
 		t.Fatal(err)
 	}

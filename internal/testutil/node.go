@@ -170,13 +170,7 @@ func StartNode(t testing.TB, opts NodeOptions) *Node {
 	}
 	for files, mode := range map[*map[string][]byte]os.FileMode{&opts.Files: 0o644, &opts.Executables: 0o755} {
 		for p, content := range *files {
-			local := filepath.Join(n.Root, p)
-			if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(local, content, mode); err != nil {
-				t.Fatal(err)
-			}
+			n.writeFiles(t, map[string]nodeFile{p: {content, mode}})
 		}
 	}
 	// containerd's overlayfs snapshotter cannot put its layers on the
@@ -499,6 +493,26 @@ func removeCgroup(cg string) error {
 			return fmt.Errorf("cgroup %s left (processes %q): %w", cg, strings.Fields(string(procs)), last)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// nodeFile is a file a node type puts on the node: its content and mode.
+type nodeFile struct {
+	data []byte
+	mode os.FileMode
+}
+
+// writeFiles writes each node path of files, making its directory.
+func (n *Node) writeFiles(t testing.TB, files map[string]nodeFile) {
+	t.Helper()
+	for p, f := range files {
+		local := n.Local(p)
+		if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(local, f.data, f.mode); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
