@@ -157,10 +157,7 @@ func assertMixedFleet(t *testing.T, c *testutil.Cluster, cd, crio testutil.Clust
 // without it), no drop-in, crio.service not restarted.
 func brokenRuntimeShim(t *testing.T, c *testutil.Cluster, crio testutil.ClusterNode, oci *v1alpha1.Shim) *v1alpha1.Shim {
 	t.Helper()
-	pid, err := crio.Exec(context.Background(), "systemctl", "show", "-p", "MainPID", "--value", "crio")
-	if err != nil {
-		t.Fatalf("systemctl show: %v %s", err, pid)
-	}
+	pid := crio.UnitProp(t, "crio", "MainPID")
 	broken := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: brokenShim}, Spec: *oci.Spec.DeepCopy()}
 	broken.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": crio.Name}
 	broken.Spec.RuntimeClass = v1alpha1.RuntimeClassSpec{Name: brokenShim, Handler: brokenShim}
@@ -183,7 +180,7 @@ func brokenRuntimeShim(t *testing.T, c *testutil.Cluster, crio testutil.ClusterN
 	if _, err := os.Stat(crio.Local("/etc/crio/crio.conf.d/90-shimkit-" + brokenShim + ".conf")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("oci-broken's drop-in: %v", err)
 	}
-	if now, _ := crio.Exec(context.Background(), "systemctl", "show", "-p", "MainPID", "--value", "crio"); string(now) != string(pid) {
+	if now := crio.UnitProp(t, "crio", "MainPID"); now != pid {
 		t.Errorf("crio.service restarted for oci-broken: main pid %s, then %s", pid, now)
 	}
 	return broken

@@ -30,16 +30,6 @@ func crunPlan(t *testing.T, srv *testutil.FileServer, shim string, binary []byte
 	return rehash(p)
 }
 
-// unitProp reads a property of a unit of the node.
-func unitProp(t *testing.T, n *testutil.Node, unit, prop string) string {
-	t.Helper()
-	out, err := n.Exec(context.Background(), "systemctl", "show", "-p", prop, "--value", unit)
-	if err != nil {
-		t.Fatalf("systemctl show %s: %v %s", unit, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
 // TestCRIOSystemdNode installs an OCI runtime Shim (Debian's crun, shipped
 // in the Shim's artifact) into a CRI-O node (testutil.NodeOptions.CRIO:
 // crio.service under systemd) through Installer.Install with every
@@ -60,7 +50,7 @@ func TestCRIOSystemdNode(t *testing.T) {
 	}
 	srv := testutil.StartFileServer(t)
 	inst := &installer.Installer{HostRoot: n.Root} // every default: detection, systemd over D-Bus, CRI health
-	pid := unitProp(t, n, "crio", "MainPID")
+	pid := n.UnitProp(t, "crio", "MainPID")
 
 	res, err := inst.Install(ctx, crunPlan(t, srv, "crun-shimkit", crun))
 	if err != nil {
@@ -68,7 +58,7 @@ func TestCRIOSystemdNode(t *testing.T) {
 	}
 	hs := (testutil.CRIEndpoint{Socket: n.Socket()}).Handlers(t)
 	t.Logf("CRI-O node: installed in %v (restart and check %v); handlers %v", res.Duration, res.RestartDuration, hs)
-	if newPID := unitProp(t, n, "crio", "MainPID"); !res.Restarted || newPID == pid || newPID == "0" {
+	if newPID := n.UnitProp(t, "crio", "MainPID"); !res.Restarted || newPID == pid || newPID == "0" {
 		t.Errorf("crio.service was not restarted by systemd: %+v, main pid %s then %s", res, pid, newPID)
 	}
 	if !slices.Contains(hs, "crun-shimkit") {
@@ -133,7 +123,7 @@ func TestCRIOSystemdNodeRollsBack(t *testing.T) {
 	if !errors.Is(err, installer.ErrRolledBack) || installer.ReasonOf(err) != plan.ReasonRestartFailed {
 		t.Fatalf("install: %v (reason %s), want rolled back after a failed restart\n%s", err, installer.ReasonOf(err), n.Journal("crio"))
 	}
-	if st := unitProp(t, n, "crio", "ActiveState"); st != "active" {
+	if st := n.UnitProp(t, "crio", "ActiveState"); st != "active" {
 		t.Errorf("crio.service is %s after the rollback\n%s", st, n.Journal("crio"))
 	}
 	// (CRI-O lists its handlers in no fixed order.)
@@ -169,7 +159,7 @@ func TestCRIOSystemdNodeCgroupfsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := testutil.Tree(t, n.Local("/etc/crio"))
-	pid := unitProp(t, n, "crio", "MainPID")
+	pid := n.UnitProp(t, "crio", "MainPID")
 
 	if res, err := inst.Install(ctx, early); err != nil || res.Changed || res.Restarted {
 		t.Errorf("re-run of crun-early: %+v, %v; want nothing changed, nothing restarted", res, err)
@@ -179,7 +169,7 @@ func TestCRIOSystemdNodeCgroupfsRefused(t *testing.T) {
 		t.Fatalf("install: %v (reason %s), want RestartStopsPods naming %s", err, installer.ReasonOf(err), admin)
 	}
 	t.Logf("refused: %v", err)
-	if got := unitProp(t, n, "crio", "MainPID"); got != pid {
+	if got := n.UnitProp(t, "crio", "MainPID"); got != pid {
 		t.Errorf("crio.service restarted: main pid %s, then %s", pid, got)
 	}
 	assertSameTree(t, "a re-run and a refused install", before, testutil.Tree(t, n.Local("/etc/crio")))

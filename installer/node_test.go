@@ -48,15 +48,6 @@ func bootNode(t *testing.T, nc nodeCase) (*testutil.Node, []byte) {
 	return n, orig
 }
 
-func mainPID(t *testing.T, n *testutil.Node) string {
-	t.Helper()
-	out, err := n.Exec(context.Background(), "systemctl", "show", "-p", "MainPID", "--value", "containerd")
-	if err != nil {
-		t.Fatalf("systemctl show: %v %s", err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
 // TestSystemdNode installs shims from HTTP and from OCI on a node whose
 // containerd is a systemd unit, restarting it over D-Bus; runs pod
 // sandboxes on them; upgrades; uninstalls; and checks the node is clean.
@@ -68,13 +59,13 @@ func TestSystemdNode(t *testing.T) {
 			inst := &installer.Installer{HostRoot: n.Root} // every default: systemd over D-Bus, CRI health
 			srv := testutil.StartFileServer(t)
 			v1 := testutil.NewShimArchive(t, "demo", nc.shim, nil)
-			pid := mainPID(t, n)
+			pid := n.UnitProp(t, "containerd", "MainPID")
 
 			res, err := inst.Install(ctx, httpPlan(srv, "/v1.tar.gz", v1))
 			if err != nil {
 				t.Fatalf("install: %v\n%s", err, n.Journal("containerd"))
 			}
-			if !res.Restarted || mainPID(t, n) == pid {
+			if !res.Restarted || n.UnitProp(t, "containerd", "MainPID") == pid {
 				t.Errorf("containerd was not restarted by systemd: %+v", res)
 			}
 			t.Logf("install took %v, of which restart and health %v", res.Duration, res.RestartDuration)
@@ -105,8 +96,8 @@ func TestSystemdNode(t *testing.T) {
 			}
 
 			// A no-op re-run restarts nothing.
-			pid = mainPID(t, n)
-			if res, err := inst.Install(ctx, httpPlan(srv, "/v1.tar.gz", v1)); err != nil || res.Restarted || mainPID(t, n) != pid {
+			pid = n.UnitProp(t, "containerd", "MainPID")
+			if res, err := inst.Install(ctx, httpPlan(srv, "/v1.tar.gz", v1)); err != nil || res.Restarted || n.UnitProp(t, "containerd", "MainPID") != pid {
 				t.Errorf("re-run: %+v %v", res, err)
 			}
 			// Upgrade.

@@ -398,6 +398,17 @@ func (n *Node) Unit() string {
 	return "containerd"
 }
 
+// UnitProp reads a property of one of the node's systemd units
+// (systemctl show); an error fails t.
+func (n *Node) UnitProp(t testing.TB, unit, prop string) string {
+	t.Helper()
+	out, err := n.Exec(context.Background(), "systemctl", "show", "-p", prop, "--value", unit)
+	if err != nil {
+		t.Fatalf("systemctl show -p %s %s: %v %s", prop, unit, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
 // Exec runs a command inside the node (all its namespaces, its root).
 func (n *Node) Exec(ctx context.Context, args ...string) ([]byte, error) {
 	full := append([]string{"-t", strconv.Itoa(n.Pid), "-m", "-p", "-u", "-i", "-n", "-C", "-r", "-w", "--"}, args...)
