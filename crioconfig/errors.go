@@ -48,15 +48,15 @@ var (
 // Reasons are the exported names of the sentinels above, for a status or
 // a result that crosses a process boundary (see Reason).
 const (
-	ReasonInvalidHandler = "InvalidHandler"
-	ReasonBinary         = "RuntimeBinaryUnusable"
-	ReasonParse          = "ConfigParseError"
-	ReasonForeignHandler = "ForeignHandler"
-	ReasonNotOurs        = "NotOurs"
-	ReasonReserved       = "ReservedHandler"
-	ReasonPending        = "PendingChange"
-	ReasonConcurrentEdit = "ConcurrentEdit"
-	ReasonRestartStops   = "RestartStopsPods"
+	ReasonInvalidHandler   = "InvalidHandler"
+	ReasonBinary           = "RuntimeBinaryUnusable"
+	ReasonParse            = "ConfigParseError"
+	ReasonForeignHandler   = "ForeignHandler"
+	ReasonNotOurs          = "NotOurs"
+	ReasonReserved         = "ReservedHandler"
+	ReasonPending          = "PendingChange"
+	ReasonConcurrentEdit   = "ConcurrentEdit"
+	ReasonRestartStopsPods = "RestartStopsPods"
 )
 
 var reasons = []struct {
@@ -71,7 +71,7 @@ var reasons = []struct {
 	{ErrReserved, ReasonReserved},
 	{ErrPending, ReasonPending},
 	{ErrConcurrentEdit, ReasonConcurrentEdit},
-	{ErrRestartStopsPods, ReasonRestartStops},
+	{ErrRestartStopsPods, ReasonRestartStopsPods},
 }
 
 // Reason returns the exported reason of the first sentinel err wraps, or

@@ -36,7 +36,7 @@ func TestCheckRestart(t *testing.T) {
 			switch {
 			case c.file == "" && err != nil:
 				t.Fatalf("CheckRestart = %v, want nil", err)
-			case c.file != "" && (!errors.Is(err, ErrRestartStopsPods) || !errors.As(err, &fe) || fe.Path != c.file || Reason(err) != ReasonRestartStops):
+			case c.file != "" && (!errors.Is(err, ErrRestartStopsPods) || !errors.As(err, &fe) || fe.Path != c.file || Reason(err) != ReasonRestartStopsPods):
 				t.Fatalf("CheckRestart = %v, want ErrRestartStopsPods naming %s", err, c.file)
 			}
 		})
