@@ -101,7 +101,7 @@ $(CONTROLLER_GEN): hack/tools/go.mod
 generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object paths=./operator/api/...
 	$(CONTROLLER_GEN) crd paths=./operator/api/... output:crd:artifacts:config=operator/config/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=shimkit-operator paths=./operator/... output:rbac:artifacts:config=operator/config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=shimkit-operator paths=./operator/... paths=./internal/operator/... output:rbac:artifacts:config=operator/config/rbac
 
 ## verify-generate: fail when the generated files are not up to date.
 verify-generate: generate

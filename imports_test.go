@@ -30,9 +30,9 @@ func TestImportBoundaries(t *testing.T) {
 		}
 		return p.Deps
 	}
-	clusterSide := []string{"github.com/shimkit/shimkit/operator", "github.com/shimkit/shimkit/rollout", "github.com/shimkit/shimkit/nodelabel",
+	clusterSide := []string{"github.com/shimkit/shimkit/operator", "github.com/shimkit/shimkit/internal/operator", "github.com/shimkit/shimkit/rollout", "github.com/shimkit/shimkit/nodelabel",
 		"github.com/shimkit/shimkit/runtimeclass", "sigs.k8s.io/controller-runtime", "k8s.io/client-go"}
-	for _, pkg := range []string{"fetch", "containerdconfig", "installer", "installer/cli", "installer/plan"} {
+	for _, pkg := range []string{"fetch", "containerdconfig", "crioconfig", "installer", "internal/installer/cli", "installer/plan"} {
 		for _, d := range deps(pkg, false) {
 			for _, c := range clusterSide {
 				if strings.HasPrefix(d, c) {
@@ -90,9 +90,16 @@ func TestNoEnvironmentContract(t *testing.T) {
 		return out
 	}
 	installer := names("installer")
-	for n := range names("operator") {
+	for n := range names("internal/installer") {
+		installer[n] = true
+	}
+	operator := names("operator")
+	for n := range names("internal/operator") {
+		operator[n] = true
+	}
+	for n := range operator {
 		if installer[n] {
-			t.Errorf("%s is used by both operator/ and installer/", n)
+			t.Errorf("%s is used by both the operator and the installer", n)
 		}
 	}
 }

@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shimkit/shimkit/installer"
-	"github.com/shimkit/shimkit/installer/canarypod"
 	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/internal/installer/canarypod"
 	"github.com/shimkit/shimkit/internal/testutil"
 )
 

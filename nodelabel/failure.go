@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/shimkit/shimkit/nodelabel/record"
+	"github.com/shimkit/shimkit/internal/nodelabel/record"
 )
 
 // FailurePrefix is the annotation prefix of failure records.

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/shimkit/shimkit/nodelabel/record"
+	"github.com/shimkit/shimkit/internal/nodelabel/record"
 )
 
 // Records is what a Shim object finds of its own on a node, read once

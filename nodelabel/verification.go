@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/shimkit/shimkit/nodelabel/record"
+	"github.com/shimkit/shimkit/internal/nodelabel/record"
 )
 
 // VerifiedKey returns the annotation key of the shim's last verification

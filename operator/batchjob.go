@@ -14,14 +14,14 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/internal/operator/decide"
+	"github.com/shimkit/shimkit/internal/operator/fleet"
+	"github.com/shimkit/shimkit/internal/operator/jobview"
+	"github.com/shimkit/shimkit/internal/operator/nodegate"
+	"github.com/shimkit/shimkit/internal/operator/nodejob"
+	"github.com/shimkit/shimkit/internal/operator/nodeview"
+	"github.com/shimkit/shimkit/internal/operator/shimspec"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
-	"github.com/shimkit/shimkit/operator/decide"
-	"github.com/shimkit/shimkit/operator/fleet"
-	"github.com/shimkit/shimkit/operator/jobview"
-	"github.com/shimkit/shimkit/operator/nodegate"
-	"github.com/shimkit/shimkit/operator/nodejob"
-	"github.com/shimkit/shimkit/operator/nodeview"
-	"github.com/shimkit/shimkit/operator/shimspec"
 )
 
 // offerInstalls tells the node gate what the decision offers

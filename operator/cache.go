@@ -6,7 +6,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/shimkit/shimkit/operator/workload"
+	"github.com/shimkit/shimkit/internal/operator/workload"
 )
 
 // CacheOptions are the manager cache settings the reconciler is built for:

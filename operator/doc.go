@@ -55,10 +55,6 @@
 //	                     requeue (requeueAfter, decide.DeliveryRequeue: a
 //	                     bake's end, the next window)
 //
-// Package nodejob is the executor alone: an embedder with its own custom
-// resource runs a plan on a node and reads its result without the Shim
-// type, the rollout or the node gate (nodejob.Executor).
-//
 // # Lifecycle
 //
 // Install: the targeted nodes that lack the current spec hash are handed

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/nodelabel"
-	"github.com/shimkit/shimkit/operator/decide"
 )
 
 // act carries out a decision's actions (package decide) in order,

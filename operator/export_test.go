@@ -7,9 +7,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/internal/operator/nodegate"
+	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
-	"github.com/shimkit/shimkit/operator/nodegate"
-	"github.com/shimkit/shimkit/operator/nodeview"
 )
 
 // InstallJob is the install Job the reconciler would create for the Shim

@@ -5,9 +5,9 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/shimkit/shimkit/operator/decide"
-	"github.com/shimkit/shimkit/operator/shimspec"
-	"github.com/shimkit/shimkit/operator/workload"
+	"github.com/shimkit/shimkit/internal/operator/decide"
+	"github.com/shimkit/shimkit/internal/operator/shimspec"
+	"github.com/shimkit/shimkit/internal/operator/workload"
 )
 
 // checkGate reads the workload failures of the Shim's RuntimeClasses on

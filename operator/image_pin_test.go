@@ -13,9 +13,9 @@ import (
 
 	"github.com/shimkit/shimkit/fetch"
 	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/internal/operator/nodejob"
 	"github.com/shimkit/shimkit/internal/testutil"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
-	"github.com/shimkit/shimkit/operator/nodejob"
 )
 
 // imagePulls stands in for the kubelets of a fleet whose Shim is an image

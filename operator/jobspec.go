@@ -9,12 +9,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shimkit/shimkit/installer/plan"
-	"github.com/shimkit/shimkit/nodelabel/record"
+	"github.com/shimkit/shimkit/internal/nodelabel/record"
+	"github.com/shimkit/shimkit/internal/operator/jobview"
+	"github.com/shimkit/shimkit/internal/operator/nodejob"
+	"github.com/shimkit/shimkit/internal/operator/nodeview"
+	"github.com/shimkit/shimkit/internal/operator/shimspec"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
-	"github.com/shimkit/shimkit/operator/jobview"
-	"github.com/shimkit/shimkit/operator/nodejob"
-	"github.com/shimkit/shimkit/operator/nodeview"
-	"github.com/shimkit/shimkit/operator/shimspec"
 )
 
 // PlanAnnotation is the annotation of the installer pod's template that

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/shimkit/shimkit/operator/jobview"
+	"github.com/shimkit/shimkit/internal/operator/jobview"
 )
 
 // listNodes returns every Node: the cache's own (r.nodes, once

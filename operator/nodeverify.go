@@ -5,9 +5,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/shimkit/shimkit/operator/fleet"
-	"github.com/shimkit/shimkit/operator/jobview"
-	"github.com/shimkit/shimkit/operator/nodegate"
+	"github.com/shimkit/shimkit/internal/operator/fleet"
+	"github.com/shimkit/shimkit/internal/operator/jobview"
+	"github.com/shimkit/shimkit/internal/operator/nodegate"
 )
 
 // Verification: a node that has the Shim at its current spec is checked,

@@ -6,8 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
-	"github.com/shimkit/shimkit/operator/phase"
-	"github.com/shimkit/shimkit/operator/pin"
+	"github.com/shimkit/shimkit/internal/operator/phase"
+	"github.com/shimkit/shimkit/internal/operator/pin"
 )
 
 // DefaultInstallerServiceAccount is the installer pods' ServiceAccount

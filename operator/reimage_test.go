@@ -10,8 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/nodelabel"
-	"github.com/shimkit/shimkit/operator/jobview"
 )
 
 // TestReimagedNodeInstalledAgain: a node reimaged in place (same name, a

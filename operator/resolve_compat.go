@@ -1,6 +1,6 @@
 package operator
 
-import "github.com/shimkit/shimkit/operator/resolve"
+import "github.com/shimkit/shimkit/internal/operator/resolve"
 
 // The artifact resolvers live in package resolve; these names keep the
 // operator's Options.Resolver readable and its API as it was.

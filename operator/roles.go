@@ -4,13 +4,13 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/shimkit/shimkit/operator/classes"
-	"github.com/shimkit/shimkit/operator/metrics"
-	"github.com/shimkit/shimkit/operator/nodegate"
-	"github.com/shimkit/shimkit/operator/pin"
-	"github.com/shimkit/shimkit/operator/results"
-	"github.com/shimkit/shimkit/operator/revision"
-	"github.com/shimkit/shimkit/operator/status"
+	"github.com/shimkit/shimkit/internal/operator/classes"
+	"github.com/shimkit/shimkit/internal/operator/metrics"
+	"github.com/shimkit/shimkit/internal/operator/nodegate"
+	"github.com/shimkit/shimkit/internal/operator/pin"
+	"github.com/shimkit/shimkit/internal/operator/results"
+	"github.com/shimkit/shimkit/internal/operator/revision"
+	"github.com/shimkit/shimkit/internal/operator/status"
 )
 
 // deps are what every role of the reconciler uses: the client (writes and

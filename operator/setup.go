@@ -14,10 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/shimkit/shimkit/internal/operator/phase"
+	"github.com/shimkit/shimkit/internal/operator/shimspec"
+	"github.com/shimkit/shimkit/internal/operator/watch"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
-	"github.com/shimkit/shimkit/operator/phase"
-	"github.com/shimkit/shimkit/operator/shimspec"
-	"github.com/shimkit/shimkit/operator/watch"
 )
 
 // RBAC the reconciler needs, exactly (operator/config/rbac is generated

@@ -1,13 +1,13 @@
 package operator
 
 import (
-	"github.com/shimkit/shimkit/operator/nodeview"
-	"github.com/shimkit/shimkit/operator/revision"
+	"github.com/shimkit/shimkit/internal/operator/nodeview"
+	"github.com/shimkit/shimkit/internal/operator/revision"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/internal/operator/shimspec"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
-	"github.com/shimkit/shimkit/operator/shimspec"
 )
 
 // What the operator's users name of the Shim spec's meaning (package

@@ -3,10 +3,10 @@ package operator
 import (
 	"context"
 
-	"github.com/shimkit/shimkit/operator/decide"
-	"github.com/shimkit/shimkit/operator/fleet"
-	"github.com/shimkit/shimkit/operator/phase"
-	"github.com/shimkit/shimkit/operator/shimspec"
+	"github.com/shimkit/shimkit/internal/operator/decide"
+	"github.com/shimkit/shimkit/internal/operator/fleet"
+	"github.com/shimkit/shimkit/internal/operator/phase"
+	"github.com/shimkit/shimkit/internal/operator/shimspec"
 	"github.com/shimkit/shimkit/rollout"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"

@@ -6,11 +6,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/internal/operator/decide"
+	"github.com/shimkit/shimkit/internal/operator/fleet"
+	"github.com/shimkit/shimkit/internal/operator/jobview"
+	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
-	"github.com/shimkit/shimkit/operator/decide"
-	"github.com/shimkit/shimkit/operator/fleet"
-	"github.com/shimkit/shimkit/operator/jobview"
-	"github.com/shimkit/shimkit/operator/nodeview"
 )
 
 // NodeViews is how the Shim sees each node, read as a reconcile reads it:

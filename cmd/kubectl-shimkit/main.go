@@ -9,7 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/shimkit/shimkit/operator/plugin"
+	"github.com/shimkit/shimkit/internal/operator/plugin"
 )
 
 func main() {

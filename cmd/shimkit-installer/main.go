@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/shimkit/shimkit/installer"
-	"github.com/shimkit/shimkit/installer/canarypod"
-	"github.com/shimkit/shimkit/installer/cli"
+	"github.com/shimkit/shimkit/internal/installer/canarypod"
+	"github.com/shimkit/shimkit/internal/installer/cli"
 )
 
 func main() {

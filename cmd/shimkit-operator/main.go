@@ -13,9 +13,9 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/shimkit/shimkit/internal/operator/manager"
+	"github.com/shimkit/shimkit/internal/operator/migrate"
 	"github.com/shimkit/shimkit/internal/version"
-	"github.com/shimkit/shimkit/operator/manager"
-	"github.com/shimkit/shimkit/operator/migrate"
 )
 
 func main() {

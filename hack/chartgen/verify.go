@@ -15,8 +15,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/shimkit/shimkit/internal/operator/manager"
 	"github.com/shimkit/shimkit/internal/yamlpath"
-	"github.com/shimkit/shimkit/operator/manager"
 )
 
 func compareFiles(chart string, files map[string][]byte) []string {

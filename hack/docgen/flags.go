@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/shimkit/shimkit/installer/cli"
-	"github.com/shimkit/shimkit/operator/manager"
-	"github.com/shimkit/shimkit/operator/migrate"
-	"github.com/shimkit/shimkit/operator/plugin"
+	"github.com/shimkit/shimkit/internal/installer/cli"
+	"github.com/shimkit/shimkit/internal/operator/manager"
+	"github.com/shimkit/shimkit/internal/operator/migrate"
+	"github.com/shimkit/shimkit/internal/operator/plugin"
 )
 
 // helpText is one command's --help, as its binary prints it.

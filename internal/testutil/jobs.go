@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/shimkit/shimkit/installer/plan"
-	"github.com/shimkit/shimkit/operator/jobview"
+	"github.com/shimkit/shimkit/internal/operator/jobview"
 )
 
 // FinishedJob is an installer Job of the operation op that ran 7 s and

@@ -1,0 +1,56 @@
+package classes
+
+import (
+	"context"
+	"errors"
+
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/shimkit/shimkit/internal/operator/decide"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/runtimeclass"
+)
+
+// Publish writes the plan's deletions, then its classes to publish
+// (decide.Classes), each with the preconditions of what was read
+// (runtimeclass.Apply, DeleteOwned): a class changed since the snapshot is
+// not overwritten, and is not published yet (the watch on RuntimeClasses
+// brings the next reconcile, which reads it again). Each write and each
+// conflict is told in an Event.
+func (r *Classes) Publish(ctx context.Context, obs *decide.Snapshot, p *decide.ClassPlan) error {
+	for _, d := range p.Deletes {
+		if err := runtimeclass.DeleteOwned(ctx, r.classesOf(obs), d.Class.Name, obs.Shim.UID); err != nil {
+			return err
+		}
+		r.event(obs.Shim, d.Class, corev1.EventTypeNormal, "RuntimeClassDeleted", "Delete", "RuntimeClass %s: %s", d.Class.Name, d.Why)
+	}
+	for _, w := range p.Warnings {
+		r.event(obs.Shim, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: w.Name}}, corev1.EventTypeWarning, v1alpha1.ReasonRuntimeClassConflict, "Apply", "%s", w.Message)
+	}
+	for _, e := range p.Ensures {
+		res, err := runtimeclass.Apply(ctx, r.client, e.Step)
+		if err != nil {
+			return err
+		}
+		switch res {
+		case runtimeclass.Created, runtimeclass.Updated, runtimeclass.Replaced:
+			obs.Classes.Put(e.Spec.Name, e.Step.Write)
+			r.event(obs.Shim, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: e.Spec.Name}}, corev1.EventTypeNormal, "RuntimeClassApplied", "Apply", "RuntimeClass %s for handler %s", e.Spec.Name, e.Spec.Handler)
+		case runtimeclass.Retry:
+			p.Published = false
+		}
+	}
+	return nil
+}
+
+// DeleteAll deletes every RuntimeClass the Shim owns; one of
+// its names that belongs to someone else stays.
+func (r *Classes) DeleteAll(ctx context.Context, obs *decide.Snapshot) error {
+	var errs []error
+	for _, rc := range obs.Classes.Owned(obs.Shim) {
+		errs = append(errs, runtimeclass.DeleteOwned(ctx, r.classesOf(obs), rc.Name, obs.Shim.UID))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,130 @@
+package classes
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/shimkit/shimkit/internal/operator/decide"
+	"github.com/shimkit/shimkit/internal/operator/shimspec"
+	"github.com/shimkit/shimkit/nodelabel"
+	"github.com/shimkit/shimkit/runtimeclass"
+)
+
+// Reading runtime-class-manager's Shim, for its UID, when a RuntimeClass
+// it controls is taken over.
+//
+// +kubebuilder:rbac:groups=runtime.spinkube.dev;runtime.kwasm.sh,resources=shims,verbs=get
+
+// rcmShimUID reads the runtime-class-manager Shim's UID: empty when it is
+// gone, its CRD is gone, or the operator may not read it (RBAC of an older
+// deployment).
+func (r *Classes) rcmShimUID(ctx context.Context, p runtimeclass.Predecessor) (types.UID, error) {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(p.Group + "/" + shimspec.RCMVersion)
+	u.SetKind(shimspec.RCMKind)
+	err := r.reader.Get(ctx, client.ObjectKey{Name: p.Name}, u)
+	switch {
+	case err == nil:
+		return u.GetUID(), nil
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err) || apierrors.IsForbidden(err):
+		return "", nil
+	}
+	return "", fmt.Errorf("read %s: %w", p, err)
+}
+
+// ReadPredecessor reads the UID of the runtime-class-manager Shim that
+// spec.migrateFrom names when one of the Shim's RuntimeClasses is
+// controlled by a Shim of that name (empty otherwise, or when it cannot be
+// read: rcmShimUID).
+func (r *Classes) ReadPredecessor(ctx context.Context, obs *decide.Snapshot) (types.UID, error) {
+	m := obs.Shim.Spec.MigrateFrom
+	if m == nil {
+		return "", nil
+	}
+	from := shimspec.RCMPredecessor(m)
+	for _, spec := range shimspec.Classes(obs.Shim) {
+		rc := &nodev1.RuntimeClass{}
+		if err := r.classesOf(obs).Get(ctx, client.ObjectKey{Name: spec.Name}, rc); err == nil && from.Controls(rc) {
+			return r.rcmShimUID(ctx, from)
+		}
+	}
+	return "", nil
+}
+
+// TakeOver writes the plan's takeovers (decide.Classes), before anything
+// else is done for the Shim: from then on deleting the
+// runtime-class-manager Shim that spec.migrateFrom names does not delete
+// them. A class that changed since it was read is not taken over: the
+// plan then says so (not published, a conflict message) and the next
+// reconcile reads it again.
+func (r *Classes) TakeOver(ctx context.Context, obs *decide.Snapshot, p *decide.ClassPlan) error {
+	for _, t := range p.Takeovers {
+		res, err := runtimeclass.Apply(ctx, r.client, t.Step)
+		if err != nil {
+			return err
+		}
+		spec, from := t.Spec, t.Step.From
+		if res == runtimeclass.Retry {
+			p.Published = false
+			p.Conflicts = append(p.Conflicts, fmt.Sprintf("RuntimeClass %s (%s) is being taken over from %s: it changed meanwhile, retrying", spec.Name, spec.Field, from))
+			continue
+		}
+		obs.Classes.Put(spec.Name, t.Step.Write)
+		log.FromContext(ctx).Info("RuntimeClass taken over", "runtimeClass", spec.Name, "from", from.String())
+		r.event(obs.Shim, t.Step.Read, corev1.EventTypeNormal, "RuntimeClassTakenOver", "Migrate",
+			"RuntimeClass %s (handler %s) taken over from %s: deleting that Shim no longer deletes it", spec.Name, spec.Handler, from)
+	}
+	return nil
+}
+
+// ReleaseRCMLabels removes runtime-class-manager's label from the nodes
+// this Shim is installed on (a merge patch that deletes only that key):
+// runtime-class-manager no longer counts them as its own, and would not
+// uninstall them when its Shim is deleted. A node keeps the label while
+// shimkit has not installed it.
+func (r *Classes) ReleaseRCMLabels(ctx context.Context, obs *decide.Snapshot) error {
+	m := obs.Shim.Spec.MigrateFrom
+	if m == nil {
+		return nil
+	}
+	key := m.RuntimeClassManager.Shim
+	g := r.group(ctx)
+	for i := range obs.Views {
+		v := &obs.Views[i]
+		if v.Label != nodelabel.Installed || !shimspec.HasRCMLabel(v.Node, key) {
+			continue
+		}
+		g.Go(func() error {
+			if err := unlabelNode(ctx, r.client, v.Node.Name, key); err != nil {
+				return err
+			}
+			r.event(obs.Shim, v.Node, corev1.EventTypeNormal, "Migrated", "Migrate", "node %s: runtime-class-manager's label %s=%s removed", v.Node.Name, key, v.Node.Labels[key])
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// unlabelNode removes the label key from the node, nothing else.
+func unlabelNode(ctx context.Context, c client.Client, node, key string) error {
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{key: nil}}})
+	if err != nil {
+		return err
+	}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}
+	if err := c.Patch(ctx, n, client.RawPatch(types.MergePatchType, body)); err != nil {
+		return fmt.Errorf("patch node %s (remove label %s): %w", node, key, err)
+	}
+	return nil
+}

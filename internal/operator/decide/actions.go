@@ -1,0 +1,126 @@
+package decide
+
+import (
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/shimkit/shimkit/internal/operator/jobview"
+	"github.com/shimkit/shimkit/nodelabel"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+)
+
+// An Action is one step of a decision: a write, or what the operator
+// records of one once it is written (a metric, a held-back note, the retry
+// request acted on). It is data: the operator's executor carries it out
+// and holds no policy, in the order the decision gives, stopping at the
+// first error.
+type Action interface{ action() }
+
+// Together runs its actions concurrently (a few at a time: one per node
+// of a wave), after the actions before it and before the ones after.
+type Together []Action
+
+// InOrder runs its actions one after the other (one node's steps, within
+// a Together).
+type InOrder []Action
+
+// DeleteJob deletes a Job (its pods in the background); one already gone
+// is fine. Why says what for (an error names it).
+type DeleteJob struct {
+	Job       *batchv1.Job
+	Node, Why string
+}
+
+// PatchJob ends a Job with a merge patch (nodejob.FailPatch).
+type PatchJob struct {
+	Job          *batchv1.Job
+	Node, Reason string
+	Patch        []byte
+}
+
+// MarkInstalled labels the node as having the Shim at SpecHash
+// (nodelabel.MarkOn: its install record too).
+type MarkInstalled struct {
+	Node     *corev1.Node
+	Shim     string
+	UID      types.UID
+	SpecHash string
+}
+
+// Unmark removes the Shim's label and records from the node.
+type Unmark struct{ Node, Shim string }
+
+// DropRecords removes records another Shim object of the name left.
+type DropRecords struct {
+	Node string
+	Keys []string
+}
+
+// Untaint removes the startup taint from a node, with the resourceVersion
+// read: a taint list changed meanwhile is read again on the next
+// reconcile, not overwritten. A removal is told in an Event.
+type Untaint struct {
+	Node *corev1.Node
+	Shim *v1alpha1.Shim
+}
+
+// MarkFailed records a Job's failure on the node.
+type MarkFailed struct {
+	Node, Shim string
+	Failure    nodelabel.Failure
+}
+
+// ClearFailure removes the Shim's failure record from the node.
+type ClearFailure struct{ Node, Shim string }
+
+// MarkVerified records a verification's finding on the node.
+type MarkVerified struct {
+	Node, Shim string
+	Found      nodelabel.Verification
+}
+
+// EmitEvent records an Event regarding the Shim (Related: a node, or nil).
+type EmitEvent struct {
+	Shim                       *v1alpha1.Shim
+	Related                    runtime.Object
+	Type, Reason, Action, Note string
+}
+
+// Note adds a per-node Normal note, emitted with the others of its reason
+// (NodeEvents).
+type Note struct {
+	Events                 *NodeEvents
+	Reason, Action, Detail string
+}
+
+// CountJob counts a finished Job in the metrics (once per Job).
+type CountJob struct {
+	Shim string
+	Job  *jobview.View
+}
+
+// RememberRetry records the retry request acted on and the Jobs it
+// deleted, once they are deleted.
+type RememberRetry struct {
+	Shim    *v1alpha1.Shim
+	Request string
+	Jobs    []types.UID
+}
+
+func (Together) action()      {}
+func (InOrder) action()       {}
+func (DeleteJob) action()     {}
+func (PatchJob) action()      {}
+func (MarkInstalled) action() {}
+func (Unmark) action()        {}
+func (DropRecords) action()   {}
+func (Untaint) action()       {}
+func (MarkFailed) action()    {}
+func (ClearFailure) action()  {}
+func (MarkVerified) action()  {}
+func (EmitEvent) action()     {}
+func (Note) action()          {}
+func (CountJob) action()      {}
+func (RememberRetry) action() {}

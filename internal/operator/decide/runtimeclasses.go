@@ -1,0 +1,164 @@
+package decide
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	nodev1 "k8s.io/api/node/v1"
+
+	"github.com/shimkit/shimkit/internal/operator/shimspec"
+	"github.com/shimkit/shimkit/nodelabel"
+	"github.com/shimkit/shimkit/runtimeclass"
+)
+
+// ClassPlan is what a reconcile does to the Shim's RuntimeClasses, decided
+// on the Snapshot's ClassSet: first the takeovers from the
+// runtime-class-manager Shim that spec.migrateFrom names, then the
+// deletions of the Shim's own classes the spec no longer names, then one
+// step per class to publish. No step writes a RuntimeClass that someone
+// else owns (the runtime-class-manager Shim of the UID read excepted, for a
+// takeover): such a class is a conflict, with a message naming it.
+type ClassPlan struct {
+	Takeovers []ClassStep
+	Deletes   []ClassDelete
+	Ensures   []ClassStep
+	// Conflicts are the messages of the classes left as they are because
+	// they belong to someone else, in the order of the spec.
+	Conflicts []string
+	// Warnings are the classes that belong to someone else, by name, with
+	// the message of their Warning Event.
+	Warnings []ClassWarning
+	// Published: every class the spec names is (or, once the steps are
+	// written, will be) the Shim's and up to date.
+	Published bool
+	// CanaryBlocked: the canary's class belongs to someone else, so no
+	// installer can run its canary: no install starts.
+	CanaryBlocked bool
+}
+
+// ClassStep is one class's step (runtimeclass.Decide or DecideTakeover)
+// and the spec it is for.
+type ClassStep struct {
+	Spec shimspec.Class
+	Step runtimeclass.Step
+}
+
+// ClassWarning is a class that belongs to someone else and why.
+type ClassWarning struct{ Name, Message string }
+
+// ClassDelete is a class of the Shim's to delete, as read, and why.
+type ClassDelete struct {
+	Class *nodev1.RuntimeClass
+	Why   string
+}
+
+// Classes decides the ClassPlan. starting: this reconcile starts an
+// install (the decision's first wave). A class is created once the first
+// node has the shim; the canary's (shimspec.CanaryClass) only while an
+// installer may run the canary: when starting, or while a node has the
+// shim or a Job is changing it; any other time the Shim's own canary
+// class is deleted, and one that belongs to someone else is not looked at
+// (it blocks, as a conflict, only a rollout about to start).
+func Classes(obs *Snapshot, starting bool) ClassPlan {
+	view := map[string]*nodev1.RuntimeClass{}
+	for _, rc := range obs.Classes.All() {
+		view[rc.Name] = rc
+	}
+	var p ClassPlan
+	takeover := p.takeOver(obs, view)
+	anyInstalled, anyTouched := false, false
+	for _, v := range obs.Views {
+		anyInstalled = anyInstalled || v.Label == nodelabel.Installed
+		// A node whose image has the shim runs no installer, so no canary.
+		anyTouched = anyTouched || !v.Preinstalled && v.Touched() || v.Held
+	}
+	specs := shimspec.Classes(obs.Shim)
+	canary, withCanary := shimspec.CanaryClass(obs.Shim)
+	if withCanary && (starting || anyTouched) {
+		specs = append(specs, canary)
+	}
+	for _, name := range sortedNames(view) {
+		rc := view[name]
+		if !shimspec.OwnedBy(rc, obs.Shim) || slices.ContainsFunc(specs, func(s shimspec.Class) bool { return s.Name == name }) {
+			continue
+		}
+		why := "no longer in the spec"
+		if name == canary.Name {
+			why = "no node is being installed or has the shim (the canary's RuntimeClass is published only while one is)"
+		}
+		p.Deletes = append(p.Deletes, ClassDelete{Class: rc, Why: why})
+	}
+	p.Published = true
+	for _, spec := range specs {
+		isCanary := withCanary && spec.Field == canary.Field
+		st, err := runtimeclass.Decide(view[spec.Name], spec.Spec, anyInstalled || isCanary)
+		var conflict *runtimeclass.ConflictError
+		switch {
+		case errors.As(err, &conflict):
+			msg := conflictMessage(conflict, spec)
+			p.Warnings = append(p.Warnings, ClassWarning{Name: conflict.Name, Message: msg})
+			if m := takeover[spec.Name]; m != "" {
+				msg = m // the migration's predecessor's: say why it was not taken over
+			}
+			p.Conflicts = append(p.Conflicts, msg)
+			p.CanaryBlocked = p.CanaryBlocked || isCanary
+			p.Published = false
+			continue
+		case err != nil:
+			p.Conflicts = append(p.Conflicts, fmt.Sprintf("RuntimeClass %s (%s): %v", spec.Name, spec.Field, err))
+			p.Published = false
+			continue
+		}
+		p.Published = p.Published && st.Result != runtimeclass.Absent && st.Result != runtimeclass.Retry
+		p.Ensures = append(p.Ensures, ClassStep{Spec: spec, Step: st})
+	}
+	return p
+}
+
+// takeOver decides the takeovers (spec.migrateFrom), and leaves view as
+// it will be once they are written. It returns, by name, why a class of
+// the predecessor's is not taken over.
+func (p *ClassPlan) takeOver(obs *Snapshot, view map[string]*nodev1.RuntimeClass) map[string]string {
+	m := obs.Shim.Spec.MigrateFrom
+	if m == nil {
+		return nil
+	}
+	anyUID := shimspec.RCMPredecessor(m)
+	from := anyUID
+	from.UID = obs.RCMUID
+	why := map[string]string{}
+	for _, spec := range shimspec.Classes(obs.Shim) {
+		rc := view[spec.Name]
+		if rc == nil || !anyUID.Controls(rc) {
+			continue // absent, ours already, or someone else's: Classes says which
+		}
+		st, err := runtimeclass.DecideTakeover(rc, spec.Spec, from)
+		var conflict *runtimeclass.ConflictError
+		switch {
+		case errors.As(err, &conflict) && conflict.WantHandler != "":
+			why[spec.Name] = fmt.Sprintf("RuntimeClass %s (%s) is not taken over from %s, which spec.migrateFrom names: its handler is %s, not %s (a RuntimeClass's handler cannot change, and its pods run on it); it is left as it is",
+				spec.Name, spec.Field, from, conflict.Handler, conflict.WantHandler)
+		case errors.As(err, &conflict):
+			why[spec.Name] = fmt.Sprintf("RuntimeClass %s (%s) is not taken over from %s, which spec.migrateFrom names: %s, not that Shim of UID %s; it is left as it is",
+				spec.Name, spec.Field, from, conflict.Holder(), from.UID)
+		case err != nil:
+			why[spec.Name] = fmt.Sprintf("RuntimeClass %s (%s): %v", spec.Name, spec.Field, err)
+		case st.Result == runtimeclass.Retry:
+			why[spec.Name] = fmt.Sprintf("RuntimeClass %s (%s) is being taken over from %s: it changed meanwhile, retrying", spec.Name, spec.Field, from)
+		case st.Result == runtimeclass.TakenOver:
+			p.Takeovers = append(p.Takeovers, ClassStep{Spec: spec, Step: st})
+			view[spec.Name] = st.Write
+		}
+	}
+	return why
+}
+
+// conflictMessage names the RuntimeClass, the field and who owns it.
+func conflictMessage(c *runtimeclass.ConflictError, spec shimspec.Class) string {
+	if spec.Field == "spec.canary" {
+		return fmt.Sprintf("RuntimeClass %s (the canary's) exists and does not belong to this Shim (%s): no node is installed until it is removed (or spec.canary.enabled is false)", c.Name, c.Holder())
+	}
+	return fmt.Sprintf("RuntimeClass %s (%s) exists and does not belong to this Shim (%s): it is left as it is; rename %s or remove that RuntimeClass",
+		c.Name, spec.Field, c.Holder(), spec.Field)
+}

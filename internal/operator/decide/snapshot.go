@@ -1,0 +1,137 @@
+package decide
+
+import (
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/internal/operator/fleet"
+	"github.com/shimkit/shimkit/internal/operator/jobview"
+	"github.com/shimkit/shimkit/internal/operator/shimspec"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/rollout"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Snapshot is everything a reconcile reads, once, and what its decision
+// notes on the way (the fields after Events).
+type Snapshot struct {
+	Shim *v1alpha1.Shim
+	// hash is the rollout's target: the spec's hash and the artifact
+	// pinned for it (shimspec.TargetHash); specHash the spec's alone.
+	Hash     string
+	SpecHash string
+	// art is the artifact pinned for the rollout (nil: none, the spec is
+	// refused); shown is what the status shows of it.
+	Art, Shown *v1alpha1.ResolvedArtifact
+	// retried is the retry request acted on (status.retried).
+	Retried string
+	Views   []fleet.NodeView
+	// now is when the snapshot was read: the time of the records a
+	// decision writes and of its drift checks.
+	Now time.Time
+	// RolloutNow is the rollout clock's reading (Options.Clock): the time
+	// maintenance windows, bakes and halts are judged and recorded by.
+	RolloutNow time.Time
+	// fresh: the result of the view's Job (by index) was read by this
+	// reconcile (readFinished); pulls are the pull failures of running
+	// Jobs by node (readPulls).
+	Fresh []bool
+	Pulls map[string]*plan.NodeResult
+	// jobs are the operator's Jobs as read (every Shim's), shims every
+	// Shim (the batch offers and the startup taint count them).
+	Jobs  []*batchv1.Job
+	Shims []v1alpha1.Shim
+	// droppable are the ControllerRevisions a new revision would drop,
+	// by name (readDroppable).
+	Droppable map[string]*appsv1.ControllerRevision
+	// classes are the RuntimeClasses read (readClasses); rcmUID the UID
+	// of the runtime-class-manager Shim spec.migrateFrom names, read when
+	// one of them is that Shim's (readPredecessor).
+	Classes *ClassSet
+	RCMUID  types.UID
+	// refusal says why the spec is rolled out to no node (nil: it is).
+	Refusal *shimspec.Refusal
+	// events are the per-node Normal events of this reconcile, emitted
+	// once per reason at its end.
+	Events NodeEvents
+	// driftCheck is when a node that just finished an install and lacks a
+	// handler is looked at again (zero: none).
+	DriftCheck time.Time
+	// settled: nothing of the rollout is left to do or wait for (the
+	// held-back events go out now); due is when a status held back is
+	// written (zero: none).
+	Settled bool
+	Due     time.Time
+
+	// windows and steps are the Shim's rollout rules (delivery.go);
+	// tripped is the health gate's trip (nil: healthy, or no gate).
+	Windows  rollout.Windows
+	Steps    rollout.Steps
+	Tripped  *fleet.Trip
+	Unjudged bool
+	// reverted is the target whose rollout failed, while the reconcile's
+	// target is the previous revision (revisions.go: revert).
+	Reverted string
+	// retriedNow: this reconcile acted on a new retry request, which
+	// lifts a halt of the health gate.
+	RetriedNow bool
+	// delivered is where the decision left the rollout; rollout and
+	// revisions are what the status records of it (nil: as it was).
+	Delivered fleet.Delivered
+	Rollout   *v1alpha1.RolloutStatus
+	Revisions []v1alpha1.Revision
+}
+
+// target is what the rollout installs: the hash and the pinned artifact.
+func (o *Snapshot) Target() shimspec.Target { return shimspec.Target{Hash: o.Hash, Art: o.Art} }
+
+// snapshot is what the decision reads of the reconcile's observations
+// (its node views are the reconcile's own: a decision fills in their
+// plans).
+func (o *Snapshot) Fleet() fleet.Snapshot {
+	return fleet.Snapshot{Shim: o.Shim, Hash: o.Hash, Refused: o.Refusal != nil, Nodes: o.Views}
+}
+
+// planFor builds a node's install plan towards the rollout's target.
+func (o *Snapshot) PlanFor(s shimspec.Settings) func(*corev1.Node) (*plan.NodePlan, error) {
+	return func(n *corev1.Node) (*plan.NodePlan, error) {
+		return shimspec.Build(o.Shim, n, plan.OpInstall, s, o.Target())
+	}
+}
+
+// gateWatches: the health gate watches the target's rollout, which has
+// not yet been recorded as rolled out (its last bake passed) nor halted,
+// nor is it going back to a previous revision.
+func (o *Snapshot) GateWatches() bool {
+	if _, on := shimspec.Gate(o.Shim); !on || o.Reverted != "" || o.Refusal != nil {
+		return false
+	}
+	if revs := o.Shim.Status.Revisions; len(revs) > 0 && revs[0].SpecHash == o.Hash {
+		return false
+	}
+	st := shimspec.RolloutOf(o.Shim, o.Hash)
+	return st == nil || st.Halt == nil || o.RetriedNow
+}
+
+// previousRevision is the newest revision rolled out before the target
+// (nil: none).
+func (o *Snapshot) PreviousRevision() *v1alpha1.Revision {
+	for i := range o.Shim.Status.Revisions {
+		if rev := &o.Shim.Status.Revisions[i]; rev.SpecHash != o.Hash {
+			return rev
+		}
+	}
+	return nil
+}
+
+// jobHash is the spec hash a node's Job of op is named by.
+func (o *Snapshot) JobHash(v *fleet.NodeView, op string) string {
+	if op == jobview.OpUninstall {
+		return v.SpecHash
+	}
+	return o.Hash
+}

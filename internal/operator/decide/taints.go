@@ -1,0 +1,40 @@
+package decide
+
+import (
+	"github.com/shimkit/shimkit/internal/operator/nodeview"
+	"github.com/shimkit/shimkit/nodelabel"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Taints removes the startup taint from the Shim's nodes that have
+// every Shim selecting them.
+func Taints(obs *Snapshot) []Action {
+	var writes Together
+	for i := range obs.Views {
+		v := &obs.Views[i]
+		if !v.Targeted() || !nodeview.HasPendingTaint(v.Node) || v.Label != nodelabel.Installed || v.SpecHash != obs.Hash {
+			continue
+		}
+		if allInstalled(obs, obs.Shims, v.Node) {
+			writes = append(writes, Untaint{Node: v.Node, Shim: obs.Shim})
+		}
+	}
+	return []Action{writes}
+}
+
+// allInstalled: every Shim (not being deleted) that targets the node has
+// it installed at its current spec hash; the reconciled Shim at obs.Hash.
+func allInstalled(obs *Snapshot, shims []v1alpha1.Shim, node *corev1.Node) bool {
+	for i := range shims {
+		s := &shims[i]
+		if s.UID == obs.Shim.UID || !s.DeletionTimestamp.IsZero() || !nodeview.Matches(s, node) || nodeview.Eligibility(s, node, nodeview.Preinstalled(s, node)) != nil {
+			continue
+		}
+		installed, hash := nodelabel.State(node, s.Name)
+		if !installed || s.Status.SpecHash == "" || hash != s.Status.SpecHash {
+			return false
+		}
+	}
+	return true
+}

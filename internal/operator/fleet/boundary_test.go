@@ -1,0 +1,24 @@
+package fleet_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestImportBoundary keeps the decisions pure: fleet and everything it
+// imports are free of client-go and controller-runtime (the API types of
+// k8s.io/api and apimachinery are data, and allowed).
+func TestImportBoundary(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/shimkit/shimkit/internal/operator/fleet").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		for _, banned := range []string{"k8s.io/client-go/", "sigs.k8s.io/controller-runtime"} {
+			if strings.HasPrefix(dep, banned) {
+				t.Errorf("fleet depends on %s", dep)
+			}
+		}
+	}
+}

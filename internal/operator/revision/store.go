@@ -1,0 +1,198 @@
+package revision
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shimkit/shimkit/internal/operator/decide"
+	"github.com/shimkit/shimkit/internal/operator/jobview"
+	"github.com/shimkit/shimkit/internal/operator/nodeview"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+)
+
+// +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;create;delete,namespace=shimkit-system
+
+// Store keeps a Shim's revisions: each target rolled out to every node,
+// as a ControllerRevision of the Shim in the operator's namespace (owned
+// by the Shim, so it goes with it), listed in the status, newest first,
+// and read back when a failed rollout reverts.
+type Store struct {
+	client    client.Client
+	reader    client.Reader
+	recorder  events.EventRecorder
+	namespace string
+}
+
+// New returns the Store of an operator whose namespace is namespace: c
+// writes, reader reads what the cache does not hold (the API server), and
+// recorder records Events (nil: none).
+func New(c client.Client, reader client.Reader, recorder events.EventRecorder, namespace string) *Store {
+	return &Store{client: c, reader: reader, recorder: recorder, namespace: namespace}
+}
+
+// maxRevisions is how many revisions the status (and the operator's
+// namespace) keeps per Shim.
+const maxRevisions = 5
+
+// Data is what a Shim's ControllerRevision holds: the spec and
+// the artifact pinned for it, all a node needs to install that revision
+// again.
+type Data struct {
+	Spec     v1alpha1.ShimSpec          `json:"spec"`
+	Artifact *v1alpha1.ResolvedArtifact `json:"artifact,omitempty"`
+}
+
+// name names the ControllerRevision of a Shim's target.
+func name(shim *v1alpha1.Shim, target string) string {
+	return jobview.Shorten("shim-"+shim.Name, 52) + "-" + target[:min(len(target), 10)]
+}
+
+// Record records the target as rolled out to every node: a
+// ControllerRevision of the Shim (owned by it, so it goes with it) holds
+// its spec and pinned artifact, and the status lists it first. The
+// oldest beyond maxRevisions go, with their ControllerRevisions.
+func (r *Store) Record(ctx context.Context, obs *decide.Snapshot) error {
+	revs := obs.Shim.Status.Revisions
+	if len(revs) > 0 && revs[0].SpecHash == obs.Hash {
+		obs.Revisions = revs
+		return nil
+	}
+	data, err := json.Marshal(Data{Spec: obs.Shim.Spec, Artifact: obs.Art})
+	if err != nil {
+		return err
+	}
+	now := obs.RolloutNow
+	cr := &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name(obs.Shim, obs.Hash), Namespace: r.namespace,
+			Labels:          map[string]string{jobview.LabelShim: jobview.LabelValue(obs.Shim.Name), jobview.LabelManagedBy: jobview.ManagedBy},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(obs.Shim, v1alpha1.GroupVersion.WithKind("Shim"))},
+		},
+		Data:     runtime.RawExtension{Raw: data},
+		Revision: now.Unix(),
+	}
+	if err := r.client.Create(ctx, cr); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("shim %s: record revision %s: %w", obs.Shim.Name, cr.Name, err)
+	}
+	rev := v1alpha1.Revision{SpecHash: obs.Hash, Time: metav1.NewTime(now.Truncate(time.Second)), ControllerRevision: cr.Name}
+	if obs.Art != nil {
+		rev.Digest = obs.Art.Digest
+	}
+	kept := []v1alpha1.Revision{rev}
+	for _, old := range revs {
+		switch {
+		case old.SpecHash == obs.Hash:
+		case len(kept) < maxRevisions:
+			kept = append(kept, old)
+		default:
+			if err := r.deleteRevision(ctx, obs, old.ControllerRevision); err != nil {
+				return err
+			}
+		}
+	}
+	obs.Revisions = kept
+	return nil
+}
+
+// ReadDroppable reads the ControllerRevisions that recording the target
+// as a new revision would drop (those beyond the newest maxRevisions-1),
+// so that the reconcile deletes only the Shim's own, by UID, without a
+// read. A target recorded already, or a revert's, records nothing: no
+// read (a rolled-out Shim's reconciles read no revision).
+func (r *Store) ReadDroppable(ctx context.Context, obs *decide.Snapshot) error {
+	revs := obs.Shim.Status.Revisions
+	if obs.Reverted != "" || len(revs) > 0 && revs[0].SpecHash == obs.Hash {
+		return nil // the target is recorded already (or is not recorded: a revert)
+	}
+	for _, old := range revs[min(len(revs), maxRevisions-1):] {
+		cr := &appsv1.ControllerRevision{}
+		err := r.reader.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: old.ControllerRevision}, cr)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return fmt.Errorf("shim %s: revision %s: %w", obs.Shim.Name, old.ControllerRevision, err)
+		}
+		if obs.Droppable == nil {
+			obs.Droppable = map[string]*appsv1.ControllerRevision{}
+		}
+		obs.Droppable[cr.Name] = cr
+	}
+	return nil
+}
+
+// deleteRevision deletes a ControllerRevision the Shim owns, as read
+// (ReadDroppable; another's of the name is left alone).
+func (r *Store) deleteRevision(ctx context.Context, obs *decide.Snapshot, name string) error {
+	cr := obs.Droppable[name]
+	if cr == nil || !ownedBy(cr, obs.Shim) {
+		return nil
+	}
+	err := r.client.Delete(ctx, cr, client.Preconditions{UID: &cr.UID})
+	if client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("shim %s: delete revision %s: %w", obs.Shim.Name, name, err)
+	}
+	return nil
+}
+
+// loadRevision reads a revision's spec and pinned artifact back from its
+// ControllerRevision, which must be the Shim's.
+func (r *Store) loadRevision(ctx context.Context, shim *v1alpha1.Shim, rev v1alpha1.Revision) (*Data, error) {
+	cr := &appsv1.ControllerRevision{}
+	if err := r.reader.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: rev.ControllerRevision}, cr); err != nil {
+		return nil, fmt.Errorf("shim %s: revision %s: %w", shim.Name, rev.ControllerRevision, err)
+	}
+	if !ownedBy(cr, shim) {
+		return nil, fmt.Errorf("shim %s: revision %s belongs to another object", shim.Name, rev.ControllerRevision)
+	}
+	data := &Data{}
+	if err := json.Unmarshal(cr.Data.Raw, data); err != nil {
+		return nil, fmt.Errorf("shim %s: revision %s: %w", shim.Name, rev.ControllerRevision, err)
+	}
+	return data, nil
+}
+
+// Revert makes the previous revision the reconcile's target when the
+// status says the rollout of the current one failed and goes back
+// (status.rollout.revertedTo): its spec (with the current rollout
+// strategy) and its pinned artifact. A revision that cannot be read
+// leaves the target as it is (halted), with a Warning Event.
+func (r *Store) Revert(ctx context.Context, obs *decide.Snapshot) error {
+	rev := decide.RevertTarget(obs)
+	if rev == nil {
+		return nil
+	}
+	data, err := r.loadRevision(ctx, obs.Shim, *rev)
+	if apierrors.IsNotFound(err) {
+		if r.recorder != nil {
+			r.recorder.Eventf(obs.Shim, nil, corev1.EventTypeWarning, "RevertFailed", "Revert", "%v: the rollout stays halted", err)
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	prev := obs.Shim.DeepCopy()
+	prev.Spec = data.Spec
+	prev.Spec.RolloutStrategy = obs.Shim.Spec.RolloutStrategy
+	obs.Reverted = obs.Hash
+	obs.Shim, obs.Art, obs.Shown, obs.Hash, obs.SpecHash = prev, data.Artifact, data.Artifact, rev.SpecHash, nodeview.SpecHash(prev)
+	return nil
+}
+
+// ownedBy: the ControllerRevision is the Shim's (this object's, by UID).
+func ownedBy(cr *appsv1.ControllerRevision, shim *v1alpha1.Shim) bool {
+	return slices.ContainsFunc(cr.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == shim.UID })
+}

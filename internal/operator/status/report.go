@@ -1,0 +1,46 @@
+package status
+
+import (
+	"github.com/shimkit/shimkit/internal/operator/decide"
+	"github.com/shimkit/shimkit/internal/operator/fleet"
+	"github.com/shimkit/shimkit/internal/operator/shimspec"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"github.com/shimkit/shimkit/rollout"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Delivery records where the decision left the rollout (for the
+// status), and tells of a tripped gate and of a revert with a Warning
+// Event each, once.
+func (r *Reporter) Delivery(obs *decide.Snapshot, dec fleet.Decision) {
+	d := dec.Delivered
+	obs.Delivered = d
+	old := shimspec.RolloutOf(obs.Shim, obs.Hash)
+	obs.Rollout = decide.RecordRollout(obs, d, decide.FailedNodes(obs, dec.Rollin, rollout.Plan{}))
+	name := obs.Shim.Name
+	if d.Tripped {
+		r.metrics.GateTripped(name, d.Halt.Reason)
+		r.event(obs.Shim, nil, corev1.EventTypeWarning, d.Halt.Reason, "Rollout", "the rollout halts: %s", d.Halt.Message)
+	}
+	if d.Revert && obs.Reverted == "" && (old == nil || old.RevertedTo == "") {
+		r.event(obs.Shim, nil, corev1.EventTypeWarning, v1alpha1.ReasonReverting, "Rollout", "the rollout of %s failed (%s): the nodes updated go back to revision %s", obs.Hash, fleet.RevertCause(nil, decide.HaltTrip(obs.Rollout.Halt)), obs.Rollout.RevertedTo)
+	}
+	step := -1
+	if len(obs.Steps) > 0 && obs.Reverted == "" && d.Stage.Step < len(obs.Steps) {
+		step = d.Stage.Step
+	}
+	r.metrics.RolloutStep(name, step)
+	r.metrics.RolloutPaused(name, d.Hold == fleet.HoldPaused)
+}
+
+// Decision emits the decision's Warnings: one per node no plan
+// could be built for, and the refusal's one (pin emits none for it), when
+// the status does not show it yet.
+func (r *Reporter) Decision(obs *decide.Snapshot, d fleet.Decision) {
+	for _, v := range d.Unplanned {
+		r.event(obs.Shim, v.Node, corev1.EventTypeWarning, "InstallFailed", "Install", "%s", decide.FailureNote(v.Node.Name, string(decide.PlanReason(v.PlanErr)), v.PlanErr.Error()))
+	}
+	if obs.Refusal != nil && !obs.Refusal.Shown(obs.Shim) {
+		r.event(obs.Shim, nil, corev1.EventTypeWarning, obs.Refusal.Reason, "Install", "%s", obs.Refusal.Message)
+	}
+}

@@ -1,0 +1,45 @@
+package status
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shimkit/shimkit/internal/operator/metrics"
+	"github.com/shimkit/shimkit/internal/operator/revision"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+)
+
+// Reporter writes what a reconcile decided for the people and tools that
+// watch a Shim: its status (server-side apply, field owner shimkit), its
+// Events and its metrics, each paced so that a rollout's writes per node
+// stay a Job and a node patch.
+type Reporter struct {
+	client    client.Client
+	recorder  events.EventRecorder
+	metrics   *metrics.Metrics
+	revisions *revision.Store
+	// pending are the per-node events held back, statusPace when each
+	// Shim's status was last written (both pace a rollout's writes).
+	pending    pendingEvents
+	statusPace pace
+}
+
+// New returns a Reporter writing through c, recording Events through
+// recorder (nil: none) and metrics into m, and recording revisions in
+// revisions once a rollout is complete.
+func New(c client.Client, recorder events.EventRecorder, m *metrics.Metrics, revisions *revision.Store) *Reporter {
+	return &Reporter{client: c, recorder: recorder, metrics: m, revisions: revisions}
+}
+
+// Forget drops what the Reporter remembers of the Shim name (deleted).
+func (r *Reporter) Forget(name string) {
+	r.pending.forget(name)
+	r.statusPace.forget(name)
+}
+
+func (r *Reporter) event(shim *v1alpha1.Shim, related runtime.Object, eventType, reason, action, note string, args ...any) {
+	if r.recorder != nil {
+		r.recorder.Eventf(shim, related, eventType, reason, action, note, args...)
+	}
+}
