@@ -78,5 +78,5 @@
 //     CRI-O keeps the infra container of a vm handler's pods.
 //
 // HandlerWriter is the role a node installer consumes; Writer is the real
-// one and Fake an in-memory double.
+// one.
 package crioconfig

@@ -18,10 +18,7 @@ type HandlerWriter interface {
 	Uninstall(ctx context.Context, name string) (*Change, error)
 }
 
-var (
-	_ HandlerWriter = (*Writer)(nil)
-	_ HandlerWriter = (*Fake)(nil)
-)
+var _ HandlerWriter = (*Writer)(nil)
 
 // Writer writes shimkit's drop-ins of one owner (a Shim) on a CRI-O node.
 type Writer struct {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/shimkit/shimkit/containerdconfig"
 	"github.com/shimkit/shimkit/installer"
+	"github.com/shimkit/shimkit/installer/installertest"
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/testutil"
 )
@@ -25,12 +26,12 @@ type fakeNode struct {
 	original  []byte
 	restarts  atomic.Int32
 	unhealthy atomic.Bool
-	units     *installer.FakeUnits
+	units     *installertest.FakeUnits
 }
 
 func newFakeNode(t *testing.T, config string) *fakeNode {
 	t.Helper()
-	n := &fakeNode{root: t.TempDir(), original: []byte(config), units: &installer.FakeUnits{}}
+	n := &fakeNode{root: t.TempDir(), original: []byte(config), units: &installertest.FakeUnits{}}
 	n.config = filepath.Join(n.root, "etc/containerd/config.toml")
 	if err := os.MkdirAll(filepath.Dir(n.config), 0o755); err != nil {
 		t.Fatal(err)

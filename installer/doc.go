@@ -28,7 +28,7 @@
 // allowed_annotations and container_min_memory; what CRI-O has no setting
 // for (sandboxers, snapshotter, pod annotations, migration) is refused
 // before anything changes (ErrRuntimeUnsupported). The runtime is chosen
-// per node: Installer.Runtime (FakeRuntime, the in-memory one of tests),
+// per node: Installer.Runtime (installertest.FakeRuntime, the in-memory one of tests),
 // else the plan's runtime (plan.RuntimeContainerd, plan.RuntimeCRIO), else
 // containerd when the Installer names a Preset or Mode, else detection: a
 // containerd distribution's layout, else CRI-O's socket, config file or

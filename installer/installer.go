@@ -55,7 +55,7 @@ type Installer struct {
 	// UnitDir is where sandboxer units go; default DefaultUnitDir.
 	UnitDir string
 	// Runtime, when set, is the node's runtime whatever the plan says
-	// (tests: a FakeRuntime). Otherwise the installer uses containerd's or
+	// (tests: an installertest.FakeRuntime). Otherwise the installer uses containerd's or
 	// CRI-O's: the plan's runtime, else containerd when Preset or Mode is
 	// set, else the one detected on the node.
 	Runtime Runtime

@@ -17,7 +17,7 @@ import (
 // containerdconfig and restarts the preset's unit; CRI-O's writes a
 // drop-in of shimkit's own with package crioconfig and restarts
 // crio.service. Both restart through systemd, never with SIGHUP, and
-// check over CRI. FakeRuntime is the in-memory one of tests.
+// check over CRI. installertest.FakeRuntime is the in-memory one of tests.
 type Runtime interface {
 	// Configure writes the handlers' config (and removes the handlers
 	// the edit drops) as one change, checked before anything is written.

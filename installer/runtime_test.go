@@ -13,6 +13,7 @@ import (
 
 	"github.com/shimkit/shimkit/crioconfig"
 	"github.com/shimkit/shimkit/installer"
+	"github.com/shimkit/shimkit/installer/installertest"
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/testutil"
 )
@@ -165,6 +166,10 @@ func assertSameTree(t *testing.T, what string, before, after map[string]string) 
 	}
 }
 
+// The in-memory runtime answers what the Installer asks a runtime before it
+// adopts or drops a handler.
+var _ interface{ HasHandler(string) (bool, error) } = (*installertest.FakeRuntime)(nil)
+
 // TestFakeRuntime: the steps drive any Runtime: the in-memory one gets the
 // handler, one restart, nothing on a re-run; a handler it drops at restart
 // (as CRI-O drops one it cannot use) fails the check and is rolled back
@@ -172,7 +177,7 @@ func assertSameTree(t *testing.T, what string, before, after map[string]string) 
 // does not come back at all is a failed rollback.
 func TestFakeRuntime(t *testing.T) {
 	ctx := context.Background()
-	rt := &installer.FakeRuntime{Drop: map[string]bool{"dropped": true}}
+	rt := &installertest.FakeRuntime{Drop: map[string]bool{"dropped": true}}
 	inst := &installer.Installer{HostRoot: t.TempDir(), LinkDir: "-", Runtime: rt}
 	srv := testutil.StartFileServer(t)
 	bin := []byte("#!/bin/sh\n")

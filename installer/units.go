@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
 )
@@ -21,10 +20,7 @@ type UnitManager interface {
 	Stop(ctx context.Context, unit string) error
 }
 
-var (
-	_ UnitManager = (*SystemdUnits)(nil)
-	_ UnitManager = (*FakeUnits)(nil)
-)
+var _ UnitManager = (*SystemdUnits)(nil)
 
 // ErrUnitFailed: a unit's start job did not end in "done".
 var ErrUnitFailed = errors.New("unit did not start")
@@ -92,50 +88,4 @@ func waitJob(ctx context.Context, unit, verb string, start func(chan<- string) (
 	case <-ctx.Done():
 		return fmt.Errorf("%w: waiting to %s %s: %w", ErrUnitFailed, verb, unit, ctx.Err())
 	}
-}
-
-// FakeUnits is an in-memory UnitManager for tests: it records which units
-// run and fails the units named in Fail.
-type FakeUnits struct {
-	mu      sync.Mutex
-	running map[string]bool
-	reloads int
-	Fail    map[string]bool
-}
-
-// Reload counts reloads.
-func (f *FakeUnits) Reload(context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.reloads++
-	return nil
-}
-
-// Restart marks the unit running, or fails it.
-func (f *FakeUnits) Restart(_ context.Context, unit string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.Fail[unit] {
-		return fmt.Errorf("%w: %s (fake)", ErrUnitFailed, unit)
-	}
-	if f.running == nil {
-		f.running = map[string]bool{}
-	}
-	f.running[unit] = true
-	return nil
-}
-
-// Stop marks the unit stopped.
-func (f *FakeUnits) Stop(_ context.Context, unit string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.running, unit)
-	return nil
-}
-
-// Running reports whether the unit runs.
-func (f *FakeUnits) Running(unit string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.running[unit]
 }

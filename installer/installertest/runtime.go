@@ -1,4 +1,4 @@
-package installer
+package installertest
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/shimkit/shimkit/containerdconfig"
+	"github.com/shimkit/shimkit/installer"
 )
 
 // FakeRuntime is an in-memory Runtime for tests of the steps and of code
@@ -39,16 +40,13 @@ type FakeRuntime struct {
 	restarts int
 }
 
-var (
-	_ Runtime       = (*FakeRuntime)(nil)
-	_ handlerFinder = (*FakeRuntime)(nil)
-)
+var _ installer.Runtime = (*FakeRuntime)(nil)
 
 // ErrFakeNotReady: the fake runtime did not come back from its restart.
 var ErrFakeNotReady = errors.New("fake runtime is not ready")
 
 // Configure applies the edit to the config map, as one change.
-func (f *FakeRuntime) Configure(_ context.Context, e ConfigEdit) (ConfigChange, error) {
+func (f *FakeRuntime) Configure(_ context.Context, e installer.ConfigEdit) (installer.ConfigChange, error) {
 	if f.FailConfigure != nil {
 		return nil, f.FailConfigure
 	}
@@ -103,14 +101,15 @@ func (f *FakeRuntime) Check(_ context.Context, handler string, present bool) err
 	defer f.mu.Unlock()
 	switch {
 	case f.down:
-		return fmt.Errorf("%w: %w", ErrUnhealthy, ErrFakeNotReady)
+		return fmt.Errorf("%w: %w", installer.ErrUnhealthy, ErrFakeNotReady)
 	case handler != "" && f.serving[handler] != present:
-		return fmt.Errorf("%w: handler %s present=%v, want %v (fake)", ErrUnhealthy, handler, f.serving[handler], present)
+		return fmt.Errorf("%w: handler %s present=%v, want %v (fake)", installer.ErrUnhealthy, handler, f.serving[handler], present)
 	}
 	return nil
 }
 
-// HasHandler reports whether the config has the handler.
+// HasHandler reports whether the config has the handler (an Installer
+// asks a runtime that has it before it adopts or drops a handler).
 func (f *FakeRuntime) HasHandler(name string) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
