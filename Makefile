@@ -35,7 +35,7 @@ VERSION_LDFLAGS = -X github.com/shimkit/shimkit/internal/version.version=$(VERSI
 # The cluster of the current kubeconfig (KUBECONFIG=...), reached with this kubectl.
 KUBECTL ?= kubectl
 
-.PHONY: all help tools test e2e demo plugin test-unit lint bins fuzz bench generate verify-generate verify-manifests \
+.PHONY: all help tools test e2e demo plugin test-unit lint bins fuzz bench generate verify-generate verify-manifests api \
 	image images docker-build chart verify-chart helm-lint install uninstall deploy undeploy run \
 	docs docs-gen verify-docs release
 
@@ -102,6 +102,10 @@ generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object paths=./operator/api/...
 	$(CONTROLLER_GEN) crd paths=./operator/api/... output:crd:artifacts:config=operator/config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=shimkit-operator paths=./operator/... paths=./internal/operator/... output:rbac:artifacts:config=operator/config/rbac
+
+## api: rewrite api/, the exported API of the public packages (make test fails while it differs: review the change, then commit api/).
+api:
+	CGO_ENABLED=0 $(GO) run ./hack/apilist -out api
 
 ## verify-generate: fail when the generated files are not up to date.
 verify-generate: generate
