@@ -37,12 +37,6 @@ func (c *Cache) Path(d digest.Digest) string {
 	return filepath.Join(c.dir, "blobs", d.Algorithm().String(), d.Encoded())
 }
 
-// Has reports whether the blob of d is in the cache.
-func (c *Cache) Has(d digest.Digest) bool {
-	_, ok := c.cachedBlob(d)
-	return ok
-}
-
 // blob is a verified artifact on disk.
 type blob struct {
 	path   string

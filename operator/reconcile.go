@@ -163,7 +163,7 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 		obs.Art = shimspec.PinOf(shim, obs.SpecHash)
 	}
 	obs.Hash = shimspec.TargetHash(shim, obs.SpecHash, obs.Art)
-	obs.Windows, obs.Steps, _ = shimspec.RolloutRules(shim) // wrong ones are refused (refusalOf)
+	obs.Windows, obs.Steps, _ = shimspec.RolloutRules(shim) // wrong ones are refused (shimspec.RefusalOf)
 	if err := r.revisions.Revert(ctx, obs); err != nil {
 		return nil, err
 	}

@@ -2,7 +2,6 @@ package operator
 
 import (
 	"github.com/shimkit/shimkit/internal/operator/nodeview"
-	"github.com/shimkit/shimkit/internal/operator/revision"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/shimkit/shimkit/installer/plan"
@@ -31,9 +30,6 @@ const (
 	RCMKind    = shimspec.RCMKind
 	RCMVersion = shimspec.RCMVersion
 )
-
-// RevisionData is what a Shim's ControllerRevision holds (revision.Data).
-type RevisionData = revision.Data
 
 // DefaultCanaryTimeout bounds a canary whose spec names no timeout.
 const DefaultCanaryTimeout = shimspec.DefaultCanaryTimeout

@@ -13,7 +13,7 @@ import (
 	"github.com/shimkit/shimkit/nodelabel"
 )
 
-// Finished records what the finished Jobs did (readFinished):
+// Finished records what the finished Jobs did (results.Reader.ReadFinished):
 // failed ones are reported and recorded on their nodes, succeeded ones
 // turn into node labels (installed at the Job's spec hash, or gone), and
 // verifications into their findings. The views are left as the actions
@@ -107,7 +107,7 @@ func FailureNote(node, reason, message string) string {
 	return fmt.Sprintf("node %s: %s: %s", node, reason, message)
 }
 
-// RecordVerify records a finished verifying Job's finding (readFinished)
+// RecordVerify records a finished verifying Job's finding (ReadFinished)
 // on the node, and marks the node drifted when it found something.
 func RecordVerify(obs *Snapshot, v *fleet.NodeView) InOrder {
 	j := v.Verify

@@ -9,7 +9,7 @@ import (
 )
 
 // StuckPulls ends the running installer Jobs whose pull failed
-// (readPulls): each fails at once with that failure as its result,
+// (results.Reader.ReadPulls): each fails at once with that failure as its result,
 // reported as an installer's would be, instead of pending until its
 // deadline. While an image Shim's Jobs run it is looked at again within
 // PullCheck.

@@ -37,8 +37,8 @@ type Snapshot struct {
 	// maintenance windows, bakes and halts are judged and recorded by.
 	RolloutNow time.Time
 	// fresh: the result of the view's Job (by index) was read by this
-	// reconcile (readFinished); pulls are the pull failures of running
-	// Jobs by node (readPulls).
+	// reconcile (results.Reader.ReadFinished); pulls are the pull failures
+	// of running Jobs by node (results.Reader.ReadPulls).
 	Fresh []bool
 	Pulls map[string]*plan.NodeResult
 	// jobs are the operator's Jobs as read (every Shim's), shims every
@@ -46,11 +46,11 @@ type Snapshot struct {
 	Jobs  []*batchv1.Job
 	Shims []v1alpha1.Shim
 	// droppable are the ControllerRevisions a new revision would drop,
-	// by name (readDroppable).
+	// by name (revision.Store.ReadDroppable).
 	Droppable map[string]*appsv1.ControllerRevision
-	// classes are the RuntimeClasses read (readClasses); rcmUID the UID
-	// of the runtime-class-manager Shim spec.migrateFrom names, read when
-	// one of them is that Shim's (readPredecessor).
+	// classes are the RuntimeClasses read (classes.Classes.Read); rcmUID
+	// the UID of the runtime-class-manager Shim spec.migrateFrom names, read
+	// when one of them is that Shim's (classes.Classes.ReadPredecessor).
 	Classes *ClassSet
 	RCMUID  types.UID
 	// refusal says why the spec is rolled out to no node (nil: it is).
