@@ -123,8 +123,8 @@ func (r *jobStarter) startInstall(ctx context.Context, obs *observed, v *fleet.N
 	names := make([]string, len(b.partners))
 	for k, o := range b.partners {
 		names[k] = o.Shim.Name
-		why := r.installReason(o.Shim, v.Node, o.Installed[v.Node.Name], o.Drifted[v.Node.Name])
-		r.event(o.Shim, v.Node, corev1.EventTypeNormal, why, "Install", "node %s: with Shim %s in one installer run, one containerd restart (Job %s)", v.Node.Name, obs.Shim.Name, job.Name)
+		why := r.installReason(ctx, o.Shim, v.Node, o.Installed[v.Node.Name], o.Drifted[v.Node.Name])
+		r.event(ctx, o.Shim, v.Node, corev1.EventTypeNormal, why, "Install", "node %s: with Shim %s in one installer run, one containerd restart (Job %s)", v.Node.Name, obs.Shim.Name, job.Name)
 	}
 	obs.Events.Add(reason, "Install", fmt.Sprintf("node %s with Shims %s (Job %s)", v.Node.Name, strings.Join(names, ", "), job.Name))
 	return nil

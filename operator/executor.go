@@ -61,7 +61,7 @@ func (r *executor) do(ctx context.Context, a decide.Action) error {
 	case decide.MarkVerified:
 		return nodelabel.MarkVerified(ctx, r.client, a.Node, a.Shim, a.Found)
 	case decide.EmitEvent:
-		r.event(a.Shim, a.Related, a.Type, a.Reason, a.Action, "%s", a.Note)
+		r.event(ctx, a.Shim, a.Related, a.Type, a.Reason, a.Action, "%s", a.Note)
 	case decide.Note:
 		a.Events.Add(a.Reason, a.Action, a.Detail)
 	case decide.CountJob:
@@ -89,6 +89,6 @@ func (r *executor) untaint(ctx context.Context, a decide.Untaint) error {
 	case err != nil:
 		return fmt.Errorf("remove taint %s from node %s: %w", PendingTaint, node.Name, err)
 	}
-	r.event(a.Shim, node, corev1.EventTypeNormal, "TaintRemoved", "Install", "node %s has every Shim that selects it: taint %s removed", node.Name, PendingTaint)
+	r.event(ctx, a.Shim, node, corev1.EventTypeNormal, "TaintRemoved", "Install", "node %s has every Shim that selects it: taint %s removed", node.Name, PendingTaint)
 	return nil
 }

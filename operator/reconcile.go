@@ -75,7 +75,7 @@ func New(c client.Client, recorder events.EventRecorder, opts Options) (*Reconci
 	if l := opts.LinkDir; l != "" && l != "-" && !path.IsAbs(l) {
 		return nil, fmt.Errorf(`operator: Options.LinkDir %q: want an absolute node directory, or "-" for none`, l)
 	}
-	d := &deps{client: c, reader: c, recorder: recorder, opts: opts.withDefaults(), metrics: metrics.New()}
+	d := &deps{client: c, reader: c, recorder: phase.NewRecorder(recorder, opts.PhaseReport), opts: opts.withDefaults(), metrics: metrics.New()}
 	if report := d.opts.PhaseReport; report != nil && c != nil {
 		d.client = phase.Checked(c, report)
 		d.reader = d.client
@@ -109,9 +109,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, err
 	}
 	defer func() {
+		// The reconcile is past its decision (or failed): the Events
+		// gathered are emitted.
+		phase.Decided(ctx)
+		r.notify(ctx, obs)
 		now := time.Now()
 		due := obs.Due
-		if at := r.report.Flush(shim, &obs.Events, obs.Settled || err != nil, now); !at.IsZero() && (due.IsZero() || at.Before(due)) {
+		if at := r.report.Flush(ctx, shim, &obs.Events, obs.Settled || err != nil, now); !at.IsZero() && (due.IsZero() || at.Before(due)) {
 			due = at
 		}
 		// Held back events or status: back by then at the latest.
@@ -158,7 +162,8 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	case shim.Spec.FetchStrategy.Type == v1alpha1.FetchPreinstalled:
 		// Nothing to fetch, nothing to pin: the nodes' image has it.
 	case obs.Refusal == nil && shim.DeletionTimestamp.IsZero():
-		obs.Art, obs.Shown, obs.Refusal = r.resolve.Pin(ctx, shim, obs.SpecHash)
+		pinned := r.resolve.Pin(ctx, shim, obs.SpecHash)
+		obs.Art, obs.Shown, obs.Refusal, obs.Notices = pinned.Use, pinned.Show, pinned.Refusal, pinned.Notices
 	default:
 		obs.Art = shimspec.PinOf(shim, obs.SpecHash)
 	}
@@ -239,6 +244,7 @@ func (r *Reconciler) install(ctx context.Context, obs *observed, acts []decide.A
 	}
 	batch := decide.Batch(obs, d.Rollin, r.opts.BatchWindow >= 0)
 	phase.Decided(ctx)
+	r.notify(ctx, obs)
 	if err := r.exec.act(ctx, acts); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -253,8 +259,8 @@ func (r *Reconciler) install(ctx context.Context, obs *observed, acts []decide.A
 	if err := r.prepareNodes(ctx, obs, &rcs, stale); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.report.Decision(obs, d)
-	r.report.Delivery(obs, d)
+	r.report.Decision(ctx, obs, d)
+	r.report.Delivery(ctx, obs, d)
 	if err := r.exec.act(ctx, relabel); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -356,8 +362,16 @@ func (r *Reconciler) requeueAfter(obs *observed, d fleet.Decision, verifyAt time
 // the events of different nodes apart: the events API folds events of the
 // same regarding, related, reason and action into one series, whose note
 // is the first one's.
-func (r *deps) event(shim *v1alpha1.Shim, related runtime.Object, eventType, reason, action, note string, args ...any) {
-	if r.recorder != nil {
-		r.recorder.Eventf(shim, related, eventType, reason, action, note, args...)
+func (r *deps) event(ctx context.Context, shim *v1alpha1.Shim, related runtime.Object, eventType, reason, action, note string, args ...any) {
+	r.recorder.Eventf(ctx, shim, related, eventType, reason, action, note, args...)
+}
+
+// notify emits the Events reading the snapshot found (decide.Notice), once
+// the decision is complete, and only once: a reconcile that ends before
+// its decision (an error) emits them on its way out.
+func (r *deps) notify(ctx context.Context, obs *observed) {
+	for _, n := range obs.Notices {
+		r.event(ctx, obs.Shim, nil, n.Type, n.Reason, n.Action, "%s", n.Note)
 	}
+	obs.Notices = nil
 }

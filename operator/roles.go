@@ -1,7 +1,7 @@
 package operator
 
 import (
-	"k8s.io/client-go/tools/events"
+	"github.com/shimkit/shimkit/internal/operator/phase"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shimkit/shimkit/internal/operator/classes"
@@ -20,7 +20,7 @@ import (
 type deps struct {
 	client   client.Client
 	reader   client.Reader
-	recorder events.EventRecorder
+	recorder *phase.Recorder
 	opts     Options
 	metrics  *metrics.Metrics
 }
@@ -60,10 +60,10 @@ type (
 // newRoles wires the roles of r onto d.
 func newRoles(r *Reconciler, d *deps, gate *nodegate.Gate) {
 	r.deps, r.gate = d, gate
-	r.resolve = pin.New(d.reader, d.recorder, d.opts.Resolver, d.opts.Namespace, d.opts.resolveBackoff)
+	r.resolve = pin.New(d.reader, d.opts.Resolver, d.opts.Namespace, d.opts.resolveBackoff)
 	r.reads = results.New(d.reader, d.opts.Namespace)
 	r.classes = classes.New(d.client, d.reader, d.recorder)
-	r.revisions = revision.New(d.client, d.reader, d.recorder, d.opts.Namespace)
+	r.revisions = revision.New(d.client, d.reader, d.opts.Namespace)
 	r.batch = &batcher{deps: d, gate: gate}
 	r.starter = &jobStarter{deps: d, gate: gate, batch: r.batch}
 	r.gateCheck = &gateCheck{deps: d}

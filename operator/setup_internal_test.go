@@ -52,8 +52,8 @@ func TestRolesReadTheAPIServer(t *testing.T) {
 			PullSecretRef: &v1alpha1.SecretReference{Name: "creds"}}},
 		RuntimeClass: v1alpha1.RuntimeClassSpec{Name: "spin", Handler: "spin"},
 	}}
-	use, _, refusal := r.resolve.Pin(ctx, shim, nodeview.SpecHash(shim))
-	if refusal != nil || use == nil || use.Digest != d.String() {
-		t.Errorf("pin through the API server reader: %+v, %+v", use, refusal)
+	p := r.resolve.Pin(ctx, shim, nodeview.SpecHash(shim))
+	if p.Refusal != nil || p.Use == nil || p.Use.Digest != d.String() {
+		t.Errorf("pin through the API server reader: %+v, %+v", p.Use, p.Refusal)
 	}
 }

@@ -30,7 +30,7 @@ func (r *jobStarter) startNodes(ctx context.Context, obs *observed, d fleet.Deci
 	g := r.group(ctx)
 	for _, name := range d.Rollin.Start {
 		v := d.ByName[name]
-		reason := r.installReason(obs.Shim, v.Node, v.Installed(), v.Drifted)
+		reason := r.installReason(ctx, obs.Shim, v.Node, v.Installed(), v.Drifted)
 		b, ok := r.batch.admitInstall(obs, v)
 		if !ok {
 			waiting = true
@@ -58,10 +58,10 @@ func (r *jobStarter) startNodes(ctx context.Context, obs *observed, d fleet.Deci
 // installReason is the Normal Event reason of an install starting on the
 // node: Installing, Upgrading, or Repairing a drifted node, which also gets
 // a Warning Event Drifted saying what drifted.
-func (r *jobStarter) installReason(shim *v1alpha1.Shim, node *corev1.Node, installed bool, drifted string) string {
+func (r *jobStarter) installReason(ctx context.Context, shim *v1alpha1.Shim, node *corev1.Node, installed bool, drifted string) string {
 	switch {
 	case drifted != "":
-		r.event(shim, node, corev1.EventTypeWarning, "Drifted", "Install", "node %s drifted (%s): installing the shim again", node.Name, drifted)
+		r.event(ctx, shim, node, corev1.EventTypeWarning, "Drifted", "Install", "node %s drifted (%s): installing the shim again", node.Name, drifted)
 		r.metrics.DriftDetected(shim.Name, node.Name)
 		return "Repairing"
 	case installed:

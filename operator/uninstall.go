@@ -26,6 +26,7 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed, acts []dec
 		return ctrl.Result{}, err
 	}
 	phase.Decided(ctx)
+	r.notify(ctx, obs)
 	if err := r.exec.act(ctx, acts); err != nil {
 		return ctrl.Result{}, err
 	}

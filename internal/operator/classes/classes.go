@@ -5,9 +5,9 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/shimkit/shimkit/internal/operator/phase"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
@@ -17,20 +17,18 @@ import (
 type Classes struct {
 	client   client.Client
 	reader   client.Reader
-	recorder events.EventRecorder
+	recorder *phase.Recorder
 }
 
 // New returns the Classes of an operator: c writes and serves cached
 // reads, reader reads what the cache must not serve (the API server), and
 // recorder records Events (nil: none).
-func New(c client.Client, reader client.Reader, recorder events.EventRecorder) *Classes {
+func New(c client.Client, reader client.Reader, recorder *phase.Recorder) *Classes {
 	return &Classes{client: c, reader: reader, recorder: recorder}
 }
 
-func (r *Classes) event(shim *v1alpha1.Shim, related runtime.Object, eventType, reason, action, note string, args ...any) {
-	if r.recorder != nil {
-		r.recorder.Eventf(shim, related, eventType, reason, action, note, args...)
-	}
+func (r *Classes) event(ctx context.Context, shim *v1alpha1.Shim, related runtime.Object, eventType, reason, action, note string, args ...any) {
+	r.recorder.Eventf(ctx, shim, related, eventType, reason, action, note, args...)
 }
 
 // group runs one write per node a few at a time.

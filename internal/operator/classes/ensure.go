@@ -24,10 +24,10 @@ func (r *Classes) Publish(ctx context.Context, obs *decide.Snapshot, p *decide.C
 		if err := runtimeclass.DeleteOwned(ctx, r.classesOf(obs), d.Class.Name, obs.Shim.UID); err != nil {
 			return err
 		}
-		r.event(obs.Shim, d.Class, corev1.EventTypeNormal, "RuntimeClassDeleted", "Delete", "RuntimeClass %s: %s", d.Class.Name, d.Why)
+		r.event(ctx, obs.Shim, d.Class, corev1.EventTypeNormal, "RuntimeClassDeleted", "Delete", "RuntimeClass %s: %s", d.Class.Name, d.Why)
 	}
 	for _, w := range p.Warnings {
-		r.event(obs.Shim, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: w.Name}}, corev1.EventTypeWarning, v1alpha1.ReasonRuntimeClassConflict, "Apply", "%s", w.Message)
+		r.event(ctx, obs.Shim, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: w.Name}}, corev1.EventTypeWarning, v1alpha1.ReasonRuntimeClassConflict, "Apply", "%s", w.Message)
 	}
 	for _, e := range p.Ensures {
 		res, err := runtimeclass.Apply(ctx, r.client, e.Step)
@@ -37,7 +37,7 @@ func (r *Classes) Publish(ctx context.Context, obs *decide.Snapshot, p *decide.C
 		switch res {
 		case runtimeclass.Created, runtimeclass.Updated, runtimeclass.Replaced:
 			obs.Classes.Put(e.Spec.Name, e.Step.Write)
-			r.event(obs.Shim, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: e.Spec.Name}}, corev1.EventTypeNormal, "RuntimeClassApplied", "Apply", "RuntimeClass %s for handler %s", e.Spec.Name, e.Spec.Handler)
+			r.event(ctx, obs.Shim, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: e.Spec.Name}}, corev1.EventTypeNormal, "RuntimeClassApplied", "Apply", "RuntimeClass %s for handler %s", e.Spec.Name, e.Spec.Handler)
 		case runtimeclass.Retry:
 			p.Published = false
 		}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shimkit/shimkit/internal/operator/decide"
+	"github.com/shimkit/shimkit/internal/operator/phase"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
 	"github.com/shimkit/shimkit/internal/testutil"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
@@ -60,7 +61,7 @@ func TestEnsureAfterTakeoverWithStaleCache(t *testing.T) {
 	}
 
 	rec := events.NewFakeRecorder(10)
-	r := New(staleCache{Client: env.Client, old: old}, env.Client, rec)
+	r := New(staleCache{Client: env.Client, old: old}, env.Client, phase.NewRecorder(rec, nil))
 	classes, err := r.Read(ctx, shim)
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +86,7 @@ func TestEnsureAfterTakeoverWithStaleCache(t *testing.T) {
 	}
 	shim.Spec.RuntimeClass.Name, spec.Name = "admins", "admins"
 	rec = events.NewFakeRecorder(10)
-	r.recorder = rec
+	r.recorder = phase.NewRecorder(rec, nil)
 	if classes, err = r.Read(ctx, shim); err != nil {
 		t.Fatal(err)
 	}

@@ -82,7 +82,7 @@ func (r *Classes) TakeOver(ctx context.Context, obs *decide.Snapshot, p *decide.
 		}
 		obs.Classes.Put(spec.Name, t.Step.Write)
 		log.FromContext(ctx).Info("RuntimeClass taken over", "runtimeClass", spec.Name, "from", from.String())
-		r.event(obs.Shim, t.Step.Read, corev1.EventTypeNormal, "RuntimeClassTakenOver", "Migrate",
+		r.event(ctx, obs.Shim, t.Step.Read, corev1.EventTypeNormal, "RuntimeClassTakenOver", "Migrate",
 			"RuntimeClass %s (handler %s) taken over from %s: deleting that Shim no longer deletes it", spec.Name, spec.Handler, from)
 	}
 	return nil
@@ -109,7 +109,7 @@ func (r *Classes) ReleaseRCMLabels(ctx context.Context, obs *decide.Snapshot) er
 			if err := unlabelNode(ctx, r.client, v.Node.Name, key); err != nil {
 				return err
 			}
-			r.event(obs.Shim, v.Node, corev1.EventTypeNormal, "Migrated", "Migrate", "node %s: runtime-class-manager's label %s=%s removed", v.Node.Name, key, v.Node.Labels[key])
+			r.event(ctx, obs.Shim, v.Node, corev1.EventTypeNormal, "Migrated", "Migrate", "node %s: runtime-class-manager's label %s=%s removed", v.Node.Name, key, v.Node.Labels[key])
 			return nil
 		})
 	}

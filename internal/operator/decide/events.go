@@ -20,6 +20,11 @@ type NodeEvents struct {
 	notes map[[2]string][]string // reason, action → one note per node
 }
 
+// Notice is an Event about the Shim itself that the reconcile found while
+// it read its snapshot (an artifact resolved anew, a revision that cannot
+// be read): emitted once the decision is complete, as every Event is.
+type Notice struct{ Type, Reason, Action, Note string }
+
 // Event is one Normal Event of a Shim: a reason, an action and a note
 // naming the nodes.
 type Event struct{ Reason, Action, Note string }

@@ -58,6 +58,10 @@ type Snapshot struct {
 	// events are the per-node Normal events of this reconcile, emitted
 	// once per reason at its end.
 	Events NodeEvents
+	// notices are the Events about the Shim that reading the snapshot
+	// found (the artifact's resolution, a revert), emitted once the
+	// decision is complete.
+	Notices []Notice
 	// driftCheck is when a node that just finished an install and lacks a
 	// handler is looked at again (zero: none).
 	DriftCheck time.Time

@@ -34,6 +34,11 @@ var (
 	ErrWriteBeforeDecision = errors.New("write before the decision is complete")
 	// ErrReadAfterDecision: a read of the API once the reconcile acts.
 	ErrReadAfterDecision = errors.New("read after the decision was made")
+	// ErrEventBeforeDecision: an Event emitted while the reconcile
+	// observes. An Event says what a reconcile did or found; one emitted
+	// from a half-made decision may announce what the decision then does
+	// not do.
+	ErrEventBeforeDecision = errors.New("event before the decision is complete")
 )
 
 type key struct{}

@@ -17,7 +17,7 @@ import (
 // answers; the status shows it, and every node installs it.
 func ExamplePinner_Pin() {
 	d := digest.FromString("spin v3")
-	p := pin.New(nil, nil, resolve.StaticResolver{"registry.example/spin:v3": d}, "shimkit-system", 0)
+	p := pin.New(nil, resolve.StaticResolver{"registry.example/spin:v3": d}, "shimkit-system", 0)
 	shim := &v1alpha1.Shim{
 		ObjectMeta: metav1.ObjectMeta{Name: "spin", UID: "uid-1"},
 		Spec: v1alpha1.ShimSpec{
@@ -25,8 +25,8 @@ func ExamplePinner_Pin() {
 			RuntimeClass:  v1alpha1.RuntimeClassSpec{Name: "wasmtime-spin", Handler: "spin"},
 		},
 	}
-	use, _, refusal := p.Pin(context.Background(), shim, nodeview.SpecHash(shim))
-	fmt.Println(use.Source, use.Digest == d.String(), refusal == nil)
+	pinned := p.Pin(context.Background(), shim, nodeview.SpecHash(shim))
+	fmt.Println(pinned.Use.Source, pinned.Use.Digest == d.String(), pinned.Refusal == nil)
 	// Output:
 	// registry.example/spin:v3 true true
 }

@@ -11,18 +11,17 @@ import (
 	"sync"
 	"time"
 
-	"github.com/shimkit/shimkit/internal/text"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/shimkit/shimkit/fetch"
+	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/internal/operator/resolve"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
+	"github.com/shimkit/shimkit/internal/text"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/signature"
 )
@@ -34,7 +33,6 @@ import (
 // answer changes or its backoff passed.
 type Pinner struct {
 	reader    client.Reader
-	recorder  events.EventRecorder
 	resolver  resolve.Resolver
 	namespace string
 	backoff   time.Duration
@@ -43,22 +41,29 @@ type Pinner struct {
 
 // New returns a Pinner that reads pull secrets and trusted roots from
 // namespace through reader, resolves through resolver, waits backoff
-// (0: DefaultBackoff) before asking a failed resolution again, and
-// records Events through recorder (nil: none).
-func New(reader client.Reader, recorder events.EventRecorder, resolver resolve.Resolver, namespace string, backoff time.Duration) *Pinner {
+// (0: DefaultBackoff) before asking a failed resolution again.
+func New(reader client.Reader, resolver resolve.Resolver, namespace string, backoff time.Duration) *Pinner {
 	if backoff <= 0 {
 		backoff = DefaultBackoff
 	}
-	return &Pinner{reader: reader, recorder: recorder, resolver: resolver, namespace: namespace, backoff: backoff}
+	return &Pinner{reader: reader, resolver: resolver, namespace: namespace, backoff: backoff}
 }
 
 // Forget drops what the Pinner remembers of the Shim name (deleted).
 func (r *Pinner) Forget(name string) { r.pins.forget(name) }
 
-func (r *Pinner) event(shim *v1alpha1.Shim, eventType, reason, note string, args ...any) {
-	if r.recorder != nil {
-		r.recorder.Eventf(shim, nil, eventType, reason, "Resolve", note, args...)
-	}
+// Pinned is what Pin found: the artifact the rollout uses, the one the
+// status shows (the last one pinned, with the error, when resolving
+// failed), why there is none to use (a refusal), and the Events to emit
+// once the reconcile's decision is complete.
+type Pinned struct {
+	Use, Show *v1alpha1.ResolvedArtifact
+	Refusal   *shimspec.Refusal
+	Notices   []decide.Notice
+}
+
+func notice(eventType, reason, note string, args ...any) decide.Notice {
+	return decide.Notice{Type: eventType, Reason: reason, Action: "Resolve", Note: fmt.Sprintf(note, args...)}
 }
 
 // resolveTimeout bounds one resolution (a large HTTP artifact is streamed
@@ -96,7 +101,9 @@ const (
 // re-resolution keeps the pinned digest and records the error.
 //
 // It returns the artifact to install, the one to show in the status (the
-// last one pinned, with the error, when resolving failed) and the refusal.
+// last one pinned, with the error, when resolving failed), the refusal,
+// and the Events it found: Pin emits none itself, as it runs while the
+// reconcile reads its snapshot.
 //
 // A failed resolution is not asked again (no registry, no download) until
 // something that can change its answer changes: the spec (verification
@@ -105,7 +112,7 @@ const (
 // between, the same refusal (or the kept digest with its error) stands,
 // and no Event is emitted again: a refusal's one Warning Event is the
 // install's, once the status does not show it yet (refusal.shown).
-func (r *Pinner) Pin(ctx context.Context, shim *v1alpha1.Shim, specHash string) (use, show *v1alpha1.ResolvedArtifact, _ *shimspec.Refusal) {
+func (r *Pinner) Pin(ctx context.Context, shim *v1alpha1.Shim, specHash string) Pinned {
 	now := time.Now()
 	// The status read may lag behind the last resolution (a cache not yet
 	// updated): the pin this process made last stands in for it, so that
@@ -114,7 +121,7 @@ func (r *Pinner) Pin(ctx context.Context, shim *v1alpha1.Shim, specHash string) 
 	cur := shimspec.PinOf(shim, specHash)
 	why := shimspec.ResolveDue(shim, specHash, now)
 	if why == "" {
-		return cur, cur, nil
+		return Pinned{Use: cur, Show: cur}
 	}
 	ctx, cancel := context.WithTimeout(ctx, resolveTimeout)
 	defer cancel()
@@ -151,16 +158,17 @@ func (r *Pinner) Pin(ctx context.Context, shim *v1alpha1.Shim, specHash string) 
 		Source: sourceOf(shim.Spec.FetchStrategy), Digest: res.Digest, Platforms: res.Platforms, VerifiedBy: res.VerifiedBy,
 		ResolvedAt: metav1.NewTime(now), SpecHash: shimspec.ResolveKey(shim, specHash), ResolveRequest: shim.Annotations[v1alpha1.ResolveAnnotation],
 	}
+	pinned := Pinned{Use: art, Show: art}
 	if oci := shim.Spec.FetchStrategy.Registry(); oci != nil && oci.PlainHTTP && oci.Insecure && !fetch.LocalRegistry(registryHost(oci.Reference)) {
-		r.event(shim, corev1.EventTypeWarning, "InsecureRegistry",
-			"spec.fetchStrategy.%s.insecure: %s is reached over plain HTTP; anyone on the path can change what the nodes install", shim.Spec.FetchStrategy.Type, registryHost(oci.Reference))
+		pinned.Notices = append(pinned.Notices, notice(corev1.EventTypeWarning, "InsecureRegistry",
+			"spec.fetchStrategy.%s.insecure: %s is reached over plain HTTP; anyone on the path can change what the nodes install", shim.Spec.FetchStrategy.Type, registryHost(oci.Reference)))
 	}
 	if cur != nil && shimspec.TargetHash(shim, specHash, cur) != shimspec.TargetHash(shim, specHash, art) {
-		r.event(shim, corev1.EventTypeNormal, "ArtifactChanged", "%s now resolves to %s (was %s; resolved on %s): rolling out", art.Source, digestsOf(art), digestsOf(cur), why)
+		pinned.Notices = append(pinned.Notices, notice(corev1.EventTypeNormal, "ArtifactChanged", "%s now resolves to %s (was %s; resolved on %s): rolling out", art.Source, digestsOf(art), digestsOf(cur), why))
 	}
 	log.FromContext(ctx).Info("artifact resolved", "shim", shim.Name, "source", art.Source, "digest", digestsOf(art), "trigger", why, "target", shimspec.TargetHash(shim, specHash, art))
 	r.pins.put(shim, art)
-	return art, art, nil
+	return pinned
 }
 
 // resolveFailed is pin's answer when resolving failed (fresh) or failed
@@ -169,7 +177,7 @@ func (r *Pinner) Pin(ctx context.Context, shim *v1alpha1.Shim, specHash string) 
 // and the refusal's Warning Event is the install's (pin emits none, so
 // that a refusal makes one Event, not two). With one, the pinned digest is
 // kept, with the error, and a fresh failure gets a Warning Event.
-func (r *Pinner) resolveFailed(shim *v1alpha1.Shim, cur *v1alpha1.ResolvedArtifact, ref *shimspec.Refusal, fresh bool) (use, show *v1alpha1.ResolvedArtifact, _ *shimspec.Refusal) {
+func (r *Pinner) resolveFailed(shim *v1alpha1.Shim, cur *v1alpha1.ResolvedArtifact, ref *shimspec.Refusal, fresh bool) Pinned {
 	lastError := text.Truncate(ref.Reason+": "+ref.Message, 512)
 	if cur == nil {
 		var shown *v1alpha1.ResolvedArtifact
@@ -177,16 +185,17 @@ func (r *Pinner) resolveFailed(shim *v1alpha1.Shim, cur *v1alpha1.ResolvedArtifa
 			shown = old.DeepCopy()
 			shown.LastError = lastError
 		}
-		return nil, shown, ref
+		return Pinned{Show: shown, Refusal: ref}
 	}
+	var notices []decide.Notice
 	if fresh {
-		r.event(shim, corev1.EventTypeWarning, ref.Reason, "%s", ref.Message)
+		notices = append(notices, notice(corev1.EventTypeWarning, ref.Reason, "%s", ref.Message))
 	}
 	kept := cur.DeepCopy()
 	kept.ResolveRequest = shim.Annotations[v1alpha1.ResolveAnnotation]
 	kept.LastError = lastError
 	r.pins.put(shim, kept)
-	return kept, kept, nil
+	return Pinned{Use: kept, Show: kept, Notices: notices}
 }
 
 // resolveAsk identifies the question a resolution answers: the spec

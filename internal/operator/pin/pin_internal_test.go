@@ -97,7 +97,7 @@ func TestResolveAsk(t *testing.T) {
 // succeeds or the Shim goes; Next waits for its backoff.
 func TestFailedResolveMemo(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	r := New(nil, nil, nil, "", 0)
+	r := New(nil, nil, "", 0)
 	s := tagShim()
 	s.UID = "uid-1"
 	ref := &shimspec.Refusal{Reason: v1alpha1.ReasonSignatureInvalid, Message: "no"}

@@ -26,7 +26,7 @@ func ExampleStore_Record() {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	c := fake.NewClientBuilder().WithScheme(scheme).Build()
-	store := revision.New(c, c, nil, "shimkit-system")
+	store := revision.New(c, c, "shimkit-system")
 	shim := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "spin", UID: "uid-1"}}
 	obs := &decide.Snapshot{Shim: shim, Hash: "0123456789abcdef", RolloutNow: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
 	if err := store.Record(ctx, obs); err != nil {

@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shimkit/shimkit/internal/operator/decide"
@@ -31,15 +30,13 @@ import (
 type Store struct {
 	client    client.Client
 	reader    client.Reader
-	recorder  events.EventRecorder
 	namespace string
 }
 
 // New returns the Store of an operator whose namespace is namespace: c
-// writes, reader reads what the cache does not hold (the API server), and
-// recorder records Events (nil: none).
-func New(c client.Client, reader client.Reader, recorder events.EventRecorder, namespace string) *Store {
-	return &Store{client: c, reader: reader, recorder: recorder, namespace: namespace}
+// writes, and reader reads what the cache does not hold (the API server).
+func New(c client.Client, reader client.Reader, namespace string) *Store {
+	return &Store{client: c, reader: reader, namespace: namespace}
 }
 
 // maxRevisions is how many revisions the status (and the operator's
@@ -168,7 +165,8 @@ func (r *Store) loadRevision(ctx context.Context, shim *v1alpha1.Shim, rev v1alp
 // status says the rollout of the current one failed and goes back
 // (status.rollout.revertedTo): its spec (with the current rollout
 // strategy) and its pinned artifact. A revision that cannot be read
-// leaves the target as it is (halted), with a Warning Event.
+// leaves the target as it is (halted), with a Warning Event (a Notice of
+// the snapshot, emitted once the decision is complete).
 func (r *Store) Revert(ctx context.Context, obs *decide.Snapshot) error {
 	rev := decide.RevertTarget(obs)
 	if rev == nil {
@@ -176,9 +174,7 @@ func (r *Store) Revert(ctx context.Context, obs *decide.Snapshot) error {
 	}
 	data, err := r.loadRevision(ctx, obs.Shim, *rev)
 	if apierrors.IsNotFound(err) {
-		if r.recorder != nil {
-			r.recorder.Eventf(obs.Shim, nil, corev1.EventTypeWarning, "RevertFailed", "Revert", "%v: the rollout stays halted", err)
-		}
+		obs.Notices = append(obs.Notices, decide.Notice{Type: corev1.EventTypeWarning, Reason: "RevertFailed", Action: "Revert", Note: fmt.Sprintf("%v: the rollout stays halted", err)})
 		return nil
 	}
 	if err != nil {

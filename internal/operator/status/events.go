@@ -1,6 +1,7 @@
 package status
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -26,7 +27,7 @@ type pendingEvents struct {
 // Flush adds the reconcile's notes to the Shim's and emits them, one
 // Event per reason, when the rollout settled or eventEvery passed since
 // the last; otherwise it says when to reconcile again to emit them.
-func (r *Reporter) Flush(shim *v1alpha1.Shim, e *decide.NodeEvents, settled bool, now time.Time) (due time.Time) {
+func (r *Reporter) Flush(ctx context.Context, shim *v1alpha1.Shim, e *decide.NodeEvents, settled bool, now time.Time) (due time.Time) {
 	p := &r.pending
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -45,7 +46,7 @@ func (r *Reporter) Flush(shim *v1alpha1.Shim, e *decide.NodeEvents, settled bool
 	if next := p.emitted.next(shim.Name, eventEvery); !settled && now.Before(next) {
 		return next
 	}
-	r.emit(shim, all)
+	r.emit(ctx, shim, all)
 	p.emitted.wrote(shim.Name, now)
 	return time.Time{}
 }
@@ -59,8 +60,8 @@ func (p *pendingEvents) forget(shim string) {
 }
 
 // emit emits one Event per reason (decide.NodeEvents.Take).
-func (r *Reporter) emit(shim *v1alpha1.Shim, e *decide.NodeEvents) {
+func (r *Reporter) emit(ctx context.Context, shim *v1alpha1.Shim, e *decide.NodeEvents) {
 	for _, ev := range e.Take() {
-		r.event(shim, nil, corev1.EventTypeNormal, ev.Reason, ev.Action, "%s", ev.Note)
+		r.event(ctx, shim, nil, corev1.EventTypeNormal, ev.Reason, ev.Action, "%s", ev.Note)
 	}
 }

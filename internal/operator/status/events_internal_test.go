@@ -1,6 +1,7 @@
 package status
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	"github.com/shimkit/shimkit/internal/operator/decide"
+	"github.com/shimkit/shimkit/internal/operator/phase"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
@@ -27,12 +29,12 @@ func TestWaveEvents(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := events.NewFakeRecorder(10)
-			r := New(nil, rec, nil, nil)
+			r := New(nil, phase.NewRecorder(rec, nil), nil, nil)
 			var e decide.NodeEvents
 			for i := tc.nodes - 1; i >= 0; i-- {
 				e.Add("Installing", "Install", fmt.Sprintf("node n%03d (Job j)", i))
 			}
-			r.Flush(&v1alpha1.Shim{}, &e, false, time.Now())
+			r.Flush(context.Background(), &v1alpha1.Shim{}, &e, false, time.Now())
 			close(rec.Events)
 			var got []string
 			for ev := range rec.Events {
@@ -50,14 +52,14 @@ func TestWaveEvents(t *testing.T) {
 // come back for them); a settled rollout emits at once.
 func TestEventsPaced(t *testing.T) {
 	rec := events.NewFakeRecorder(10)
-	r := New(nil, rec, nil, nil)
+	r := New(nil, phase.NewRecorder(rec, nil), nil, nil)
 	shim := &v1alpha1.Shim{}
 	shim.Name = "spin"
 	t0 := time.Now()
 	reconcile := func(node string, settled bool, at time.Time) time.Time {
 		var e decide.NodeEvents
 		e.Add("Installed", "Install", "node "+node)
-		return r.Flush(shim, &e, settled, at)
+		return r.Flush(context.Background(), shim, &e, settled, at)
 	}
 	drain := func() (got []string) {
 		for {

@@ -1,6 +1,8 @@
 package status
 
 import (
+	"context"
+
 	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
@@ -12,7 +14,7 @@ import (
 // Delivery records where the decision left the rollout (for the
 // status), and tells of a tripped gate and of a revert with a Warning
 // Event each, once.
-func (r *Reporter) Delivery(obs *decide.Snapshot, dec fleet.Decision) {
+func (r *Reporter) Delivery(ctx context.Context, obs *decide.Snapshot, dec fleet.Decision) {
 	d := dec.Delivered
 	obs.Delivered = d
 	old := shimspec.RolloutOf(obs.Shim, obs.Hash)
@@ -20,10 +22,10 @@ func (r *Reporter) Delivery(obs *decide.Snapshot, dec fleet.Decision) {
 	name := obs.Shim.Name
 	if d.Tripped {
 		r.metrics.GateTripped(name, d.Halt.Reason)
-		r.event(obs.Shim, nil, corev1.EventTypeWarning, d.Halt.Reason, "Rollout", "the rollout halts: %s", d.Halt.Message)
+		r.event(ctx, obs.Shim, nil, corev1.EventTypeWarning, d.Halt.Reason, "Rollout", "the rollout halts: %s", d.Halt.Message)
 	}
 	if d.Revert && obs.Reverted == "" && (old == nil || old.RevertedTo == "") {
-		r.event(obs.Shim, nil, corev1.EventTypeWarning, v1alpha1.ReasonReverting, "Rollout", "the rollout of %s failed (%s): the nodes updated go back to revision %s", obs.Hash, fleet.RevertCause(nil, decide.HaltTrip(obs.Rollout.Halt)), obs.Rollout.RevertedTo)
+		r.event(ctx, obs.Shim, nil, corev1.EventTypeWarning, v1alpha1.ReasonReverting, "Rollout", "the rollout of %s failed (%s): the nodes updated go back to revision %s", obs.Hash, fleet.RevertCause(nil, decide.HaltTrip(obs.Rollout.Halt)), obs.Rollout.RevertedTo)
 	}
 	step := -1
 	if len(obs.Steps) > 0 && obs.Reverted == "" && d.Stage.Step < len(obs.Steps) {
@@ -36,11 +38,11 @@ func (r *Reporter) Delivery(obs *decide.Snapshot, dec fleet.Decision) {
 // Decision emits the decision's Warnings: one per node no plan
 // could be built for, and the refusal's one (pin emits none for it), when
 // the status does not show it yet.
-func (r *Reporter) Decision(obs *decide.Snapshot, d fleet.Decision) {
+func (r *Reporter) Decision(ctx context.Context, obs *decide.Snapshot, d fleet.Decision) {
 	for _, v := range d.Unplanned {
-		r.event(obs.Shim, v.Node, corev1.EventTypeWarning, "InstallFailed", "Install", "%s", decide.FailureNote(v.Node.Name, string(decide.PlanReason(v.PlanErr)), v.PlanErr.Error()))
+		r.event(ctx, obs.Shim, v.Node, corev1.EventTypeWarning, "InstallFailed", "Install", "%s", decide.FailureNote(v.Node.Name, string(decide.PlanReason(v.PlanErr)), v.PlanErr.Error()))
 	}
 	if obs.Refusal != nil && !obs.Refusal.Shown(obs.Shim) {
-		r.event(obs.Shim, nil, corev1.EventTypeWarning, obs.Refusal.Reason, "Install", "%s", obs.Refusal.Message)
+		r.event(ctx, obs.Shim, nil, corev1.EventTypeWarning, obs.Refusal.Reason, "Install", "%s", obs.Refusal.Message)
 	}
 }

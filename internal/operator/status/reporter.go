@@ -1,11 +1,13 @@
 package status
 
 import (
+	"context"
+
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shimkit/shimkit/internal/operator/metrics"
+	"github.com/shimkit/shimkit/internal/operator/phase"
 	"github.com/shimkit/shimkit/internal/operator/revision"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
@@ -16,7 +18,7 @@ import (
 // stay a Job and a node patch.
 type Reporter struct {
 	client    client.Client
-	recorder  events.EventRecorder
+	recorder  *phase.Recorder
 	metrics   *metrics.Metrics
 	revisions *revision.Store
 	// pending are the per-node events held back, statusPace when each
@@ -28,7 +30,7 @@ type Reporter struct {
 // New returns a Reporter writing through c, recording Events through
 // recorder (nil: none) and metrics into m, and recording revisions in
 // revisions once a rollout is complete.
-func New(c client.Client, recorder events.EventRecorder, m *metrics.Metrics, revisions *revision.Store) *Reporter {
+func New(c client.Client, recorder *phase.Recorder, m *metrics.Metrics, revisions *revision.Store) *Reporter {
 	return &Reporter{client: c, recorder: recorder, metrics: m, revisions: revisions}
 }
 
@@ -38,8 +40,6 @@ func (r *Reporter) Forget(name string) {
 	r.statusPace.forget(name)
 }
 
-func (r *Reporter) event(shim *v1alpha1.Shim, related runtime.Object, eventType, reason, action, note string, args ...any) {
-	if r.recorder != nil {
-		r.recorder.Eventf(shim, related, eventType, reason, action, note, args...)
-	}
+func (r *Reporter) event(ctx context.Context, shim *v1alpha1.Shim, related runtime.Object, eventType, reason, action, note string, args ...any) {
+	r.recorder.Eventf(ctx, shim, related, eventType, reason, action, note, args...)
 }
