@@ -24,6 +24,7 @@ import (
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/internal/operator/nodejob"
+	"github.com/shimkit/shimkit/internal/operator/results"
 	"github.com/shimkit/shimkit/internal/testutil"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
@@ -185,7 +186,7 @@ func testFleet(t *testing.T, c *testutil.Cluster, dump *dumper, images []string)
 	// labelled the node from the result that pod's installer wrote as its
 	// termination message: installed, containerd restarted.
 	k3sInstall := oneJobOn(t, c, mixShim, jobview.OpInstall, k3s.node.Name)
-	pods, err := nodejob.Pods(ctx, c.Client, k3sInstall)
+	pods, err := results.Pods(ctx, c.Client, k3sInstall)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,30 +8,32 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shimkit/shimkit/internal/classstep"
 )
 
 // Result is what Ensure did.
-type Result string
+type Result = classstep.Result
 
 const (
 	// Unchanged: the owner's RuntimeClass already matched the spec; nothing
 	// was written. (Also the Result that comes with an error.)
-	Unchanged Result = "Unchanged"
+	Unchanged = classstep.Unchanged
 	// Created: the RuntimeClass was absent and is now created.
-	Created Result = "Created"
+	Created = classstep.Created
 	// Updated: the owner's RuntimeClass was out of date and is updated.
-	Updated Result = "Updated"
+	Updated = classstep.Updated
 	// Replaced: the owner's RuntimeClass had another handler (immutable),
 	// so it was deleted and created anew.
-	Replaced Result = "Replaced"
+	Replaced = classstep.Replaced
 	// Absent: UpdateExisting found no RuntimeClass and created none.
-	Absent Result = "Absent"
+	Absent = classstep.Absent
 	// Retry: the RuntimeClass changed between the read and the write
 	// (someone created the name first, or replaced or is deleting the
 	// owner's), so nothing more was written. It is not an error: Ensure
 	// again (a watch on RuntimeClasses will ask for it) to see whose it is
 	// now, which may well be a conflict.
-	Retry Result = "Retry"
+	Retry = classstep.Retry
 )
 
 // Ensure publishes the RuntimeClass of s, never one that someone else
@@ -63,7 +65,7 @@ func UpdateExisting(ctx context.Context, c client.Client, s Spec) (Result, error
 }
 
 func ensure(ctx context.Context, c client.Client, s Spec, create bool) (Result, error) {
-	if err := s.validate(); err != nil {
+	if err := s.Validate(); err != nil {
 		return Unchanged, err
 	}
 	current, err := read(ctx, c, s.Name)

@@ -3,27 +3,22 @@ package runtimeclass
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shimkit/shimkit/internal/classstep"
 )
 
 // Step is what Decide or DecideTakeover decided for one RuntimeClass as
 // read, for Apply to write: Result is its outcome once written (Created,
 // Updated, Replaced, TakenOver) or, with nothing to write, the decision's
-// (Unchanged, Absent, Retry).
-type Step struct {
-	Result Result
-	// Read is the RuntimeClass as read (nil: absent); Write what Apply
-	// writes (nil: nothing): created (Created, and after deleting Read,
-	// Replaced) or updated with Read's resourceVersion (Updated,
-	// TakenOver).
-	Read, Write *nodev1.RuntimeClass
-	// From is the predecessor of a takeover (for Apply's error).
-	From Predecessor
-}
+// (Unchanged, Absent, Retry); Read is the RuntimeClass as read (nil:
+// absent), Write what Apply writes (nil: nothing): created (Created, and
+// after deleting Read, Replaced) or updated with Read's resourceVersion
+// (Updated, TakenOver); From the predecessor of a takeover.
+type Step = classstep.Step
 
 // Decide is Ensure's decision (UpdateExisting's when create is false) on
 // current, the RuntimeClass s.Name as read (nil: absent), without a
@@ -31,28 +26,7 @@ type Step struct {
 // replaced for another handler, or Unchanged; the owner's being deleted,
 // Retry; anyone else's, a *ConflictError and nothing to write.
 func Decide(current *nodev1.RuntimeClass, s Spec, create bool) (Step, error) {
-	if err := s.validate(); err != nil {
-		return Step{Result: Unchanged}, err
-	}
-	st := Step{Read: current}
-	switch {
-	case current == nil && !create:
-		st.Result = Absent
-	case current == nil:
-		st.Result, st.Write = Created, Build(s)
-	case !Owned(current, s.Owner.UID):
-		return Step{Result: Unchanged, Read: current}, newConflict(current)
-	case current.DeletionTimestamp != nil:
-		st.Result = Retry // the owner's, going away: once gone, created
-	case current.Handler != s.Handler:
-		st.Result, st.Write = Replaced, Build(s)
-	case UpToDate(current, s):
-		st.Result = Unchanged
-	default:
-		st.Result, st.Write = Updated, current.DeepCopy()
-		merge(st.Write, s)
-	}
-	return st, nil
+	return classstep.Decide(current, s, create)
 }
 
 // DecideTakeover is Takeover's decision on current (nil: absent), without
@@ -62,32 +36,7 @@ func Decide(current *nodev1.RuntimeClass, s Spec, create bool) (Step, error) {
 // deleted; controlled by from with another handler, or by anyone else, or
 // by no one, a *ConflictError and nothing to write.
 func DecideTakeover(current *nodev1.RuntimeClass, s Spec, from Predecessor) (Step, error) {
-	if err := s.validate(); err != nil {
-		return Step{Result: Unchanged}, err
-	}
-	if err := from.validate(); err != nil {
-		return Step{Result: Unchanged}, err
-	}
-	st := Step{Read: current, From: from}
-	switch {
-	case current == nil:
-		st.Result = Absent
-	case Owned(current, s.Owner.UID):
-		st.Result = Unchanged
-	case !from.Controls(current):
-		return Step{Result: Unchanged, Read: current}, newConflict(current)
-	case current.Handler != s.Handler:
-		e := newConflict(current)
-		e.Handler, e.WantHandler = current.Handler, s.Handler
-		return Step{Result: Unchanged, Read: current}, e
-	case current.DeletionTimestamp != nil:
-		st.Result = Retry // going away: Ensure creates it anew
-	default:
-		st.Result, st.Write = TakenOver, current.DeepCopy()
-		st.Write.OwnerReferences = slices.DeleteFunc(st.Write.OwnerReferences, from.Refers)
-		merge(st.Write, s)
-	}
-	return st, nil
+	return classstep.DecideTakeover(current, s, from)
 }
 
 // Apply writes the step with the preconditions of what was read: an

@@ -6,8 +6,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/shimkit/shimkit/internal/nodelabel/record"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
-	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
@@ -69,7 +69,7 @@ type Untaint struct {
 // MarkFailed records a Job's failure on the node.
 type MarkFailed struct {
 	Node, Shim string
-	Failure    nodelabel.Failure
+	Failure    record.Failure
 }
 
 // ClearFailure removes the Shim's failure record from the node.
@@ -78,7 +78,7 @@ type ClearFailure struct{ Node, Shim string }
 // MarkVerified records a verification's finding on the node.
 type MarkVerified struct {
 	Node, Shim string
-	Found      nodelabel.Verification
+	Found      record.Verification
 }
 
 // EmitEvent records an Event regarding the Shim (Related: a node, or nil).

@@ -10,7 +10,6 @@ import (
 	"github.com/shimkit/shimkit/internal/nodelabel/record"
 	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
-	"github.com/shimkit/shimkit/nodelabel"
 )
 
 // Finished records what the finished Jobs did (results.Reader.ReadFinished):
@@ -64,8 +63,8 @@ func recordJob(obs *Snapshot, v *fleet.NodeView, fresh bool) InOrder {
 		acts = append(acts, MarkInstalled{Node: v.Node, Shim: name, UID: obs.Shim.UID, SpecHash: j.SpecHash})
 		// As MarkOn writes: the label, the hash and a verification of this
 		// machine (a former machine's label is no longer there to drop).
-		v.Label, v.SpecHash, v.Reimaged = nodelabel.Installed, j.SpecHash, false
-		v.Verified = &nodelabel.Verification{ShimUID: obs.Shim.UID, SpecHash: j.SpecHash, Time: obs.Now, Machine: record.Machine(v.Node)}
+		v.Label, v.SpecHash, v.Reimaged = record.Installed, j.SpecHash, false
+		v.Verified = &record.Verification{ShimUID: obs.Shim.UID, SpecHash: j.SpecHash, Time: obs.Now, Machine: record.Machine(v.Node)}
 		digest := ""
 		if j.Result != nil && j.Result.Digest != "" {
 			digest = ", " + j.Result.Digest
@@ -93,7 +92,7 @@ func recordFailure(obs *Snapshot, v *fleet.NodeView) []Action {
 	if f := v.Failure; f != nil && f.Job == j.Object.Name && f.Op == j.Op && f.SpecHash == j.SpecHash && f.Reason == reason && f.Canary == canary {
 		return nil
 	}
-	f := nodelabel.Failure{ShimUID: obs.Shim.UID, Op: j.Op, SpecHash: j.SpecHash, Reason: reason, Message: msg, Canary: canary, Job: j.Object.Name, Time: obs.Now.UTC().Truncate(time.Second), Machine: record.Machine(v.Node)}
+	f := record.Failure{ShimUID: obs.Shim.UID, Op: j.Op, SpecHash: j.SpecHash, Reason: reason, Message: msg, Canary: canary, Job: j.Object.Name, Time: obs.Now.UTC().Truncate(time.Second), Machine: record.Machine(v.Node)}
 	v.Failure = &f
 	return []Action{MarkFailed{Node: v.Node.Name, Shim: obs.Shim.Name, Failure: f}, CountJob{Shim: obs.Shim.Name, Job: j}}
 }
@@ -111,7 +110,7 @@ func FailureNote(node, reason, message string) string {
 // on the node, and marks the node drifted when it found something.
 func RecordVerify(obs *Snapshot, v *fleet.NodeView) InOrder {
 	j := v.Verify
-	found := nodelabel.Verification{ShimUID: obs.Shim.UID, SpecHash: j.SpecHash, Time: obs.Now.UTC().Truncate(time.Second), Job: j.Object.Name, JobUID: string(j.Object.UID), Machine: record.Machine(v.Node)}
+	found := record.Verification{ShimUID: obs.Shim.UID, SpecHash: j.SpecHash, Time: obs.Now.UTC().Truncate(time.Second), Job: j.Object.Name, JobUID: string(j.Object.UID), Machine: record.Machine(v.Node)}
 	if done := j.Object.Status.CompletionTime; done != nil {
 		found.Time = done.UTC()
 	}

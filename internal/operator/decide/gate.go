@@ -5,10 +5,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/shimkit/shimkit/internal/nodelabel/record"
 	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/health"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
-	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
@@ -29,7 +29,7 @@ func JudgeGate(obs *Snapshot, workloads []health.Failure) *fleet.Trip {
 func UpdatedNodes(obs *Snapshot) map[string]bool {
 	updated := map[string]bool{}
 	for i := range obs.Views {
-		if v := &obs.Views[i]; v.Targeted() && v.Label == nodelabel.Installed && v.SpecHash == obs.Hash {
+		if v := &obs.Views[i]; v.Targeted() && v.Label == record.Installed && v.SpecHash == obs.Hash {
 			updated[v.Node.Name] = true
 		}
 	}

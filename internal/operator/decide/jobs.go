@@ -9,11 +9,12 @@ import (
 	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
 	"github.com/shimkit/shimkit/internal/text"
-	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/rollout"
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/shimkit/shimkit/internal/nodelabel/record"
 )
 
 // NewestJobs indexes the Shim's Jobs by node: the newest install or
@@ -92,7 +93,7 @@ func OthersWillOffer(obs *Snapshot, shims []v1alpha1.Shim, nodes map[string]bool
 			if s.Name == obs.Shim.Name || !s.DeletionTimestamp.IsZero() {
 				continue
 			}
-			if _, been := n.Labels[nodelabel.Key(s.Name)]; been || nodelabel.FailureOf(n, s.Name, s.UID) != nil {
+			if _, been := n.Labels[record.Key(s.Name)]; been || record.FailureOf(n, s.Name, s.UID) != nil {
 				continue
 			}
 			if nodeview.Matches(s, n) && !nodeview.Preinstalled(s, n) && nodeview.Eligibility(s, n, false) == nil {

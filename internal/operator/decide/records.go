@@ -11,7 +11,7 @@ import (
 
 // What a Shim leaves on a node (its label, the hash annotation, its failure
 // and verification records) belongs to that Shim object: the records name
-// its UID (nodelabel.RecordsOf). A Shim deleted and created again under
+// its UID (record.RecordsOf). A Shim deleted and created again under
 // the same name is another object, and starts clean:
 //   - records another object of the name left (one whose nodes were not
 //     cleaned: its finalizer removed by hand) are not read, and dropped

@@ -5,8 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/shimkit/shimkit/internal/nodelabel/record"
 	"github.com/shimkit/shimkit/internal/operator/fleet"
-	"github.com/shimkit/shimkit/nodelabel"
 )
 
 // Relabel labels the nodes whose image has the shim as the
@@ -20,7 +20,7 @@ func Relabel(obs *Snapshot, d *fleet.Decision) []Action {
 	for _, name := range d.Label {
 		v := d.ByName[name]
 		writes = append(writes, MarkInstalled{Node: v.Node, Shim: obs.Shim.Name, UID: obs.Shim.UID, SpecHash: obs.Hash})
-		v.Label, v.SpecHash = nodelabel.Installed, obs.Hash
+		v.Label, v.SpecHash = record.Installed, obs.Hash
 		after = append(after, Note{Events: &obs.Events, Reason: "Preinstalled", Action: "Label", Detail: "node " + name + " (its image serves the Shim's handlers)"})
 	}
 	for _, name := range d.Unlabel {

@@ -7,9 +7,9 @@ import (
 
 	nodev1 "k8s.io/api/node/v1"
 
+	"github.com/shimkit/shimkit/internal/classstep"
+	"github.com/shimkit/shimkit/internal/nodelabel/record"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
-	"github.com/shimkit/shimkit/nodelabel"
-	"github.com/shimkit/shimkit/runtimeclass"
 )
 
 // ClassPlan is what a reconcile does to the Shim's RuntimeClasses, decided
@@ -37,11 +37,11 @@ type ClassPlan struct {
 	CanaryBlocked bool
 }
 
-// ClassStep is one class's step (runtimeclass.Decide or DecideTakeover)
+// ClassStep is one class's step (classstep.Decide or DecideTakeover)
 // and the spec it is for.
 type ClassStep struct {
 	Spec shimspec.Class
-	Step runtimeclass.Step
+	Step classstep.Step
 }
 
 // ClassWarning is a class that belongs to someone else and why.
@@ -69,7 +69,7 @@ func Classes(obs *Snapshot, starting bool) ClassPlan {
 	takeover := p.takeOver(obs, view)
 	anyInstalled, anyTouched := false, false
 	for _, v := range obs.Views {
-		anyInstalled = anyInstalled || v.Label == nodelabel.Installed
+		anyInstalled = anyInstalled || v.Label == record.Installed
 		// A node whose image has the shim runs no installer, so no canary.
 		anyTouched = anyTouched || !v.Preinstalled && v.Touched() || v.Held
 	}
@@ -92,8 +92,8 @@ func Classes(obs *Snapshot, starting bool) ClassPlan {
 	p.Published = true
 	for _, spec := range specs {
 		isCanary := withCanary && spec.Field == canary.Field
-		st, err := runtimeclass.Decide(view[spec.Name], spec.Spec, anyInstalled || isCanary)
-		var conflict *runtimeclass.ConflictError
+		st, err := classstep.Decide(view[spec.Name], spec.Spec, anyInstalled || isCanary)
+		var conflict *classstep.ConflictError
 		switch {
 		case errors.As(err, &conflict):
 			msg := conflictMessage(conflict, spec)
@@ -110,7 +110,7 @@ func Classes(obs *Snapshot, starting bool) ClassPlan {
 			p.Published = false
 			continue
 		}
-		p.Published = p.Published && st.Result != runtimeclass.Absent && st.Result != runtimeclass.Retry
+		p.Published = p.Published && st.Result != classstep.Absent && st.Result != classstep.Retry
 		p.Ensures = append(p.Ensures, ClassStep{Spec: spec, Step: st})
 	}
 	return p
@@ -133,8 +133,8 @@ func (p *ClassPlan) takeOver(obs *Snapshot, view map[string]*nodev1.RuntimeClass
 		if rc == nil || !anyUID.Controls(rc) {
 			continue // absent, ours already, or someone else's: Classes says which
 		}
-		st, err := runtimeclass.DecideTakeover(rc, spec.Spec, from)
-		var conflict *runtimeclass.ConflictError
+		st, err := classstep.DecideTakeover(rc, spec.Spec, from)
+		var conflict *classstep.ConflictError
 		switch {
 		case errors.As(err, &conflict) && conflict.WantHandler != "":
 			why[spec.Name] = fmt.Sprintf("RuntimeClass %s (%s) is not taken over from %s, which spec.migrateFrom names: its handler is %s, not %s (a RuntimeClass's handler cannot change, and its pods run on it); it is left as it is",
@@ -144,9 +144,9 @@ func (p *ClassPlan) takeOver(obs *Snapshot, view map[string]*nodev1.RuntimeClass
 				spec.Name, spec.Field, from, conflict.Holder(), from.UID)
 		case err != nil:
 			why[spec.Name] = fmt.Sprintf("RuntimeClass %s (%s): %v", spec.Name, spec.Field, err)
-		case st.Result == runtimeclass.Retry:
+		case st.Result == classstep.Retry:
 			why[spec.Name] = fmt.Sprintf("RuntimeClass %s (%s) is being taken over from %s: it changed meanwhile, retrying", spec.Name, spec.Field, from)
-		case st.Result == runtimeclass.TakenOver:
+		case st.Result == classstep.TakenOver:
 			p.Takeovers = append(p.Takeovers, ClassStep{Spec: spec, Step: st})
 			view[spec.Name] = st.Write
 		}
@@ -155,7 +155,7 @@ func (p *ClassPlan) takeOver(obs *Snapshot, view map[string]*nodev1.RuntimeClass
 }
 
 // conflictMessage names the RuntimeClass, the field and who owns it.
-func conflictMessage(c *runtimeclass.ConflictError, spec shimspec.Class) string {
+func conflictMessage(c *classstep.ConflictError, spec shimspec.Class) string {
 	if spec.Field == "spec.canary" {
 		return fmt.Sprintf("RuntimeClass %s (the canary's) exists and does not belong to this Shim (%s): no node is installed until it is removed (or spec.canary.enabled is false)", c.Name, c.Holder())
 	}

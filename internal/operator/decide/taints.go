@@ -1,10 +1,11 @@
 package decide
 
 import (
-	"github.com/shimkit/shimkit/internal/operator/nodeview"
-	"github.com/shimkit/shimkit/nodelabel"
-	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/shimkit/shimkit/internal/nodelabel/record"
+	"github.com/shimkit/shimkit/internal/operator/nodeview"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
 // Taints removes the startup taint from the Shim's nodes that have
@@ -13,7 +14,7 @@ func Taints(obs *Snapshot) []Action {
 	var writes Together
 	for i := range obs.Views {
 		v := &obs.Views[i]
-		if !v.Targeted() || !nodeview.HasPendingTaint(v.Node) || v.Label != nodelabel.Installed || v.SpecHash != obs.Hash {
+		if !v.Targeted() || !nodeview.HasPendingTaint(v.Node) || v.Label != record.Installed || v.SpecHash != obs.Hash {
 			continue
 		}
 		if allInstalled(obs, obs.Shims, v.Node) {
@@ -31,7 +32,7 @@ func allInstalled(obs *Snapshot, shims []v1alpha1.Shim, node *corev1.Node) bool 
 		if s.UID == obs.Shim.UID || !s.DeletionTimestamp.IsZero() || !nodeview.Matches(s, node) || nodeview.Eligibility(s, node, nodeview.Preinstalled(s, node)) != nil {
 			continue
 		}
-		installed, hash := nodelabel.State(node, s.Name)
+		installed, hash := record.State(node, s.Name)
 		if !installed || s.Status.SpecHash == "" || hash != s.Status.SpecHash {
 			return false
 		}

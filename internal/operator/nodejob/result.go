@@ -1,29 +1,14 @@
 package nodejob
 
 import (
-	"context"
-	"fmt"
-
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shimkit/shimkit/installer/plan"
 )
 
 // LabelControllerUID is set by the Job controller on a Job's pods: it
-// selects them (ResultOf's pods).
+// selects them (the pods ResultOf reads: results.Pods).
 const LabelControllerUID = "batch.kubernetes.io/controller-uid"
-
-// Pods lists the Job's pods (those the Job controller labelled with its
-// UID), the ones ResultOf reads.
-func Pods(ctx context.Context, r client.Reader, job *batchv1.Job) ([]corev1.Pod, error) {
-	var pods corev1.PodList
-	if err := r.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{LabelControllerUID: string(job.UID)}); err != nil {
-		return nil, fmt.Errorf("pods of Job %s: %w", job.Name, err)
-	}
-	return pods.Items, nil
-}
 
 // ResultOf returns the NodeResult of the shim named shim that the
 // installer wrote as the termination message of the newest of the Job's

@@ -13,7 +13,6 @@ import (
 	"github.com/shimkit/shimkit/internal/nodelabel/record"
 	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
-	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
@@ -143,9 +142,9 @@ func View(shim *v1alpha1.Shim, node *corev1.Node, canary string) fleet.NodeView 
 	if v.Matching {
 		v.Skip = Eligibility(shim, node, v.Preinstalled)
 	}
-	v.Label = node.Labels[nodelabel.Key(shim.Name)]
-	v.SpecHash = node.Annotations[nodelabel.Key(shim.Name)]
-	recs := nodelabel.RecordsOf(node, shim.Name, shim.UID)
+	v.Label = node.Labels[record.Key(shim.Name)]
+	v.SpecHash = node.Annotations[record.Key(shim.Name)]
+	recs := record.RecordsOf(node, shim.Name, shim.UID)
 	v.Failure, v.Verified, v.Stale = recs.Failure, recs.Verification, recs.Stale
 	if recs.Reimaged {
 		// The label is the old machine's: the node has nothing of the Shim

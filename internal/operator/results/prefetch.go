@@ -76,7 +76,7 @@ func (r *Reader) prefetchResults(job *batchv1.Job) {
 		defer func() { <-sem }()
 		ctx, cancel := context.WithTimeout(context.Background(), prefetchTimeout)
 		defer cancel()
-		pods, err := nodejob.Pods(ctx, r.reader, job)
+		pods, err := Pods(ctx, r.reader, job)
 		if err != nil {
 			f.err = err
 			return

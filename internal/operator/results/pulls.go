@@ -27,7 +27,7 @@ func (r *Reader) ReadPulls(ctx context.Context, obs *decide.Snapshot) error {
 			continue
 		}
 		g.Go(func() error {
-			pods, err := nodejob.Pods(ctx, r.reader, j.Object)
+			pods, err := Pods(ctx, r.reader, j.Object)
 			if err != nil {
 				return err
 			}

@@ -107,7 +107,7 @@ func (r *Reader) ReadFinished(ctx context.Context, obs *decide.Snapshot) error {
 // termination message of the Job's newest pod that has one
 // (nodejob.ResultOf), or nil when none is readable.
 func (r *Reader) readResult(ctx context.Context, job *batchv1.Job, shim string) (*plan.NodeResult, error) {
-	pods, err := nodejob.Pods(ctx, r.reader, job)
+	pods, err := Pods(ctx, r.reader, job)
 	if err != nil {
 		return nil, err
 	}

@@ -7,15 +7,15 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/shimkit/shimkit/internal/classstep"
+	"github.com/shimkit/shimkit/internal/nodelabel/record"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
-	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
-	"github.com/shimkit/shimkit/runtimeclass"
 )
 
 // Class is one RuntimeClass of a Shim and the spec field that names it.
 type Class struct {
-	runtimeclass.Spec
+	classstep.Spec
 	Field string // spec.runtimeClass.name, spec.handlers[1].runtimeClass.name
 }
 
@@ -30,10 +30,10 @@ func Classes(shim *v1alpha1.Shim) []Class {
 	}
 	out := make([]Class, 0, len(classes))
 	for i, rc := range classes {
-		s := Class{Spec: runtimeclass.Spec{
+		s := Class{Spec: classstep.Spec{
 			Name:         rc.Name,
 			Handler:      rc.HandlerName(),
-			NodeSelector: map[string]string{nodelabel.Key(shim.Name): nodelabel.Installed},
+			NodeSelector: map[string]string{record.Key(shim.Name): record.Installed},
 			Labels:       map[string]string{jobview.LabelManagedBy: jobview.ManagedBy, jobview.LabelShim: jobview.LabelValue(shim.Name)},
 			Owner:        metav1.NewControllerRef(shim, v1alpha1.GroupVersion.WithKind("Shim")),
 		}, Field: "spec.runtimeClass.name"}
@@ -72,7 +72,7 @@ func CanaryClass(shim *v1alpha1.Shim) (Class, bool) {
 	if !shim.Spec.CanaryEnabled() {
 		return Class{}, false
 	}
-	return Class{Spec: runtimeclass.Spec{
+	return Class{Spec: classstep.Spec{
 		Name:    CanaryRuntimeClass(shim.Name),
 		Handler: shim.Spec.RuntimeClass.HandlerName(),
 		Labels:  map[string]string{jobview.LabelManagedBy: jobview.ManagedBy, jobview.LabelShim: jobview.LabelValue(shim.Name)},
@@ -84,5 +84,5 @@ func CanaryClass(shim *v1alpha1.Shim) (Class, bool) {
 // controller reference names the Shim's UID (a Shim recreated under the
 // same name does not own its predecessor's).
 func OwnedBy(rc *nodev1.RuntimeClass, shim *v1alpha1.Shim) bool {
-	return runtimeclass.Owned(rc, shim.UID)
+	return classstep.Owned(rc, shim.UID)
 }

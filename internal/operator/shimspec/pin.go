@@ -1,12 +1,13 @@
 package shimspec
 
 import (
+	"strings"
+
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"time"
 
-	"github.com/shimkit/shimkit/internal/operator/resolve"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
@@ -30,7 +31,7 @@ func ResolveKey(shim *v1alpha1.Shim, specHash string) string {
 func PinnedBySpec(fs v1alpha1.FetchStrategy) bool {
 	switch {
 	case fs.Registry() != nil:
-		_, _, ok := resolve.CutDigest(fs.Registry().Reference)
+		_, _, ok := cutDigest(fs.Registry().Reference)
 		return ok
 	case fs.AnonHTTP != nil:
 		if fs.AnonHTTP.Location != "" && fs.AnonHTTP.SHA256 == "" {
@@ -85,4 +86,10 @@ func ResolveDue(shim *v1alpha1.Shim, specHash string, now time.Time) string {
 		return "interval"
 	}
 	return ""
+}
+
+// cutDigest splits registry/repo@sha256:<hex> into the repository and the
+// digest's hex (ok: the reference pins one), as package resolve reads it.
+func cutDigest(ref string) (repo, hexDigest string, ok bool) {
+	return strings.Cut(ref, "@sha256:")
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/operator/nodejob"
 	"github.com/shimkit/shimkit/internal/operator/nodeview"
-	"github.com/shimkit/shimkit/internal/operator/resolve"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
@@ -213,7 +212,7 @@ func artifactFor(shim *v1alpha1.Shim, node *corev1.Node, art *v1alpha1.ResolvedA
 		}
 	case fs.Type == v1alpha1.FetchOCI && fs.OCI != nil:
 		a.Type, a.Reference, a.PlainHTTP, a.Insecure = plan.SourceOCI, fs.OCI.Reference, fs.OCI.PlainHTTP, fs.OCI.Insecure
-		if _, sum, ok := resolve.CutDigest(fs.OCI.Reference); ok {
+		if _, sum, ok := cutDigest(fs.OCI.Reference); ok {
 			a.Digest = "sha256:" + sum
 		} else if art != nil {
 			a.Digest = art.Digest
@@ -240,7 +239,7 @@ func imageArtifact(shim *v1alpha1.Shim, img *v1alpha1.OCIFetch, art *v1alpha1.Re
 		return nil, fmt.Errorf("spec.fetchStrategy.image.reference %q: %w", img.Reference, err)
 	}
 	d := ""
-	if _, sum, ok := resolve.CutDigest(img.Reference); ok {
+	if _, sum, ok := cutDigest(img.Reference); ok {
 		d = "sha256:" + sum
 	} else if art != nil {
 		d = art.Digest

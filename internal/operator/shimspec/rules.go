@@ -4,12 +4,13 @@ import (
 	"fmt"
 
 	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/internal/classstep"
 	"github.com/shimkit/shimkit/internal/operator/health"
-	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/rollout"
-	"github.com/shimkit/shimkit/runtimeclass"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/shimkit/shimkit/internal/nodelabel/record"
 )
 
 // RCMKind and RCMVersion are the kind and version of runtime-class-manager's
@@ -93,7 +94,7 @@ func migrationFor(shim *v1alpha1.Shim, node *corev1.Node) *plan.Migration {
 	if m == nil {
 		return nil
 	}
-	if _, ours := node.Labels[nodelabel.Key(shim.Name)]; ours || !HasRCMLabel(node, m.RuntimeClassManager.Shim) {
+	if _, ours := node.Labels[record.Key(shim.Name)]; ours || !HasRCMLabel(node, m.RuntimeClassManager.Shim) {
 		return nil
 	}
 	return &plan.Migration{From: plan.FromRuntimeClassManager, Handler: shim.Spec.RuntimeClass.HandlerName()}
@@ -116,8 +117,8 @@ func checkMigrateFrom(shim *v1alpha1.Shim) error {
 
 // RCMPredecessor is the runtime-class-manager Shim a RuntimeClass is taken
 // over from, without its UID.
-func RCMPredecessor(m *v1alpha1.MigrateFrom) runtimeclass.Predecessor {
-	return runtimeclass.Predecessor{Group: m.RuntimeClassManager.Group(), Kind: RCMKind, Name: m.RuntimeClassManager.Shim}
+func RCMPredecessor(m *v1alpha1.MigrateFrom) classstep.Predecessor {
+	return classstep.Predecessor{Group: m.RuntimeClassManager.Group(), Kind: RCMKind, Name: m.RuntimeClassManager.Shim}
 }
 
 // Health gate defaults (spec.rolloutStrategy.healthGate).
