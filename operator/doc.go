@@ -8,13 +8,15 @@
 // # A reconcile
 //
 // A reconcile reads once, decides, then acts: every read of a reconcile
-// comes before its first write (operator/phase marks the two phases, and
-// the envtest suites run every reconcile through phase.Checked, which
-// fails a write made before the decision is complete and a read made
-// after). The rooms it goes through are packages of their own, imported
+// comes before its first write, and every write and Event after its
+// decision (package phase marks the two phases; the envtest suites run
+// every reconcile through phase.Checked and phase.Recorder, which fail a
+// write or an Event made before the decision is complete and a read made
+// after). The decision is one value, decide.Plan, made by one pure
+// function; the rooms it goes through are packages of their own, imported
 // one way (operator → its roles → decide → fleet, shimspec; none imports
-// operator; decide and fleet import no client, context or clock:
-// decide.TestPure):
+// operator; decide, and every package of shimkit it links, imports no
+// client, context or clock: decide.TestPure):
 //
 //	observe              the snapshot (decide.Snapshot): the Shim, a
 //	  │                  fleet.NodeView per node (nodeview.View: label,
@@ -23,31 +25,32 @@
 //	  │                  finished, read by results.Reader; the node gate's
 //	  │                  holds, package nodegate), the pinned artifact
 //	  │                  (pin.Pinner), a failed rollout's previous revision
-//	  │                  as the target (revision.Store), the pods of
-//	  │                  running Jobs that cannot pull, the RuntimeClasses
+//	  │                  as the target (revision.Store), what these found
+//	  │                  to tell (decide.Notice), the pods of running Jobs
+//	  │                  that cannot pull, the RuntimeClasses
 //	  │                  (classes.Classes), every Shim; the health gate's
 //	  │                  verdict on the workloads of updated nodes (read by
 //	  │                  package workload, judged by decide.JudgeGate)
 //	  ▼
-//	decide.Records       pure: a retry request, the stuck pulls and the
-//	  │                  finished Jobs turned into typed actions
-//	  │                  (decide.Action), the views left as they will be
-//	fleet.Decide         pure: each node's state, the install plans
-//	fleet.DecideRemoval  (shimspec.Build), the nodes to start under
-//	  │                  maxUpdate (rollout.Planner), halts, refusals, then
+//	decide.PlanInstall   pure, one decide.Plan: a retry request, the stuck
+//	decide.PlanRemoval   pulls and the finished Jobs as typed actions
+//	  │                  (decide.Records); each node's state, the install
+//	  │                  plans (shimspec.Build), the nodes to start under
+//	  │                  maxUpdate (rollout.Planner), halts, refusals,
 //	  │                  pause, windows, steps and bakes, the gate's halt
-//	  │                  and revert (decide.Delivery); golden-, table- and
-//	  │                  fuzz-tested (decide.FuzzDecide)
+//	  │                  and revert (fleet.Decide, decide.Delivery); the
+//	  │                  stale records, relabels, RuntimeClasses, the batch
+//	  │                  offer, taints, the rollout's record, the nodes due
+//	  │                  for verification, a deleted Shim's leftovers;
+//	  │                  golden-, table- and fuzz-tested
 //	  ▼
-//	act, startNodes      the actions in order (the executor holds no
-//	  │                  policy; with them the labels, records and taints
-//	  │                  decided on the snapshot: decide.Relabel,
-//	  │                  decide.StaleRecords, decide.Taints, decide.Forget),
-//	  │                  then the node gate, the Jobs (nodejob.Build: one
-//	  │                  installer per node, batches across Shims), labels
-//	  │                  (nodelabel), RuntimeClasses (classes.Classes, on
-//	  │                  the snapshot, each write with the resourceVersion
-//	  │                  or UID read as its precondition)
+//	carryOut             the plan in its order (the executor holds no
+//	  │                  policy): the actions, the finalizer, RuntimeClasses
+//	  │                  (classes.Classes, each write with the
+//	  │                  resourceVersion or UID read as its precondition),
+//	  │                  the node gate's admissions, the Jobs
+//	  │                  (nodejob.Build: one installer per node, batches
+//	  │                  across Shims), labels (nodelabel)
 //	  ▼
 //	status.Reporter      conditions with reason constants, counts, failing
 //	                     nodes, status.rollout, a revision once rolled out

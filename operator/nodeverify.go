@@ -2,10 +2,9 @@ package operator
 
 import (
 	"context"
-	"slices"
 	"time"
 
-	"github.com/shimkit/shimkit/internal/operator/fleet"
+	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/internal/operator/nodegate"
 )
@@ -24,51 +23,24 @@ import (
 // at most maxUpdate of a Shim's run at once; they start only once the
 // rollout is done, and never count as nodes changing.
 
-// startVerifies starts verifying Jobs on the nodes that are due, the
-// longest due first, as many as budget leaves beside the verifications
-// running, and returns when to look again (zero: no node will be due).
-func (r *jobStarter) startVerifies(ctx context.Context, obs *observed, budget int) (time.Time, error) {
-	if r.opts.VerifyPeriod < 0 {
-		return time.Time{}, nil
-	}
+// startVerifies starts the plan's verifying Jobs (decide.Plan.Verify, the
+// longest due first), at most its slots, each once the node gate admits
+// its node, and returns when to look again (zero: no node will be due).
+func (r *jobStarter) startVerifies(ctx context.Context, obs *observed, p *decide.Plan) (time.Time, error) {
+	next := p.VerifyNext
 	now := time.Now()
-	var next time.Time
-	later := func(at time.Time) {
-		if next.IsZero() || at.Before(next) {
-			next = at
-		}
-	}
-	running := 0
-	type dueNode struct {
-		v  *fleet.NodeView
-		at time.Time
-	}
-	var due []dueNode
-	for i := range obs.Views {
-		v := &obs.Views[i]
-		if v.Verify != nil && v.Verify.Running() {
-			running++
-		}
-		at, ok := v.VerifyDue(obs.Hash, r.opts.VerifyPeriod)
-		switch {
-		case !ok:
-		case at.After(now):
-			later(at)
-		default:
-			due = append(due, dueNode{v, at})
-		}
-	}
-	slices.SortStableFunc(due, func(a, b dueNode) int { return a.at.Compare(b.at) })
 	g := r.group(ctx)
 	started := 0
-	for _, d := range due {
-		v := d.v
-		if started >= budget-running {
+	for _, v := range p.Verify {
+		if started >= p.VerifySlots {
 			break // the next ones when these finish (their Jobs' events)
 		}
 		job := jobview.JobName(obs.Shim.Name, v.Node.Name, jobview.OpVerify, obs.Hash)
 		if !r.gate.AcquireVerify(v.Node.Name, jobview.LabelValue(obs.Shim.Name), job, now) {
-			later(now.Add(nodegate.Retry)) // another Shim's installer runs there
+			// Another Shim's installer runs there: looked at again soon.
+			if retry := now.Add(nodegate.Retry); next.IsZero() || retry.Before(next) {
+				next = retry
+			}
 			continue
 		}
 		started++

@@ -225,27 +225,29 @@ func (r *deps) group(ctx context.Context) *errgroup.Group {
 // refused spec starts no install; removals go on. It reads the snapshot
 // (obs), decides (fleet.Decide), then carries the decision out, each
 // write a step.
-func (r *Reconciler) install(ctx context.Context, obs *observed, acts []decide.Action) (ctrl.Result, error) {
+func (r *Reconciler) install(ctx context.Context, obs *observed, records []decide.Action) (ctrl.Result, error) {
 	if err := r.gateCheck.checkGate(ctx, obs); err != nil {
 		return ctrl.Result{}, err
 	}
-	d, err := fleet.Decide(obs.Fleet(), fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), Shared: r.batch.sharedNodes(obs), PlanFor: obs.PlanFor(r.opts.settings()), Delivery: decide.Delivery(obs)})
+	p, err := decide.PlanInstall(obs, records, decide.Rules{
+		Policy:   fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), Shared: r.batch.sharedNodes(obs), PlanFor: obs.PlanFor(r.opts.settings()), Delivery: decide.Delivery(obs)},
+		Batching: r.opts.BatchWindow >= 0, VerifyPeriod: r.opts.VerifyPeriod,
+	})
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	// The rest of the decision, on the snapshot: the stale records, the
-	// relabels (preinstalled nodes), the RuntimeClasses (the canary's
-	// among them: one that is someone else's starts no install).
-	stale := decide.StaleRecords(obs)
-	relabel := decide.Relabel(obs, &d)
-	rcs := decide.Classes(obs, len(d.Rollin.Start) > 0)
-	if rcs.CanaryBlocked {
-		d.Rollin.Start = nil
-	}
-	batch := decide.Batch(obs, d.Rollin, r.opts.BatchWindow >= 0)
 	phase.Decided(ctx)
+	return r.carryOut(ctx, obs, p)
+}
+
+// carryOut carries out a Shim's install plan, in its order: the records,
+// the finalizer, what the views already assume, the relabels, the
+// RuntimeClasses, the batch offer, the Jobs the node gate admits, the
+// taints, the status, the verifications.
+func (r *Reconciler) carryOut(ctx context.Context, obs *observed, p *decide.Plan) (ctrl.Result, error) {
+	d, rcs := p.Decision, p.Classes
 	r.notify(ctx, obs)
-	if err := r.exec.act(ctx, acts); err != nil {
+	if err := r.exec.act(ctx, p.Records); err != nil {
 		return ctrl.Result{}, err
 	}
 	// The finalizer first, before anything is on a node: a deleted Shim
@@ -256,12 +258,12 @@ func (r *Reconciler) install(ctx context.Context, obs *observed, acts []decide.A
 	// What the decision does not depend on, written once it is made: the
 	// views already read stale records, a reimaged node's label and the
 	// predecessor's RuntimeClasses as they will be.
-	if err := r.prepareNodes(ctx, obs, &rcs, stale); err != nil {
+	if err := r.prepareNodes(ctx, obs, &rcs, p.Stale); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.report.Decision(ctx, obs, d)
 	r.report.Delivery(ctx, obs, d)
-	if err := r.exec.act(ctx, relabel); err != nil {
+	if err := r.exec.act(ctx, p.Relabel); err != nil {
 		return ctrl.Result{}, err
 	}
 	// The RuntimeClasses, the canary's among them, before an installer
@@ -271,7 +273,7 @@ func (r *Reconciler) install(ctx context.Context, obs *observed, acts []decide.A
 	}
 	// Other Shims with installs pending get a moment to offer theirs, so
 	// that one Job per node carries them all.
-	batchWait := r.batch.offerInstalls(obs, batch)
+	batchWait := r.batch.offerInstalls(obs, p.Batch)
 	if batchWait > 0 {
 		d.Rollin.Start = nil
 	}
@@ -279,18 +281,16 @@ func (r *Reconciler) install(ctx context.Context, obs *observed, acts []decide.A
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.exec.act(ctx, decide.Taints(obs)); err != nil {
+	if err := r.exec.act(ctx, p.Taints); err != nil {
 		return ctrl.Result{}, err
 	}
 	obs.Settled = d.Done() || d.Rollin.Halted || d.Delivered.Hold != fleet.HoldNone
 	if err := r.report.Update(ctx, obs, d.Rollin, d.Removal, rcs); err != nil {
 		return ctrl.Result{}, err
 	}
-	var verifyAt time.Time
-	if d.Done() && obs.Refusal == nil && !rcs.CanaryBlocked {
-		if verifyAt, err = r.starter.startVerifies(ctx, obs, d.Rollin.Budget); err != nil {
-			return ctrl.Result{}, err
-		}
+	verifyAt, err := r.starter.startVerifies(ctx, obs, p)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: decide.DeliveryRequeue(obs, d, r.requeueAfter(obs, d, verifyAt, batchWait, waiting), r.opts.GatePeriod)}, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/shimkit/shimkit/internal/operator/decide"
-	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/phase"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
 	"github.com/shimkit/shimkit/rollout"
@@ -17,20 +16,21 @@ import (
 
 // uninstallAll removes the shim from every node that has it, rolling; then
 // deletes the RuntimeClasses and lets the Shim go.
-func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed, acts []decide.Action) (ctrl.Result, error) {
+func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed, records []decide.Action) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(obs.Shim, Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	d, err := fleet.DecideRemoval(obs.Fleet(), shimspec.Planner(obs.Shim, obs.Hash), decide.Delivery(obs))
+	p, err := decide.PlanRemoval(obs, records, shimspec.Planner(obs.Shim, obs.Hash))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	phase.Decided(ctx)
 	r.notify(ctx, obs)
-	if err := r.exec.act(ctx, acts); err != nil {
+	d := p.Decision
+	if err := r.exec.act(ctx, p.Records); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.exec.act(ctx, decide.Relabel(obs, &d)); err != nil {
+	if err := r.exec.act(ctx, p.Relabel); err != nil {
 		return ctrl.Result{}, err
 	}
 	if _, err := r.starter.startNodes(ctx, obs, d); err != nil {
@@ -43,13 +43,13 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed, acts []dec
 		}
 		return ctrl.Result{RequeueAfter: r.opts.ResyncPeriod}, nil
 	}
-	return ctrl.Result{}, r.release(ctx, obs)
+	return ctrl.Result{}, r.release(ctx, obs, p.Forget)
 }
 
 // release lets a deleted Shim go once every node is clean: what it
 // recorded on nodes goes, then its RuntimeClasses, then its finalizer.
-func (r *Reconciler) release(ctx context.Context, obs *observed) error {
-	if err := r.exec.act(ctx, decide.Forget(obs)); err != nil {
+func (r *Reconciler) release(ctx context.Context, obs *observed, forget []decide.Action) error {
+	if err := r.exec.act(ctx, forget); err != nil {
 		return err
 	}
 	if err := r.classes.DeleteAll(ctx, obs); err != nil {

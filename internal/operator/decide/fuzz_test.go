@@ -2,6 +2,7 @@ package decide
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -69,6 +70,26 @@ func fuzzView(shim *v1alpha1.Shim, name string, b byte) fleet.NodeView {
 	return v
 }
 
+// checkVerifies: verifications only once the rollout is done, only of
+// nodes installed at the target, the longest due first.
+func checkVerifies(t *testing.T, obs *Snapshot, p *Plan) {
+	t.Helper()
+	if len(p.Verify) > 0 && !p.Decision.Done() {
+		t.Errorf("verifications planned while the rollout goes on: %d", len(p.Verify))
+	}
+	var last time.Time
+	for _, v := range p.Verify {
+		at, ok := v.VerifyDue(obs.Hash, time.Duration(0))
+		if !ok || v.Label != nodelabel.Installed || v.SpecHash != obs.Hash {
+			t.Errorf("node %s verified, not installed at the target", v.Node.Name)
+		}
+		if at.Before(last) {
+			t.Errorf("node %s (due %s) after one due %s", v.Node.Name, at, last)
+		}
+		last = at
+	}
+}
+
 // FuzzDecide checks, on random snapshots, the decisions a reconcile makes
 // besides the rollout's (whose own invariants fleet's FuzzDecide checks)
 // and the rollout they lead to:
@@ -122,21 +143,21 @@ func FuzzDecide(f *testing.F) {
 				obs.Pulls[v.Node.Name] = &plan.NodeResult{Outcome: plan.Failed, Reason: plan.ReasonImagePullFailed}
 			}
 		}
-		acts, err := Records(obs)
+		records, err := Records(obs)
 		if err != nil {
 			t.Fatal(err)
 		}
-		acts = append(acts, StaleRecords(obs)...)
-		d, err := fleet.Decide(obs.Fleet(), fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), PlanFor: func(n *corev1.Node) (*plan.NodePlan, error) {
-			return &plan.NodePlan{Node: n.Name, Operation: plan.OpInstall, SpecHash: "h1"}, nil
-		}, Delivery: Delivery(obs)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		acts = append(acts, Relabel(obs, &d)...)
 		obs.Classes = fuzzClasses(obs, flags, maxUpdate)
-		checkClasses(t, obs, Classes(obs, len(d.Rollin.Start) > 0))
-		acts = append(acts, Taints(obs)...)
+		p, err := PlanInstall(obs, records, Rules{Policy: fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), PlanFor: func(n *corev1.Node) (*plan.NodePlan, error) {
+			return &plan.NodePlan{Node: n.Name, Operation: plan.OpInstall, SpecHash: "h1"}, nil
+		}, Delivery: Delivery(obs)}, VerifyPeriod: time.Duration(flags>>4) * time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := p.Decision
+		acts := slices.Concat(p.Records, p.Stale, p.Relabel, p.Taints)
+		checkClasses(t, obs, p.Classes)
+		checkVerifies(t, obs, p)
 		checkActions(t, obs, before, acts)
 		if d.Delivered.Revert && obs.PreviousRevision() == nil {
 			t.Errorf("a revert without a previous revision")

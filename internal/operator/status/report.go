@@ -7,18 +7,15 @@ import (
 	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
-	"github.com/shimkit/shimkit/rollout"
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Delivery records where the decision left the rollout (for the
-// status), and tells of a tripped gate and of a revert with a Warning
-// Event each, once.
+// Delivery tells where the decision left the rollout (obs.Rollout, as
+// decide.PlanInstall recorded it): a tripped gate and a revert each with a
+// Warning Event, once, and the rollout's step in the metrics.
 func (r *Reporter) Delivery(ctx context.Context, obs *decide.Snapshot, dec fleet.Decision) {
 	d := dec.Delivered
-	obs.Delivered = d
 	old := shimspec.RolloutOf(obs.Shim, obs.Hash)
-	obs.Rollout = decide.RecordRollout(obs, d, decide.FailedNodes(obs, dec.Rollin, rollout.Plan{}))
 	name := obs.Shim.Name
 	if d.Tripped {
 		r.metrics.GateTripped(name, d.Halt.Reason)
