@@ -10,7 +10,6 @@ import (
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/internal/operator/fleet"
-	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
@@ -68,29 +67,29 @@ const (
 // PreviewRollout decides for shim (a spec to apply, carrying the live
 // Shim's identity and status when it exists) on the nodes, the operator's
 // Jobs (with their installers' results, as NodeViews reads them) and the
-// cluster's RuntimeClasses, at now. What it cannot see: other Shims'
-// pending installs (batches) and the health gate's verdict on workloads;
-// installs take no time in it.
+// cluster's RuntimeClasses, at now: the snapshot is built as a reconcile
+// builds its own (decide.NewSnapshot, decide.BuildViews) and decided by
+// the reconcile's own plan (decide.Preview: the records, then
+// decide.PlanInstall under the same delivery rules: the current step, a
+// bake, a window, a halt, a retry). What it cannot see: other Shims'
+// pending installs (batches), the health gate's verdict on workloads, a
+// revert's previous revision, and the node gate's holds; installs take no
+// time in it.
 func PreviewRollout(shim *v1alpha1.Shim, nodes []*corev1.Node, jobs []*batchv1.Job, result func(*batchv1.Job) *plan.NodeResult, classes []nodev1.RuntimeClass, opts Options, now time.Time) (*Preview, error) {
 	opts = opts.withDefaults()
-	obs := &observed{Shim: shim, SpecHash: nodeview.SpecHash(shim), Refusal: shimspec.RefusalOf(shim, opts.settings()), Now: now, RolloutNow: now}
-	obs.Art = shimspec.PinOf(shim, obs.SpecHash)
-	obs.Hash = shimspec.TargetHash(shim, obs.SpecHash, obs.Art)
-	obs.Windows, obs.Steps, _ = shimspec.RolloutRules(shim)
+	obs := decide.NewSnapshot(shim, opts.settings(), now, now)
+	obs.Aim(shimspec.PinOf(shim, obs.SpecHash))
+	obs.Classes = classSet(shim, classes)
 	p := &Preview{Shim: shim, Target: obs.Hash, Pinned: obs.Art != nil || shimspec.PinnedBySpec(shim.Spec.FetchStrategy)}
 	if ref := obs.Refusal; ref != nil {
 		p.Refusal = &fleet.Refusal{Reason: ref.Reason, Message: ref.Message}
 	}
-	obs.Views = NodeViews(shim, nodes, jobs, result)
+	decide.BuildViews(obs, decide.NodeReads{Nodes: nodes, Jobs: jobs, Result: finishedResult(result), ServerVersion: opts.ServerVersion})
 	p.Views = append([]fleet.NodeView(nil), obs.Views...)
-	dl := fleet.Delivery{Now: now, Windows: obs.Windows, Steps: obs.Steps}
-	if rs := shim.Spec.RolloutStrategy; rs != nil {
-		dl.Paused = rs.Paused
-	}
-	if st := shimspec.RolloutOf(shim, obs.Hash); st != nil && st.Halt != nil {
-		dl.Halt = decide.HaltTrip(st.Halt)
-	}
-	sim, err := fleet.Simulate(obs.Fleet(), fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), PlanFor: obs.PlanFor(opts.settings()), Delivery: dl})
+	_, sim, err := decide.Preview(obs, decide.Rules{
+		Policy:   fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), PlanFor: obs.PlanFor(opts.settings()), Delivery: decide.Delivery(obs)},
+		Batching: false, VerifyPeriod: -1,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -99,18 +98,26 @@ func PreviewRollout(shim *v1alpha1.Shim, nodes []*corev1.Node, jobs []*batchv1.J
 	return p, nil
 }
 
-// previewClasses says what becomes of each of the Shim's RuntimeClasses
-// once the rollout reaches a node: decide.Classes, the reconcile's own
-// decision, on the RuntimeClasses as they are (the canary's left out: it
-// comes and goes with the installs).
-func previewClasses(shim *v1alpha1.Shim, existing []nodev1.RuntimeClass) []ClassPreview {
+// classSet is the Shim's RuntimeClasses (its canary's among them) as
+// read from the cluster's, as classes.Classes.Read reads them.
+func classSet(shim *v1alpha1.Shim, existing []nodev1.RuntimeClass) *decide.ClassSet {
 	set := &decide.ClassSet{}
+	set.Put(shimspec.CanaryRuntimeClass(shim.Name), nil)
 	for _, c := range shimspec.Classes(shim) {
 		set.Put(c.Name, nil)
 	}
 	for i := range existing {
 		set.Put(existing[i].Name, &existing[i])
 	}
+	return set
+}
+
+// previewClasses says what becomes of each of the Shim's RuntimeClasses
+// once the rollout reaches a node: decide.Classes, the reconcile's own
+// decision, on the RuntimeClasses as they are (the canary's left out: it
+// comes and goes with the installs).
+func previewClasses(shim *v1alpha1.Shim, existing []nodev1.RuntimeClass) []ClassPreview {
+	set := classSet(shim, existing)
 	installed := []fleet.NodeView{{Node: &corev1.Node{}, Label: nodelabel.Installed}}
 	cp := decide.Classes(&decide.Snapshot{Shim: shim, Classes: set, Views: installed}, false)
 	canary := shimspec.CanaryRuntimeClass(shim.Name)

@@ -12,19 +12,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/operator/classes"
 	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/internal/operator/metrics"
 	"github.com/shimkit/shimkit/internal/operator/nodegate"
-	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"github.com/shimkit/shimkit/internal/operator/phase"
 	"github.com/shimkit/shimkit/internal/operator/pin"
 	"github.com/shimkit/shimkit/internal/operator/results"
@@ -149,50 +148,31 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 		return nil, fmt.Errorf("shim %s: %w", shim.Name, err)
 	}
 	r.gate.Sync(jobs, time.Now())
-	latest, verifying := decide.NewestJobs(shim, jobs, r.retries.deleted)
 	held := r.gate.InFlight(jobview.LabelValue(shim.Name))
 	// Read, never changed: the cache's own objects (no copy per reconcile).
 	var shims v1alpha1.ShimList
 	if err := r.client.List(ctx, &shims, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list Shims: %w", err)
 	}
-	obs := &observed{Shim: shim, SpecHash: nodeview.SpecHash(shim), Refusal: shimspec.RefusalOf(shim, r.opts.settings()), Now: time.Now(), RolloutNow: r.opts.Clock.Now(), Retried: r.retries.latest(shim), Jobs: jobs, Shims: shims.Items}
-	obs.Shown = shim.Status.Artifact
+	obs := decide.NewSnapshot(shim, r.opts.settings(), time.Now(), r.opts.Clock.Now())
+	obs.Retried, obs.Jobs, obs.Shims = r.retries.latest(shim), jobs, shims.Items
+	art := (*v1alpha1.ResolvedArtifact)(nil)
 	switch {
 	case shim.Spec.FetchStrategy.Type == v1alpha1.FetchPreinstalled:
 		// Nothing to fetch, nothing to pin: the nodes' image has it.
 	case obs.Refusal == nil && shim.DeletionTimestamp.IsZero():
 		pinned := r.resolve.Pin(ctx, shim, obs.SpecHash)
-		obs.Art, obs.Shown, obs.Refusal, obs.Notices = pinned.Use, pinned.Show, pinned.Refusal, pinned.Notices
+		art, obs.Shown, obs.Refusal, obs.Notices = pinned.Use, pinned.Show, pinned.Refusal, pinned.Notices
 	default:
-		obs.Art = shimspec.PinOf(shim, obs.SpecHash)
+		art = shimspec.PinOf(shim, obs.SpecHash)
 	}
-	obs.Hash = shimspec.TargetHash(shim, obs.SpecHash, obs.Art)
-	obs.Windows, obs.Steps, _ = shimspec.RolloutRules(shim) // wrong ones are refused (shimspec.RefusalOf)
+	obs.Aim(art)
 	if err := r.revisions.Revert(ctx, obs); err != nil {
 		return nil, err
 	}
 	shim = obs.Shim
-	current := map[types.UID]bool{}
-	canary := nodeview.CanaryHash(shim)
-	obs.Views = make([]fleet.NodeView, 0, len(nodes))
-	for _, n := range nodes {
-		v := nodeview.View(shim, n, canary)
-		if shim.Spec.FetchStrategy.Type == v1alpha1.FetchImage && !v.Preinstalled {
-			v.ImageWay = nodeview.ImageWay(r.opts.ServerVersion, n)
-		}
-		for _, j := range attachJobs(&v, latest, verifying) {
-			j.Result, j.ResultRead = r.reads.Get(shim.Name, j.Object.UID)
-			current[j.Object.UID] = true
-		}
-		if job, ok := held[v.Node.Name]; ok && (v.Job == nil || v.Job.Object.Name != job) {
-			v.Held = true
-		}
-		if why, ok := nodeview.ReadOnlyHost(&v, obs.Hash); ok && v.Matching && v.Skip == nil {
-			v.Skip = &fleet.Skip{Reason: v1alpha1.SkipReadOnlyHost, Detail: why}
-		}
-		obs.Views = append(obs.Views, v)
-	}
+	current := decide.BuildViews(obs, decide.NodeReads{Nodes: nodes, Jobs: jobs, Deleted: r.retries.deleted, Held: held, ServerVersion: r.opts.ServerVersion,
+		Result: func(j *jobview.View) (*plan.NodeResult, bool) { return r.reads.Get(shim.Name, j.Object.UID) }})
 	r.reads.Keep(shim.Name, current)
 	if err := r.reads.ReadFinished(ctx, obs); err != nil {
 		return nil, err

@@ -1,6 +1,8 @@
 package decide
 
 import (
+	"time"
+
 	"fmt"
 	"slices"
 	"strings"
@@ -165,24 +167,31 @@ func TestDecideRemoval(t *testing.T) {
 }
 
 // BenchmarkObserveDecide1000Nodes is a reconcile's pure part at 1,000
-// nodes, none of them installed yet: the node views, the plans and the
-// decision (go test ./operator -run '^$' -bench ObserveDecide -benchmem).
+// nodes, none of them installed yet, as a reconcile runs it: the
+// snapshot's head and target, the node views (BuildViews), the records
+// and the whole plan (PlanInstall: the decision, classes, batch offer,
+// taints, the rollout's record, verifications)
+// (go test ./internal/operator/decide -run '^$' -bench ObserveDecide -benchmem).
 func BenchmarkObserveDecide1000Nodes(b *testing.B) {
 	shim := decideShim()
-	hash := nodeview.SpecHash(shim)
-	canary := nodeview.CanaryHash(shim)
 	opts := shimspec.Settings{InstallerImage: "i", Namespace: "ns"}
 	nodes := make([]*corev1.Node, 1000)
 	for i := range nodes {
 		nodes[i] = nodeAt(fmt.Sprintf("n%04d", i), "a", "", nil)
 	}
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	for b.Loop() {
-		obs := &Snapshot{Shim: shim, Hash: hash, SpecHash: hash, Views: make([]fleet.NodeView, 0, len(nodes))}
-		for _, n := range nodes {
-			obs.Views = append(obs.Views, nodeview.View(shim, n, canary))
-		}
-		if _, err := fleet.Decide(obs.Fleet(), fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), PlanFor: obs.PlanFor(opts)}); err != nil {
+		obs := NewSnapshot(shim, opts, now, now)
+		obs.Aim(nil)
+		obs.Shims, obs.Classes = []v1alpha1.Shim{*shim}, &ClassSet{}
+		BuildViews(obs, NodeReads{Nodes: nodes})
+		records, err := Records(obs)
+		if err != nil {
 			b.Fatal(err)
+		}
+		p, err := PlanInstall(obs, records, Rules{Policy: fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), PlanFor: obs.PlanFor(opts), Delivery: Delivery(obs)}, Batching: true, VerifyPeriod: 6 * time.Hour})
+		if err != nil || len(p.Decision.Rollin.Start) != 2 {
+			b.Fatalf("plan %v, %v: want 2 starts (maxUpdate 2)", p, err)
 		}
 	}
 }
