@@ -156,7 +156,7 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	}
 	obs := decide.NewSnapshot(shim, r.opts.settings(), time.Now(), r.opts.Clock.Now())
 	obs.Retried, obs.Jobs, obs.Shims = r.retries.latest(shim), jobs, shims.Items
-	art := (*v1alpha1.ResolvedArtifact)(nil)
+	var art *v1alpha1.ResolvedArtifact
 	switch {
 	case shim.Spec.FetchStrategy.Type == v1alpha1.FetchPreinstalled:
 		// Nothing to fetch, nothing to pin: the nodes' image has it.

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/shimkit/shimkit/internal/operator/fleet"
-	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/rollout"
 )
 
@@ -38,8 +37,6 @@ type Plan struct {
 	// Taints are the startup taints the Shim's nodes lose (Taints), once
 	// the Jobs started.
 	Taints []Action
-	// Rollout is what the status records of the rollout (RecordRollout).
-	Rollout *v1alpha1.RolloutStatus
 	// Verify are the nodes due for a verifying Job, the longest due
 	// first; at most VerifySlots of them start (the budget less the
 	// verifications running), each once the node gate admits it, in this
@@ -79,8 +76,9 @@ func PlanInstall(obs *Snapshot, records []Action, r Rules) (*Plan, error) {
 	p.Batch = Batch(obs, d.Rollin, r.Batching)
 	p.Taints = Taints(obs)
 	obs.Delivered = d.Delivered
+	// What the status records of the rollout: on the snapshot, which the
+	// status is written from.
 	obs.Rollout = RecordRollout(obs, d.Delivered, FailedNodes(obs, d.Rollin, rollout.Plan{}))
-	p.Rollout = obs.Rollout
 	if d.Done() && obs.Refusal == nil && !p.Classes.CanaryBlocked && r.VerifyPeriod >= 0 {
 		p.Verify, p.VerifySlots, p.VerifyNext = dueVerifies(obs, r.VerifyPeriod, d.Rollin.Budget)
 	}
