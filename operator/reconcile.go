@@ -147,15 +147,17 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	if err != nil {
 		return nil, fmt.Errorf("shim %s: %w", shim.Name, err)
 	}
-	r.gate.Sync(jobs, time.Now())
+	now := time.Now()
+	r.gate.Sync(jobs, now)
 	held := r.gate.InFlight(jobview.LabelValue(shim.Name))
+	gate := r.gate.Read(jobview.LabelValue(shim.Name), now)
 	// Read, never changed: the cache's own objects (no copy per reconcile).
 	var shims v1alpha1.ShimList
 	if err := r.client.List(ctx, &shims, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list Shims: %w", err)
 	}
-	obs := decide.NewSnapshot(shim, r.opts.settings(), time.Now(), r.opts.Clock.Now())
-	obs.Retried, obs.Jobs, obs.Shims = r.retries.latest(shim), jobs, shims.Items
+	obs := decide.NewSnapshot(shim, r.opts.settings(), now, r.opts.Clock.Now())
+	obs.Retried, obs.Jobs, obs.Shims, obs.Gate = r.retries.latest(shim), jobs, shims.Items, gate
 	var art *v1alpha1.ResolvedArtifact
 	switch {
 	case shim.Spec.FetchStrategy.Type == v1alpha1.FetchPreinstalled:
@@ -171,6 +173,7 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 		return nil, err
 	}
 	shim = obs.Shim
+	obs.ResolveAt = r.resolve.NextAt(shim, obs.Art)
 	current := decide.BuildViews(obs, decide.NodeReads{Nodes: nodes, Jobs: jobs, Deleted: r.retries.deleted, Held: held, ServerVersion: r.opts.ServerVersion,
 		Result: func(j *jobview.View) (*plan.NodeResult, bool) { return r.reads.Get(shim.Name, j.Object.UID) }})
 	r.reads.Keep(shim.Name, current)
@@ -210,8 +213,9 @@ func (r *Reconciler) install(ctx context.Context, obs *observed, records []decid
 		return ctrl.Result{}, err
 	}
 	p, err := decide.PlanInstall(obs, records, decide.Rules{
-		Policy:   fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), Shared: r.batch.sharedNodes(obs), PlanFor: obs.PlanFor(r.opts.settings()), Delivery: decide.Delivery(obs)},
-		Batching: r.opts.BatchWindow >= 0, VerifyPeriod: r.opts.VerifyPeriod,
+		Policy:   fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), Shared: r.sharedNodes(obs), PlanFor: obs.PlanFor(r.opts.settings()), Delivery: decide.Delivery(obs)},
+		Batching: r.opts.BatchWindow >= 0, VerifyPeriod: r.opts.VerifyPeriod, Settings: r.opts.settings(),
+		Resync: r.opts.ResyncPeriod, GatePeriod: r.opts.GatePeriod,
 	})
 	if err != nil {
 		return ctrl.Result{}, err
@@ -251,13 +255,11 @@ func (r *Reconciler) carryOut(ctx context.Context, obs *observed, p *decide.Plan
 	if err := r.classes.Publish(ctx, obs, &rcs); err != nil {
 		return ctrl.Result{}, err
 	}
-	// Other Shims with installs pending get a moment to offer theirs, so
-	// that one Job per node carries them all.
-	batchWait := r.batch.offerInstalls(obs, p.Batch)
-	if batchWait > 0 {
-		d.Rollin.Start = nil
-	}
-	waiting, err := r.starter.startNodes(ctx, obs, d)
+	// Other Shims with installs pending see the offer (and may wait a
+	// moment for it: decide.Plan.BatchWait), so that one Job per node
+	// carries them all.
+	r.batch.offer(obs, p.Batch)
+	refused, err := r.starter.startNodes(ctx, obs, p.Starts)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -268,11 +270,24 @@ func (r *Reconciler) carryOut(ctx context.Context, obs *observed, p *decide.Plan
 	if err := r.report.Update(ctx, obs, d.Rollin, d.Removal, rcs); err != nil {
 		return ctrl.Result{}, err
 	}
-	verifyAt, err := r.starter.startVerifies(ctx, obs, p)
+	refusedVerify, err := r.starter.startVerifies(ctx, obs, p.Verify)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: decide.DeliveryRequeue(obs, d, r.requeueAfter(obs, d, verifyAt, batchWait, waiting), r.opts.GatePeriod)}, nil
+	if refused || refusedVerify {
+		return ctrl.Result{RequeueAfter: p.RequeueRefused}, nil
+	}
+	return ctrl.Result{RequeueAfter: p.Requeue}, nil
+}
+
+// sharedNodes are the nodes that other Shims would install now (nil
+// without batching), as the snapshot's gate view has them: the planner
+// prefers them, so that their installs share one Job.
+func (r *Reconciler) sharedNodes(obs *observed) map[string]bool {
+	if r.opts.BatchWindow < 0 {
+		return nil
+	}
+	return obs.Gate.Wanted()
 }
 
 // ensureFinalizer adds the Finalizer to the Shim when it lacks it. It
@@ -306,35 +321,6 @@ func (r *Reconciler) prepareNodes(ctx context.Context, obs *observed, rcs *decid
 		return err
 	}
 	return r.exec.act(ctx, stale)
-}
-
-// requeueAfter is when the Shim is looked at again. A rollout that is done
-// comes back when the artifact is resolved again, the next verification
-// is due, or a node just installed is checked for drift (a foreign
-// RuntimeClass's change requeues through the watch); one waiting for
-// other Shims' offers, after the batch window; one waiting for a node
-// another Shim's installer holds, within a Job; else the resync period.
-func (r *Reconciler) requeueAfter(obs *observed, d fleet.Decision, verifyAt time.Time, batchWait time.Duration, waiting bool) time.Duration {
-	switch {
-	case d.Done():
-		after := r.resolve.Next(obs.Shim, obs.Art, time.Now())
-		if !verifyAt.IsZero() {
-			if w := time.Until(verifyAt); after == 0 || w < after {
-				after = max(w, time.Second)
-			}
-		}
-		if !obs.DriftCheck.IsZero() {
-			if w := time.Until(obs.DriftCheck) + time.Second; after == 0 || w < after {
-				after = w
-			}
-		}
-		return after
-	case batchWait > 0:
-		return batchWait
-	case waiting:
-		return min(r.opts.ResyncPeriod, nodegate.Retry)
-	}
-	return r.opts.ResyncPeriod
 }
 
 // event records an Event regarding the Shim, related to the node or

@@ -4,15 +4,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
-	"github.com/shimkit/shimkit/internal/operator/shimspec"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -20,83 +19,69 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Starting the installer Jobs a decision asks for, each once the node gate
-// admits it (package nodegate), and creating them.
+// Starting the installer Jobs a plan asks for (decide.Start): each once
+// the node gate commits the reservation the plan made on its view of the
+// gate, and creating them.
 
-// startNodes starts the decided installs and uninstalls, each once the
-// node gate admits it; waiting: a node was held by another Shim's
-// installer (or the cap), and is tried again soon.
-func (r *jobStarter) startNodes(ctx context.Context, obs *observed, d fleet.Decision) (waiting bool, _ error) {
+// startNodes starts the plan's Jobs, each once the node gate commits its
+// reservation; refused: the gate refused one (another Shim's installer
+// took the node, or the partners' slots, after the snapshot), which the
+// next reconcile plans again.
+func (r *jobStarter) startNodes(ctx context.Context, obs *observed, starts []decide.Start) (refused bool, _ error) {
 	g := r.group(ctx)
-	for _, name := range d.Rollin.Start {
-		v := d.ByName[name]
-		reason := r.installReason(ctx, obs.Shim, v.Node, v.Installed(), v.Drifted)
-		b, ok := r.batch.admitInstall(obs, v)
-		if !ok {
-			waiting = true
+	now := time.Now()
+	for _, st := range starts {
+		if !r.gate.Reserve(st.Reserve, now) {
+			refused = true
 			continue
 		}
 		g.Go(func() error {
-			err := r.startInstall(ctx, obs, v, b, reason)
+			err := r.start(ctx, obs, st)
 			if err != nil {
-				r.gate.Release(v.Node.Name, b.job)
+				r.gate.Release(st.Reserve.Node, st.Reserve.Job)
 			}
 			return err
 		})
 	}
-	for _, name := range d.Removal.Start {
-		v := d.ByName[name]
-		if !r.batch.admit(obs, v, jobview.OpUninstall) {
-			waiting = true
-			continue
-		}
-		g.Go(func() error { return r.batch.released(obs, v, jobview.OpUninstall, r.startUninstall(ctx, obs, v)) })
-	}
-	return waiting, g.Wait()
+	return refused, g.Wait()
 }
 
-// installReason is the Normal Event reason of an install starting on the
-// node: Installing, Upgrading, or Repairing a drifted node, which also gets
-// a Warning Event Drifted saying what drifted.
-func (r *jobStarter) installReason(ctx context.Context, shim *v1alpha1.Shim, node *corev1.Node, installed bool, drifted string) string {
-	switch {
-	case drifted != "":
-		r.event(ctx, shim, node, corev1.EventTypeWarning, "Drifted", "Install", "node %s drifted (%s): installing the shim again", node.Name, drifted)
-		r.metrics.DriftDetected(shim.Name, node.Name)
-		return "Repairing"
-	case installed:
-		return "Upgrading"
+// start creates the Start's Job: a drifted node's Warning first, an
+// uninstalled node out of the RuntimeClass's selection first, and a
+// batch's Job with its partners' plans.
+func (r *jobStarter) start(ctx context.Context, obs *observed, st decide.Start) error {
+	v := st.View
+	if st.Op == jobview.OpInstall {
+		r.drifted(ctx, obs.Shim, v.Node, v.Drifted)
 	}
-	return "Installing"
-}
-
-// startUninstall takes the node out of the RuntimeClass's selection, then
-// starts its uninstall Job.
-func (r *jobStarter) startUninstall(ctx context.Context, obs *observed, v *fleet.NodeView) error {
-	if v.Label != "" && v.Label != fleet.LabelUninstalling {
+	if st.Unlabel {
 		if err := nodelabel.SetState(ctx, r.client, v.Node.Name, obs.Shim.Name, fleet.LabelUninstalling); err != nil {
 			return err
 		}
 		v.Label = fleet.LabelUninstalling
 	}
-	return r.startJob(ctx, obs, v, jobview.OpUninstall, "Uninstalling")
+	if len(st.Partners) > 0 {
+		return r.startBatch(ctx, obs, st)
+	}
+	return r.startJob(ctx, obs, st)
 }
 
-// startJob creates the node's Job. A finished Job of the same name (an
-// earlier round of the same operation) is deleted first.
-func (r *jobStarter) startJob(ctx context.Context, obs *observed, v *fleet.NodeView, op, reason string) error {
-	hash := obs.Hash
-	if op == jobview.OpUninstall {
-		hash = v.SpecHash
+// drifted emits the Warning Event Drifted of a node installed again
+// because it drifted (what: what drifted; "": it did not).
+func (r *jobStarter) drifted(ctx context.Context, shim *v1alpha1.Shim, node *corev1.Node, what string) {
+	if what == "" {
+		return
 	}
-	p := v.Plan
-	if p == nil || p.Operation != plan.Operation(op) {
-		var err error
-		if p, err = shimspec.Build(obs.Shim, v.Node, plan.Operation(op), r.opts.settings(), obs.Target()); err != nil {
-			return err
-		}
-	}
-	job, err := r.buildJob(obs.Shim, v.Node, p, hash)
+	r.event(ctx, shim, node, corev1.EventTypeWarning, "Drifted", "Install", "node %s drifted (%s): installing the shim again", node.Name, what)
+	r.metrics.DriftDetected(shim.Name, node.Name)
+}
+
+// startJob creates the node's Job of the Start, alone. A finished Job of
+// the same name (an earlier round of the same operation) is deleted
+// first.
+func (r *jobStarter) startJob(ctx context.Context, obs *observed, st decide.Start) error {
+	v := st.View
+	job, err := r.buildJob(obs.Shim, v.Node, st.Plan, obs.JobHash(v, st.Op))
 	if err != nil {
 		return err
 	}
@@ -104,10 +89,10 @@ func (r *jobStarter) startJob(ctx context.Context, obs *observed, v *fleet.NodeV
 	if err != nil || !created {
 		return err
 	}
-	if op != jobview.OpVerify {
+	if st.Op != jobview.OpVerify {
 		v.Held = true // changing from now on, before the cache shows its Job
 	}
-	obs.Events.Add(reason, decide.OpAction(op), fmt.Sprintf("node %s (Job %s)", v.Node.Name, job.Name))
+	obs.Events.Add(st.Reason, decide.OpAction(st.Op), fmt.Sprintf("node %s (Job %s)", v.Node.Name, job.Name))
 	return nil
 }
 

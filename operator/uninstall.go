@@ -20,7 +20,7 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed, records []
 	if !controllerutil.ContainsFinalizer(obs.Shim, Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	p, err := decide.PlanRemoval(obs, records, shimspec.Planner(obs.Shim, obs.Hash))
+	p, err := decide.PlanRemoval(obs, records, shimspec.Planner(obs.Shim, obs.Hash), decide.Rules{Settings: r.opts.settings(), Resync: r.opts.ResyncPeriod})
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -33,7 +33,7 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed, records []
 	if err := r.exec.act(ctx, p.Relabel); err != nil {
 		return ctrl.Result{}, err
 	}
-	if _, err := r.starter.startNodes(ctx, obs, d); err != nil {
+	if _, err := r.starter.startNodes(ctx, obs, p.Starts); err != nil {
 		return ctrl.Result{}, err
 	}
 	obs.Settled = d.Removal.Done || d.Removal.Halted
@@ -41,7 +41,7 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed, records []
 		if err := r.report.Update(ctx, obs, rollout.Plan{}, d.Removal, decide.ClassPlan{}); err != nil {
 			return ctrl.Result{}, err
 		}
-		return ctrl.Result{RequeueAfter: r.opts.ResyncPeriod}, nil
+		return ctrl.Result{RequeueAfter: p.Requeue}, nil
 	}
 	return ctrl.Result{}, r.release(ctx, obs, p.Forget)
 }

@@ -1,8 +1,10 @@
 package decide
 
 import (
+	"reflect"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
+	"github.com/shimkit/shimkit/internal/operator/nodegate"
 	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
 	"github.com/shimkit/shimkit/nodelabel"
@@ -70,6 +73,57 @@ func fuzzView(shim *v1alpha1.Shim, name string, b byte) fleet.NodeView {
 	return v
 }
 
+// fuzzGate is a node gate view in which another Shim's installer holds
+// every node whose state has bit 6 set, under a cap of 2 to 5 nodes
+// (maxUpdate's high bits; 0: none).
+func fuzzGate(states []byte, maxUpdate uint8) nodegate.View {
+	g := nodegate.View{Shim: "spin", Max: int(maxUpdate>>4) % 5, Held: map[string]nodegate.Holder{}}
+	if g.Max == 1 {
+		g.Max = 0
+	}
+	for i, b := range states {
+		if b&0x40 != 0 {
+			g.Held[fmt.Sprintf("n%02d", i)] = nodegate.Holder{Shim: "other", Job: "other-job"}
+		}
+	}
+	return g
+}
+
+// checkStarts: the plan starts a node only when the snapshot's gate
+// admits it (no other Shim's installer there, the cap kept), never a node
+// twice, each decided start admitted or waiting, and the snapshot's gate
+// view as it was read.
+func checkStarts(t *testing.T, obs *Snapshot, gate nodegate.View, p *Plan) {
+	t.Helper()
+	if !reflect.DeepEqual(gate, obs.Gate) {
+		t.Errorf("the plan changed the snapshot's gate view")
+	}
+	held, seen := len(gate.Held), map[string]bool{}
+	for _, st := range slices.Concat(p.Starts, p.Verify) {
+		n := st.Reserve.Node
+		if h, ok := gate.Held[n]; ok && h.Shim != "spin" {
+			t.Errorf("node %s started while %s's installer holds it", n, h.Shim)
+		}
+		if _, ok := gate.Held[n]; !ok {
+			held++
+		}
+		if seen[n] {
+			t.Errorf("node %s started twice", n)
+		}
+		seen[n] = true
+		if st.View == nil || st.View.Node.Name != n || st.Plan == nil {
+			t.Errorf("start on %s without its view or plan", n)
+		}
+	}
+	if gate.Max > 0 && held > gate.Max && len(p.Starts)+len(p.Verify) > 0 {
+		t.Errorf("%d nodes held after the plan, cap %d", held, gate.Max)
+	}
+	refused := len(p.Decision.Rollin.Start)+len(p.Decision.Removal.Start) > len(p.Starts)
+	if refused && p.Requeue > nodegate.Retry && p.Requeue != 0 {
+		t.Errorf("a node waits for the gate, yet the Shim comes back after %s", p.Requeue)
+	}
+}
+
 // checkVerifies: verifications only once the rollout is done, only of
 // nodes installed at the target, the longest due first.
 func checkVerifies(t *testing.T, obs *Snapshot, p *Plan) {
@@ -78,7 +132,8 @@ func checkVerifies(t *testing.T, obs *Snapshot, p *Plan) {
 		t.Errorf("verifications planned while the rollout goes on: %d", len(p.Verify))
 	}
 	var last time.Time
-	for _, v := range p.Verify {
+	for _, st := range p.Verify {
+		v := st.View
 		at, ok := v.VerifyDue(obs.Hash, time.Duration(0))
 		if !ok || v.Label != nodelabel.Installed || v.SpecHash != obs.Hash {
 			t.Errorf("node %s verified, not installed at the target", v.Node.Name)
@@ -130,6 +185,10 @@ func FuzzDecide(f *testing.F) {
 			shim.Spec.FetchStrategy = v1alpha1.FetchStrategy{Type: v1alpha1.FetchImage, Image: &v1alpha1.OCIFetch{Reference: "example.invalid/spin:1"}}
 		}
 		obs := &Snapshot{Shim: shim, Hash: "h1", SpecHash: "h1", Shims: []v1alpha1.Shim{*shim}, RolloutNow: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
+		if flags&8 != 0 {
+			// An image rolled out is pinned (else its spec is refused).
+			obs.Art = &v1alpha1.ResolvedArtifact{Digest: "sha256:" + strings.Repeat("ab", 32)}
+		}
 		before := map[string]fleet.NodeView{}
 		for i, b := range states {
 			v := fuzzView(shim, fmt.Sprintf("n%02d", i), b)
@@ -148,9 +207,11 @@ func FuzzDecide(f *testing.F) {
 			t.Fatal(err)
 		}
 		obs.Classes = fuzzClasses(obs, flags, maxUpdate)
+		obs.Gate = fuzzGate(states, maxUpdate)
+		gateBefore := obs.Gate.Copy()
 		p, err := PlanInstall(obs, records, Rules{Policy: fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), PlanFor: func(n *corev1.Node) (*plan.NodePlan, error) {
 			return &plan.NodePlan{Node: n.Name, Operation: plan.OpInstall, SpecHash: "h1"}, nil
-		}, Delivery: Delivery(obs)}, VerifyPeriod: time.Duration(flags>>4) * time.Hour})
+		}, Delivery: Delivery(obs)}, VerifyPeriod: time.Duration(flags>>4) * time.Hour, Resync: 10 * time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,6 +219,7 @@ func FuzzDecide(f *testing.F) {
 		acts := slices.Concat(p.Records, p.Stale, p.Relabel, p.Taints)
 		checkClasses(t, obs, p.Classes)
 		checkVerifies(t, obs, p)
+		checkStarts(t, obs, gateBefore, p)
 		checkActions(t, obs, before, acts)
 		if d.Delivered.Revert && obs.PreviousRevision() == nil {
 			t.Errorf("a revert without a previous revision")

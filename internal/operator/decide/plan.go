@@ -5,6 +5,9 @@ import (
 	"time"
 
 	"github.com/shimkit/shimkit/internal/operator/fleet"
+	"github.com/shimkit/shimkit/internal/operator/jobview"
+	"github.com/shimkit/shimkit/internal/operator/nodegate"
+	"github.com/shimkit/shimkit/internal/operator/shimspec"
 	"github.com/shimkit/shimkit/rollout"
 )
 
@@ -32,18 +35,28 @@ type Plan struct {
 	// (Classes); a canary RuntimeClass that is someone else's starts no
 	// install (Decision's starts are emptied).
 	Classes ClassPlan
-	// Batch is what the Shim offers the node gate (Batch).
-	Batch BatchOffer
+	// Batch is what the Shim offers the node gate (Batch), recorded
+	// before any Job starts; BatchWait how long it waits for the others'
+	// offers before it starts any install (the gate view's answer).
+	Batch     BatchOffer
+	BatchWait time.Duration
+	// Starts are the installer Jobs to start, installs then uninstalls,
+	// each with the node gate's reservation it needs (admitted by the
+	// snapshot's gate view; one the gate refuses when committed is not
+	// started, and the Shim comes back after RequeueRefused).
+	Starts []Start
 	// Taints are the startup taints the Shim's nodes lose (Taints), once
 	// the Jobs started.
 	Taints []Action
-	// Verify are the nodes due for a verifying Job, the longest due
-	// first; at most VerifySlots of them start (the budget less the
-	// verifications running), each once the node gate admits it, in this
-	// order. VerifyNext is when the next node is due (zero: none).
-	Verify      []*fleet.NodeView
-	VerifySlots int
-	VerifyNext  time.Time
+	// Verify are the verifying Jobs to start: the nodes due, the longest
+	// due first, at most the budget less the verifications running, each
+	// admitted by the gate view. VerifyNext is when the next node is due,
+	// or a node the gate refused is tried again (zero: none).
+	Verify     []Start
+	VerifyNext time.Time
+	// Requeue is when the Shim is looked at again (0: not by time);
+	// RequeueRefused when a reservation of Starts or Verify was refused.
+	Requeue, RequeueRefused time.Duration
 	// Forget are the records a deleted Shim left on nodes it never
 	// installed (Forget), once its removal is done.
 	Forget []Action
@@ -51,12 +64,17 @@ type Plan struct {
 
 // Rules are what a plan is made under besides the snapshot: the Shim's
 // rollout policy, whether installs of several Shims share a Job
-// (batching), and how often an installed node is verified (negative:
-// never).
+// (batching), how often an installed node is verified (negative: never),
+// and the operator's settings and periods.
 type Rules struct {
 	Policy       fleet.Policy
 	Batching     bool
 	VerifyPeriod time.Duration
+	// Settings are the operator's node plan settings; Resync how often a
+	// Shim is looked at without a change, GatePeriod how often the health
+	// gate looks at the workloads.
+	Settings           shimspec.Settings
+	Resync, GatePeriod time.Duration
 }
 
 // PlanInstall makes the plan of a Shim that is not being deleted: the
@@ -73,33 +91,117 @@ func PlanInstall(obs *Snapshot, records []Action, r Rules) (*Plan, error) {
 	if p.Classes.CanaryBlocked {
 		d.Rollin.Start = nil
 	}
+	gate := obs.Gate.Copy()
 	p.Batch = Batch(obs, d.Rollin, r.Batching)
+	if p.BatchWait = gate.Wait(p.Batch.Offer, p.Batch.Unsettled); p.BatchWait > 0 {
+		d.Rollin.Start = nil
+	}
+	var waiting, removing bool
+	p.Starts, waiting = planInstalls(obs, &d, &gate, r.Settings, r.Batching)
+	removals, removing, err := planRemovals(obs, &d, &gate, r.Settings)
+	if err != nil {
+		return nil, err
+	}
+	p.Starts = append(p.Starts, removals...)
 	p.Taints = Taints(obs)
 	obs.Delivered = d.Delivered
 	// What the status records of the rollout: on the snapshot, which the
 	// status is written from.
 	obs.Rollout = RecordRollout(obs, d.Delivered, FailedNodes(obs, d.Rollin, rollout.Plan{}))
 	if d.Done() && obs.Refusal == nil && !p.Classes.CanaryBlocked && r.VerifyPeriod >= 0 {
-		p.Verify, p.VerifySlots, p.VerifyNext = dueVerifies(obs, r.VerifyPeriod, d.Rollin.Budget)
+		due, slots, next := dueVerifies(obs, r.VerifyPeriod, d.Rollin.Budget)
+		if p.Verify, p.VerifyNext, err = planVerifies(obs, due, slots, next, &gate, r.Settings); err != nil {
+			return nil, err
+		}
 	}
 	p.Decision = d
+	p.Requeue, p.RequeueRefused = requeue(obs, p, r, waiting || removing)
 	return p, nil
 }
 
 // PlanRemoval makes the plan of a deleted Shim: the records, then the
 // removal from every node that has it, rolling (fleet.DecideRemoval).
-func PlanRemoval(obs *Snapshot, records []Action, planner rollout.Planner) (*Plan, error) {
+func PlanRemoval(obs *Snapshot, records []Action, planner rollout.Planner, r Rules) (*Plan, error) {
 	d, err := fleet.DecideRemoval(obs.Fleet(), planner, Delivery(obs))
 	if err != nil {
 		return nil, err
 	}
 	p := &Plan{Records: records}
 	p.Relabel = Relabel(obs, &d)
+	gate := obs.Gate.Copy()
+	if p.Starts, _, err = planRemovals(obs, &d, &gate, r.Settings); err != nil {
+		return nil, err
+	}
 	if d.Removal.Done {
 		p.Forget = Forget(obs)
+	} else {
+		p.Requeue = r.Resync
 	}
 	p.Decision = d
 	return p, nil
+}
+
+// planVerifies are the verifying Jobs of the nodes due, at most slots,
+// each admitted by the gate view; a node it refuses is tried again after
+// nodegate.Retry (next).
+func planVerifies(obs *Snapshot, due []*fleet.NodeView, slots int, next time.Time, gate *nodegate.View, s shimspec.Settings) ([]Start, time.Time, error) {
+	var out []Start
+	for _, v := range due {
+		if len(out) >= slots {
+			break // the next ones when these finish (their Jobs' events)
+		}
+		st, ok, err := planJob(obs, v, jobview.OpVerify, "Verifying", gate, s)
+		if err != nil {
+			return nil, next, err
+		}
+		if !ok {
+			// Another Shim's installer runs there: looked at again soon.
+			if retry := obs.Now.Add(nodegate.Retry); next.IsZero() || retry.Before(next) {
+				next = retry
+			}
+			continue
+		}
+		out = append(out, st)
+	}
+	return out, next, nil
+}
+
+// requeue is when the Shim is looked at again, and when instead should
+// the gate refuse a reservation. A rollout that is done comes back when
+// the artifact is resolved again, the next verification is due, or a
+// node just installed is checked for drift (a foreign RuntimeClass's
+// change requeues through the watch); one waiting for other Shims'
+// offers, after the batch window; one waiting for a node another Shim's
+// installer holds, within nodegate.Retry; else the resync period. A
+// rollout's bake, window, revert or health gate may bring it sooner
+// (DeliveryRequeue).
+func requeue(obs *Snapshot, p *Plan, r Rules, waiting bool) (after, refused time.Duration) {
+	d := p.Decision
+	sooner := func(at time.Time, min time.Duration) {
+		if w := max(at.Sub(obs.Now), min); !at.IsZero() && (after == 0 || w < after) {
+			after = w
+		}
+	}
+	switch {
+	case d.Done():
+		sooner(obs.ResolveAt, time.Second)
+		sooner(p.VerifyNext, time.Second)
+		if !obs.DriftCheck.IsZero() {
+			sooner(obs.DriftCheck.Add(time.Second), 0)
+		}
+	case p.BatchWait > 0:
+		after = p.BatchWait
+	case waiting:
+		after = min(r.Resync, nodegate.Retry)
+	default:
+		after = r.Resync
+	}
+	after = DeliveryRequeue(obs, d, after, r.GatePeriod)
+	refused = nodegate.Retry
+	if after > 0 {
+		refused = min(after, nodegate.Retry)
+	}
+	return after, refused
 }
 
 // dueVerifies are the nodes due for verification at the snapshot's time,

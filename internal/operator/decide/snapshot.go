@@ -10,6 +10,7 @@ import (
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
+	"github.com/shimkit/shimkit/internal/operator/nodegate"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/rollout"
@@ -53,6 +54,12 @@ type Snapshot struct {
 	// when one of them is that Shim's (classes.Classes.ReadPredecessor).
 	Classes *ClassSet
 	RCMUID  types.UID
+	// Gate is the node gate as the reconcile read it (nodegate.Gate.Read):
+	// which nodes other Shims' installers hold, and their offers.
+	Gate nodegate.View
+	// ResolveAt is when the artifact is resolved again by time (zero: not
+	// by time; pin.Pinner.NextAt).
+	ResolveAt time.Time
 	// refusal says why the spec is rolled out to no node (nil: it is).
 	Refusal *shimspec.Refusal
 	// events are the per-node Normal events of this reconcile, emitted

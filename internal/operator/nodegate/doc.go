@@ -13,5 +13,6 @@
 // restart. A completed batch gives every member its slot back.
 //
 // The Gate is safe for concurrent use and holds no client: the reconciler
-// tells it what it reads (Sync) and what it starts (Acquire).
+// tells it what it reads (Sync); a reconcile decides on its copy (Read,
+// a View) and its executor commits what the plan reserved (Reserve).
 package nodegate

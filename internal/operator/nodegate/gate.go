@@ -88,41 +88,40 @@ func (g *Gate) Sync(jobs []*batchv1.Job, now time.Time) {
 	}
 }
 
-// Acquire reserves node for the shim's Job (carrying the plans of
-// members too, when a batch); false when another Shim's installer runs
-// there, or the cap is reached. The shim's offer gives up the node and
-// one slot of its budget.
-func (g *Gate) Acquire(node, shim, job string, members []string, now time.Time) bool {
-	return g.reserve(node, hold{shim: shim, job: job, members: members, since: now})
-}
-
-// AcquireVerify reserves node for the shim's verifying Job: it runs alone
-// on the node like any installer, but changes nothing (inFlight leaves it
-// out).
-func (g *Gate) AcquireVerify(node, shim, job string, now time.Time) bool {
-	return g.reserve(node, hold{shim: shim, job: job, since: now, verify: true})
-}
-
-func (g *Gate) reserve(node string, nh hold) bool {
-	shim, job := nh.shim, nh.job
+// Reserve commits a reservation the plan made on its View: the node is
+// held for the Job, the leader's offer gives up the node and one slot, and
+// each partner's too. It fails, changing nothing, when another Shim's Job
+// holds the node, the cap is reached, or a partner no longer offers the
+// node at the same target with a slot left. Reserving the Job that holds
+// the node already succeeds.
+func (g *Gate) Reserve(r Reservation, now time.Time) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.held == nil {
 		g.held = map[string]hold{}
 	}
-	if h, ok := g.held[node]; ok {
-		if h.shim != shim {
+	if h, ok := g.held[r.Node]; ok {
+		if h.shim != r.Shim {
 			return false
 		}
-		if h.job == job {
+		if h.job == r.Job {
 			return true
 		}
 	} else if g.max > 0 && len(g.held) >= g.max {
 		return false
 	}
-	g.held[node] = nh
-	if !nh.verify {
-		g.take(shim, node)
+	for _, p := range r.Partners {
+		o := g.offers[jobview.LabelValue(p.Shim.Name)]
+		if o == nil || o.Hash != p.Hash || o.Free <= 0 || !o.Nodes[r.Node] || now.Sub(o.at) >= OfferTTL {
+			return false
+		}
+	}
+	g.held[r.Node] = hold{shim: r.Shim, job: r.Job, members: r.Members, since: now, verify: r.Verify}
+	if !r.Verify {
+		g.take(r.Shim, r.Node)
+	}
+	for _, p := range r.Partners {
+		g.take(jobview.LabelValue(p.Shim.Name), r.Node)
 	}
 	return true
 }

@@ -26,36 +26,36 @@ func gateJob(name, shim, node string, done bool, created time.Time) *batchv1.Job
 func TestNodeGate(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	g := &Gate{max: 2}
-	if !g.Acquire("n1", "a", "a-n1", nil, now) {
+	if !g.Reserve(Reservation{Node: "n1", Shim: "a", Job: "a-n1"}, now) {
 		t.Fatal("a cannot take a free node")
 	}
-	if !g.Acquire("n1", "a", "a-n1", nil, now) {
+	if !g.Reserve(Reservation{Node: "n1", Shim: "a", Job: "a-n1"}, now) {
 		t.Fatal("a cannot take its own node again")
 	}
-	if g.Acquire("n1", "b", "b-n1", nil, now) {
+	if g.Reserve(Reservation{Node: "n1", Shim: "b", Job: "b-n1"}, now) {
 		t.Error("b took n1 while a's installer runs there")
 	}
-	if !g.Acquire("n2", "b", "b-n2", nil, now) {
+	if !g.Reserve(Reservation{Node: "n2", Shim: "b", Job: "b-n2"}, now) {
 		t.Error("b cannot take a free node under the cap")
 	}
-	if g.Acquire("n3", "b", "b-n3", nil, now) {
+	if g.Reserve(Reservation{Node: "n3", Shim: "b", Job: "b-n3"}, now) {
 		t.Error("a third node past the cap of 2")
 	}
 	// The cache does not show a-n1 yet (lag): the hold stays.
 	g.Sync(nil, now.Add(10*time.Second))
-	if g.Acquire("n1", "b", "b-n1", nil, now) {
+	if g.Reserve(Reservation{Node: "n1", Shim: "b", Job: "b-n1"}, now) {
 		t.Error("a hold was dropped while the cache lags")
 	}
 	// a-n1 finished; b-n2 runs.
 	g.Sync([]*batchv1.Job{gateJob("a-n1", "a", "n1", true, now), gateJob("b-n2", "b", "n2", false, now)}, now.Add(20*time.Second))
-	if !g.Acquire("n1", "b", "b-n1", nil, now) {
+	if !g.Reserve(Reservation{Node: "n1", Shim: "b", Job: "b-n1"}, now) {
 		t.Error("n1 not free after a's Job finished")
 	}
 	g.Release("n1", "b-n1")
 	// A restarted operator learns running Jobs from the cache.
 	fresh := &Gate{}
 	fresh.Sync([]*batchv1.Job{gateJob("c-n4", "c", "n4", false, now)}, now)
-	if fresh.Acquire("n4", "d", "d-n4", nil, now) {
+	if fresh.Reserve(Reservation{Node: "n4", Shim: "d", Job: "d-n4"}, now) {
 		t.Error("a restarted gate let d onto c's node")
 	}
 	// A hold never seen in the cache expires.

@@ -70,10 +70,10 @@ func notice(eventType, reason, note string, args ...any) decide.Notice {
 // through sha256).
 const resolveTimeout = 5 * time.Minute
 
-// Next is how long until the artifact is resolved again by time
-// (0: not by time): when the interval comes round, or, after a failed
-// resolution, not before its backoff passed (failedResolve.retryAt).
-func (r *Pinner) Next(shim *v1alpha1.Shim, art *v1alpha1.ResolvedArtifact, now time.Time) time.Duration {
+// NextAt is when the artifact is resolved again by time (zero: not by
+// time): when the interval comes round, or, after a failed resolution,
+// not before its backoff passed (failedResolve.retryAt).
+func (r *Pinner) NextAt(shim *v1alpha1.Shim, art *v1alpha1.ResolvedArtifact) time.Time {
 	var at time.Time
 	if iv := shim.Spec.FetchStrategy.ResolveInterval; iv != nil && art != nil {
 		at = art.ResolvedAt.Add(iv.Duration)
@@ -81,10 +81,7 @@ func (r *Pinner) Next(shim *v1alpha1.Shim, art *v1alpha1.ResolvedArtifact, now t
 	if f, ok := r.pins.lastFailure(shim); ok && (art == nil || !at.IsZero() && f.retryAt.After(at)) {
 		at = f.retryAt
 	}
-	if at.IsZero() {
-		return 0
-	}
-	return max(at.Sub(now), time.Second)
+	return at
 }
 
 // Backoff of a resolution that failed: the same question (resolveAsk) is

@@ -114,8 +114,8 @@ func TestFailedResolveMemo(t *testing.T) {
 	if _, ok := r.pins.failure(s, "q2"); ok {
 		t.Error("another question answered from memory")
 	}
-	if d := r.Next(s, nil, now); d != 2*time.Second {
-		t.Errorf("Next of a refused spec = %s, want its backoff 2s", d)
+	if at := r.NextAt(s, nil); !at.Equal(now.Add(2 * time.Second)) {
+		t.Errorf("NextAt of a refused spec = %s, want after its backoff 2s", at)
 	}
 	if f := r.pins.fail(s, "q2", ref, now, base); f.attempts != 1 {
 		t.Errorf("a new question counts on: %+v", f)
@@ -125,8 +125,8 @@ func TestFailedResolveMemo(t *testing.T) {
 	if _, ok := r.pins.failure(again, "q2"); ok {
 		t.Error("a recreated Shim inherits its predecessor's failure")
 	}
-	if d := r.Next(again, nil, now); d != 0 {
-		t.Errorf("Next of a recreated Shim = %s", d)
+	if at := r.NextAt(again, nil); !at.IsZero() {
+		t.Errorf("NextAt of a recreated Shim = %s", at)
 	}
 
 	// A pinned digest whose interval passed and whose re-resolution
@@ -135,8 +135,8 @@ func TestFailedResolveMemo(t *testing.T) {
 	iv.Spec.FetchStrategy.ResolveInterval = &metav1.Duration{Duration: time.Minute}
 	art := &v1alpha1.ResolvedArtifact{ResolvedAt: metav1.NewTime(now.Add(-2 * time.Minute))}
 	r.pins.fail(iv, "q3", ref, now, 30*time.Second)
-	if d := r.Next(iv, art, now); d != 30*time.Second {
-		t.Errorf("Next after a failed interval resolution = %s, want 30s", d)
+	if at := r.NextAt(iv, art); !at.Equal(now.Add(30 * time.Second)) {
+		t.Errorf("NextAt after a failed interval resolution = %s, want 30s later", at)
 	}
 
 	r.pins.succeeded(s)

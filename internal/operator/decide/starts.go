@@ -1,0 +1,147 @@
+package decide
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/internal/operator/fleet"
+	"github.com/shimkit/shimkit/internal/operator/jobview"
+	"github.com/shimkit/shimkit/internal/operator/nodegate"
+	"github.com/shimkit/shimkit/internal/operator/shimspec"
+)
+
+// Start is one installer Job the plan starts on a node: the node's plan
+// for the operation, the node gate's reservation the Job needs (committed
+// by the executor before it creates the Job: nodegate.Gate.Reserve), the
+// partners a batch Job carries along, and the Normal Event reason of its
+// start. Unlabel: the node leaves the RuntimeClass's selection first (an
+// uninstall of a node labelled otherwise than uninstalling).
+type Start struct {
+	View     *fleet.NodeView
+	Op       string
+	Plan     *plan.NodePlan
+	Reserve  nodegate.Reservation
+	Partners []Partner
+	Reason   string
+	Unlabel  bool
+}
+
+// Partner is another Shim whose install a batch Job carries: its offer,
+// its plan for the node and its Event reason there.
+type Partner struct {
+	Offer  *nodegate.Offer
+	Plan   *plan.NodePlan
+	Reason string
+}
+
+// Drifted is what drifted on the node the partner installs again ("":
+// nothing).
+func (p Partner) Drifted() string { return p.Offer.Drifted[p.Plan.Node] }
+
+// installReason is the Normal Event reason of an install: Repairing a
+// drifted node, Upgrading one that has an earlier version, else
+// Installing.
+func installReason(installed bool, drifted string) string {
+	switch {
+	case drifted != "":
+		return "Repairing"
+	case installed:
+		return "Upgrading"
+	}
+	return "Installing"
+}
+
+// planInstalls reserves, in the gate view, the nodes the rollout starts,
+// each with the Shims that offered the node and fit one installer run
+// (batching); a node the view refuses waits.
+func planInstalls(obs *Snapshot, d *fleet.Decision, gate *nodegate.View, s shimspec.Settings, batching bool) (out []Start, waiting bool) {
+	leader := jobview.LabelValue(obs.Shim.Name)
+	for _, name := range d.Rollin.Start {
+		v := d.ByName[name]
+		st := Start{View: v, Op: jobview.OpInstall, Plan: v.Plan, Reason: installReason(v.Installed(), v.Drifted)}
+		st.Reserve = nodegate.Reservation{Node: v.Node.Name, Shim: leader, Job: jobview.JobName(obs.Shim.Name, v.Node.Name, jobview.OpInstall, obs.Hash)}
+		if batching && v.Plan != nil && (v.Job == nil || !v.Job.Sibling()) {
+			st.Partners = partners(obs, v, gate.Partners(v.Node.Name), s)
+		}
+		if len(st.Partners) > 0 {
+			ids, members := []string{obs.Hash}, []string{leader}
+			for _, p := range st.Partners {
+				ids = append(ids, p.Offer.Shim.Name, p.Offer.Hash)
+				members = append(members, jobview.LabelValue(p.Offer.Shim.Name))
+				st.Reserve.Partners = append(st.Reserve.Partners, p.Offer)
+			}
+			st.Reserve.Job = jobview.JobName(obs.Shim.Name, v.Node.Name, jobview.OpInstall, strings.Join(ids, "+"))
+			st.Reserve.Members = members
+		}
+		if !gate.Admit(st.Reserve) {
+			waiting = true
+			continue
+		}
+		out = append(out, st)
+	}
+	return out, waiting
+}
+
+// partners are the offers of the node that fit the leader's installer
+// run: the same credentials and trusted root to mount, a plan that
+// builds, and no handler of the same name as the leader's or an earlier
+// partner's.
+func partners(obs *Snapshot, v *fleet.NodeView, offers []*nodegate.Offer, s shimspec.Settings) []Partner {
+	var out []Partner
+	taken := []*plan.NodePlan{v.Plan}
+	for _, o := range offers {
+		if shimspec.PullSecretName(o.Shim) != shimspec.PullSecretName(obs.Shim) || shimspec.TrustedRootRef(o.Shim) != shimspec.TrustedRootRef(obs.Shim) {
+			continue
+		}
+		p, err := shimspec.Build(o.Shim, v.Node, plan.OpInstall, s, shimspec.Target{Hash: o.Hash, Art: o.Artifact})
+		if err != nil || sharesHandler(p, taken) {
+			continue
+		}
+		taken = append(taken, p)
+		out = append(out, Partner{Offer: o, Plan: p, Reason: installReason(o.Installed[v.Node.Name], o.Drifted[v.Node.Name])})
+	}
+	return out
+}
+
+func sharesHandler(p *plan.NodePlan, others []*plan.NodePlan) bool {
+	for _, other := range others {
+		for _, h := range p.Handlers {
+			if slices.ContainsFunc(other.Handlers, func(x plan.Handler) bool { return x.Name == h.Name }) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// planJob is a Start of op on the node, alone, with the node's plan for
+// op, once the gate view admits it (false: it waits).
+func planJob(obs *Snapshot, v *fleet.NodeView, op, reason string, gate *nodegate.View, s shimspec.Settings) (Start, bool, error) {
+	p := v.Plan
+	if p == nil || p.Operation != plan.Operation(op) {
+		var err error
+		if p, err = shimspec.Build(obs.Shim, v.Node, plan.Operation(op), s, obs.Target()); err != nil {
+			return Start{}, false, err
+		}
+	}
+	st := Start{View: v, Op: op, Plan: p, Reason: reason, Unlabel: op == jobview.OpUninstall && v.Label != "" && v.Label != fleet.LabelUninstalling}
+	st.Reserve = nodegate.Reservation{Node: v.Node.Name, Shim: jobview.LabelValue(obs.Shim.Name), Job: jobview.JobName(obs.Shim.Name, v.Node.Name, op, obs.JobHash(v, op)), Verify: op == jobview.OpVerify}
+	return st, gate.Admit(st.Reserve), nil
+}
+
+// planRemovals reserves the nodes the removal starts uninstalling.
+func planRemovals(obs *Snapshot, d *fleet.Decision, gate *nodegate.View, s shimspec.Settings) (out []Start, waiting bool, _ error) {
+	for _, name := range d.Removal.Start {
+		st, ok, err := planJob(obs, d.ByName[name], jobview.OpUninstall, "Uninstalling", gate, s)
+		if err != nil {
+			return nil, false, err
+		}
+		if !ok {
+			waiting = true
+			continue
+		}
+		out = append(out, st)
+	}
+	return out, waiting, nil
+}
