@@ -109,4 +109,3 @@ func digestOf(p *plan.NodePlan) string {
 	}
 	return p.Artifact.Digest
 }
-

@@ -1,8 +1,8 @@
 package decide
 
 import (
-	"reflect"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
