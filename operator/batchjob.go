@@ -56,7 +56,7 @@ func (r *jobStarter) startBatch(ctx context.Context, obs *observed, st decide.St
 // controller), and its members annotation gives each member's spec hash
 // and pinned digest.
 func (r *jobStarter) buildBatchJob(obs *observed, v *fleet.NodeView, st decide.Start) (*batchv1.Job, error) {
-	job, err := r.buildJob(obs.Shim, v.Node, st.Plan, obs.Hash)
+	job, err := r.buildJob(obs.Shim, v.Node, st.Plan, st.Hash, st.ImageWay)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func (r *jobStarter) buildBatchJob(obs *observed, v *fleet.NodeView, st decide.S
 	delete(job.Annotations, jobview.AnnotationCanary)
 	job.Spec.Template.Annotations[PlanAnnotation] = string(doc)
 	// The partners' images too (partners share the leader's pull secret).
-	nodejob.WithImages(&job.Spec.Template.Spec, plans, r.jobSpecFor(obs.Shim, v.Node))
+	nodejob.WithImages(&job.Spec.Template.Spec, plans, r.jobSpecFor(obs.Shim, st.ImageWay))
 	if slices.ContainsFunc(plans, func(p *plan.NodePlan) bool { return p.Canary != nil }) {
 		job.Spec.Template.Spec.AutomountServiceAccountToken = ptr.To(true)
 	}

@@ -23,7 +23,7 @@ func InstallJob(shim *v1alpha1.Shim, node *corev1.Node, opts Options) (*batchv1.
 	if err != nil {
 		return nil, err
 	}
-	return r.starter.buildJob(shim, node, p, nodeview.SpecHash(shim))
+	return r.starter.buildJob(shim, node, p, nodeview.SpecHash(shim), nodeview.ImageWay(opts.ServerVersion, node))
 }
 
 // SetResolveBackoff sets the first wait before a failed resolution is asked

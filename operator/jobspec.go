@@ -12,7 +12,6 @@ import (
 	"github.com/shimkit/shimkit/internal/nodelabel/record"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/internal/operator/nodejob"
-	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
@@ -22,11 +21,12 @@ import (
 const PlanAnnotation = nodejob.PlanAnnotation
 
 // buildJob returns the Job that carries out the plan on its node
-// (nodejob.Build), labelled and annotated for the reconciler and owned by
-// the Shim.
-func (r *jobStarter) buildJob(shim *v1alpha1.Shim, node *corev1.Node, p *plan.NodePlan, hash string) (*batchv1.Job, error) {
+// (nodejob.Build), labelled with the spec hash and annotated for the
+// reconciler, owned by the Shim; an image reaches its installer the way
+// the plan said (nodeview.ImageWay).
+func (r *jobStarter) buildJob(shim *v1alpha1.Shim, node *corev1.Node, p *plan.NodePlan, hash, imageWay string) (*batchv1.Job, error) {
 	op := string(p.Operation)
-	s := r.jobSpecFor(shim, node)
+	s := r.jobSpecFor(shim, imageWay)
 	s.Name = jobview.JobName(shim.Name, node.Name, op, hash)
 	s.Labels = map[string]string{
 		jobview.LabelManagedBy: jobview.ManagedBy, jobview.LabelShim: jobview.LabelValue(shim.Name), jobview.LabelNode: jobview.LabelValue(node.Name),
@@ -50,11 +50,11 @@ func (r *jobStarter) buildJob(shim *v1alpha1.Shim, node *corev1.Node, p *plan.No
 	return job, nil
 }
 
-// jobSpecFor is the Shim's jobSpec on the node: how its image, if it has
-// one, reaches the installer there.
-func (r *jobStarter) jobSpecFor(shim *v1alpha1.Shim, node *corev1.Node) nodejob.Spec {
+// jobSpecFor is the Shim's jobSpec on a node: how its image, if it has
+// one, reaches the installer there (imageWay).
+func (r *jobStarter) jobSpecFor(shim *v1alpha1.Shim, imageWay string) nodejob.Spec {
 	s := r.jobSpec(shim)
-	s.ImageWay = nodeview.ImageWay(r.opts.ServerVersion, node)
+	s.ImageWay = imageWay
 	return s
 }
 

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"path"
 	"slices"
 	"strings"
@@ -46,7 +47,7 @@ func TestInstallerPodPrivileges(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			job, err := r.starter.buildJob(shim, node, p, "h1")
+			job, err := r.starter.buildJob(shim, node, p, "h1", nodeview.ImageWay(r.opts.ServerVersion, node))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -88,7 +88,7 @@ func PreviewRollout(shim *v1alpha1.Shim, nodes []*corev1.Node, jobs []*batchv1.J
 	p.Views = append([]fleet.NodeView(nil), obs.Views...)
 	_, sim, err := decide.Preview(obs, decide.Rules{
 		Policy:   fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), PlanFor: obs.PlanFor(opts.settings()), Delivery: decide.Delivery(obs)},
-		Batching: false, VerifyPeriod: -1, Settings: opts.settings(),
+		Batching: false, VerifyPeriod: -1, Settings: opts.settings(), ServerVersion: opts.ServerVersion,
 	})
 	if err != nil {
 		return nil, err

@@ -158,6 +158,7 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	}
 	obs := decide.NewSnapshot(shim, r.opts.settings(), now, r.opts.Clock.Now())
 	obs.Retried, obs.Jobs, obs.Shims, obs.Gate = r.retries.latest(shim), jobs, shims.Items, gate
+	obs.StatusWritten = r.report.LastWritten(shim.Name)
 	var art *v1alpha1.ResolvedArtifact
 	switch {
 	case shim.Spec.FetchStrategy.Type == v1alpha1.FetchPreinstalled:
@@ -214,7 +215,7 @@ func (r *Reconciler) install(ctx context.Context, obs *observed, records []decid
 	}
 	p, err := decide.PlanInstall(obs, records, decide.Rules{
 		Policy:   fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), Shared: r.sharedNodes(obs), PlanFor: obs.PlanFor(r.opts.settings()), Delivery: decide.Delivery(obs)},
-		Batching: r.opts.BatchWindow >= 0, VerifyPeriod: r.opts.VerifyPeriod, Settings: r.opts.settings(),
+		Batching: r.opts.BatchWindow >= 0, VerifyPeriod: r.opts.VerifyPeriod, Settings: r.opts.settings(), ServerVersion: r.opts.ServerVersion,
 		Resync: r.opts.ResyncPeriod, GatePeriod: r.opts.GatePeriod,
 	})
 	if err != nil {
@@ -225,11 +226,15 @@ func (r *Reconciler) install(ctx context.Context, obs *observed, records []decid
 }
 
 // carryOut carries out a Shim's install plan, in its order: the records,
-// the finalizer, what the views already assume, the relabels, the
-// RuntimeClasses, the batch offer, the Jobs the node gate admits, the
-// taints, the status, the verifications.
+// the finalizer, what the views already assume, the plan's Events, the
+// relabels, the RuntimeClasses, the batch offer, the Jobs whose
+// reservations the node gate commits, the taints, the status, the
+// verifications. A write that does not find what the snapshot read (a
+// RuntimeClass changed meanwhile, a node another Shim's installer took)
+// is not forced: the plan's status, which assumed it, is not written, and
+// the Shim comes back after p.RequeueRefused to plan again.
 func (r *Reconciler) carryOut(ctx context.Context, obs *observed, p *decide.Plan) (ctrl.Result, error) {
-	d, rcs := p.Decision, p.Classes
+	obs.Settled = p.Status.Settled // the plan's: read as the reconcile ends
 	r.notify(ctx, obs)
 	if err := r.exec.act(ctx, p.Records); err != nil {
 		return ctrl.Result{}, err
@@ -242,33 +247,23 @@ func (r *Reconciler) carryOut(ctx context.Context, obs *observed, p *decide.Plan
 	// What the decision does not depend on, written once it is made: the
 	// views already read stale records, a reimaged node's label and the
 	// predecessor's RuntimeClasses as they will be.
-	if err := r.prepareNodes(ctx, obs, &rcs, p.Stale); err != nil {
-		return ctrl.Result{}, err
-	}
-	r.report.Decision(ctx, obs, d)
-	r.report.Delivery(ctx, obs, d)
-	if err := r.exec.act(ctx, p.Relabel); err != nil {
-		return ctrl.Result{}, err
-	}
-	// The RuntimeClasses, the canary's among them, before an installer
-	// needs one.
-	if err := r.classes.Publish(ctx, obs, &rcs); err != nil {
-		return ctrl.Result{}, err
-	}
-	// Other Shims with installs pending see the offer (and may wait a
-	// moment for it: decide.Plan.BatchWait), so that one Job per node
-	// carries them all.
-	r.batch.offer(obs, p.Batch)
-	refused, err := r.starter.startNodes(ctx, obs, p.Starts)
+	conflict, err := r.prepareNodes(ctx, obs, p)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.exec.act(ctx, p.Taints); err != nil {
+	r.emit(ctx, obs, p.Notices)
+	r.report.Progress(obs.Shim.Name, p.Progress)
+	if err := r.exec.act(ctx, p.Relabel); err != nil {
 		return ctrl.Result{}, err
 	}
-	obs.Settled = d.Done() || d.Rollin.Halted || d.Delivered.Hold != fleet.HoldNone
-	if err := r.report.Update(ctx, obs, d.Rollin, d.Removal, rcs); err != nil {
+	refused, err := r.startAll(ctx, obs, p)
+	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if refused = refused || conflict; !refused {
+		if err := r.report.Update(ctx, obs, p.Status); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	refusedVerify, err := r.starter.startVerifies(ctx, obs, p.Verify)
 	if err != nil {
@@ -278,6 +273,25 @@ func (r *Reconciler) carryOut(ctx context.Context, obs *observed, p *decide.Plan
 		return ctrl.Result{RequeueAfter: p.RequeueRefused}, nil
 	}
 	return ctrl.Result{RequeueAfter: p.Requeue}, nil
+}
+
+// startAll publishes the RuntimeClasses, the canary's among them, before
+// an installer needs one; offers the Shim's installs to the other Shims
+// (which may wait a moment for it: decide.Plan.BatchWait), so that one
+// Job per node carries them all; starts the Jobs; and removes the
+// startup taints. refused: a RuntimeClass changed since the snapshot, or
+// the node gate refused a reservation.
+func (r *Reconciler) startAll(ctx context.Context, obs *observed, p *decide.Plan) (refused bool, _ error) {
+	conflict, err := r.classes.Publish(ctx, obs, p.Classes)
+	if err != nil {
+		return false, err
+	}
+	r.batch.offer(obs, p.Batch)
+	refused, err = r.starter.startNodes(ctx, obs, p.Starts)
+	if err != nil {
+		return false, err
+	}
+	return refused || conflict, r.exec.act(ctx, p.Taints)
 }
 
 // sharedNodes are the nodes that other Shims would install now (nil
@@ -313,14 +327,15 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, shim *v1alpha1.Shim) e
 // longer delete them, and releases the nodes already installed; records
 // another Shim object of the name left on nodes, and a reimaged node's
 // label, are dropped.
-func (r *Reconciler) prepareNodes(ctx context.Context, obs *observed, rcs *decide.ClassPlan, stale []decide.Action) error {
-	if err := r.classes.TakeOver(ctx, obs, rcs); err != nil {
-		return err
+func (r *Reconciler) prepareNodes(ctx context.Context, obs *observed, p *decide.Plan) (conflict bool, _ error) {
+	conflict, err := r.classes.TakeOver(ctx, obs, p.Classes)
+	if err != nil {
+		return false, err
 	}
-	if err := r.classes.ReleaseRCMLabels(ctx, obs); err != nil {
-		return err
+	if err := r.classes.ReleaseRCMLabels(ctx, obs, p.RCMReleases); err != nil {
+		return false, err
 	}
-	return r.exec.act(ctx, stale)
+	return conflict, r.exec.act(ctx, p.Stale)
 }
 
 // event records an Event regarding the Shim, related to the node or
@@ -336,8 +351,18 @@ func (r *deps) event(ctx context.Context, shim *v1alpha1.Shim, related runtime.O
 // the decision is complete, and only once: a reconcile that ends before
 // its decision (an error) emits them on its way out.
 func (r *deps) notify(ctx context.Context, obs *observed) {
-	for _, n := range obs.Notices {
-		r.event(ctx, obs.Shim, nil, n.Type, n.Reason, n.Action, "%s", n.Note)
-	}
+	r.emit(ctx, obs, obs.Notices)
 	obs.Notices = nil
+}
+
+// emit emits the Events of notices, each related to its node (or to the
+// Shim alone).
+func (r *deps) emit(ctx context.Context, obs *observed, notices []decide.Notice) {
+	for _, n := range notices {
+		var related runtime.Object
+		if n.Node != nil {
+			related = n.Node
+		}
+		r.event(ctx, obs.Shim, related, n.Type, n.Reason, n.Action, "%s", n.Note)
+	}
 }

@@ -81,7 +81,7 @@ func (r *jobStarter) drifted(ctx context.Context, shim *v1alpha1.Shim, node *cor
 // first.
 func (r *jobStarter) startJob(ctx context.Context, obs *observed, st decide.Start) error {
 	v := st.View
-	job, err := r.buildJob(obs.Shim, v.Node, st.Plan, obs.JobHash(v, st.Op))
+	job, err := r.buildJob(obs.Shim, v.Node, st.Plan, st.Hash, st.ImageWay)
 	if err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func (r *jobStarter) startJob(ctx context.Context, obs *observed, st decide.Star
 	if st.Op != jobview.OpVerify {
 		v.Held = true // changing from now on, before the cache shows its Job
 	}
-	obs.Events.Add(st.Reason, decide.OpAction(st.Op), fmt.Sprintf("node %s (Job %s)", v.Node.Name, job.Name))
+	obs.Events.Add(st.Reason, st.Action, fmt.Sprintf("node %s (Job %s)", v.Node.Name, job.Name))
 	return nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/internal/operator/phase"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
-	"github.com/shimkit/shimkit/rollout"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,39 +19,49 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed, records []
 	if !controllerutil.ContainsFinalizer(obs.Shim, Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	p, err := decide.PlanRemoval(obs, records, shimspec.Planner(obs.Shim, obs.Hash), decide.Rules{Settings: r.opts.settings(), Resync: r.opts.ResyncPeriod})
+	p, err := decide.PlanRemoval(obs, records, shimspec.Planner(obs.Shim, obs.Hash), decide.Rules{Settings: r.opts.settings(), ServerVersion: r.opts.ServerVersion, Resync: r.opts.ResyncPeriod})
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	phase.Decided(ctx)
+	return r.carryOutRemoval(ctx, obs, p)
+}
+
+// carryOutRemoval carries out a deleted Shim's plan, in its order: the
+// records, the relabels, the uninstall Jobs whose reservations the node
+// gate commits, the status; once every node is clean, the release.
+func (r *Reconciler) carryOutRemoval(ctx context.Context, obs *observed, p *decide.Plan) (ctrl.Result, error) {
+	obs.Settled = p.Status.Settled // the plan's: read as the reconcile ends
 	r.notify(ctx, obs)
-	d := p.Decision
 	if err := r.exec.act(ctx, p.Records); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.exec.act(ctx, p.Relabel); err != nil {
 		return ctrl.Result{}, err
 	}
-	if _, err := r.starter.startNodes(ctx, obs, p.Starts); err != nil {
+	refused, err := r.starter.startNodes(ctx, obs, p.Starts)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	obs.Settled = d.Removal.Done || d.Removal.Halted
-	if !d.Removal.Done {
-		if err := r.report.Update(ctx, obs, rollout.Plan{}, d.Removal, decide.ClassPlan{}); err != nil {
-			return ctrl.Result{}, err
+	if !p.Decision.Removal.Done {
+		if !refused {
+			if err := r.report.Update(ctx, obs, p.Status); err != nil {
+				return ctrl.Result{}, err
+			}
+			return ctrl.Result{RequeueAfter: p.Requeue}, nil
 		}
-		return ctrl.Result{RequeueAfter: p.Requeue}, nil
+		return ctrl.Result{RequeueAfter: p.RequeueRefused}, nil
 	}
-	return ctrl.Result{}, r.release(ctx, obs, p.Forget)
+	return ctrl.Result{}, r.release(ctx, obs, p)
 }
 
 // release lets a deleted Shim go once every node is clean: what it
 // recorded on nodes goes, then its RuntimeClasses, then its finalizer.
-func (r *Reconciler) release(ctx context.Context, obs *observed, forget []decide.Action) error {
-	if err := r.exec.act(ctx, forget); err != nil {
+func (r *Reconciler) release(ctx context.Context, obs *observed, p *decide.Plan) error {
+	if err := r.exec.act(ctx, p.Forget); err != nil {
 		return err
 	}
-	if err := r.classes.DeleteAll(ctx, obs); err != nil {
+	if err := r.classes.DeleteAll(ctx, obs, p.Delete); err != nil {
 		return err
 	}
 	patch := client.MergeFrom(obs.Shim.DeepCopy())

@@ -16,13 +16,14 @@ import (
 // Publish writes the plan's deletions, then its classes to publish
 // (decide.Classes), each with the preconditions of what was read
 // (runtimeclass.Apply, DeleteOwned): a class changed since the snapshot is
-// not overwritten, and is not published yet (the watch on RuntimeClasses
-// brings the next reconcile, which reads it again). Each write and each
-// conflict is told in an Event.
-func (r *Classes) Publish(ctx context.Context, obs *decide.Snapshot, p *decide.ClassPlan) error {
+// not overwritten (conflict: the plan's status, which counts it
+// published, is not written; the watch on RuntimeClasses brings the next
+// reconcile, which reads it again). Each write and each conflict the plan
+// found is told in an Event.
+func (r *Classes) Publish(ctx context.Context, obs *decide.Snapshot, p decide.ClassPlan) (conflict bool, _ error) {
 	for _, d := range p.Deletes {
 		if err := runtimeclass.DeleteOwned(ctx, r.classesOf(obs), d.Class.Name, obs.Shim.UID); err != nil {
-			return err
+			return false, err
 		}
 		r.event(ctx, obs.Shim, d.Class, corev1.EventTypeNormal, "RuntimeClassDeleted", "Delete", "RuntimeClass %s: %s", d.Class.Name, d.Why)
 	}
@@ -32,24 +33,25 @@ func (r *Classes) Publish(ctx context.Context, obs *decide.Snapshot, p *decide.C
 	for _, e := range p.Ensures {
 		res, err := runtimeclass.Apply(ctx, r.client, e.Step)
 		if err != nil {
-			return err
+			return conflict, err
 		}
 		switch res {
 		case runtimeclass.Created, runtimeclass.Updated, runtimeclass.Replaced:
 			obs.Classes.Put(e.Spec.Name, e.Step.Write)
 			r.event(ctx, obs.Shim, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: e.Spec.Name}}, corev1.EventTypeNormal, "RuntimeClassApplied", "Apply", "RuntimeClass %s for handler %s", e.Spec.Name, e.Spec.Handler)
 		case runtimeclass.Retry:
-			p.Published = false
+			conflict = true
 		}
 	}
-	return nil
+	return conflict, nil
 }
 
-// DeleteAll deletes every RuntimeClass the Shim owns; one of
-// its names that belongs to someone else stays.
-func (r *Classes) DeleteAll(ctx context.Context, obs *decide.Snapshot) error {
+// DeleteAll deletes the RuntimeClasses the Shim owns, as the plan read
+// them (decide.Plan.Delete); one that belongs to someone else by then
+// stays.
+func (r *Classes) DeleteAll(ctx context.Context, obs *decide.Snapshot, owned []*nodev1.RuntimeClass) error {
 	var errs []error
-	for _, rc := range obs.Classes.Owned(obs.Shim) {
+	for _, rc := range owned {
 		errs = append(errs, runtimeclass.DeleteOwned(ctx, r.classesOf(obs), rc.Name, obs.Shim.UID))
 	}
 	return errors.Join(errs...)

@@ -67,9 +67,9 @@ func TestEnsureAfterTakeoverWithStaleCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan := decide.Classes(&decide.Snapshot{Shim: shim, Classes: classes}, false)
-	err = r.Publish(ctx, &decide.Snapshot{Shim: shim, Classes: classes}, &plan)
-	if err != nil || !plan.Published || len(plan.Conflicts) > 0 {
-		t.Errorf("Publish = %v, %q, %v; want published, no conflict", plan.Published, plan.Conflicts, err)
+	conflict, err := r.Publish(ctx, &decide.Snapshot{Shim: shim, Classes: classes}, plan)
+	if err != nil || conflict || !plan.Published || len(plan.Conflicts) > 0 {
+		t.Errorf("Publish = %v, %v, %q, %v; want published, no conflict", conflict, plan.Published, plan.Conflicts, err)
 	}
 	close(rec.Events)
 	for e := range rec.Events {
@@ -91,7 +91,7 @@ func TestEnsureAfterTakeoverWithStaleCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan = decide.Classes(&decide.Snapshot{Shim: shim, Classes: classes}, false)
-	if err := r.Publish(ctx, &decide.Snapshot{Shim: shim, Classes: classes}, &plan); err != nil || plan.Published || len(plan.Conflicts) == 0 {
+	if _, err := r.Publish(ctx, &decide.Snapshot{Shim: shim, Classes: classes}, plan); err != nil || plan.Published || len(plan.Conflicts) == 0 {
 		t.Errorf("Publish of the admin's = %v, %q, %v; want a conflict", plan.Published, plan.Conflicts, err)
 	}
 	close(rec.Events)

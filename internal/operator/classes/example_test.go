@@ -42,7 +42,7 @@ func ExampleClasses_Publish() {
 	}
 	obs := &decide.Snapshot{Shim: shim, Classes: set, Views: []fleet.NodeView{{Node: node, Label: nodelabel.Installed}}}
 	plan := decide.Classes(obs, false) // pure: what to write
-	if err := cs.Publish(ctx, obs, &plan); err != nil {
+	if _, err := cs.Publish(ctx, obs, plan); err != nil {
 		fmt.Println(err)
 		return
 	}

@@ -17,7 +17,6 @@ import (
 
 	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
-	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/runtimeclass"
 )
 
@@ -65,19 +64,19 @@ func (r *Classes) ReadPredecessor(ctx context.Context, obs *decide.Snapshot) (ty
 // TakeOver writes the plan's takeovers (decide.Classes), before anything
 // else is done for the Shim: from then on deleting the
 // runtime-class-manager Shim that spec.migrateFrom names does not delete
-// them. A class that changed since it was read is not taken over: the
-// plan then says so (not published, a conflict message) and the next
-// reconcile reads it again.
-func (r *Classes) TakeOver(ctx context.Context, obs *decide.Snapshot, p *decide.ClassPlan) error {
+// them. A class that changed since it was read is not taken over
+// (conflict: the plan's status, which counts it taken over, is not
+// written; the next reconcile reads it again).
+func (r *Classes) TakeOver(ctx context.Context, obs *decide.Snapshot, p decide.ClassPlan) (conflict bool, _ error) {
 	for _, t := range p.Takeovers {
 		res, err := runtimeclass.Apply(ctx, r.client, t.Step)
 		if err != nil {
-			return err
+			return conflict, err
 		}
 		spec, from := t.Spec, t.Step.From
 		if res == runtimeclass.Retry {
-			p.Published = false
-			p.Conflicts = append(p.Conflicts, fmt.Sprintf("RuntimeClass %s (%s) is being taken over from %s: it changed meanwhile, retrying", spec.Name, spec.Field, from))
+			log.FromContext(ctx).Info("RuntimeClass changed while taken over: retrying", "runtimeClass", spec.Name, "from", from.String())
+			conflict = true
 			continue
 		}
 		obs.Classes.Put(spec.Name, t.Step.Write)
@@ -85,31 +84,22 @@ func (r *Classes) TakeOver(ctx context.Context, obs *decide.Snapshot, p *decide.
 		r.event(ctx, obs.Shim, t.Step.Read, corev1.EventTypeNormal, "RuntimeClassTakenOver", "Migrate",
 			"RuntimeClass %s (handler %s) taken over from %s: deleting that Shim no longer deletes it", spec.Name, spec.Handler, from)
 	}
-	return nil
+	return conflict, nil
 }
 
 // ReleaseRCMLabels removes runtime-class-manager's label from the nodes
-// this Shim is installed on (a merge patch that deletes only that key):
-// runtime-class-manager no longer counts them as its own, and would not
-// uninstall them when its Shim is deleted. A node keeps the label while
-// shimkit has not installed it.
-func (r *Classes) ReleaseRCMLabels(ctx context.Context, obs *decide.Snapshot) error {
-	m := obs.Shim.Spec.MigrateFrom
-	if m == nil {
-		return nil
-	}
-	key := m.RuntimeClassManager.Shim
+// the plan releases (decide.RCMReleases: those this Shim is installed on),
+// a merge patch that deletes only that key: runtime-class-manager no
+// longer counts them as its own, and would not uninstall them when its
+// Shim is deleted.
+func (r *Classes) ReleaseRCMLabels(ctx context.Context, obs *decide.Snapshot, releases []decide.RCMRelease) error {
 	g := r.group(ctx)
-	for i := range obs.Views {
-		v := &obs.Views[i]
-		if v.Label != nodelabel.Installed || !shimspec.HasRCMLabel(v.Node, key) {
-			continue
-		}
+	for _, rel := range releases {
 		g.Go(func() error {
-			if err := unlabelNode(ctx, r.client, v.Node.Name, key); err != nil {
+			if err := unlabelNode(ctx, r.client, rel.Node.Name, rel.Key); err != nil {
 				return err
 			}
-			r.event(ctx, obs.Shim, v.Node, corev1.EventTypeNormal, "Migrated", "Migrate", "node %s: runtime-class-manager's label %s=%s removed", v.Node.Name, key, v.Node.Labels[key])
+			r.event(ctx, obs.Shim, rel.Node, corev1.EventTypeNormal, "Migrated", "Migrate", "node %s: runtime-class-manager's label %s=%s removed", rel.Node.Name, rel.Key, rel.Node.Labels[rel.Key])
 			return nil
 		})
 	}

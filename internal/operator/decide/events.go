@@ -2,6 +2,8 @@ package decide
 
 import (
 	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
 	"slices"
 	"strings"
 	"sync"
@@ -20,10 +22,15 @@ type NodeEvents struct {
 	notes map[[2]string][]string // reason, action → one note per node
 }
 
-// Notice is an Event about the Shim itself that the reconcile found while
-// it read its snapshot (an artifact resolved anew, a revision that cannot
-// be read): emitted once the decision is complete, as every Event is.
-type Notice struct{ Type, Reason, Action, Note string }
+// Notice is an Event about the Shim that the reconcile found while it
+// read its snapshot (an artifact resolved anew, a revert) or that its
+// plan decided (a node no plan could be built for, a tripped gate),
+// related to a node (nil: the Shim alone): emitted once the decision is
+// complete, as every Event is.
+type Notice struct {
+	Type, Reason, Action, Note string
+	Node                       *corev1.Node
+}
 
 // Event is one Normal Event of a Shim: a reason, an action and a note
 // naming the nodes.

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"time"
 
+	nodev1 "k8s.io/api/node/v1"
+
 	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/internal/operator/nodegate"
@@ -54,12 +56,24 @@ type Plan struct {
 	// or a node the gate refused is tried again (zero: none).
 	Verify     []Start
 	VerifyNext time.Time
+	// Notices are the Events the decision makes (decisionNotices), and
+	// Progress what the metrics show of the rollout.
+	Notices  []Notice
+	Progress Progress
+	// Status is the Shim's status as the plan leaves it (written last,
+	// after the Jobs started).
+	Status StatusPlan
 	// Requeue is when the Shim is looked at again (0: not by time);
 	// RequeueRefused when a reservation of Starts or Verify was refused.
 	Requeue, RequeueRefused time.Duration
+	// RCMReleases are the nodes whose runtime-class-manager label goes
+	// (RCMReleases), with the takeovers.
+	RCMReleases []RCMRelease
 	// Forget are the records a deleted Shim left on nodes it never
-	// installed (Forget), once its removal is done.
+	// installed (Forget), and Delete the RuntimeClasses it owns, once its
+	// removal is done.
 	Forget []Action
+	Delete []*nodev1.RuntimeClass
 }
 
 // Rules are what a plan is made under besides the snapshot: the Shim's
@@ -70,10 +84,12 @@ type Rules struct {
 	Policy       fleet.Policy
 	Batching     bool
 	VerifyPeriod time.Duration
-	// Settings are the operator's node plan settings; Resync how often a
-	// Shim is looked at without a change, GatePeriod how often the health
-	// gate looks at the workloads.
+	// Settings are the operator's node plan settings; ServerVersion the
+	// API server's (how an image reaches an installer); Resync how often
+	// a Shim is looked at without a change, GatePeriod how often the
+	// health gate looks at the workloads.
 	Settings           shimspec.Settings
+	ServerVersion      string
 	Resync, GatePeriod time.Duration
 }
 
@@ -85,7 +101,7 @@ func PlanInstall(obs *Snapshot, records []Action, r Rules) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Records: records, Stale: StaleRecords(obs)}
+	p := &Plan{Records: records, Stale: StaleRecords(obs), RCMReleases: RCMReleases(obs)}
 	p.Relabel = Relabel(obs, &d)
 	p.Classes = Classes(obs, len(d.Rollin.Start) > 0)
 	if p.Classes.CanaryBlocked {
@@ -97,8 +113,8 @@ func PlanInstall(obs *Snapshot, records []Action, r Rules) (*Plan, error) {
 		d.Rollin.Start = nil
 	}
 	var waiting, removing bool
-	p.Starts, waiting = planInstalls(obs, &d, &gate, r.Settings, r.Batching)
-	removals, removing, err := planRemovals(obs, &d, &gate, r.Settings)
+	p.Starts, waiting = planInstalls(obs, &d, &gate, r)
+	removals, removing, err := planRemovals(obs, &d, &gate, r)
 	if err != nil {
 		return nil, err
 	}
@@ -110,11 +126,14 @@ func PlanInstall(obs *Snapshot, records []Action, r Rules) (*Plan, error) {
 	obs.Rollout = RecordRollout(obs, d.Delivered, FailedNodes(obs, d.Rollin, rollout.Plan{}))
 	if d.Done() && obs.Refusal == nil && !p.Classes.CanaryBlocked && r.VerifyPeriod >= 0 {
 		due, slots, next := dueVerifies(obs, r.VerifyPeriod, d.Rollin.Budget)
-		if p.Verify, p.VerifyNext, err = planVerifies(obs, due, slots, next, &gate, r.Settings); err != nil {
+		if p.Verify, p.VerifyNext, err = planVerifies(obs, due, slots, next, &gate, r); err != nil {
 			return nil, err
 		}
 	}
 	p.Decision = d
+	p.Notices, p.Progress = decisionNotices(obs, d), progressOf(obs, d)
+	settled := d.Done() || d.Rollin.Halted || d.Delivered.Hold != fleet.HoldNone
+	p.Status = statusOf(obs, d.Rollin, d.Removal, p.Classes, p.Starts, settled)
 	p.Requeue, p.RequeueRefused = requeue(obs, p, r, waiting || removing)
 	return p, nil
 }
@@ -129,28 +148,30 @@ func PlanRemoval(obs *Snapshot, records []Action, planner rollout.Planner, r Rul
 	p := &Plan{Records: records}
 	p.Relabel = Relabel(obs, &d)
 	gate := obs.Gate.Copy()
-	if p.Starts, _, err = planRemovals(obs, &d, &gate, r.Settings); err != nil {
+	if p.Starts, _, err = planRemovals(obs, &d, &gate, r); err != nil {
 		return nil, err
 	}
-	if d.Removal.Done {
-		p.Forget = Forget(obs)
-	} else {
-		p.Requeue = r.Resync
-	}
 	p.Decision = d
+	p.Status.Settled = d.Removal.Done || d.Removal.Halted
+	if d.Removal.Done {
+		p.Forget, p.Delete = Forget(obs), obs.Classes.Owned(obs.Shim)
+	} else {
+		p.Status = statusOf(obs, rollout.Plan{}, d.Removal, ClassPlan{}, p.Starts, d.Removal.Halted)
+		p.Requeue, p.RequeueRefused = r.Resync, min(r.Resync, nodegate.Retry)
+	}
 	return p, nil
 }
 
 // planVerifies are the verifying Jobs of the nodes due, at most slots,
 // each admitted by the gate view; a node it refuses is tried again after
 // nodegate.Retry (next).
-func planVerifies(obs *Snapshot, due []*fleet.NodeView, slots int, next time.Time, gate *nodegate.View, s shimspec.Settings) ([]Start, time.Time, error) {
+func planVerifies(obs *Snapshot, due []*fleet.NodeView, slots int, next time.Time, gate *nodegate.View, r Rules) ([]Start, time.Time, error) {
 	var out []Start
 	for _, v := range due {
 		if len(out) >= slots {
 			break // the next ones when these finish (their Jobs' events)
 		}
-		st, ok, err := planJob(obs, v, jobview.OpVerify, "Verifying", gate, s)
+		st, ok, err := planJob(obs, v, jobview.OpVerify, "Verifying", gate, r)
 		if err != nil {
 			return nil, next, err
 		}

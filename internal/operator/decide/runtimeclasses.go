@@ -1,6 +1,7 @@
 package decide
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"errors"
 	"fmt"
 	"slices"
@@ -161,4 +162,31 @@ func conflictMessage(c *classstep.ConflictError, spec shimspec.Class) string {
 	}
 	return fmt.Sprintf("RuntimeClass %s (%s) exists and does not belong to this Shim (%s): it is left as it is; rename %s or remove that RuntimeClass",
 		c.Name, spec.Field, c.Holder(), spec.Field)
+}
+
+// RCMRelease is a node whose runtime-class-manager label (Key) the plan
+// removes: the Shim is installed there (spec.migrateFrom), so that
+// runtime-class-manager no longer counts it as its own.
+type RCMRelease struct {
+	Node *corev1.Node
+	Key  string
+}
+
+// RCMReleases are the nodes the Shim is installed on that still carry the
+// label of the runtime-class-manager Shim spec.migrateFrom names; a node
+// keeps it while shimkit has not installed it.
+func RCMReleases(obs *Snapshot) []RCMRelease {
+	m := obs.Shim.Spec.MigrateFrom
+	if m == nil {
+		return nil
+	}
+	key := m.RuntimeClassManager.Shim
+	var out []RCMRelease
+	for i := range obs.Views {
+		v := &obs.Views[i]
+		if v.Label == record.Installed && shimspec.HasRCMLabel(v.Node, key) {
+			out = append(out, RCMRelease{Node: v.Node, Key: key})
+		}
+	}
+	return out
 }

@@ -57,6 +57,9 @@ type Snapshot struct {
 	// Gate is the node gate as the reconcile read it (nodegate.Gate.Read):
 	// which nodes other Shims' installers hold, and their offers.
 	Gate nodegate.View
+	// StatusWritten is when the operator last wrote the Shim's status
+	// (zero: not since it started).
+	StatusWritten time.Time
 	// ResolveAt is when the artifact is resolved again by time (zero: not
 	// by time; pin.Pinner.NextAt).
 	ResolveAt time.Time
@@ -90,11 +93,10 @@ type Snapshot struct {
 	// retriedNow: this reconcile acted on a new retry request, which
 	// lifts a halt of the health gate.
 	RetriedNow bool
-	// delivered is where the decision left the rollout; rollout and
-	// revisions are what the status records of it (nil: as it was).
+	// delivered is where the decision left the rollout; rollout what the
+	// status records of it (nil: as it was).
 	Delivered fleet.Delivered
 	Rollout   *v1alpha1.RolloutStatus
-	Revisions []v1alpha1.Revision
 }
 
 // target is what the rollout installs: the hash and the pinned artifact.

@@ -8,23 +8,28 @@ import (
 	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/internal/operator/nodegate"
+	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
 )
 
 // Start is one installer Job the plan starts on a node: the node's plan
 // for the operation, the node gate's reservation the Job needs (committed
 // by the executor before it creates the Job: nodegate.Gate.Reserve), the
-// partners a batch Job carries along, and the Normal Event reason of its
-// start. Unlabel: the node leaves the RuntimeClass's selection first (an
-// uninstall of a node labelled otherwise than uninstalling).
+// partners a batch Job carries along, and the Normal Event (reason and
+// action) of its start. Hash is the spec hash the Job is labelled with,
+// ImageWay how an image reaches the installer on the node
+// (nodeview.ImageWay). Unlabel: the node leaves the RuntimeClass's
+// selection first (an uninstall of a node labelled otherwise than
+// uninstalling).
 type Start struct {
-	View     *fleet.NodeView
-	Op       string
-	Plan     *plan.NodePlan
-	Reserve  nodegate.Reservation
-	Partners []Partner
-	Reason   string
-	Unlabel  bool
+	View           *fleet.NodeView
+	Op             string
+	Plan           *plan.NodePlan
+	Reserve        nodegate.Reservation
+	Partners       []Partner
+	Reason, Action string
+	Hash, ImageWay string
+	Unlabel        bool
 }
 
 // Partner is another Shim whose install a batch Job carries: its offer,
@@ -55,14 +60,15 @@ func installReason(installed bool, drifted string) string {
 // planInstalls reserves, in the gate view, the nodes the rollout starts,
 // each with the Shims that offered the node and fit one installer run
 // (batching); a node the view refuses waits.
-func planInstalls(obs *Snapshot, d *fleet.Decision, gate *nodegate.View, s shimspec.Settings, batching bool) (out []Start, waiting bool) {
+func planInstalls(obs *Snapshot, d *fleet.Decision, gate *nodegate.View, r Rules) (out []Start, waiting bool) {
 	leader := jobview.LabelValue(obs.Shim.Name)
 	for _, name := range d.Rollin.Start {
 		v := d.ByName[name]
-		st := Start{View: v, Op: jobview.OpInstall, Plan: v.Plan, Reason: installReason(v.Installed(), v.Drifted)}
+		st := Start{View: v, Op: jobview.OpInstall, Plan: v.Plan, Reason: installReason(v.Installed(), v.Drifted), Action: OpAction(jobview.OpInstall),
+			Hash: obs.Hash, ImageWay: nodeview.ImageWay(r.ServerVersion, v.Node)}
 		st.Reserve = nodegate.Reservation{Node: v.Node.Name, Shim: leader, Job: jobview.JobName(obs.Shim.Name, v.Node.Name, jobview.OpInstall, obs.Hash)}
-		if batching && v.Plan != nil && (v.Job == nil || !v.Job.Sibling()) {
-			st.Partners = partners(obs, v, gate.Partners(v.Node.Name), s)
+		if r.Batching && v.Plan != nil && (v.Job == nil || !v.Job.Sibling()) {
+			st.Partners = partners(obs, v, gate.Partners(v.Node.Name), r.Settings)
 		}
 		if len(st.Partners) > 0 {
 			ids, members := []string{obs.Hash}, []string{leader}
@@ -117,23 +123,24 @@ func sharesHandler(p *plan.NodePlan, others []*plan.NodePlan) bool {
 
 // planJob is a Start of op on the node, alone, with the node's plan for
 // op, once the gate view admits it (false: it waits).
-func planJob(obs *Snapshot, v *fleet.NodeView, op, reason string, gate *nodegate.View, s shimspec.Settings) (Start, bool, error) {
+func planJob(obs *Snapshot, v *fleet.NodeView, op, reason string, gate *nodegate.View, r Rules) (Start, bool, error) {
 	p := v.Plan
 	if p == nil || p.Operation != plan.Operation(op) {
 		var err error
-		if p, err = shimspec.Build(obs.Shim, v.Node, plan.Operation(op), s, obs.Target()); err != nil {
+		if p, err = shimspec.Build(obs.Shim, v.Node, plan.Operation(op), r.Settings, obs.Target()); err != nil {
 			return Start{}, false, err
 		}
 	}
-	st := Start{View: v, Op: op, Plan: p, Reason: reason, Unlabel: op == jobview.OpUninstall && v.Label != "" && v.Label != fleet.LabelUninstalling}
+	st := Start{View: v, Op: op, Plan: p, Reason: reason, Action: OpAction(op), Hash: obs.JobHash(v, op), ImageWay: nodeview.ImageWay(r.ServerVersion, v.Node),
+		Unlabel: op == jobview.OpUninstall && v.Label != "" && v.Label != fleet.LabelUninstalling}
 	st.Reserve = nodegate.Reservation{Node: v.Node.Name, Shim: jobview.LabelValue(obs.Shim.Name), Job: jobview.JobName(obs.Shim.Name, v.Node.Name, op, obs.JobHash(v, op)), Verify: op == jobview.OpVerify}
 	return st, gate.Admit(st.Reserve), nil
 }
 
 // planRemovals reserves the nodes the removal starts uninstalling.
-func planRemovals(obs *Snapshot, d *fleet.Decision, gate *nodegate.View, s shimspec.Settings) (out []Start, waiting bool, _ error) {
+func planRemovals(obs *Snapshot, d *fleet.Decision, gate *nodegate.View, r Rules) (out []Start, waiting bool, _ error) {
 	for _, name := range d.Removal.Start {
-		st, ok, err := planJob(obs, d.ByName[name], jobview.OpUninstall, "Uninstalling", gate, s)
+		st, ok, err := planJob(obs, d.ByName[name], jobview.OpUninstall, "Uninstalling", gate, r)
 		if err != nil {
 			return nil, false, err
 		}

@@ -17,9 +17,9 @@ import (
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
-// A target rolled out to every node is recorded as a revision: a
-// ControllerRevision of the Shim holds its spec and artifact, and the
-// status lists it first. (The fake client stands in for the API server;
+// A target rolled out to every node is recorded as the revision the plan
+// names (decide.StatusPlan.Revision, which the status lists first): a
+// ControllerRevision of the Shim holds its spec and artifact. (The fake client stands in for the API server;
 // the operator's tests use a real one.)
 func ExampleStore_Record() {
 	ctx := context.Background()
@@ -29,13 +29,14 @@ func ExampleStore_Record() {
 	store := revision.New(c, c, "shimkit-system")
 	shim := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "spin", UID: "uid-1"}}
 	obs := &decide.Snapshot{Shim: shim, Hash: "0123456789abcdef", RolloutNow: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
-	if err := store.Record(ctx, obs); err != nil {
+	rev := &v1alpha1.Revision{SpecHash: obs.Hash, ControllerRevision: decide.RevisionName(shim, obs.Hash)}
+	if err := store.Record(ctx, obs, rev, nil); err != nil {
 		fmt.Println(err)
 		return
 	}
 	var crs appsv1.ControllerRevisionList
 	_ = c.List(ctx, &crs, client.InNamespace("shimkit-system"))
-	fmt.Println(obs.Revisions[0].SpecHash, obs.Revisions[0].ControllerRevision, len(crs.Items))
+	fmt.Println(crs.Items[0].Name, len(crs.Items))
 	// Output:
-	// 0123456789abcdef shim-spin-0123456789 1
+	// shim-spin-0123456789 1
 }

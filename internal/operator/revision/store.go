@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -39,10 +38,6 @@ func New(c client.Client, reader client.Reader, namespace string) *Store {
 	return &Store{client: c, reader: reader, namespace: namespace}
 }
 
-// maxRevisions is how many revisions the status (and the operator's
-// namespace) keeps per Shim.
-const maxRevisions = 5
-
 // Data is what a Shim's ControllerRevision holds: the spec and
 // the artifact pinned for it, all a node needs to install that revision
 // again.
@@ -51,60 +46,47 @@ type Data struct {
 	Artifact *v1alpha1.ResolvedArtifact `json:"artifact,omitempty"`
 }
 
-// name names the ControllerRevision of a Shim's target.
-func name(shim *v1alpha1.Shim, target string) string {
-	return jobview.Shorten("shim-"+shim.Name, 52) + "-" + target[:min(len(target), 10)]
+// Record writes the revision the plan records (decide.StatusPlan): a
+// ControllerRevision of the Shim (owned by it, so it goes with it) holding
+// its spec and pinned artifact, before the status lists it first; the
+// ControllerRevisions of the revisions dropped go (drop; each only when
+// it is the Shim's, as read).
+func (r *Store) Record(ctx context.Context, obs *decide.Snapshot, rev *v1alpha1.Revision, drop []string) error {
+	if rev != nil {
+		if err := r.create(ctx, obs, rev); err != nil {
+			return err
+		}
+	}
+	for _, name := range drop {
+		if err := r.deleteRevision(ctx, obs, name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// Record records the target as rolled out to every node: a
-// ControllerRevision of the Shim (owned by it, so it goes with it) holds
-// its spec and pinned artifact, and the status lists it first. The
-// oldest beyond maxRevisions go, with their ControllerRevisions.
-func (r *Store) Record(ctx context.Context, obs *decide.Snapshot) error {
-	revs := obs.Shim.Status.Revisions
-	if len(revs) > 0 && revs[0].SpecHash == obs.Hash {
-		obs.Revisions = revs
-		return nil
-	}
+func (r *Store) create(ctx context.Context, obs *decide.Snapshot, rev *v1alpha1.Revision) error {
 	data, err := json.Marshal(Data{Spec: obs.Shim.Spec, Artifact: obs.Art})
 	if err != nil {
 		return err
 	}
-	now := obs.RolloutNow
 	cr := &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: name(obs.Shim, obs.Hash), Namespace: r.namespace,
+			Name: rev.ControllerRevision, Namespace: r.namespace,
 			Labels:          map[string]string{jobview.LabelShim: jobview.LabelValue(obs.Shim.Name), jobview.LabelManagedBy: jobview.ManagedBy},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(obs.Shim, v1alpha1.GroupVersion.WithKind("Shim"))},
 		},
 		Data:     runtime.RawExtension{Raw: data},
-		Revision: now.Unix(),
+		Revision: obs.RolloutNow.Unix(),
 	}
 	if err := r.client.Create(ctx, cr); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("shim %s: record revision %s: %w", obs.Shim.Name, cr.Name, err)
 	}
-	rev := v1alpha1.Revision{SpecHash: obs.Hash, Time: metav1.NewTime(now.Truncate(time.Second)), ControllerRevision: cr.Name}
-	if obs.Art != nil {
-		rev.Digest = obs.Art.Digest
-	}
-	kept := []v1alpha1.Revision{rev}
-	for _, old := range revs {
-		switch {
-		case old.SpecHash == obs.Hash:
-		case len(kept) < maxRevisions:
-			kept = append(kept, old)
-		default:
-			if err := r.deleteRevision(ctx, obs, old.ControllerRevision); err != nil {
-				return err
-			}
-		}
-	}
-	obs.Revisions = kept
 	return nil
 }
 
 // ReadDroppable reads the ControllerRevisions that recording the target
-// as a new revision would drop (those beyond the newest maxRevisions-1),
+// as a new revision would drop (those beyond the newest decide.MaxRevisions-1),
 // so that the reconcile deletes only the Shim's own, by UID, without a
 // read. A target recorded already, or a revert's, records nothing: no
 // read (a rolled-out Shim's reconciles read no revision).
@@ -113,7 +95,7 @@ func (r *Store) ReadDroppable(ctx context.Context, obs *decide.Snapshot) error {
 	if obs.Reverted != "" || len(revs) > 0 && revs[0].SpecHash == obs.Hash {
 		return nil // the target is recorded already (or is not recorded: a revert)
 	}
-	for _, old := range revs[min(len(revs), maxRevisions-1):] {
+	for _, old := range revs[min(len(revs), decide.MaxRevisions-1):] {
 		cr := &appsv1.ControllerRevision{}
 		err := r.reader.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: old.ControllerRevision}, cr)
 		switch {

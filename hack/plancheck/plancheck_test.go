@@ -1,0 +1,89 @@
+package plancheck
+
+import (
+	"go/types"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// core are the packages that decide: the plan is made of their
+// functions, and none runs once the executor acts.
+var core = []string{
+	Module + "/internal/operator/decide",
+	Module + "/internal/operator/fleet",
+	Module + "/internal/operator/shimspec",
+	Module + "/internal/operator/nodeview",
+	Module + "/internal/classstep",
+	Module + "/rollout",
+}
+
+// allowed are the core functions an executor may call, each with why it
+// decides nothing: it reads what the plan or the snapshot holds, or
+// renders it.
+var allowed = map[string]string{
+	"(*" + Module + "/internal/operator/decide.NodeEvents).Add": "gathers the note of a Job created, for the reconcile's Event at its end",
+	"(*" + Module + "/internal/operator/decide.ClassSet).Put":   "records a RuntimeClass the executor wrote, so that a later write of the plan finds it",
+	"(" + Module + "/internal/classstep.Predecessor).String":    "renders the predecessor a takeover names, for a log line",
+	"(" + Module + "/internal/operator/decide.Partner).Drifted": "reads what the partner's offer says drifted",
+	Module + "/internal/operator/nodeview.CanaryHash":           "renders the Shim's canary as the Job's annotation",
+	Module + "/internal/operator/shimspec.PullSecretName":       "renders the pull secret the Shim names into the Job",
+	Module + "/internal/operator/shimspec.TrustedRootKey":       "renders the trusted root the Shim names into the Job",
+}
+
+func isCore(path string) bool { return slices.Contains(core, path) }
+
+// TestNoDecidingAfterFirstWrite: from the executors of a reconcile's plan,
+// nothing of the deciding core is reachable but what allowed names.
+func TestNoDecidingAfterFirstWrite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles the operator's dependencies' export data")
+	}
+	wd, _ := os.Getwd()
+	prog, err := Load(wd+"/../..", "./operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var roots []*types.Func
+	for _, name := range []string{"carryOut", "carryOutRemoval"} {
+		fn, err := prog.Method(Module+"/operator", "Reconciler", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		roots = append(roots, fn)
+	}
+	for _, ref := range prog.Reachable(isCore, roots...) {
+		if _, ok := allowed[ref.Func.FullName()]; !ok {
+			t.Errorf("the executor decides: %s\n\tvia %s", ref.Func.FullName(), strings.Join(ref.Via, "\n\t  → "))
+		}
+	}
+}
+
+// TestReachableSeesTheDecision: the walk finds the core's functions where
+// the reconcile does decide (install makes the plan), through the
+// operator's own functions, so that an executor that decided would fail
+// TestNoDecidingAfterFirstWrite.
+func TestReachableSeesTheDecision(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles the operator's dependencies' export data")
+	}
+	wd, _ := os.Getwd()
+	prog, err := Load(wd+"/../..", "./operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reconcile, err := prog.Method(Module+"/operator", "Reconciler", "Reconcile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	for _, ref := range prog.Reachable(isCore, reconcile) {
+		found[ref.Func.FullName()] = true
+	}
+	for _, want := range []string{Module + "/internal/operator/decide.PlanInstall", Module + "/internal/operator/decide.PlanRemoval", Module + "/internal/operator/decide.Records"} {
+		if !found[want] {
+			t.Errorf("Reconcile reaches %s, yet the walk did not find it", want)
+		}
+	}
+}

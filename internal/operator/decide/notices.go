@@ -1,0 +1,55 @@
+package decide
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/shimkit/shimkit/internal/operator/fleet"
+	"github.com/shimkit/shimkit/internal/operator/shimspec"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+)
+
+// Progress is what the metrics show of the rollout: its step (-1: none),
+// whether it is paused, and the reason of a health gate that tripped now
+// ("": none).
+type Progress struct {
+	Step    int
+	Paused  bool
+	Tripped string
+}
+
+// decisionNotices are the decision's Warnings: one per node no plan
+// could be built for, and the refusal's one (pin emits none for it), when
+// the status does not show it yet; then where the decision left the
+// rollout: a tripped gate and a revert, each once.
+func decisionNotices(obs *Snapshot, d fleet.Decision) []Notice {
+	var out []Notice
+	for _, v := range d.Unplanned {
+		out = append(out, Notice{Type: corev1.EventTypeWarning, Reason: "InstallFailed", Action: "Install", Node: v.Node,
+			Note: FailureNote(v.Node.Name, string(PlanReason(v.PlanErr)), v.PlanErr.Error())})
+	}
+	if obs.Refusal != nil && !obs.Refusal.Shown(obs.Shim) {
+		out = append(out, Notice{Type: corev1.EventTypeWarning, Reason: obs.Refusal.Reason, Action: "Install", Note: obs.Refusal.Message})
+	}
+	dl := d.Delivered
+	if dl.Tripped {
+		out = append(out, Notice{Type: corev1.EventTypeWarning, Reason: dl.Halt.Reason, Action: "Rollout", Note: "the rollout halts: " + dl.Halt.Message})
+	}
+	if old := shimspec.RolloutOf(obs.Shim, obs.Hash); dl.Revert && obs.Reverted == "" && (old == nil || old.RevertedTo == "") {
+		out = append(out, Notice{Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonReverting, Action: "Rollout",
+			Note: "the rollout of " + obs.Hash + " failed (" + fleet.RevertCause(nil, HaltTrip(obs.Rollout.Halt)) + "): the nodes updated go back to revision " + obs.Rollout.RevertedTo})
+	}
+	return out
+}
+
+// progressOf is the rollout's Progress as the decision leaves it.
+func progressOf(obs *Snapshot, d fleet.Decision) Progress {
+	dl := d.Delivered
+	p := Progress{Step: -1, Paused: dl.Hold == fleet.HoldPaused}
+	if len(obs.Steps) > 0 && obs.Reverted == "" && dl.Stage.Step < len(obs.Steps) {
+		p.Step = dl.Stage.Step
+	}
+	if dl.Tripped {
+		p.Tripped = dl.Halt.Reason
+	}
+	return p
+}
