@@ -1,9 +1,9 @@
 package decide
 
 import (
-	corev1 "k8s.io/api/core/v1"
 	"errors"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"slices"
 
 	nodev1 "k8s.io/api/node/v1"
