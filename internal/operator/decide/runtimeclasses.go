@@ -3,9 +3,9 @@ package decide
 import (
 	"errors"
 	"fmt"
-	corev1 "k8s.io/api/core/v1"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 
 	"github.com/shimkit/shimkit/internal/classstep"
