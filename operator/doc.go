@@ -16,21 +16,26 @@
 // function; the rooms it goes through are packages of their own, imported
 // one way (operator → its roles → decide → fleet, shimspec; none imports
 // operator; decide, and every package of shimkit it links, imports no
-// client, context or clock: decide.TestPure):
+// client, context or clock: decide.TestPure). Nothing of decide, fleet,
+// shimspec, nodeview or rollout runs once the executor acts, but what
+// renders the plan into objects (hack/plancheck proves it on the code):
 //
 //	observe              the snapshot (decide.Snapshot): the Shim, a
 //	  │                  fleet.NodeView per node (nodeview.View: label,
 //	  │                  hash, records read by nodelabel/record, its newest
 //	  │                  Jobs read by jobview, the results of those that
-//	  │                  finished, read by results.Reader; the node gate's
-//	  │                  holds, package nodegate), the pinned artifact
+//	  │                  finished, read by results.Reader), the node gate
+//	  │                  as the Shim sees it (nodegate.View: the nodes
+//	  │                  other Shims' installers hold, their offers), the
+//	  │                  pinned artifact and when it is resolved again
 //	  │                  (pin.Pinner), a failed rollout's previous revision
 //	  │                  as the target (revision.Store), what these found
 //	  │                  to tell (decide.Notice), the pods of running Jobs
 //	  │                  that cannot pull, the RuntimeClasses
-//	  │                  (classes.Classes), every Shim; the health gate's
-//	  │                  verdict on the workloads of updated nodes (read by
-//	  │                  package workload, judged by decide.JudgeGate)
+//	  │                  (classes.Classes), every Shim, when the status was
+//	  │                  last written; the health gate's verdict on the
+//	  │                  workloads of updated nodes (read by package
+//	  │                  workload, judged by decide.JudgeGate)
 //	  ▼
 //	decide.PlanInstall   pure, one decide.Plan: a retry request, the stuck
 //	decide.PlanRemoval   pulls and the finished Jobs as typed actions
@@ -40,23 +45,30 @@
 //	  │                  pause, windows, steps and bakes, the gate's halt
 //	  │                  and revert (fleet.Decide, decide.Delivery); the
 //	  │                  stale records, relabels, RuntimeClasses, the batch
-//	  │                  offer, taints, the rollout's record, the nodes due
-//	  │                  for verification, a deleted Shim's leftovers;
-//	  │                  golden-, table- and fuzz-tested
+//	  │                  offer and its wait, each Job to start with the
+//	  │                  node gate's reservation it needs and its batch
+//	  │                  partners (decide.Start), taints, the nodes due for
+//	  │                  verification, the status with the revision it
+//	  │                  records (decide.StatusPlan), the Events, the
+//	  │                  requeue, a deleted Shim's leftovers; golden-,
+//	  │                  table- and fuzz-tested
 //	  ▼
 //	carryOut             the plan in its order (the executor holds no
-//	  │                  policy): the actions, the finalizer, RuntimeClasses
-//	  │                  (classes.Classes, each write with the
-//	  │                  resourceVersion or UID read as its precondition),
-//	  │                  the node gate's admissions, the Jobs
-//	  │                  (nodejob.Build: one installer per node, batches
-//	  │                  across Shims), labels (nodelabel)
-//	  ▼
-//	status.Reporter      conditions with reason constants, counts, failing
-//	                     nodes, status.rollout, a revision once rolled out
-//	                     (a ControllerRevision), the Events, paced; the
-//	                     requeue (requeueAfter, decide.DeliveryRequeue: a
-//	                     bake's end, the next window)
+//	carryOutRemoval      policy): the actions, the finalizer,
+//	  │                  RuntimeClasses (classes.Classes, each write with
+//	  │                  the resourceVersion or UID read as its
+//	  │                  precondition), the Jobs whose reservations the node
+//	  │                  gate commits (nodegate.Gate.Reserve; nodejob.Build:
+//	  │                  one installer per node, batches across Shims),
+//	  │                  labels (nodelabel), the status and Events
+//	  │                  (status.Reporter, paced). A write that finds what
+//	  │                  was read changed (a RuntimeClass, a node another
+//	  │                  Shim took) is not forced: the plan's status, which
+//	  │                  assumed it, is not written, and the Shim comes back
+//	  ▼                  soon to plan again
+//	requeue              the plan's (decide.Plan.Requeue: the artifact's
+//	                     next resolution, the next verification, a bake's
+//	                     end, the next window, the batch window)
 //
 // # Lifecycle
 //
