@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"regexp"
 	"strings"
 )
 
@@ -15,14 +14,6 @@ var (
 	ErrVersion = errors.New("unsupported plan apiVersion or kind")
 	// ErrInvalid: the document is malformed or a field is invalid.
 	ErrInvalid = errors.New("invalid plan")
-)
-
-var (
-	dnsLabelRE    = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-	dnsSubdomRE   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
-	runtimeTypeRE = regexp.MustCompile(`^io\.containerd\.[a-z0-9][a-z0-9_-]*\.v[0-9]+$`)
-	unitRE        = regexp.MustCompile(`^[A-Za-z0-9:_.\\@-]+\.service$`)
-	digestRE      = regexp.MustCompile(`^sha256:[a-f0-9]{64}$`)
 )
 
 // Validate checks the plan and names the first invalid field.
@@ -37,7 +28,7 @@ func (p *NodePlan) Validate() error {
 }
 
 func (p *NodePlan) validate() error {
-	if len(p.Shim.Name) > 253 || !dnsSubdomRE.MatchString(p.Shim.Name) {
+	if len(p.Shim.Name) > 253 || !isDNSSubdomain(p.Shim.Name) {
 		return fmt.Errorf("shim.name %q: not a DNS subdomain", p.Shim.Name)
 	}
 	switch p.Runtime {
@@ -111,10 +102,10 @@ func (p *NodePlan) validate() error {
 		if strings.TrimSpace(c.Image) == "" {
 			return errors.New("canary.image: required")
 		}
-		if len(c.RuntimeClass) > 253 || !dnsSubdomRE.MatchString(c.RuntimeClass) {
+		if len(c.RuntimeClass) > 253 || !isDNSSubdomain(c.RuntimeClass) {
 			return fmt.Errorf("canary.runtimeClass %q: not a DNS subdomain", c.RuntimeClass)
 		}
-		if len(c.Namespace) > 63 || !dnsLabelRE.MatchString(c.Namespace) {
+		if len(c.Namespace) > 63 || !isDNSLabel(c.Namespace) {
 			return fmt.Errorf("canary.namespace %q: not a DNS label", c.Namespace)
 		}
 		if c.Timeout <= 0 {
@@ -136,7 +127,7 @@ func (a *Artifact) validate() error {
 	if a == nil {
 		return errors.New("artifact: required for install and verify")
 	}
-	if a.Digest != "" && !digestRE.MatchString(a.Digest) {
+	if a.Digest != "" && !isDigest(a.Digest) {
 		return fmt.Errorf("artifact.digest %q: want sha256:<64 hex digits>", a.Digest)
 	}
 	switch a.Type {
@@ -221,10 +212,10 @@ func localPath(p string) bool {
 }
 
 func (h Handler) validate() error {
-	if !dnsLabelRE.MatchString(h.Name) || len(h.Name) > 63 {
+	if !isDNSLabel(h.Name) || len(h.Name) > 63 {
 		return fmt.Errorf("name %q: not a DNS label (RFC 1123)", h.Name)
 	}
-	if !runtimeTypeRE.MatchString(h.RuntimeType) && !absolutePath(h.RuntimeType) {
+	if !isRuntimeType(h.RuntimeType) && !absolutePath(h.RuntimeType) {
 		return fmt.Errorf("runtimeType %q: want io.containerd.<name>.<version> or an absolute path", h.RuntimeType)
 	}
 	if h.RuntimePath != "" && !absolutePath(h.RuntimePath) {
@@ -245,10 +236,10 @@ func (h Handler) validate() error {
 }
 
 func (s Sandboxer) validate() error {
-	if !dnsLabelRE.MatchString(s.Name) || len(s.Name) > 63 {
+	if !isDNSLabel(s.Name) || len(s.Name) > 63 {
 		return fmt.Errorf("name %q: not a DNS label (RFC 1123)", s.Name)
 	}
-	if !unitRE.MatchString(s.Unit) || len(s.Unit) > 255 {
+	if !isUnit(s.Unit) || len(s.Unit) > 255 {
 		return fmt.Errorf("unit %q: want a systemd unit name ending in .service", s.Unit)
 	}
 	if len(s.Command) == 0 || !absolutePath(s.Command[0]) {
