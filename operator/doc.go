@@ -21,7 +21,7 @@
 // renders the plan into objects (hack/plancheck proves it on the code):
 //
 //	observe              the snapshot (decide.Snapshot): the Shim, a
-//	  │                  fleet.NodeView per node (nodeview.View: label,
+//	  │                  fleet.NodeView per node (decide.NodeViewOf: label,
 //	  │                  hash, records read by nodelabel/record, its newest
 //	  │                  Jobs read by jobview, the results of those that
 //	  │                  finished, read by results.Reader), the node gate

@@ -37,7 +37,7 @@ func fuzzView(shim *v1alpha1.Shim, name string, b byte) fleet.NodeView {
 	if b&0x80 != 0 {
 		n.Spec.Taints = []corev1.Taint{{Key: nodeview.PendingTaint, Effect: corev1.TaintEffectNoSchedule}}
 	}
-	v := nodeview.View(shim, n, "")
+	v := NodeViewOf(shim, n, "")
 	job := func(op string, cond batchv1.JobConditionType, res *plan.NodeResult) *jobview.View {
 		j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "job-" + name, UID: types.UID("uid-job-" + name), Labels: map[string]string{jobview.LabelOp: op}}}
 		if cond != "" {

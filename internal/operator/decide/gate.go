@@ -8,6 +8,7 @@ import (
 	"github.com/shimkit/shimkit/internal/nodelabel/record"
 	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/health"
+	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
@@ -50,13 +51,13 @@ func GateSince(obs *Snapshot, now time.Time) time.Time {
 // each a failure of its own.
 func LostHandlers(obs *Snapshot, updated map[string]bool) []health.Failure {
 	var fs []health.Failure
-	handlers := fleet.HandlerNames(obs.Shim)
+	handlers := nodeview.HandlerNames(obs.Shim)
 	for i := range obs.Views {
 		v := &obs.Views[i]
 		if !updated[v.Node.Name] || v.Drifted == "" {
 			continue
 		}
-		if h := fleet.MissingHandler(v.Node, handlers); h != "" {
+		if h := nodeview.MissingHandler(v.Node, handlers); h != "" {
 			fs = append(fs, health.Failure{Node: v.Node.Name, Reason: health.ReasonHandlerMissing, Message: "handler " + h + " is not served"})
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/operator/fleet"
+	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
@@ -64,9 +65,9 @@ func previewFleet(states []byte, flags uint16, maxUpdate uint8) (*Snapshot, Rule
 		v := fuzzView(shim, fmt.Sprintf("n%02d", i), b)
 		switch {
 		case flags&512 != 0 && i%5 == 1:
-			v.Skip = &fleet.Skip{Reason: v1alpha1.SkipReadOnlyHost, Detail: "/usr is read-only"}
+			v.Skip = &nodeview.Skip{Reason: v1alpha1.SkipReadOnlyHost, Detail: "/usr is read-only"}
 		case flags&1024 != 0 && i%7 == 2:
-			v.Skip = &fleet.Skip{Reason: v1alpha1.SkipRuntimeNotSupported, Detail: "cri-o"}
+			v.Skip = &nodeview.Skip{Reason: v1alpha1.SkipRuntimeNotSupported, Detail: "cri-o"}
 		}
 		if flags&2048 != 0 && i%3 == 0 {
 			shared[v.Node.Name] = true

@@ -81,7 +81,7 @@ func recordsObs(shim *v1alpha1.Shim, jobs map[string]*jobview.View, failures map
 			}
 		}
 	}) {
-		v := nodeview.View(shim, nodeAt(name, "a", "", nil), "")
+		v := NodeViewOf(shim, nodeAt(name, "a", "", nil), "")
 		if j := jobs[name]; j != nil {
 			j.Object.Name = "job-" + name
 			switch j.Op {
@@ -245,7 +245,7 @@ func TestDecideNodeRecords(t *testing.T) {
 		{name: "preinstalled nodes labelled and unlabelled", nodes: []*corev1.Node{nodeAt("n1", "a", "", nil), nodeAt("n2", "a", "h0", nil)},
 			setup: func(obs *Snapshot, d *fleet.Decision) {
 				d.Label, d.Unlabel = []string{"n1"}, []string{"n2"}
-				d.ByName["n2"].Skip = &fleet.Skip{Reason: v1alpha1.SkipNoArtifact, Detail: "its image lacks handler spin"}
+				d.ByName["n2"].Skip = &nodeview.Skip{Reason: v1alpha1.SkipNoArtifact, Detail: "its image lacks handler spin"}
 			},
 			decide: Relabel,
 			want: []string{"together: [mark n1 installed at h1 unmark n2]", "note Preinstalled: node n1 (its image serves the Shim's handlers)",
@@ -274,7 +274,7 @@ func TestDecideNodeRecords(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			obs := &Snapshot{Shim: shim.DeepCopy(), Hash: "h1", SpecHash: "h1", Now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
 			for _, n := range tc.nodes {
-				obs.Views = append(obs.Views, nodeview.View(obs.Shim, n, ""))
+				obs.Views = append(obs.Views, NodeViewOf(obs.Shim, n, ""))
 			}
 			d := &fleet.Decision{ByName: map[string]*fleet.NodeView{}}
 			for i := range obs.Views {

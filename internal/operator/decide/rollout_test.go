@@ -110,7 +110,7 @@ func TestDecideRollout(t *testing.T) {
 				obs.Refusal = &shimspec.Refusal{Reason: v1alpha1.ReasonSignatureMissing, Message: "no signature"}
 			}
 			for _, n := range tc.nodes {
-				v := nodeview.View(shim, n, canary)
+				v := NodeViewOf(shim, n, canary)
 				v.Job = tc.jobs[n.Name]
 				obs.Views = append(obs.Views, v)
 			}
@@ -155,7 +155,7 @@ func TestDecideRemoval(t *testing.T) {
 	refused := map[string]string{nodelabel.FailureKey("spin"): `{"shimUID":"uid-spin","op":"install","specHash":"` + hash + `","reason":"Conflict","time":"2026-11-25T06:00:00Z"}`}
 	obs := &Snapshot{Shim: shim, Hash: hash, SpecHash: hash}
 	for _, n := range []*corev1.Node{nodeAt("n1", "a", hash, nil), nodeAt("n2", "b", "old", nil), nodeAt("n3", "a", hash, nil), nodeAt("n4", "a", "", refused)} {
-		obs.Views = append(obs.Views, nodeview.View(shim, n, nodeview.CanaryHash(shim)))
+		obs.Views = append(obs.Views, NodeViewOf(shim, n, nodeview.CanaryHash(shim)))
 	}
 	d, err := fleet.DecideRemoval(obs.Fleet(), shimspec.Planner(obs.Shim, obs.Hash), fleet.Delivery{})
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/shimkit/shimkit/internal/nodelabel/record"
 	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
+	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/rollout"
 )
@@ -159,7 +160,7 @@ func TestDecideGolden(t *testing.T) {
 			with(node("gone-0", "h1"), func(v *fleet.NodeView) { v.Matching = false })}},
 		{name: "skipped-and-unplanned", nodes: []fleet.NodeView{
 			node("n0", ""),
-			with(node("win-0", ""), func(v *fleet.NodeView) { v.Skip = &fleet.Skip{Reason: v1alpha1.SkipNotLinux, Detail: "windows"} }),
+			with(node("win-0", ""), func(v *fleet.NodeView) { v.Skip = &nodeview.Skip{Reason: v1alpha1.SkipNotLinux, Detail: "windows"} }),
 			node("arm-0", "")}},
 		{name: "drifted-reinstalled", nodes: []fleet.NodeView{
 			with(node("n0", target), func(v *fleet.NodeView) { v.Drifted = "handler spin is not served" }),

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/shimkit/shimkit/internal/operator/fleet"
+	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/rollout"
 )
@@ -24,7 +25,7 @@ func TestDecidePreinstalled(t *testing.T) {
 		})
 	}
 	notReported := func(v *fleet.NodeView) {
-		v.Skip = &fleet.Skip{Reason: v1alpha1.SkipHandlerNotReported, Detail: "handler spin is not reported"}
+		v.Skip = &nodeview.Skip{Reason: v1alpha1.SkipHandlerNotReported, Detail: "handler spin is not reported"}
 	}
 	nodes := []fleet.NodeView{
 		baked("b-new", "", nil),              // reports the handlers: labelled

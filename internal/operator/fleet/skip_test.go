@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/shimkit/shimkit/internal/operator/fleet"
+	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
@@ -15,7 +16,7 @@ import (
 // executable bundle root.
 func TestSkippedNote(t *testing.T) {
 	skip := func(name, reason, detail string) fleet.NodeView {
-		return with(node(name, ""), func(v *fleet.NodeView) { v.Skip = &fleet.Skip{Reason: reason, Detail: detail} })
+		return with(node(name, ""), func(v *fleet.NodeView) { v.Skip = &nodeview.Skip{Reason: reason, Detail: detail} })
 	}
 	const (
 		roHint  = "bake the runtime into the node image and select these nodes with spec.preinstalledOn, or, where the directory named is the bundle root or the link directory, move it to a writable, executable one (the operator's --bundle-root, --link-dir)"

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/nodejob"
+	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/rollout"
 )
@@ -96,7 +97,7 @@ func TestConditions(t *testing.T) {
 func TestImageSources(t *testing.T) {
 	with := func(v fleet.NodeView, way string) fleet.NodeView { v.ImageWay = way; return v }
 	skipped := with(node("n9", ""), nodejob.ImageCopy)
-	skipped.Skip = &fleet.Skip{Reason: v1alpha1.SkipReadOnlyHost}
+	skipped.Skip = &nodeview.Skip{Reason: v1alpha1.SkipReadOnlyHost}
 	baked := with(node("n8", ""), nodejob.ImageVolume)
 	baked.Preinstalled = true
 	views := []fleet.NodeView{
@@ -126,7 +127,7 @@ func TestConditionsOfStateNotHistory(t *testing.T) {
 	old.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonRolledOut}}
 	done := rollout.Plan{Budget: 1, Done: true}
 	skipped := node("n1", "")
-	skipped.Skip = &fleet.Skip{Reason: v1alpha1.SkipHandlerNotReported, Detail: "handler spin not reported"}
+	skipped.Skip = &nodeview.Skip{Reason: v1alpha1.SkipHandlerNotReported, Detail: "handler spin not reported"}
 	gone := node("n2", "")
 	gone.Matching = false
 	for _, state := range []struct {
