@@ -18,8 +18,8 @@ import (
 // the Shim's, and where the status says the rollout of the target stands.
 // A rollout that goes back to the previous revision keeps to the pause
 // and the windows; it has no steps, gate or revert of its own.
-func Delivery(obs *Snapshot) fleet.Delivery {
-	dl := fleet.Delivery{Now: obs.RolloutNow, Windows: obs.Windows}
+func Delivery(obs *Snapshot) fleet.DeliveryRules {
+	dl := fleet.DeliveryRules{Now: obs.RolloutNow, Windows: obs.Windows}
 	if rs := obs.Shim.Spec.RolloutStrategy; rs != nil {
 		dl.Paused = rs.Paused
 	}

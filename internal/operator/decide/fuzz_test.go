@@ -146,7 +146,7 @@ func checkVerifies(t *testing.T, obs *Snapshot, p *Plan) {
 }
 
 // FuzzDecide checks, on random snapshots, the decisions a reconcile makes
-// besides the rollout's (whose own invariants fleet's FuzzDecide checks)
+// besides the rollout's (whose own invariants fleet's FuzzRollout checks)
 // and the rollout they lead to:
 //   - a Job is deleted, or a failure cleared, only on a failed node a new
 //     retry request selects;

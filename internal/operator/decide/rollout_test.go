@@ -157,7 +157,7 @@ func TestDecideRemoval(t *testing.T) {
 	for _, n := range []*corev1.Node{nodeAt("n1", "a", hash, nil), nodeAt("n2", "b", "old", nil), nodeAt("n3", "a", hash, nil), nodeAt("n4", "a", "", refused)} {
 		obs.Views = append(obs.Views, NodeViewOf(shim, n, nodeview.CanaryHash(shim)))
 	}
-	d, err := fleet.DecideRemoval(obs.Fleet(), shimspec.Planner(obs.Shim, obs.Hash), fleet.Delivery{})
+	d, err := fleet.DecideRemoval(obs.Fleet(), shimspec.Planner(obs.Shim, obs.Hash), fleet.DeliveryRules{})
 	if err != nil {
 		t.Fatal(err)
 	}

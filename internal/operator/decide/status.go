@@ -60,7 +60,7 @@ func statusOf(obs *Snapshot, install, removal rollout.Plan, rcs ClassPlan, start
 	st.InProgressNodes += int32(startedNow(starts))
 	st.Artifact, st.Retried = obs.Shown, obs.Retried
 	u := fleet.Rollup{Shim: shim, Nodes: snap.Nodes, Counts: st, Install: install, Removal: removal,
-		Classes: fleet.Classes{Published: rcs.Published, Conflicts: rcs.Conflicts}}
+		Classes: fleet.ClassStatus{Published: rcs.Published, Conflicts: rcs.Conflicts}}
 	if ref := obs.Refusal; ref != nil {
 		u.Refusal = &fleet.Refusal{Reason: ref.Reason, Message: ref.Message}
 	}

@@ -34,7 +34,7 @@ type Policy struct {
 	PlanFor func(node *corev1.Node) (*plan.NodePlan, error)
 	// Delivery are the progressive-delivery rules (pause, windows, steps,
 	// the health gate's verdict, the failure policy) and the time.
-	Delivery Delivery
+	Delivery DeliveryRules
 }
 
 // Decision is what a reconcile decides for a Shim's nodes from its
@@ -123,7 +123,7 @@ func Decide(s Snapshot, p Policy) (Decision, error) {
 // (or a Job changing it) is planned towards none, under the same strategy
 // (install Jobs still running finish first). A pause and the maintenance
 // windows hold uninstalls back as they hold installs.
-func DecideRemoval(s Snapshot, p rollout.Planner, dl Delivery) (Decision, error) {
+func DecideRemoval(s Snapshot, p rollout.Planner, dl DeliveryRules) (Decision, error) {
 	d := Decision{ByName: make(map[string]*NodeView, len(s.Nodes)), Rollin: rollout.Plan{Done: true}}
 	open, next := dl.Windows.Open(dl.Now)
 	var targets []rollout.Node
@@ -146,7 +146,7 @@ func DecideRemoval(s Snapshot, p rollout.Planner, dl Delivery) (Decision, error)
 	if d.Removal, err = p.Remove(targets); err != nil {
 		return Decision{}, err
 	}
-	removal := Delivery{Now: dl.Now, Paused: dl.Paused, Windows: dl.Windows}
+	removal := DeliveryRules{Now: dl.Now, Paused: dl.Paused, Windows: dl.Windows}
 	if err := d.deliver(s, removal, open, next); err != nil {
 		return Decision{}, err
 	}

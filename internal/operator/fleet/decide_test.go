@@ -203,7 +203,7 @@ func TestDecideRemovalTouchesOnlyWhatTheShimHas(t *testing.T) {
 			v.Job = job(jobview.OpInstall, target, batchv1.JobFailed, rolledBack(plan.ReasonConfigInvalid))
 		}),
 	}
-	d, err := fleet.DecideRemoval(fleet.Snapshot{Hash: target, Nodes: nodes}, planner, fleet.Delivery{})
+	d, err := fleet.DecideRemoval(fleet.Snapshot{Hash: target, Nodes: nodes}, planner, fleet.DeliveryRules{})
 	if err != nil {
 		t.Fatal(err)
 	}

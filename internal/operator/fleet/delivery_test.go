@@ -29,7 +29,7 @@ func TestDeliver(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		nodes     []fleet.NodeView
-		dl        fleet.Delivery
+		dl        fleet.DeliveryRules
 		start     int      // how many nodes start
 		mustStart []string // among them
 		hold      fleet.Hold
@@ -37,34 +37,34 @@ func TestDeliver(t *testing.T) {
 		revert    bool
 		done      bool
 	}{
-		{name: "no rules: maxUpdate", nodes: oldNodes("n0", "n1", "n2", "n3"), dl: fleet.Delivery{Now: t0}, start: 3},
-		{name: "paused: nothing starts", nodes: oldNodes("n0", "n1", "n2", "n3"), dl: fleet.Delivery{Now: t0, Paused: true}, hold: fleet.HoldPaused},
-		{name: "paused and rolled out: no hold", nodes: []fleet.NodeView{node("n0", target)}, dl: fleet.Delivery{Now: t0, Paused: true}, done: true},
+		{name: "no rules: maxUpdate", nodes: oldNodes("n0", "n1", "n2", "n3"), dl: fleet.DeliveryRules{Now: t0}, start: 3},
+		{name: "paused: nothing starts", nodes: oldNodes("n0", "n1", "n2", "n3"), dl: fleet.DeliveryRules{Now: t0, Paused: true}, hold: fleet.HoldPaused},
+		{name: "paused and rolled out: no hold", nodes: []fleet.NodeView{node("n0", target)}, dl: fleet.DeliveryRules{Now: t0, Paused: true}, done: true},
 		{name: "window closed: only fresh and forced nodes", nodes: append(oldNodes("n0", "n1", "n2"), fresh("n3"), forced("n4")),
-			dl: fleet.Delivery{Now: t0, Windows: rollout.Windows{nightly}}, start: 2, mustStart: []string{"n3", "n4"}, hold: fleet.HoldWindow},
+			dl: fleet.DeliveryRules{Now: t0, Windows: rollout.Windows{nightly}}, start: 2, mustStart: []string{"n3", "n4"}, hold: fleet.HoldWindow},
 		{name: "window closed: workload nodes wait", nodes: oldNodes("n0", "n1"),
-			dl: fleet.Delivery{Now: t0, Windows: rollout.Windows{nightly}}, hold: fleet.HoldWindow},
+			dl: fleet.DeliveryRules{Now: t0, Windows: rollout.Windows{nightly}}, hold: fleet.HoldWindow},
 		{name: "window open", nodes: oldNodes("n0", "n1"),
-			dl: fleet.Delivery{Now: t0.Add(11 * time.Hour), Windows: rollout.Windows{nightly}}, start: 2},
-		{name: "first step: one node", nodes: oldNodes("n0", "n1", "n2", "n3"), dl: fleet.Delivery{Now: t0, Steps: canarySteps}, start: 1},
-		{name: "first step done: bake", nodes: append(oldNodes("n1", "n2", "n3"), node("n0", target)), dl: fleet.Delivery{Now: t0, Steps: canarySteps},
+			dl: fleet.DeliveryRules{Now: t0.Add(11 * time.Hour), Windows: rollout.Windows{nightly}}, start: 2},
+		{name: "first step: one node", nodes: oldNodes("n0", "n1", "n2", "n3"), dl: fleet.DeliveryRules{Now: t0, Steps: canarySteps}, start: 1},
+		{name: "first step done: bake", nodes: append(oldNodes("n1", "n2", "n3"), node("n0", target)), dl: fleet.DeliveryRules{Now: t0, Steps: canarySteps},
 			hold: fleet.HoldBaking, stage: rollout.Stage{BakeUntil: t0.Add(30 * time.Minute)}},
 		{name: "bake over: maxUpdate again", nodes: append(oldNodes("n1", "n2", "n3"), node("n0", target)),
-			dl: fleet.Delivery{Now: t0.Add(30 * time.Minute), Steps: canarySteps, Stage: rollout.Stage{BakeUntil: t0.Add(30 * time.Minute)}}, start: 3, stage: rollout.Stage{Step: 1}},
+			dl: fleet.DeliveryRules{Now: t0.Add(30 * time.Minute), Steps: canarySteps, Stage: rollout.Stage{BakeUntil: t0.Add(30 * time.Minute)}}, start: 3, stage: rollout.Stage{Step: 1}},
 		{name: "gate trips during the bake: halt", nodes: append(oldNodes("n1", "n2", "n3"), node("n0", target)),
-			dl:   fleet.Delivery{Now: t0.Add(30 * time.Minute), Steps: canarySteps, Stage: rollout.Stage{BakeUntil: t0.Add(30 * time.Minute)}, Gate: trip},
+			dl:   fleet.DeliveryRules{Now: t0.Add(30 * time.Minute), Steps: canarySteps, Stage: rollout.Stage{BakeUntil: t0.Add(30 * time.Minute)}, Gate: trip},
 			hold: fleet.HoldHalted, stage: rollout.Stage{BakeUntil: t0.Add(30 * time.Minute)}},
 		{name: "bake over but the gate could not judge: still baking", nodes: append(oldNodes("n1", "n2", "n3"), node("n0", target)),
-			dl:   fleet.Delivery{Now: t0.Add(30 * time.Minute), Steps: canarySteps, Stage: rollout.Stage{BakeUntil: t0.Add(30 * time.Minute)}, Unjudged: true},
+			dl:   fleet.DeliveryRules{Now: t0.Add(30 * time.Minute), Steps: canarySteps, Stage: rollout.Stage{BakeUntil: t0.Add(30 * time.Minute)}, Unjudged: true},
 			hold: fleet.HoldBaking, stage: rollout.Stage{BakeUntil: t0.Add(30 * time.Minute)}},
-		{name: "a recorded halt stands", nodes: append(oldNodes("n1", "n2", "n3"), node("n0", target)), dl: fleet.Delivery{Now: t0, Halt: trip}, hold: fleet.HoldHalted},
-		{name: "halt with Revert: revert", nodes: append(oldNodes("n1", "n2", "n3"), node("n0", target)), dl: fleet.Delivery{Now: t0, Gate: trip, CanRevert: true},
+		{name: "a recorded halt stands", nodes: append(oldNodes("n1", "n2", "n3"), node("n0", target)), dl: fleet.DeliveryRules{Now: t0, Halt: trip}, hold: fleet.HoldHalted},
+		{name: "halt with Revert: revert", nodes: append(oldNodes("n1", "n2", "n3"), node("n0", target)), dl: fleet.DeliveryRules{Now: t0, Gate: trip, CanRevert: true},
 			hold: fleet.HoldHalted, revert: true},
 		{name: "the last step bakes before done", nodes: []fleet.NodeView{node("n0", target), node("n1", target)},
-			dl:   fleet.Delivery{Now: t0, Steps: rollout.Steps{{Nodes: intstr.FromString("100%"), Bake: time.Hour}}},
+			dl:   fleet.DeliveryRules{Now: t0, Steps: rollout.Steps{{Nodes: intstr.FromString("100%"), Bake: time.Hour}}},
 			hold: fleet.HoldBaking, stage: rollout.Stage{BakeUntil: t0.Add(time.Hour)}},
 		{name: "the last bake over: done", nodes: []fleet.NodeView{node("n0", target), node("n1", target)},
-			dl:    fleet.Delivery{Now: t0.Add(time.Hour), Steps: rollout.Steps{{Nodes: intstr.FromString("100%"), Bake: time.Hour}}, Stage: rollout.Stage{BakeUntil: t0.Add(time.Hour)}},
+			dl:    fleet.DeliveryRules{Now: t0.Add(time.Hour), Steps: rollout.Steps{{Nodes: intstr.FromString("100%"), Bake: time.Hour}}, Stage: rollout.Stage{BakeUntil: t0.Add(time.Hour)}},
 			stage: rollout.Stage{Step: 1}, done: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -98,14 +98,14 @@ func TestDecideRemovalWaitsForWindow(t *testing.T) {
 	nightly, _ := rollout.ParseWindow(nil, "22:00", "04:00", "")
 	nodes := []fleet.NodeView{node("n0", target), with(node("n1", target), func(v *fleet.NodeView) { v.Forced = true })}
 	planner := rollout.Planner{Strategy: rollout.Strategy{Recreate: true}, SpecHash: target}
-	d, err := fleet.DecideRemoval(fleet.Snapshot{Hash: target, Nodes: nodes}, planner, fleet.Delivery{Now: t0, Windows: rollout.Windows{nightly}})
+	d, err := fleet.DecideRemoval(fleet.Snapshot{Hash: target, Nodes: nodes}, planner, fleet.DeliveryRules{Now: t0, Windows: rollout.Windows{nightly}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(d.Removal.Start, []string{"n1"}) || d.Delivered.Hold != fleet.HoldWindow {
 		t.Errorf("start %v hold %q, want n1 only, WaitingForWindow", d.Removal.Start, d.Delivered.Hold)
 	}
-	d, _ = fleet.DecideRemoval(fleet.Snapshot{Hash: target, Nodes: nodes}, planner, fleet.Delivery{Now: t0, Paused: true})
+	d, _ = fleet.DecideRemoval(fleet.Snapshot{Hash: target, Nodes: nodes}, planner, fleet.DeliveryRules{Now: t0, Paused: true})
 	if len(d.Removal.Start) != 0 || d.Delivered.Hold != fleet.HoldPaused {
 		t.Errorf("paused: start %v hold %q", d.Removal.Start, d.Delivered.Hold)
 	}

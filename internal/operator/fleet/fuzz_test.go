@@ -15,16 +15,16 @@ import (
 	"github.com/shimkit/shimkit/rollout"
 )
 
-// FuzzDecide checks the decision's invariants on random snapshots: never
-// more nodes changing than maxUpdate allows, never a failed node started
-// again without a new spec (or, for a failed canary, a new canary),
-// nothing installed while the spec is refused or the rollout halted, and
-// never an uninstall of a node the Shim has nothing on (the shim's label,
-// or a Job of its own changing it); and the delivery rules (rules picks
-// them): nothing starts while paused or halted by the gate, outside a
-// window only fresh or forced nodes, and no more nodes towards the target
-// than the current step allows.
-func FuzzDecide(f *testing.F) {
+// FuzzRollout checks the rollout's decision (Decide) on random
+// snapshots: never more nodes changing than maxUpdate allows, never a
+// failed node started again without a new spec (or, for a failed canary,
+// a new canary), nothing installed while the spec is refused or the
+// rollout halted, and never an uninstall of a node the Shim has nothing
+// on (the shim's label, or a Job of its own changing it); and the
+// delivery rules (rules picks them): nothing starts while paused or
+// halted by the gate, outside a window only fresh or forced nodes, and no
+// more nodes towards the target than the current step allows.
+func FuzzRollout(f *testing.F) {
 	f.Add([]byte{3, 0, 0, 0, 0}, uint8(1), false, uint8(0))
 	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, uint8(2), false, uint8(1))
 	f.Add([]byte{5, 5, 5, 9, 9, 0, 2, 2}, uint8(3), true, uint8(2))
@@ -132,9 +132,9 @@ func randomView(name string, b byte) fleet.NodeView {
 // randomDelivery picks delivery rules from the bits of b: paused, a
 // closed window, a gate trip, and steps (a one-node first step, baking or
 // not).
-func randomDelivery(b uint8) fleet.Delivery {
+func randomDelivery(b uint8) fleet.DeliveryRules {
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	dl := fleet.Delivery{Now: now, Paused: b&1 != 0}
+	dl := fleet.DeliveryRules{Now: now, Paused: b&1 != 0}
 	if b&2 != 0 {
 		w, _ := rollout.ParseWindow(nil, "22:00", "04:00", "")
 		dl.Windows = rollout.Windows{w}
@@ -152,7 +152,7 @@ func randomDelivery(b uint8) fleet.Delivery {
 }
 
 // checkDelivery checks the delivery rules' invariants on a decision.
-func checkDelivery(t *testing.T, s fleet.Snapshot, dl fleet.Delivery, d fleet.Decision) {
+func checkDelivery(t *testing.T, s fleet.Snapshot, dl fleet.DeliveryRules, d fleet.Decision) {
 	t.Helper()
 	starts := append(append([]string(nil), d.Rollin.Start...), d.Removal.Start...)
 	if dl.Paused && len(starts) > 0 {

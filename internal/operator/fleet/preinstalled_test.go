@@ -58,7 +58,7 @@ func TestDecidePreinstalled(t *testing.T) {
 		t.Errorf("refused: label %v, unlabel %v", d.Label, d.Unlabel)
 	}
 
-	d, err = fleet.DecideRemoval(fleet.Snapshot{Hash: target, Nodes: nodes}, planner, fleet.Delivery{})
+	d, err = fleet.DecideRemoval(fleet.Snapshot{Hash: target, Nodes: nodes}, planner, fleet.DeliveryRules{})
 	if err != nil {
 		t.Fatal(err)
 	}

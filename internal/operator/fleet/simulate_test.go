@@ -35,19 +35,19 @@ func TestSimulate(t *testing.T) {
 		name  string
 		nodes []fleet.NodeView
 		max   int32
-		dl    fleet.Delivery
+		dl    fleet.DeliveryRules
 		want  string // the waves, "at step [install] [remove]" each (the planner's order: a hash of the Shim's UID and the node)
 		stop  fleet.Hold
 	}{
-		{"maxUpdate 2", oldNodes("n0", "n1", "n2", "n3", "n4"), 2, fleet.Delivery{Now: t0},
+		{"maxUpdate 2", oldNodes("n0", "n1", "n2", "n3", "n4"), 2, fleet.DeliveryRules{Now: t0},
 			"12:00 step-1 [n4 n1] []; 12:00 step-1 [n0 n3] []; 12:00 step-1 [n2] []", ""},
-		{"steps bake", oldNodes("n0", "n1", "n2"), 3, fleet.Delivery{Now: t0, Steps: steps},
+		{"steps bake", oldNodes("n0", "n1", "n2"), 3, fleet.DeliveryRules{Now: t0, Steps: steps},
 			"12:00 step0 [n1] []; 12:30 step1 [n0 n2] []", ""},
-		{"a window", oldNodes("n0", "n1"), 1, fleet.Delivery{Now: t0, Windows: rollout.Windows{nightly}},
+		{"a window", oldNodes("n0", "n1"), 1, fleet.DeliveryRules{Now: t0, Windows: rollout.Windows{nightly}},
 			"22:00 step-1 [n1] []; 22:00 step-1 [n0] []", ""},
-		{"paused", oldNodes("n0", "n1"), 1, fleet.Delivery{Now: t0, Paused: true}, "", fleet.HoldPaused},
-		{"a failed node halts", append(oldNodes("n0", "n1"), failed), 1, fleet.Delivery{Now: t0}, "", fleet.HoldHalted},
-		{"a node leaves", append(oldNodes("n0"), leaving), 1, fleet.Delivery{Now: t0},
+		{"paused", oldNodes("n0", "n1"), 1, fleet.DeliveryRules{Now: t0, Paused: true}, "", fleet.HoldPaused},
+		{"a failed node halts", append(oldNodes("n0", "n1"), failed), 1, fleet.DeliveryRules{Now: t0}, "", fleet.HoldHalted},
+		{"a node leaves", append(oldNodes("n0"), leaving), 1, fleet.DeliveryRules{Now: t0},
 			"12:00 step-1 [n0] [x0]", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

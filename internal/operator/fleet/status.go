@@ -20,7 +20,7 @@ type Rollup struct {
 	// Counts are the status's node counts (Counts).
 	Counts           v1alpha1.ShimStatus
 	Install, Removal rollout.Plan
-	Classes          Classes
+	Classes          ClassStatus
 	// Refusal says why the spec is rolled out to no node (nil: it is).
 	Refusal *Refusal
 	// Delivered is where the progressive-delivery rules left the rollout.
@@ -38,8 +38,8 @@ type Rollup struct {
 // package v1alpha1 and a message naming the field.
 type Refusal struct{ Reason, Message string }
 
-// Classes is where the Shim's RuntimeClasses stand.
-type Classes struct {
+// ClassStatus is where the Shim's RuntimeClasses stand.
+type ClassStatus struct {
 	// Published: every RuntimeClass of the Shim is the Shim's and up to
 	// date.
 	Published bool

@@ -38,7 +38,7 @@ func TestConditions(t *testing.T) {
 	}{
 		{"rolling out", fleet.Rollup{Shim: shim, Nodes: nodes, Install: rolling, Removal: done},
 			"False/RollingOut True/NodesChanging False/NoFailures True/NodesChanging False/Reconciling", false},
-		{"rolled out", fleet.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Counts: all, Classes: fleet.Classes{Published: true}},
+		{"rolled out", fleet.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Counts: all, Classes: fleet.ClassStatus{Published: true}},
 			"True/RolledOut False/Idle False/NoFailures False/RolledOut False/RolledOut", true},
 		// RuntimeClasses are published once the first node has the shim.
 		{"a RuntimeClass to publish", fleet.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Counts: all},
@@ -49,7 +49,7 @@ func TestConditions(t *testing.T) {
 			"False/SignatureMissing False/Halted True/SignatureMissing False/Stalled True/SignatureMissing", false},
 		{"resolution failed: retried, not stalled", fleet.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Refusal: &fleet.Refusal{Reason: v1alpha1.ReasonResolveFailed, Message: "timeout"}},
 			"False/ResolveFailed False/Halted True/ResolveFailed True/ResolveFailed False/Reconciling", false},
-		{"conflict", fleet.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Counts: v1alpha1.ShimStatus{Nodes: 2}, Classes: fleet.Classes{Conflicts: []string{"RuntimeClass spin is someone else's"}}},
+		{"conflict", fleet.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Counts: v1alpha1.ShimStatus{Nodes: 2}, Classes: fleet.ClassStatus{Conflicts: []string{"RuntimeClass spin is someone else's"}}},
 			"False/RuntimeClassConflict False/Idle True/RuntimeClassConflict False/Stalled True/RuntimeClassConflict", false},
 		{"no nodes", fleet.Rollup{Shim: shim, Install: done, Removal: done},
 			"False/NoNodes False/Idle False/NoFailures False/Stalled True/NoNodes", false},
@@ -68,9 +68,9 @@ func TestConditions(t *testing.T) {
 			"False/WorkloadFailures False/Halted True/WorkloadFailures False/Stalled True/WorkloadFailures", false},
 		{"reverting", fleet.Rollup{Shim: shim, Nodes: nodes, Install: rolling, Removal: done, Reverted: "h3", Delivered: fleet.Delivered{Halt: trip}},
 			"False/Reverting True/Reverting True/Reverted True/Reverting False/Reconciling", false},
-		{"reverted", fleet.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Reverted: "h3", Classes: fleet.Classes{Published: true}},
+		{"reverted", fleet.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Reverted: "h3", Classes: fleet.ClassStatus{Published: true}},
 			"False/Reverted False/Idle True/Reverted False/Stalled True/Reverted", false},
-		{"paused once rolled out: ready", fleet.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Counts: all, Classes: fleet.Classes{Published: true}},
+		{"paused once rolled out: ready", fleet.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Counts: all, Classes: fleet.ClassStatus{Published: true}},
 			"True/RolledOut False/Idle False/NoFailures False/RolledOut False/RolledOut", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -145,7 +145,7 @@ func TestConditionsOfStateNotHistory(t *testing.T) {
 			u    fleet.Rollup
 		}{
 			{"new", fleet.Rollup{Shim: shim, Install: done, Removal: done}},
-			{"rolled out before, RuntimeClass kept", fleet.Rollup{Shim: old, Install: done, Removal: done, Classes: fleet.Classes{Published: true}}},
+			{"rolled out before, RuntimeClass kept", fleet.Rollup{Shim: old, Install: done, Removal: done, Classes: fleet.ClassStatus{Published: true}}},
 		} {
 			u := history.u
 			u.Nodes = state.nodes
