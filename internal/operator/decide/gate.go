@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/shimkit/shimkit/internal/nodelabel/record"
-	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/health"
 	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
@@ -16,12 +15,12 @@ import (
 // JudgeGate is the health gate's verdict on the workload failures of the
 // updated nodes and their lost handlers, under the Shim's thresholds: the
 // trip, or nil.
-func JudgeGate(obs *Snapshot, workloads []health.Failure) *fleet.Trip {
+func JudgeGate(obs *Snapshot, workloads []health.Failure) *Trip {
 	limits, _ := shimspec.Gate(obs.Shim)
 	fs := append(slices.Clone(workloads), LostHandlers(obs, UpdatedNodes(obs))...)
 	slices.SortStableFunc(fs, func(a, b health.Failure) int { return cmp.Compare(a.Node, b.Node) })
 	if v := limits.Check(fs); v.Tripped {
-		return &fleet.Trip{Reason: v1alpha1.ReasonWorkloadFailures, Message: v.Message}
+		return &Trip{Reason: v1alpha1.ReasonWorkloadFailures, Message: v.Message}
 	}
 	return nil
 }

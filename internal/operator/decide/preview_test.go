@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/shimkit/shimkit/installer/plan"
-	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
@@ -75,7 +74,7 @@ func previewFleet(states []byte, flags uint16, maxUpdate uint8) (*Snapshot, Rule
 		obs.Views = append(obs.Views, v)
 	}
 	obs.Fresh = make([]bool, len(obs.Views))
-	r := Rules{Policy: fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), Shared: shared, PlanFor: func(n *corev1.Node) (*plan.NodePlan, error) {
+	r := Rules{Policy: Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), Shared: shared, PlanFor: func(n *corev1.Node) (*plan.NodePlan, error) {
 		return &plan.NodePlan{Node: n.Name, Operation: plan.OpInstall, SpecHash: "h1"}, nil
 	}}, VerifyPeriod: -1}
 	return obs, r

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/shimkit/shimkit/installer/plan"
-	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
@@ -114,7 +113,7 @@ func TestDecideRollout(t *testing.T) {
 				v.Job = tc.jobs[n.Name]
 				obs.Views = append(obs.Views, v)
 			}
-			d, err := fleet.Decide(obs.Fleet(), fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), Shared: tc.shared, PlanFor: obs.PlanFor(shimspec.Settings{InstallerImage: "i", Namespace: "ns"})})
+			d, err := Decide(obs, Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), Shared: tc.shared, PlanFor: obs.PlanFor(shimspec.Settings{InstallerImage: "i", Namespace: "ns"})})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,7 +156,7 @@ func TestDecideRemoval(t *testing.T) {
 	for _, n := range []*corev1.Node{nodeAt("n1", "a", hash, nil), nodeAt("n2", "b", "old", nil), nodeAt("n3", "a", hash, nil), nodeAt("n4", "a", "", refused)} {
 		obs.Views = append(obs.Views, NodeViewOf(shim, n, nodeview.CanaryHash(shim)))
 	}
-	d, err := fleet.DecideRemoval(obs.Fleet(), shimspec.Planner(obs.Shim, obs.Hash), fleet.DeliveryRules{})
+	d, err := DecideRemoval(obs, shimspec.Planner(obs.Shim, obs.Hash), DeliveryRules{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +188,7 @@ func BenchmarkObserveDecide1000Nodes(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		p, err := PlanInstall(obs, records, Rules{Policy: fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), PlanFor: obs.PlanFor(opts), Delivery: Delivery(obs)}, Batching: true, VerifyPeriod: 6 * time.Hour})
+		p, err := PlanInstall(obs, records, Rules{Policy: Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), PlanFor: obs.PlanFor(opts), Delivery: Delivery(obs)}, Batching: true, VerifyPeriod: 6 * time.Hour})
 		if err != nil || len(p.Decision.Rollin.Start) != 2 {
 			b.Fatalf("plan %v, %v: want 2 starts (maxUpdate 2)", p, err)
 		}

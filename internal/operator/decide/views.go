@@ -9,7 +9,6 @@ import (
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/nodelabel/record"
-	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
@@ -46,7 +45,7 @@ func BuildViews(obs *Snapshot, in NodeReads) map[types.UID]bool {
 	latest, verifying := NewestJobs(shim, in.Jobs, deleted)
 	canary := nodeview.CanaryHash(shim)
 	attached := map[types.UID]bool{}
-	obs.Views = make([]fleet.NodeView, 0, len(in.Nodes))
+	obs.Views = make([]NodeView, 0, len(in.Nodes))
 	for _, n := range in.Nodes {
 		v := NodeViewOf(shim, n, canary)
 		if shim.Spec.FetchStrategy.Type == v1alpha1.FetchImage && !v.Preinstalled {
@@ -73,7 +72,7 @@ func BuildViews(obs *Snapshot, in NodeReads) map[types.UID]bool {
 // attachJobs gives the node's view its newest Jobs (install or uninstall,
 // and verifying) when they tell of the node's machine now, and returns
 // those it attached.
-func attachJobs(v *fleet.NodeView, latest, verifying map[string]*jobview.View) []*jobview.View {
+func attachJobs(v *NodeView, latest, verifying map[string]*jobview.View) []*jobview.View {
 	var out []*jobview.View
 	if j := latest[v.Node.Name]; j != nil && ForMachine(v, j) {
 		v.Job = j
@@ -109,8 +108,8 @@ func (o *Snapshot) Aim(art *v1alpha1.ResolvedArtifact) {
 // is eligible); whether its image has the shim, it is fresh or forced;
 // the Shim's label, spec hash and records on it. Its Jobs come with
 // BuildViews.
-func NodeViewOf(shim *v1alpha1.Shim, node *corev1.Node, canary string) fleet.NodeView {
-	v := fleet.NodeView{Node: node, Matching: nodeview.Matches(shim, node), Canary: canary,
+func NodeViewOf(shim *v1alpha1.Shim, node *corev1.Node, canary string) NodeView {
+	v := NodeView{Node: node, Matching: nodeview.Matches(shim, node), Canary: canary,
 		Fresh: nodeview.HasPendingTaint(node), Forced: node.Annotations[nodeview.ForceRolloutAnnotation] == "true",
 		Preinstalled: nodeview.Preinstalled(shim, node)}
 	if v.Matching {
@@ -139,14 +138,14 @@ func NodeViewOf(shim *v1alpha1.Shim, node *corev1.Node, canary string) fleet.Nod
 // there, and what it did went with that machine: it tells nothing (nor,
 // made before Jobs named their machine, does one of a node seen reimaged
 // now). A running one is followed to its end.
-func ForMachine(v *fleet.NodeView, j *jobview.View) bool {
+func ForMachine(v *NodeView, j *jobview.View) bool {
 	return j.Running() || !v.Reimaged && !record.OtherMachine(j.Machine, v.Node)
 }
 
 // ReadOnlyHost says why the node's installer found it read-only for the
 // target (its Job's result, or the failure recorded on the node, at that
 // target): the node is skipped, not failed.
-func ReadOnlyHost(v *fleet.NodeView, target string) (string, bool) {
+func ReadOnlyHost(v *NodeView, target string) (string, bool) {
 	if j := v.Job; j != nil && j.Failed() && !j.Sibling() && j.Op == jobview.OpInstall && j.SpecHash == target {
 		if reason, msg := j.Failure(); reason == string(plan.ReasonReadOnlyHost) {
 			return msg, true

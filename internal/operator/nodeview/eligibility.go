@@ -23,7 +23,7 @@ func RuntimeOf(node *corev1.Node) string {
 }
 
 // runtimeDetail names the node's runtime and what the Shim runs on (the
-// skip's hint, fleet.SkipHint, says how to change that).
+// skip's hint, decide.SkipHint, says how to change that).
 func runtimeDetail(shim *v1alpha1.Shim, node *corev1.Node) string {
 	return fmt.Sprintf("%s; the Shim runs on %s", node.Status.NodeInfo.ContainerRuntimeVersion, strings.Join(shim.Spec.Runtimes(), ", "))
 }

@@ -1,4 +1,4 @@
-package fleet
+package decide
 
 import (
 	"time"
@@ -75,7 +75,7 @@ func (v *NodeView) waitsForWindow() bool { return !v.Fresh && !v.Forced }
 // under maxUpdate: a halt stops the rollout's installs (and, with
 // Revert, turns it back), steps bound them and bake, a pause stops every
 // start, a closed window every start on a node that runs workloads.
-func (d *Decision) deliver(s Snapshot, dl DeliveryRules, open bool, next time.Time) error {
+func (d *Decision) deliver(s *Snapshot, dl DeliveryRules, open bool, next time.Time) error {
 	out := &d.Delivered
 	out.Stage = dl.Stage
 	switch {
@@ -91,8 +91,8 @@ func (d *Decision) deliver(s Snapshot, dl DeliveryRules, open bool, next time.Ti
 	out.Revert = dl.CanRevert && (out.Halt != nil || d.Rollin.Halted)
 	if len(dl.Steps) > 0 && out.Halt == nil && !d.Rollin.Halted {
 		total, updated := 0, 0
-		for i := range s.Nodes {
-			if v := &s.Nodes[i]; v.Targeted() {
+		for i := range s.Views {
+			if v := &s.Views[i]; v.Targeted() {
 				total++
 				if v.Label == record.Installed && v.SpecHash == s.Hash && v.Drifted == "" {
 					updated++
