@@ -15,7 +15,6 @@ import (
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/operator/decide"
-	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/internal/operator/nodejob"
 	"github.com/shimkit/shimkit/internal/operator/nodeview"
@@ -55,7 +54,7 @@ func (r *jobStarter) startBatch(ctx context.Context, obs *observed, st decide.St
 // plan as a NodePlanList: the partners own it too (not as its
 // controller), and its members annotation gives each member's spec hash
 // and pinned digest.
-func (r *jobStarter) buildBatchJob(obs *observed, v *fleet.NodeView, st decide.Start) (*batchv1.Job, error) {
+func (r *jobStarter) buildBatchJob(obs *observed, v *decide.NodeView, st decide.Start) (*batchv1.Job, error) {
 	job, err := r.buildJob(obs.Shim, v.Node, st.Plan, st.Hash, st.ImageWay)
 	if err != nil {
 		return nil, err

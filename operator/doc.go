@@ -14,14 +14,15 @@
 // write or an Event made before the decision is complete and a read made
 // after). The decision is one value, decide.Plan, made by one pure
 // function; the rooms it goes through are packages of their own, imported
-// one way (operator → its roles → decide → fleet, shimspec; none imports
-// operator; decide, and every package of shimkit it links, imports no
-// client, context or clock: decide.TestPure). Nothing of decide, fleet,
-// shimspec, nodeview or rollout runs once the executor acts, but what
-// renders the plan into objects (hack/plancheck proves it on the code):
+// one way (operator → its roles → decide → shimspec, nodeview; none
+// imports operator; decide, and every package of shimkit it links,
+// imports no client, context or clock: decide.TestPure). Nothing of
+// decide, shimspec, nodeview or rollout runs once the executor acts, but
+// what renders the plan into objects (hack/plancheck proves it on the
+// code):
 //
 //	observe              the snapshot (decide.Snapshot): the Shim, a
-//	  │                  fleet.NodeView per node (nodeview.View: label,
+//	  │                  decide.NodeView per node (decide.NodeViewOf: label,
 //	  │                  hash, records read by nodelabel/record, its newest
 //	  │                  Jobs read by jobview, the results of those that
 //	  │                  finished, read by results.Reader), the node gate
@@ -43,7 +44,7 @@
 //	  │                  plans (shimspec.Build), the nodes to start under
 //	  │                  maxUpdate (rollout.Planner), halts, refusals,
 //	  │                  pause, windows, steps and bakes, the gate's halt
-//	  │                  and revert (fleet.Decide, decide.Delivery); the
+//	  │                  and revert (decide.Decide, decide.Delivery); the
 //	  │                  stale records, relabels, RuntimeClasses, the batch
 //	  │                  offer and its wait, each Job to start with the
 //	  │                  node gate's reservation it needs and its batch

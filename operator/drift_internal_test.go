@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/shimkit/shimkit/internal/operator/fleet"
+	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
@@ -55,7 +55,7 @@ func TestDetectDrift(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{RuntimeHandlers: tc.reported}}
-			v := fleet.NodeView{Node: node, Matching: true, Label: tc.label, SpecHash: tc.hash, Job: tc.job}
+			v := decide.NodeView{Node: node, Matching: true, Label: tc.label, SpecHash: tc.hash, Job: tc.job}
 			recheck := v.DetectDrift(shim, "h1", now)
 			if v.Drifted != tc.drifted || !recheck.Equal(tc.recheck) {
 				t.Errorf("drifted %q, recheck %v; want %q, %v", v.Drifted, recheck, tc.drifted, tc.recheck)

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shimkit/shimkit/installer/plan"
-	shimfleet "github.com/shimkit/shimkit/internal/operator/fleet"
+	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/internal/testutil"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
@@ -82,8 +82,8 @@ func TestNodeEligibility(t *testing.T) {
 	}
 	c := condition(s, v1alpha1.ConditionReady)
 	for _, part := range []string{"3 of 3 nodes", "7 nodes skipped", "talos: Talos (v1.9.5)", "NoArtifact 1 (riscv: linux/riscv64)", "crio: cri-o://1.31.0; the Shim runs on containerd", "win-info: windows",
-		shimfleet.SkipHint(v1alpha1.SkipRuntimeNotSupported),
-		"talos: Talos (v1.9.5)): " + shimfleet.SkipHint(v1alpha1.SkipImmutableOS), "spec.preinstalledOn"} {
+		decide.SkipHint(v1alpha1.SkipRuntimeNotSupported),
+		"talos: Talos (v1.9.5)): " + decide.SkipHint(v1alpha1.SkipImmutableOS), "spec.preinstalledOn"} {
 		if !strings.Contains(c.Message, part) {
 			t.Errorf("Ready message lacks %q: %s", part, c.Message)
 		}
@@ -156,7 +156,7 @@ func TestReadOnlyHostSkipped(t *testing.T) {
 	}
 	if c := condition(s, v1alpha1.ConditionReady); !strings.Contains(c.Message, "n-0001: read-only host: the bundle root /opt/shimkit") {
 		t.Errorf("Ready message does not name the directory: %s", c.Message)
-	} else if hint := "(at /opt)): " + shimfleet.SkipHint(v1alpha1.SkipReadOnlyHost); !strings.Contains(c.Message, hint) || !strings.Contains(hint, "spec.preinstalledOn") || !strings.Contains(hint, "--bundle-root") {
+	} else if hint := "(at /opt)): " + decide.SkipHint(v1alpha1.SkipReadOnlyHost); !strings.Contains(c.Message, hint) || !strings.Contains(hint, "spec.preinstalledOn") || !strings.Contains(hint, "--bundle-root") {
 		t.Errorf("Ready message lacks the hint %q: %s", hint, c.Message)
 	}
 	if condition(s, v1alpha1.ConditionDegraded).Status != metav1.ConditionFalse {

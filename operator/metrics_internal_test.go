@@ -19,7 +19,6 @@ import (
 	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/internal/operator/metrics"
-	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
@@ -53,7 +52,7 @@ func TestMetricsFinishedJobsCountedOnce(t *testing.T) {
 			if err := c.Get(ctx, client.ObjectKey{Name: name}, &n); err != nil {
 				t.Fatal(err)
 			}
-			v := nodeview.View(shim, &n, "")
+			v := decide.NodeViewOf(shim, &n, "")
 			if j.Op == jobview.OpVerify {
 				v.Verify = j
 			} else {

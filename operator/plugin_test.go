@@ -24,7 +24,7 @@ import (
 
 // TestPluginPlanIsWhatTheOperatorDoes: kubectl shimkit plan -f of a spec
 // change names, as its first wave, the nodes the operator then starts
-// first once the change is applied (the same decision, fleet.Decide, on
+// first once the change is applied (the same decision, decide.Decide, on
 // the same reads), writing nothing itself; kubectl shimkit status shows
 // every node Current before and after.
 func TestPluginPlanIsWhatTheOperatorDoes(t *testing.T) {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/operator/decide"
-	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
@@ -17,8 +16,8 @@ import (
 )
 
 // Preview is what the operator would do with a Shim's spec on the fleet
-// as it is: the same decision a reconcile makes (fleet.Decide, through
-// fleet.Simulate wave after wave), computed from lists read once, writing
+// as it is: the same decision a reconcile makes (decide.Decide, through
+// decide.Simulate wave after wave), computed from lists read once, writing
 // nothing. kubectl shimkit plan prints it.
 type Preview struct {
 	Shim *v1alpha1.Shim
@@ -29,12 +28,12 @@ type Preview struct {
 	Target string
 	Pinned bool
 	// Refusal is why the operator would roll the spec out to no node.
-	Refusal *fleet.Refusal
+	Refusal *decide.Refusal
 	// Views are the nodes as the Shim sees them, before the rollout.
-	Views []fleet.NodeView
+	Views []decide.NodeView
 	// Simulation is the rollout's course: its first wave is what the
 	// operator's next reconcile starts.
-	Simulation fleet.Simulation
+	Simulation decide.Simulation
 	// Classes are the Shim's RuntimeClasses and what becomes of each.
 	Classes []ClassPreview
 }
@@ -82,12 +81,12 @@ func PreviewRollout(shim *v1alpha1.Shim, nodes []*corev1.Node, jobs []*batchv1.J
 	obs.Classes = classSet(shim, classes)
 	p := &Preview{Shim: shim, Target: obs.Hash, Pinned: obs.Art != nil || shimspec.PinnedBySpec(shim.Spec.FetchStrategy)}
 	if ref := obs.Refusal; ref != nil {
-		p.Refusal = &fleet.Refusal{Reason: ref.Reason, Message: ref.Message}
+		p.Refusal = &decide.Refusal{Reason: ref.Reason, Message: ref.Message}
 	}
 	decide.BuildViews(obs, decide.NodeReads{Nodes: nodes, Jobs: jobs, Result: finishedResult(result), ServerVersion: opts.ServerVersion})
-	p.Views = append([]fleet.NodeView(nil), obs.Views...)
+	p.Views = append([]decide.NodeView(nil), obs.Views...)
 	_, sim, err := decide.Preview(obs, decide.Rules{
-		Policy:   fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), PlanFor: obs.PlanFor(opts.settings()), Delivery: decide.Delivery(obs)},
+		Policy:   decide.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), PlanFor: obs.PlanFor(opts.settings()), Delivery: decide.Delivery(obs)},
 		Batching: false, VerifyPeriod: -1, Settings: opts.settings(), ServerVersion: opts.ServerVersion,
 	})
 	if err != nil {
@@ -118,7 +117,7 @@ func classSet(shim *v1alpha1.Shim, existing []nodev1.RuntimeClass) *decide.Class
 // comes and goes with the installs).
 func previewClasses(shim *v1alpha1.Shim, existing []nodev1.RuntimeClass) []ClassPreview {
 	set := classSet(shim, existing)
-	installed := []fleet.NodeView{{Node: &corev1.Node{}, Label: nodelabel.Installed}}
+	installed := []decide.NodeView{{Node: &corev1.Node{}, Label: nodelabel.Installed}}
 	cp := decide.Classes(&decide.Snapshot{Shim: shim, Classes: set, Views: installed}, false)
 	canary := shimspec.CanaryRuntimeClass(shim.Name)
 	taken, conflicts := map[string]*nodev1.RuntimeClass{}, map[string]bool{}

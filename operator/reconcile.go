@@ -20,7 +20,6 @@ import (
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/operator/classes"
 	"github.com/shimkit/shimkit/internal/operator/decide"
-	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/internal/operator/metrics"
 	"github.com/shimkit/shimkit/internal/operator/nodegate"
@@ -207,14 +206,14 @@ func (r *deps) group(ctx context.Context) *errgroup.Group {
 // install rolls the current spec out to the targeted nodes (matching and
 // eligible) and removes it from nodes that stopped being targeted. A
 // refused spec starts no install; removals go on. It reads the snapshot
-// (obs), decides (fleet.Decide), then carries the decision out, each
+// (obs), decides (decide.Decide), then carries the decision out, each
 // write a step.
 func (r *Reconciler) install(ctx context.Context, obs *observed, records []decide.Action) (ctrl.Result, error) {
 	if err := r.gateCheck.checkGate(ctx, obs); err != nil {
 		return ctrl.Result{}, err
 	}
 	p, err := decide.PlanInstall(obs, records, decide.Rules{
-		Policy:   fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), Shared: r.sharedNodes(obs), PlanFor: obs.PlanFor(r.opts.settings()), Delivery: decide.Delivery(obs)},
+		Policy:   decide.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), Shared: r.sharedNodes(obs), PlanFor: obs.PlanFor(r.opts.settings()), Delivery: decide.Delivery(obs)},
 		Batching: r.opts.BatchWindow >= 0, VerifyPeriod: r.opts.VerifyPeriod, Settings: r.opts.settings(), ServerVersion: r.opts.ServerVersion,
 		Resync: r.opts.ResyncPeriod, GatePeriod: r.opts.GatePeriod,
 	})

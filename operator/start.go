@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/shimkit/shimkit/internal/operator/decide"
-	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
@@ -55,10 +54,10 @@ func (r *jobStarter) start(ctx context.Context, obs *observed, st decide.Start) 
 		r.drifted(ctx, obs.Shim, v.Node, v.Drifted)
 	}
 	if st.Unlabel {
-		if err := nodelabel.SetState(ctx, r.client, v.Node.Name, obs.Shim.Name, fleet.LabelUninstalling); err != nil {
+		if err := nodelabel.SetState(ctx, r.client, v.Node.Name, obs.Shim.Name, decide.LabelUninstalling); err != nil {
 			return err
 		}
-		v.Label = fleet.LabelUninstalling
+		v.Label = decide.LabelUninstalling
 	}
 	if len(st.Partners) > 0 {
 		return r.startBatch(ctx, obs, st)

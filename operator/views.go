@@ -6,7 +6,6 @@ import (
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/operator/decide"
-	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
@@ -19,7 +18,7 @@ import (
 // as a reconcile reads it, nodejob.JobResult; nil: the Job's conditions
 // alone). It calls no API server and writes nothing: tools (kubectl
 // shimkit) show the fleet as the operator sees it.
-func NodeViews(shim *v1alpha1.Shim, nodes []*corev1.Node, jobs []*batchv1.Job, result func(*batchv1.Job) *plan.NodeResult) []fleet.NodeView {
+func NodeViews(shim *v1alpha1.Shim, nodes []*corev1.Node, jobs []*batchv1.Job, result func(*batchv1.Job) *plan.NodeResult) []decide.NodeView {
 	obs := &decide.Snapshot{Shim: shim, Hash: shim.Status.SpecHash}
 	decide.BuildViews(obs, decide.NodeReads{Nodes: nodes, Jobs: jobs, Result: finishedResult(result)})
 	return obs.Views

@@ -12,7 +12,6 @@ import (
 // functions, and none runs once the executor acts.
 var core = []string{
 	Module + "/internal/operator/decide",
-	Module + "/internal/operator/fleet",
 	Module + "/internal/operator/shimspec",
 	Module + "/internal/operator/nodeview",
 	Module + "/internal/classstep",

@@ -6,7 +6,7 @@
 //
 // It is the read side of package nodelabel, which writes these keys; it
 // depends on the Kubernetes API types only, so that pure code (the
-// operator's decisions, package fleet) can read a node's records.
+// operator's decisions, package decide) can read a node's records.
 //
 // RecordsOf reads the records of one Shim object only: a Shim deleted and
 // created again under the same name does not inherit its predecessor's

@@ -14,7 +14,6 @@ import (
 
 	"github.com/shimkit/shimkit/internal/operator/classes"
 	"github.com/shimkit/shimkit/internal/operator/decide"
-	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
@@ -40,7 +39,7 @@ func ExampleClasses_Publish() {
 		fmt.Println(err)
 		return
 	}
-	obs := &decide.Snapshot{Shim: shim, Classes: set, Views: []fleet.NodeView{{Node: node, Label: nodelabel.Installed}}}
+	obs := &decide.Snapshot{Shim: shim, Classes: set, Views: []decide.NodeView{{Node: node, Label: nodelabel.Installed}}}
 	plan := decide.Classes(obs, false) // pure: what to write
 	if _, err := cs.Publish(ctx, obs, plan); err != nil {
 		fmt.Println(err)

@@ -7,7 +7,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
 	"github.com/shimkit/shimkit/internal/text"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
@@ -18,8 +17,8 @@ import (
 // the Shim's, and where the status says the rollout of the target stands.
 // A rollout that goes back to the previous revision keeps to the pause
 // and the windows; it has no steps, gate or revert of its own.
-func Delivery(obs *Snapshot) fleet.Delivery {
-	dl := fleet.Delivery{Now: obs.RolloutNow, Windows: obs.Windows}
+func Delivery(obs *Snapshot) DeliveryRules {
+	dl := DeliveryRules{Now: obs.RolloutNow, Windows: obs.Windows}
 	if rs := obs.Shim.Spec.RolloutStrategy; rs != nil {
 		dl.Paused = rs.Paused
 	}
@@ -33,7 +32,7 @@ func Delivery(obs *Snapshot) fleet.Delivery {
 			dl.Stage.BakeUntil = st.BakeUntil.Time
 		}
 		if h := st.Halt; h != nil && !obs.RetriedNow {
-			dl.Halt = &fleet.Trip{Reason: h.Reason, Message: h.Message}
+			dl.Halt = &Trip{Reason: h.Reason, Message: h.Message}
 		}
 	}
 	prev := obs.PreviousRevision()
@@ -47,7 +46,7 @@ func Delivery(obs *Snapshot) fleet.Delivery {
 // for nodes that failed (failing) records them as its halt, so that the
 // reconciles of the revert, and the status once the nodes are back, still
 // say why (the nodes' own failures go as they are installed again).
-func RecordRollout(obs *Snapshot, d fleet.Delivered, failing []v1alpha1.NodeFailure) *v1alpha1.RolloutStatus {
+func RecordRollout(obs *Snapshot, d Delivered, failing []v1alpha1.NodeFailure) *v1alpha1.RolloutStatus {
 	now := obs.RolloutNow
 	if obs.Reverted != "" {
 		st := obs.Shim.Status.Rollout.DeepCopy()
@@ -90,11 +89,11 @@ func failureSummary(failing []v1alpha1.NodeFailure) string {
 }
 
 // HaltTrip is the recorded halt as the decision reads it (nil: none).
-func HaltTrip(h *v1alpha1.RolloutHalt) *fleet.Trip {
+func HaltTrip(h *v1alpha1.RolloutHalt) *Trip {
 	if h == nil {
 		return nil
 	}
-	return &fleet.Trip{Reason: h.Reason, Message: h.Message}
+	return &Trip{Reason: h.Reason, Message: h.Message}
 }
 
 func timeOrNil(t time.Time) *metav1.Time {
@@ -108,7 +107,7 @@ func timeOrNil(t time.Time) *metav1.Time {
 // DeliveryRequeue is when a rollout is looked at again (after: when it
 // would be otherwise; 0: not by time): at once to start a revert; when a
 // bake ends, a window opens, or the gate looks at the workloads again.
-func DeliveryRequeue(obs *Snapshot, d fleet.Decision, after, gatePeriod time.Duration) time.Duration {
+func DeliveryRequeue(obs *Snapshot, d Decision, after, gatePeriod time.Duration) time.Duration {
 	dl := d.Delivered
 	if dl.Revert && obs.Reverted == "" {
 		return time.Second
@@ -120,9 +119,9 @@ func DeliveryRequeue(obs *Snapshot, d fleet.Decision, after, gatePeriod time.Dur
 		}
 	}
 	switch dl.Hold {
-	case fleet.HoldBaking:
+	case HoldBaking:
 		sooner(dl.Stage.BakeUntil)
-	case fleet.HoldWindow:
+	case HoldWindow:
 		sooner(dl.NextWindow)
 	}
 	if !dl.NextWindow.IsZero() {

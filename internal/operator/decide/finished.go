@@ -8,7 +8,6 @@ import (
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/nodelabel/record"
-	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 )
 
@@ -41,7 +40,7 @@ func Finished(obs *Snapshot) []Action {
 // recordJob is what a finished install or uninstall Job leaves: a
 // failure's Warning (once, when its result was just read) and record, or
 // the node's label.
-func recordJob(obs *Snapshot, v *fleet.NodeView, fresh bool) InOrder {
+func recordJob(obs *Snapshot, v *NodeView, fresh bool) InOrder {
 	j := v.Job
 	var acts InOrder
 	if j.Failed() && fresh {
@@ -82,7 +81,7 @@ func recordJob(obs *Snapshot, v *fleet.NodeView, fresh bool) InOrder {
 
 // recordFailure writes the failed Job's reason on the node, once, so that
 // the failure outlives the Job.
-func recordFailure(obs *Snapshot, v *fleet.NodeView) []Action {
+func recordFailure(obs *Snapshot, v *NodeView) []Action {
 	j := v.Job
 	reason, msg := j.Failure()
 	canary := ""
@@ -108,7 +107,7 @@ func FailureNote(node, reason, message string) string {
 
 // RecordVerify records a finished verifying Job's finding (ReadFinished)
 // on the node, and marks the node drifted when it found something.
-func RecordVerify(obs *Snapshot, v *fleet.NodeView) InOrder {
+func RecordVerify(obs *Snapshot, v *NodeView) InOrder {
 	j := v.Verify
 	found := record.Verification{ShimUID: obs.Shim.UID, SpecHash: j.SpecHash, Time: obs.Now.UTC().Truncate(time.Second), Job: j.Object.Name, JobUID: string(j.Object.UID), Machine: record.Machine(v.Node)}
 	if done := j.Object.Status.CompletionTime; done != nil {

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/shimkit/shimkit/installer/plan"
-	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/internal/operator/nodegate"
 	"github.com/shimkit/shimkit/internal/operator/nodeview"
@@ -31,13 +30,13 @@ import (
 // or runs, an uninstall that succeeded, a verification done), a failure
 // record, a predecessor's record, a new machine under its name, the
 // startup taint.
-func fuzzView(shim *v1alpha1.Shim, name string, b byte) fleet.NodeView {
+func fuzzView(shim *v1alpha1.Shim, name string, b byte) NodeView {
 	hash := []string{"", "h1", "h0", ""}[b&3]
 	n := nodeAt(name, "a", hash, nil)
 	if b&0x80 != 0 {
 		n.Spec.Taints = []corev1.Taint{{Key: nodeview.PendingTaint, Effect: corev1.TaintEffectNoSchedule}}
 	}
-	v := nodeview.View(shim, n, "")
+	v := NodeViewOf(shim, n, "")
 	job := func(op string, cond batchv1.JobConditionType, res *plan.NodeResult) *jobview.View {
 		j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "job-" + name, UID: types.UID("uid-job-" + name), Labels: map[string]string{jobview.LabelOp: op}}}
 		if cond != "" {
@@ -57,7 +56,7 @@ func fuzzView(shim *v1alpha1.Shim, name string, b byte) fleet.NodeView {
 	case 4:
 		v.Job = job(jobview.OpUninstall, batchv1.JobComplete, &plan.NodeResult{Outcome: plan.Succeeded})
 		if v.Label == "" {
-			v.Label, v.SpecHash = fleet.LabelUninstalling, "h1"
+			v.Label, v.SpecHash = LabelUninstalling, "h1"
 		}
 	case 5:
 		v.Verify = job(jobview.OpVerify, batchv1.JobComplete, &plan.NodeResult{Outcome: plan.Succeeded, Drift: []string{"gone"}})
@@ -146,8 +145,8 @@ func checkVerifies(t *testing.T, obs *Snapshot, p *Plan) {
 }
 
 // FuzzDecide checks, on random snapshots, the decisions a reconcile makes
-// besides the rollout's (whose own invariants fleet's FuzzDecide checks)
-// and the rollout they lead to:
+// besides the rollout's (whose own invariants FuzzRollout checks) and the
+// rollout they lead to:
 //   - a Job is deleted, or a failure cleared, only on a failed node a new
 //     retry request selects;
 //   - a node is labelled installed only for an install Job of its own that
@@ -189,7 +188,7 @@ func FuzzDecide(f *testing.F) {
 			// An image rolled out is pinned (else its spec is refused).
 			obs.Art = &v1alpha1.ResolvedArtifact{Digest: "sha256:" + strings.Repeat("ab", 32)}
 		}
-		before := map[string]fleet.NodeView{}
+		before := map[string]NodeView{}
 		for i, b := range states {
 			v := fuzzView(shim, fmt.Sprintf("n%02d", i), b)
 			before[v.Node.Name] = v
@@ -209,7 +208,7 @@ func FuzzDecide(f *testing.F) {
 		obs.Classes = fuzzClasses(obs, flags, maxUpdate)
 		obs.Gate = fuzzGate(states, maxUpdate)
 		gateBefore := obs.Gate.Copy()
-		p, err := PlanInstall(obs, records, Rules{Policy: fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), PlanFor: func(n *corev1.Node) (*plan.NodePlan, error) {
+		p, err := PlanInstall(obs, records, Rules{Policy: Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), PlanFor: func(n *corev1.Node) (*plan.NodePlan, error) {
 			return &plan.NodePlan{Node: n.Name, Operation: plan.OpInstall, SpecHash: "h1"}, nil
 		}, Delivery: Delivery(obs)}, VerifyPeriod: time.Duration(flags>>4) * time.Hour, Resync: 10 * time.Minute})
 		if err != nil {
@@ -233,7 +232,7 @@ func FuzzDecide(f *testing.F) {
 
 // checkActions checks each action against the node it writes, as it was
 // before the decision.
-func checkActions(t *testing.T, obs *Snapshot, before map[string]fleet.NodeView, acts []Action) {
+func checkActions(t *testing.T, obs *Snapshot, before map[string]NodeView, acts []Action) {
 	t.Helper()
 	retry := obs.Shim.Annotations[v1alpha1.RetryAnnotation] != ""
 	labelWrites := map[string]int{}

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/shimkit/shimkit/internal/nodelabel/record"
-	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/health"
+	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
@@ -15,12 +15,12 @@ import (
 // JudgeGate is the health gate's verdict on the workload failures of the
 // updated nodes and their lost handlers, under the Shim's thresholds: the
 // trip, or nil.
-func JudgeGate(obs *Snapshot, workloads []health.Failure) *fleet.Trip {
+func JudgeGate(obs *Snapshot, workloads []health.Failure) *Trip {
 	limits, _ := shimspec.Gate(obs.Shim)
 	fs := append(slices.Clone(workloads), LostHandlers(obs, UpdatedNodes(obs))...)
 	slices.SortStableFunc(fs, func(a, b health.Failure) int { return cmp.Compare(a.Node, b.Node) })
 	if v := limits.Check(fs); v.Tripped {
-		return &fleet.Trip{Reason: v1alpha1.ReasonWorkloadFailures, Message: v.Message}
+		return &Trip{Reason: v1alpha1.ReasonWorkloadFailures, Message: v.Message}
 	}
 	return nil
 }
@@ -50,13 +50,13 @@ func GateSince(obs *Snapshot, now time.Time) time.Time {
 // each a failure of its own.
 func LostHandlers(obs *Snapshot, updated map[string]bool) []health.Failure {
 	var fs []health.Failure
-	handlers := fleet.HandlerNames(obs.Shim)
+	handlers := nodeview.HandlerNames(obs.Shim)
 	for i := range obs.Views {
 		v := &obs.Views[i]
 		if !updated[v.Node.Name] || v.Drifted == "" {
 			continue
 		}
-		if h := fleet.MissingHandler(v.Node, handlers); h != "" {
+		if h := nodeview.MissingHandler(v.Node, handlers); h != "" {
 			fs = append(fs, health.Failure{Node: v.Node.Name, Reason: health.ReasonHandlerMissing, Message: "handler " + h + " is not served"})
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/shimkit/shimkit/internal/operator/health"
-	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
@@ -23,7 +22,7 @@ func gateObs(perNode, total int32, drifted ...string) *Snapshot {
 	obs := &Snapshot{Shim: shim, Hash: "h1", SpecHash: "h1"}
 	for _, n := range []*corev1.Node{nodeAt("n1", "a", "h1", nil), nodeAt("n2", "a", "h1", nil), nodeAt("n3", "a", "h0", nil)} {
 		n.Status.RuntimeHandlers = []corev1.NodeRuntimeHandler{{Name: "spin"}, {Name: "runc"}}
-		v := nodeview.View(shim, n, "")
+		v := NodeViewOf(shim, n, "")
 		for _, d := range drifted {
 			if d == n.Name {
 				n.Status.RuntimeHandlers = n.Status.RuntimeHandlers[1:]

@@ -3,7 +3,6 @@ package decide
 import (
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
@@ -21,7 +20,7 @@ type Progress struct {
 // could be built for, and the refusal's one (pin emits none for it), when
 // the status does not show it yet; then where the decision left the
 // rollout: a tripped gate and a revert, each once.
-func decisionNotices(obs *Snapshot, d fleet.Decision) []Notice {
+func decisionNotices(obs *Snapshot, d Decision) []Notice {
 	var out []Notice
 	for _, v := range d.Unplanned {
 		out = append(out, Notice{Type: corev1.EventTypeWarning, Reason: "InstallFailed", Action: "Install", Node: v.Node,
@@ -36,15 +35,15 @@ func decisionNotices(obs *Snapshot, d fleet.Decision) []Notice {
 	}
 	if old := shimspec.RolloutOf(obs.Shim, obs.Hash); dl.Revert && obs.Reverted == "" && (old == nil || old.RevertedTo == "") {
 		out = append(out, Notice{Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonReverting, Action: "Rollout",
-			Note: "the rollout of " + obs.Hash + " failed (" + fleet.RevertCause(nil, HaltTrip(obs.Rollout.Halt)) + "): the nodes updated go back to revision " + obs.Rollout.RevertedTo})
+			Note: "the rollout of " + obs.Hash + " failed (" + RevertCause(nil, HaltTrip(obs.Rollout.Halt)) + "): the nodes updated go back to revision " + obs.Rollout.RevertedTo})
 	}
 	return out
 }
 
 // progressOf is the rollout's Progress as the decision leaves it.
-func progressOf(obs *Snapshot, d fleet.Decision) Progress {
+func progressOf(obs *Snapshot, d Decision) Progress {
 	dl := d.Delivered
-	p := Progress{Step: -1, Paused: dl.Hold == fleet.HoldPaused}
+	p := Progress{Step: -1, Paused: dl.Hold == HoldPaused}
 	if len(obs.Steps) > 0 && obs.Reverted == "" && dl.Stage.Step < len(obs.Steps) {
 		p.Step = dl.Stage.Step
 	}

@@ -6,7 +6,6 @@ import (
 
 	nodev1 "k8s.io/api/node/v1"
 
-	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/internal/operator/nodegate"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
@@ -26,9 +25,9 @@ type Plan struct {
 	// request change (Records), first.
 	Records []Action
 	// Decision is each node's state and the Jobs to start under
-	// maxUpdate, the halts and the refusal (fleet.Decide; for a deleted
-	// Shim, fleet.DecideRemoval).
-	Decision fleet.Decision
+	// maxUpdate, the halts and the refusal (Decide; for a deleted
+	// Shim, DecideRemoval).
+	Decision Decision
 	// Stale are the records another Shim object of the name left
 	// (StaleRecords); Relabel the labels of nodes whose image has the
 	// shim (Relabel).
@@ -81,7 +80,7 @@ type Plan struct {
 // (batching), how often an installed node is verified (negative: never),
 // and the operator's settings and periods.
 type Rules struct {
-	Policy       fleet.Policy
+	Policy       Policy
 	Batching     bool
 	VerifyPeriod time.Duration
 	// Settings are the operator's node plan settings; ServerVersion the
@@ -97,7 +96,7 @@ type Rules struct {
 // records first, then the rollout's decision and what it implies. records
 // are Records(obs), made before the reconcile knew which plan it makes.
 func PlanInstall(obs *Snapshot, records []Action, r Rules) (*Plan, error) {
-	d, err := fleet.Decide(obs.Fleet(), r.Policy)
+	d, err := Decide(obs, r.Policy)
 	if err != nil {
 		return nil, err
 	}
@@ -132,16 +131,16 @@ func PlanInstall(obs *Snapshot, records []Action, r Rules) (*Plan, error) {
 	}
 	p.Decision = d
 	p.Notices, p.Progress = decisionNotices(obs, d), progressOf(obs, d)
-	settled := d.Done() || d.Rollin.Halted || d.Delivered.Hold != fleet.HoldNone
+	settled := d.Done() || d.Rollin.Halted || d.Delivered.Hold != HoldNone
 	p.Status = statusOf(obs, d.Rollin, d.Removal, p.Classes, p.Starts, settled)
 	p.Requeue, p.RequeueRefused = requeue(obs, p, r, waiting || removing)
 	return p, nil
 }
 
 // PlanRemoval makes the plan of a deleted Shim: the records, then the
-// removal from every node that has it, rolling (fleet.DecideRemoval).
+// removal from every node that has it, rolling (DecideRemoval).
 func PlanRemoval(obs *Snapshot, records []Action, planner rollout.Planner, r Rules) (*Plan, error) {
-	d, err := fleet.DecideRemoval(obs.Fleet(), planner, Delivery(obs))
+	d, err := DecideRemoval(obs, planner, Delivery(obs))
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +164,7 @@ func PlanRemoval(obs *Snapshot, records []Action, planner rollout.Planner, r Rul
 // planVerifies are the verifying Jobs of the nodes due, at most slots,
 // each admitted by the gate view; a node it refuses is tried again after
 // nodegate.Retry (next).
-func planVerifies(obs *Snapshot, due []*fleet.NodeView, slots int, next time.Time, gate *nodegate.View, r Rules) ([]Start, time.Time, error) {
+func planVerifies(obs *Snapshot, due []*NodeView, slots int, next time.Time, gate *nodegate.View, r Rules) ([]Start, time.Time, error) {
 	var out []Start
 	for _, v := range due {
 		if len(out) >= slots {
@@ -228,9 +227,9 @@ func requeue(obs *Snapshot, p *Plan, r Rules, waiting bool) (after, refused time
 // dueVerifies are the nodes due for verification at the snapshot's time,
 // the longest due first, how many may start (budget beside those
 // running), and when the next one not yet due will be.
-func dueVerifies(obs *Snapshot, period time.Duration, budget int) (due []*fleet.NodeView, slots int, next time.Time) {
+func dueVerifies(obs *Snapshot, period time.Duration, budget int) (due []*NodeView, slots int, next time.Time) {
 	type dueNode struct {
-		v  *fleet.NodeView
+		v  *NodeView
 		at time.Time
 	}
 	var all []dueNode

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/shimkit/shimkit/installer/plan"
-	"github.com/shimkit/shimkit/internal/operator/fleet"
+	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
@@ -64,9 +64,9 @@ func previewFleet(states []byte, flags uint16, maxUpdate uint8) (*Snapshot, Rule
 		v := fuzzView(shim, fmt.Sprintf("n%02d", i), b)
 		switch {
 		case flags&512 != 0 && i%5 == 1:
-			v.Skip = &fleet.Skip{Reason: v1alpha1.SkipReadOnlyHost, Detail: "/usr is read-only"}
+			v.Skip = &nodeview.Skip{Reason: v1alpha1.SkipReadOnlyHost, Detail: "/usr is read-only"}
 		case flags&1024 != 0 && i%7 == 2:
-			v.Skip = &fleet.Skip{Reason: v1alpha1.SkipRuntimeNotSupported, Detail: "cri-o"}
+			v.Skip = &nodeview.Skip{Reason: v1alpha1.SkipRuntimeNotSupported, Detail: "cri-o"}
 		}
 		if flags&2048 != 0 && i%3 == 0 {
 			shared[v.Node.Name] = true
@@ -74,7 +74,7 @@ func previewFleet(states []byte, flags uint16, maxUpdate uint8) (*Snapshot, Rule
 		obs.Views = append(obs.Views, v)
 	}
 	obs.Fresh = make([]bool, len(obs.Views))
-	r := Rules{Policy: fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), Shared: shared, PlanFor: func(n *corev1.Node) (*plan.NodePlan, error) {
+	r := Rules{Policy: Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), Shared: shared, PlanFor: func(n *corev1.Node) (*plan.NodePlan, error) {
 		return &plan.NodePlan{Node: n.Name, Operation: plan.OpInstall, SpecHash: "h1"}, nil
 	}}, VerifyPeriod: -1}
 	return obs, r

@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shimkit/shimkit/installer/plan"
-	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"github.com/shimkit/shimkit/nodelabel"
@@ -81,14 +80,14 @@ func recordsObs(shim *v1alpha1.Shim, jobs map[string]*jobview.View, failures map
 			}
 		}
 	}) {
-		v := nodeview.View(shim, nodeAt(name, "a", "", nil), "")
+		v := NodeViewOf(shim, nodeAt(name, "a", "", nil), "")
 		if j := jobs[name]; j != nil {
 			j.Object.Name = "job-" + name
 			switch j.Op {
 			case jobview.OpVerify:
 				v.Verify = j
 			case jobview.OpUninstall:
-				v.Job, v.Label, v.SpecHash = j, fleet.LabelUninstalling, "h1"
+				v.Job, v.Label, v.SpecHash = j, LabelUninstalling, "h1"
 			default:
 				v.Job = j
 			}
@@ -238,45 +237,45 @@ func TestDecideNodeRecords(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		nodes  []*corev1.Node
-		setup  func(obs *Snapshot, d *fleet.Decision)
-		decide func(obs *Snapshot, d *fleet.Decision) []Action
+		setup  func(obs *Snapshot, d *Decision)
+		decide func(obs *Snapshot, d *Decision) []Action
 		want   []string
 	}{
 		{name: "preinstalled nodes labelled and unlabelled", nodes: []*corev1.Node{nodeAt("n1", "a", "", nil), nodeAt("n2", "a", "h0", nil)},
-			setup: func(obs *Snapshot, d *fleet.Decision) {
+			setup: func(obs *Snapshot, d *Decision) {
 				d.Label, d.Unlabel = []string{"n1"}, []string{"n2"}
-				d.ByName["n2"].Skip = &fleet.Skip{Reason: v1alpha1.SkipNoArtifact, Detail: "its image lacks handler spin"}
+				d.ByName["n2"].Skip = &nodeview.Skip{Reason: v1alpha1.SkipNoArtifact, Detail: "its image lacks handler spin"}
 			},
 			decide: Relabel,
 			want: []string{"together: [mark n1 installed at h1 unmark n2]", "note Preinstalled: node n1 (its image serves the Shim's handlers)",
 				"event Normal Unlabelled: node n2: its image lacks handler spin"}},
 		{name: "a predecessor's records dropped, a reimaged node unlabelled", nodes: []*corev1.Node{nodeAt("n1", "a", "", nil), nodeAt("n2", "a", "h1", nil), nodeAt("n3", "a", "h1", nil)},
-			setup: func(obs *Snapshot, d *fleet.Decision) {
+			setup: func(obs *Snapshot, d *Decision) {
 				d.ByName["n1"].Stale = []string{"failure"}
 				d.ByName["n2"].Reimaged = true
 			},
-			decide: func(obs *Snapshot, _ *fleet.Decision) []Action { return StaleRecords(obs) },
+			decide: func(obs *Snapshot, _ *Decision) []Action { return StaleRecords(obs) },
 			want:   []string{"event Warning Reimaged: node n2 is another machine now (): it loses the shim's label and is installed again", "together: [drop records [failure] of n1 unmark n2]"}},
 		{name: "a deleted Shim forgets the nodes it left something on", nodes: []*corev1.Node{nodeAt("n1", "a", "", nil), nodeAt("n2", "a", "h1", nil)},
-			decide: func(obs *Snapshot, _ *fleet.Decision) []Action { return Forget(obs) },
+			decide: func(obs *Snapshot, _ *Decision) []Action { return Forget(obs) },
 			want:   []string{"together: [unmark n2]"}},
 		{name: "the startup taint goes once every Shim selecting the node has it",
 			nodes: []*corev1.Node{tainted(nodeAt("n1", "a", "h1", nil)), tainted(withWasm(nodeAt("n2", "a", "h1", nil))), tainted(nodeAt("n3", "a", "h0", nil))},
-			setup: func(obs *Snapshot, _ *fleet.Decision) {
+			setup: func(obs *Snapshot, _ *Decision) {
 				// wasm selects n1 and n2; only n2 has it.
 				wasm := other.DeepCopy()
 				wasm.Spec.NodeSelector = map[string]string{"pool": "a"}
 				obs.Shims = []v1alpha1.Shim{*obs.Shim, *wasm}
 			},
-			decide: func(obs *Snapshot, _ *fleet.Decision) []Action { return Taints(obs) },
+			decide: func(obs *Snapshot, _ *Decision) []Action { return Taints(obs) },
 			want:   []string{"together: [untaint n2]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obs := &Snapshot{Shim: shim.DeepCopy(), Hash: "h1", SpecHash: "h1", Now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
 			for _, n := range tc.nodes {
-				obs.Views = append(obs.Views, nodeview.View(obs.Shim, n, ""))
+				obs.Views = append(obs.Views, NodeViewOf(obs.Shim, n, ""))
 			}
-			d := &fleet.Decision{ByName: map[string]*fleet.NodeView{}}
+			d := &Decision{ByName: map[string]*NodeView{}}
 			for i := range obs.Views {
 				d.ByName[obs.Views[i].Node.Name] = &obs.Views[i]
 			}

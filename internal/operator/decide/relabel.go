@@ -6,15 +6,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/shimkit/shimkit/internal/nodelabel/record"
-	"github.com/shimkit/shimkit/internal/operator/fleet"
 )
 
 // Relabel labels the nodes whose image has the shim as the
-// decision says (fleet.Decision.Label, Unlabel): no Job, only the node's
+// decision says (Decision.Label, Unlabel): no Job, only the node's
 // label, hash and records, each a merge patch. A node labelled counts as
 // updated from this reconcile on; one unlabelled as without the shim (the
 // views are left so). The decision's lists are emptied.
-func Relabel(obs *Snapshot, d *fleet.Decision) []Action {
+func Relabel(obs *Snapshot, d *Decision) []Action {
 	var writes Together
 	var after []Action
 	for _, name := range d.Label {

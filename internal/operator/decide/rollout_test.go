@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/shimkit/shimkit/installer/plan"
-	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
@@ -110,11 +109,11 @@ func TestDecideRollout(t *testing.T) {
 				obs.Refusal = &shimspec.Refusal{Reason: v1alpha1.ReasonSignatureMissing, Message: "no signature"}
 			}
 			for _, n := range tc.nodes {
-				v := nodeview.View(shim, n, canary)
+				v := NodeViewOf(shim, n, canary)
 				v.Job = tc.jobs[n.Name]
 				obs.Views = append(obs.Views, v)
 			}
-			d, err := fleet.Decide(obs.Fleet(), fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), Shared: tc.shared, PlanFor: obs.PlanFor(shimspec.Settings{InstallerImage: "i", Namespace: "ns"})})
+			d, err := Decide(obs, Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), Shared: tc.shared, PlanFor: obs.PlanFor(shimspec.Settings{InstallerImage: "i", Namespace: "ns"})})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -155,9 +154,9 @@ func TestDecideRemoval(t *testing.T) {
 	refused := map[string]string{nodelabel.FailureKey("spin"): `{"shimUID":"uid-spin","op":"install","specHash":"` + hash + `","reason":"Conflict","time":"2026-11-25T06:00:00Z"}`}
 	obs := &Snapshot{Shim: shim, Hash: hash, SpecHash: hash}
 	for _, n := range []*corev1.Node{nodeAt("n1", "a", hash, nil), nodeAt("n2", "b", "old", nil), nodeAt("n3", "a", hash, nil), nodeAt("n4", "a", "", refused)} {
-		obs.Views = append(obs.Views, nodeview.View(shim, n, nodeview.CanaryHash(shim)))
+		obs.Views = append(obs.Views, NodeViewOf(shim, n, nodeview.CanaryHash(shim)))
 	}
-	d, err := fleet.DecideRemoval(obs.Fleet(), shimspec.Planner(obs.Shim, obs.Hash), fleet.Delivery{})
+	d, err := DecideRemoval(obs, shimspec.Planner(obs.Shim, obs.Hash), DeliveryRules{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +188,7 @@ func BenchmarkObserveDecide1000Nodes(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		p, err := PlanInstall(obs, records, Rules{Policy: fleet.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), PlanFor: obs.PlanFor(opts), Delivery: Delivery(obs)}, Batching: true, VerifyPeriod: 6 * time.Hour})
+		p, err := PlanInstall(obs, records, Rules{Policy: Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), PlanFor: obs.PlanFor(opts), Delivery: Delivery(obs)}, Batching: true, VerifyPeriod: 6 * time.Hour})
 		if err != nil || len(p.Decision.Rollin.Start) != 2 {
 			b.Fatalf("plan %v, %v: want 2 starts (maxUpdate 2)", p, err)
 		}

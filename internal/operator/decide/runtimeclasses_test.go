@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
@@ -57,11 +56,11 @@ func classSnapshot(shim *v1alpha1.Shim, installed bool, classes ...*nodev1.Runti
 	for _, rc := range classes {
 		set.Put(rc.Name, rc)
 	}
-	v := fleet.NodeView{Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}}
+	v := NodeView{Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}}
 	if installed {
 		v.Label = nodelabel.Installed
 	}
-	return &Snapshot{Shim: shim, Classes: set, Views: []fleet.NodeView{v}, RCMUID: "rcm-uid"}
+	return &Snapshot{Shim: shim, Classes: set, Views: []NodeView{v}, RCMUID: "rcm-uid"}
 }
 
 // describeClasses is the plan as "op name" lines.

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/shimkit/shimkit/installer/plan"
-	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/internal/operator/nodegate"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
@@ -18,7 +17,10 @@ import (
 )
 
 // Snapshot is everything a reconcile reads, once, and what its decision
-// notes on the way (the fields after Events).
+// notes on the way (the fields after Events). The rollout's decision
+// (Decide, DecideRemoval, Simulate) and the status counts (Counts) read
+// of it only the Shim, Hash, Refusal and Views, so that a Snapshot of
+// these alone (a preview's course, a test) is decided as a reconcile's.
 type Snapshot struct {
 	Shim *v1alpha1.Shim
 	// hash is the rollout's target: the spec's hash and the artifact
@@ -30,7 +32,9 @@ type Snapshot struct {
 	Art, Shown *v1alpha1.ResolvedArtifact
 	// retried is the retry request acted on (status.retried).
 	Retried string
-	Views   []fleet.NodeView
+	// Views are the views of every node of the cluster for the Shim
+	// (BuildViews); the rollout's decision (Decide) fills in their plans.
+	Views []NodeView
 	// now is when the snapshot was read: the time of the records a
 	// decision writes and of its drift checks.
 	Now time.Time
@@ -85,7 +89,7 @@ type Snapshot struct {
 	// tripped is the health gate's trip (nil: healthy, or no gate).
 	Windows  rollout.Windows
 	Steps    rollout.Steps
-	Tripped  *fleet.Trip
+	Tripped  *Trip
 	Unjudged bool
 	// reverted is the target whose rollout failed, while the reconcile's
 	// target is the previous revision (revisions.go: revert).
@@ -95,19 +99,12 @@ type Snapshot struct {
 	RetriedNow bool
 	// delivered is where the decision left the rollout; rollout what the
 	// status records of it (nil: as it was).
-	Delivered fleet.Delivered
+	Delivered Delivered
 	Rollout   *v1alpha1.RolloutStatus
 }
 
 // target is what the rollout installs: the hash and the pinned artifact.
 func (o *Snapshot) Target() shimspec.Target { return shimspec.Target{Hash: o.Hash, Art: o.Art} }
-
-// snapshot is what the decision reads of the reconcile's observations
-// (its node views are the reconcile's own: a decision fills in their
-// plans).
-func (o *Snapshot) Fleet() fleet.Snapshot {
-	return fleet.Snapshot{Shim: o.Shim, Hash: o.Hash, Refused: o.Refusal != nil, Nodes: o.Views}
-}
 
 // planFor builds a node's install plan towards the rollout's target.
 func (o *Snapshot) PlanFor(s shimspec.Settings) func(*corev1.Node) (*plan.NodePlan, error) {
@@ -142,7 +139,7 @@ func (o *Snapshot) PreviousRevision() *v1alpha1.Revision {
 }
 
 // jobHash is the spec hash a node's Job of op is named by.
-func (o *Snapshot) JobHash(v *fleet.NodeView, op string) string {
+func (o *Snapshot) JobHash(v *NodeView, op string) string {
 	if op == jobview.OpUninstall {
 		return v.SpecHash
 	}

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/shimkit/shimkit/installer/plan"
-	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/internal/operator/nodegate"
 	"github.com/shimkit/shimkit/internal/operator/nodeview"
@@ -22,7 +21,7 @@ import (
 // selection first (an uninstall of a node labelled otherwise than
 // uninstalling).
 type Start struct {
-	View           *fleet.NodeView
+	View           *NodeView
 	Op             string
 	Plan           *plan.NodePlan
 	Reserve        nodegate.Reservation
@@ -60,7 +59,7 @@ func installReason(installed bool, drifted string) string {
 // planInstalls reserves, in the gate view, the nodes the rollout starts,
 // each with the Shims that offered the node and fit one installer run
 // (batching); a node the view refuses waits.
-func planInstalls(obs *Snapshot, d *fleet.Decision, gate *nodegate.View, r Rules) (out []Start, waiting bool) {
+func planInstalls(obs *Snapshot, d *Decision, gate *nodegate.View, r Rules) (out []Start, waiting bool) {
 	leader := jobview.LabelValue(obs.Shim.Name)
 	for _, name := range d.Rollin.Start {
 		v := d.ByName[name]
@@ -93,7 +92,7 @@ func planInstalls(obs *Snapshot, d *fleet.Decision, gate *nodegate.View, r Rules
 // run: the same credentials and trusted root to mount, a plan that
 // builds, and no handler of the same name as the leader's or an earlier
 // partner's.
-func partners(obs *Snapshot, v *fleet.NodeView, offers []*nodegate.Offer, s shimspec.Settings) []Partner {
+func partners(obs *Snapshot, v *NodeView, offers []*nodegate.Offer, s shimspec.Settings) []Partner {
 	var out []Partner
 	taken := []*plan.NodePlan{v.Plan}
 	for _, o := range offers {
@@ -123,7 +122,7 @@ func sharesHandler(p *plan.NodePlan, others []*plan.NodePlan) bool {
 
 // planJob is a Start of op on the node, alone, with the node's plan for
 // op, once the gate view admits it (false: it waits).
-func planJob(obs *Snapshot, v *fleet.NodeView, op, reason string, gate *nodegate.View, r Rules) (Start, bool, error) {
+func planJob(obs *Snapshot, v *NodeView, op, reason string, gate *nodegate.View, r Rules) (Start, bool, error) {
 	p := v.Plan
 	if p == nil || p.Operation != plan.Operation(op) {
 		var err error
@@ -132,13 +131,13 @@ func planJob(obs *Snapshot, v *fleet.NodeView, op, reason string, gate *nodegate
 		}
 	}
 	st := Start{View: v, Op: op, Plan: p, Reason: reason, Action: OpAction(op), Hash: obs.JobHash(v, op), ImageWay: nodeview.ImageWay(r.ServerVersion, v.Node),
-		Unlabel: op == jobview.OpUninstall && v.Label != "" && v.Label != fleet.LabelUninstalling}
+		Unlabel: op == jobview.OpUninstall && v.Label != "" && v.Label != LabelUninstalling}
 	st.Reserve = nodegate.Reservation{Node: v.Node.Name, Shim: jobview.LabelValue(obs.Shim.Name), Job: jobview.JobName(obs.Shim.Name, v.Node.Name, op, obs.JobHash(v, op)), Verify: op == jobview.OpVerify}
 	return st, gate.Admit(st.Reserve), nil
 }
 
 // planRemovals reserves the nodes the removal starts uninstalling.
-func planRemovals(obs *Snapshot, d *fleet.Decision, gate *nodegate.View, r Rules) (out []Start, waiting bool, _ error) {
+func planRemovals(obs *Snapshot, d *Decision, gate *nodegate.View, r Rules) (out []Start, waiting bool, _ error) {
 	for _, name := range d.Removal.Start {
 		st, ok, err := planJob(obs, d.ByName[name], jobview.OpUninstall, "Uninstalling", gate, r)
 		if err != nil {

@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/rollout"
@@ -55,14 +54,13 @@ func RevisionName(shim *v1alpha1.Shim, target string) string {
 // failing nodes and the conditions, judged at the snapshot's time.
 func statusOf(obs *Snapshot, install, removal rollout.Plan, rcs ClassPlan, starts []Start, settled bool) StatusPlan {
 	shim := obs.Shim
-	snap := obs.Fleet()
-	st := fleet.Counts(snap)
+	st := Counts(obs)
 	st.InProgressNodes += int32(startedNow(starts))
 	st.Artifact, st.Retried = obs.Shown, obs.Retried
-	u := fleet.Rollup{Shim: shim, Nodes: snap.Nodes, Counts: st, Install: install, Removal: removal,
-		Classes: fleet.Classes{Published: rcs.Published, Conflicts: rcs.Conflicts}}
+	u := Rollup{Shim: shim, Nodes: obs.Views, Counts: st, Install: install, Removal: removal,
+		Classes: ClassStatus{Published: rcs.Published, Conflicts: rcs.Conflicts}}
 	if ref := obs.Refusal; ref != nil {
-		u.Refusal = &fleet.Refusal{Reason: ref.Reason, Message: ref.Message}
+		u.Refusal = &Refusal{Reason: ref.Reason, Message: ref.Message}
 	}
 	u.Delivered, u.Reverted = obs.Delivered, obs.Reverted
 	st.Rollout, st.Revisions = shim.Status.Rollout, shim.Status.Revisions
@@ -82,7 +80,7 @@ func statusOf(obs *Snapshot, install, removal rollout.Plan, rcs ClassPlan, start
 	// A copy: SetStatusCondition changes conditions in place, and the
 	// Shim's own must stay as read, to compare with.
 	conditions := slices.Clone(shim.Status.Conditions)
-	for _, c := range fleet.Conditions(u, st.FailingNodes) {
+	for _, c := range Conditions(u, st.FailingNodes) {
 		c.LastTransitionTime = metav1.NewTime(obs.Now)
 		meta.SetStatusCondition(&conditions, c)
 	}

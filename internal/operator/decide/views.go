@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/shimkit/shimkit/installer/plan"
-	"github.com/shimkit/shimkit/internal/operator/fleet"
+	"github.com/shimkit/shimkit/internal/nodelabel/record"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
@@ -30,7 +30,7 @@ type NodeReads struct {
 }
 
 // BuildViews makes the snapshot's node views towards its target
-// (obs.Hash): each node as the Shim sees it (nodeview.View), with its
+// (obs.Hash): each node as the Shim sees it (NodeViewOf), with its
 // newest install or uninstall Job and its newest verifying Job when they
 // tell of the node's machine now, their results, whether another Job of
 // the gate holds it, and a read-only host skipped for the target. It is
@@ -45,9 +45,9 @@ func BuildViews(obs *Snapshot, in NodeReads) map[types.UID]bool {
 	latest, verifying := NewestJobs(shim, in.Jobs, deleted)
 	canary := nodeview.CanaryHash(shim)
 	attached := map[types.UID]bool{}
-	obs.Views = make([]fleet.NodeView, 0, len(in.Nodes))
+	obs.Views = make([]NodeView, 0, len(in.Nodes))
 	for _, n := range in.Nodes {
-		v := nodeview.View(shim, n, canary)
+		v := NodeViewOf(shim, n, canary)
 		if shim.Spec.FetchStrategy.Type == v1alpha1.FetchImage && !v.Preinstalled {
 			v.ImageWay = nodeview.ImageWay(in.ServerVersion, n)
 		}
@@ -60,8 +60,8 @@ func BuildViews(obs *Snapshot, in NodeReads) map[types.UID]bool {
 		if job, ok := in.Held[v.Node.Name]; ok && (v.Job == nil || v.Job.Object.Name != job) {
 			v.Held = true
 		}
-		if why, ok := nodeview.ReadOnlyHost(&v, obs.Hash); ok && v.Matching && v.Skip == nil {
-			v.Skip = &fleet.Skip{Reason: v1alpha1.SkipReadOnlyHost, Detail: why}
+		if why, ok := ReadOnlyHost(&v, obs.Hash); ok && v.Matching && v.Skip == nil {
+			v.Skip = &nodeview.Skip{Reason: v1alpha1.SkipReadOnlyHost, Detail: why}
 		}
 		obs.Views = append(obs.Views, v)
 	}
@@ -72,13 +72,13 @@ func BuildViews(obs *Snapshot, in NodeReads) map[types.UID]bool {
 // attachJobs gives the node's view its newest Jobs (install or uninstall,
 // and verifying) when they tell of the node's machine now, and returns
 // those it attached.
-func attachJobs(v *fleet.NodeView, latest, verifying map[string]*jobview.View) []*jobview.View {
+func attachJobs(v *NodeView, latest, verifying map[string]*jobview.View) []*jobview.View {
 	var out []*jobview.View
-	if j := latest[v.Node.Name]; j != nil && nodeview.ForMachine(v, j) {
+	if j := latest[v.Node.Name]; j != nil && ForMachine(v, j) {
 		v.Job = j
 		out = append(out, j)
 	}
-	if j := verifying[v.Node.Name]; j != nil && nodeview.ForMachine(v, j) {
+	if j := verifying[v.Node.Name]; j != nil && ForMachine(v, j) {
 		v.Verify = j
 		out = append(out, j)
 	}
@@ -100,4 +100,60 @@ func (o *Snapshot) Aim(art *v1alpha1.ResolvedArtifact) {
 	o.Art = art
 	o.Hash = shimspec.TargetHash(o.Shim, o.SpecHash, art)
 	o.Windows, o.Steps, _ = shimspec.RolloutRules(o.Shim)
+}
+
+// NodeViewOf is the node as the Shim sees it, from the Shim and the Node
+// alone (canary: the hash of the Shim's canary, nodeview.CanaryHash):
+// whether the selector matches it and, if so, why it is skipped (nil: it
+// is eligible); whether its image has the shim, it is fresh or forced;
+// the Shim's label, spec hash and records on it. Its Jobs come with
+// BuildViews.
+func NodeViewOf(shim *v1alpha1.Shim, node *corev1.Node, canary string) NodeView {
+	v := NodeView{Node: node, Matching: nodeview.Matches(shim, node), Canary: canary,
+		Fresh: nodeview.HasPendingTaint(node), Forced: node.Annotations[nodeview.ForceRolloutAnnotation] == "true",
+		Preinstalled: nodeview.Preinstalled(shim, node)}
+	if v.Matching {
+		v.Skip = nodeview.Eligibility(shim, node, v.Preinstalled)
+	}
+	v.Label = node.Labels[record.Key(shim.Name)]
+	v.SpecHash = node.Annotations[record.Key(shim.Name)]
+	recs := record.RecordsOf(node, shim.Name, shim.UID)
+	v.Failure, v.Verified, v.Stale = recs.Failure, recs.Verification, recs.Stale
+	if recs.Reimaged {
+		// The label is the old machine's: the node has nothing of the Shim
+		// (forgetReimaged removes the label at once), and is installed
+		// again.
+		v.Label, v.SpecHash, v.Reimaged = "", "", true
+	}
+	if recs.LabelledByOther {
+		// A predecessor of the same name's, at a spec unknown: installed
+		// again (an upgrade), which makes the label this Shim's.
+		v.SpecHash = ""
+	}
+	return v
+}
+
+// ForMachine: the Job tells of the node's machine now. A finished Job made
+// for the machine the node had before a reimage under its name ran
+// there, and what it did went with that machine: it tells nothing (nor,
+// made before Jobs named their machine, does one of a node seen reimaged
+// now). A running one is followed to its end.
+func ForMachine(v *NodeView, j *jobview.View) bool {
+	return j.Running() || !v.Reimaged && !record.OtherMachine(j.Machine, v.Node)
+}
+
+// ReadOnlyHost says why the node's installer found it read-only for the
+// target (its Job's result, or the failure recorded on the node, at that
+// target): the node is skipped, not failed.
+func ReadOnlyHost(v *NodeView, target string) (string, bool) {
+	if j := v.Job; j != nil && j.Failed() && !j.Sibling() && j.Op == jobview.OpInstall && j.SpecHash == target {
+		if reason, msg := j.Failure(); reason == string(plan.ReasonReadOnlyHost) {
+			return msg, true
+		}
+		return "", false
+	}
+	if f := v.Failure; f != nil && f.Reason == string(plan.ReasonReadOnlyHost) && f.SpecHash == target {
+		return f.Message, true
+	}
+	return "", false
 }

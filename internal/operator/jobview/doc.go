@@ -5,7 +5,7 @@
 // running, succeeded, failed and why, from its conditions and the
 // installer's NodeResult).
 //
-// It is pure (no client): package fleet decides from Views, package
+// It is pure (no client): package decide decides from Views, package
 // nodejob creates the Jobs they read. Names are stable: a Job's name is a
 // function of the Shim, the node, the operation and the spec hash
 // (JobName), and label values longer than a label allows are shortened

@@ -7,9 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/shimkit/shimkit/installer/plan"
-	"github.com/shimkit/shimkit/internal/operator/fleet"
-	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
@@ -26,9 +23,20 @@ func RuntimeOf(node *corev1.Node) string {
 }
 
 // runtimeDetail names the node's runtime and what the Shim runs on (the
-// skip's hint, fleet.SkipHint, says how to change that).
+// skip's hint, decide.SkipHint, says how to change that).
 func runtimeDetail(shim *v1alpha1.Shim, node *corev1.Node) string {
 	return fmt.Sprintf("%s; the Shim runs on %s", node.Status.NodeInfo.ContainerRuntimeVersion, strings.Join(shim.Spec.Runtimes(), ", "))
+}
+
+// Skip says why a node that matches the selector cannot run the shim.
+type Skip struct {
+	// Reason is one of v1alpha1.SkipNotLinux, SkipRuntimeNotSupported,
+	// SkipImmutableOS, SkipHandlerNotReported, SkipNoArtifact
+	// (Eligibility), or SkipReadOnlyHost (decide.ReadOnlyHost).
+	Reason string
+	// Detail says what the node has instead ("windows", "cri-o://1.31.0",
+	// "linux/riscv64").
+	Detail string
 }
 
 // Eligibility returns why the node cannot run the shim, or nil. A node
@@ -42,24 +50,24 @@ func runtimeDetail(shim *v1alpha1.Shim, node *corev1.Node) string {
 // A node whose image has the shim (preinstalled) is eligible once its
 // kubelet reports every handler of the Shim, whatever its runtime; an
 // immutable OS is no reason to skip it (its runtimes come with its image).
-func Eligibility(shim *v1alpha1.Shim, node *corev1.Node, preinstalled bool) *fleet.Skip {
+func Eligibility(shim *v1alpha1.Shim, node *corev1.Node, preinstalled bool) *Skip {
 	if name := osOf(node); name != "" && name != "linux" {
-		return &fleet.Skip{Reason: v1alpha1.SkipNotLinux, Detail: name}
+		return &Skip{Reason: v1alpha1.SkipNotLinux, Detail: name}
 	}
 	if preinstalled {
 		if why := HandlerNotReported(shim, node); why != "" {
-			return &fleet.Skip{Reason: v1alpha1.SkipHandlerNotReported, Detail: why}
+			return &Skip{Reason: v1alpha1.SkipHandlerNotReported, Detail: why}
 		}
 		return nil
 	}
 	if rt := RuntimeOf(node); rt != "" && !shim.Spec.SupportsRuntime(rt) {
-		return &fleet.Skip{Reason: v1alpha1.SkipRuntimeNotSupported, Detail: runtimeDetail(shim, node)}
+		return &Skip{Reason: v1alpha1.SkipRuntimeNotSupported, Detail: runtimeDetail(shim, node)}
 	}
 	if image := node.Status.NodeInfo.OSImage; immutableOS(image) {
-		return &fleet.Skip{Reason: v1alpha1.SkipImmutableOS, Detail: image}
+		return &Skip{Reason: v1alpha1.SkipImmutableOS, Detail: image}
 	}
 	if _, ok := HTTPArtifact(shim.Spec.FetchStrategy, PlatformOf(node)); !ok {
-		return &fleet.Skip{Reason: v1alpha1.SkipNoArtifact, Detail: PlatformOf(node)}
+		return &Skip{Reason: v1alpha1.SkipNoArtifact, Detail: PlatformOf(node)}
 	}
 	return nil
 }
@@ -70,26 +78,36 @@ func HandlerNotReported(shim *v1alpha1.Shim, node *corev1.Node) string {
 	if len(node.Status.RuntimeHandlers) == 0 {
 		return "its kubelet reports no runtime handlers (containerd 2.0+ and kubelet 1.30+ do)"
 	}
-	if h := fleet.MissingHandler(node, fleet.HandlerNames(shim)); h != "" {
+	if h := MissingHandler(node, HandlerNames(shim)); h != "" {
 		return "handler " + h + " is not reported"
 	}
 	return ""
 }
 
-// ReadOnlyHost says why the node's installer found it read-only for the
-// target (its Job's result, or the failure recorded on the node, at that
-// target): the node is skipped, not failed.
-func ReadOnlyHost(v *fleet.NodeView, target string) (string, bool) {
-	if j := v.Job; j != nil && j.Failed() && !j.Sibling() && j.Op == jobview.OpInstall && j.SpecHash == target {
-		if reason, msg := j.Failure(); reason == string(plan.ReasonReadOnlyHost) {
-			return msg, true
+// HandlerNames are the runtime handlers a node with the Shim serves.
+func HandlerNames(shim *v1alpha1.Shim) []string {
+	out := []string{shim.Spec.RuntimeClass.HandlerName()}
+	for _, h := range shim.Spec.Handlers {
+		out = append(out, h.RuntimeClass.HandlerName())
+	}
+	return out
+}
+
+// MissingHandler returns a handler of the Shim that the node's kubelet
+// does not report (node.status.runtimeHandlers, from containerd's CRI
+// status: containerd 2.0 and later, kubelet 1.30 and later), or "" when
+// it reports them all or reports none (an older containerd or kubelet:
+// nothing to tell from).
+func MissingHandler(node *corev1.Node, handlers []string) string {
+	if len(node.Status.RuntimeHandlers) == 0 {
+		return ""
+	}
+	for _, h := range handlers {
+		if !slices.ContainsFunc(node.Status.RuntimeHandlers, func(r corev1.NodeRuntimeHandler) bool { return r.Name == h }) {
+			return h
 		}
-		return "", false
 	}
-	if f := v.Failure; f != nil && f.Reason == string(plan.ReasonReadOnlyHost) && f.SpecHash == target {
-		return f.Message, true
-	}
-	return "", false
+	return ""
 }
 
 // immutableOSes start the osImage of the immutable operating systems

@@ -10,9 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 
-	"github.com/shimkit/shimkit/internal/nodelabel/record"
-	"github.com/shimkit/shimkit/internal/operator/fleet"
-	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
@@ -133,40 +130,6 @@ func rawOptions(shim *v1alpha1.Shim) []byte {
 		return nil
 	}
 	return shim.Spec.RuntimeOptions.Raw
-}
-
-func View(shim *v1alpha1.Shim, node *corev1.Node, canary string) fleet.NodeView {
-	v := fleet.NodeView{Node: node, Matching: Matches(shim, node), Canary: canary,
-		Fresh: HasPendingTaint(node), Forced: node.Annotations[ForceRolloutAnnotation] == "true",
-		Preinstalled: Preinstalled(shim, node)}
-	if v.Matching {
-		v.Skip = Eligibility(shim, node, v.Preinstalled)
-	}
-	v.Label = node.Labels[record.Key(shim.Name)]
-	v.SpecHash = node.Annotations[record.Key(shim.Name)]
-	recs := record.RecordsOf(node, shim.Name, shim.UID)
-	v.Failure, v.Verified, v.Stale = recs.Failure, recs.Verification, recs.Stale
-	if recs.Reimaged {
-		// The label is the old machine's: the node has nothing of the Shim
-		// (forgetReimaged removes the label at once), and is installed
-		// again.
-		v.Label, v.SpecHash, v.Reimaged = "", "", true
-	}
-	if recs.LabelledByOther {
-		// A predecessor of the same name's, at a spec unknown: installed
-		// again (an upgrade), which makes the label this Shim's.
-		v.SpecHash = ""
-	}
-	return v
-}
-
-// ForMachine: the Job tells of the node's machine now. A finished Job made
-// for the machine the node had before a reimage under its name ran
-// there, and what it did went with that machine: it tells nothing (nor,
-// made before Jobs named their machine, does one of a node seen reimaged
-// now). A running one is followed to its end.
-func ForMachine(v *fleet.NodeView, j *jobview.View) bool {
-	return j.Running() || !v.Reimaged && !record.OtherMachine(j.Machine, v.Node)
 }
 
 // PlatformOf returns a node's platform as the installer names it.

@@ -11,7 +11,7 @@
 //
 // plan reads the cluster once (the Shim, the nodes, the operator's Jobs,
 // the RuntimeClasses) and decides as the operator's reconcile decides
-// (operator.PreviewRollout: fleet.Decide, wave after wave): which nodes
+// (operator.PreviewRollout: decide.Decide, wave after wave): which nodes
 // change in the first wave, then the next ones under maxUpdate and the
 // steps, when a window opens, which nodes are skipped and why, what
 // becomes of the RuntimeClasses, and a spec the operator refuses. With

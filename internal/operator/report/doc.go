@@ -5,7 +5,7 @@
 // skipped. It is pure: it reads the node views (operator.NodeViews) and
 // the Shim, and writes a table, JSON or YAML; it calls no API server.
 //
-// The states are the rollout's (fleet.NodeView.State), named for people:
+// The states are the rollout's (decide.NodeView.State), named for people:
 // Current (the Shim's status.specHash is installed), Outdated (an older
 // revision is), Installing, Uninstalling, Failed, Pending (selected, not
 // installed, nothing running yet) and Skipped (selected but cannot run the

@@ -10,7 +10,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/shimkit/shimkit/internal/operator/fleet"
+	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/operator"
 )
 
@@ -22,9 +22,9 @@ type PlanReport struct {
 	Target string `json:"target"`
 	// Pinned: the target includes the pinned artifact; else the operator
 	// resolves it when it rolls the spec out.
-	Pinned  bool           `json:"pinned"`
-	Refused *fleet.Refusal `json:"refused,omitempty"`
-	Waves   []PlanWave     `json:"waves"`
+	Pinned  bool            `json:"pinned"`
+	Refused *decide.Refusal `json:"refused,omitempty"`
+	Waves   []PlanWave      `json:"waves"`
 	// Stopped says why the rollout stops before every node is done
 	// (Paused, Halted, WaitingForWindow), with Halt's message.
 	Stopped        string                  `json:"stopped,omitempty"`
@@ -69,7 +69,7 @@ func Plan(p *operator.Preview) PlanReport {
 	}
 	for _, v := range p.Views {
 		if v.Matching && v.Skip != nil {
-			r.Skipped = append(r.Skipped, SkippedNode{Node: v.Node.Name, Reason: v.Skip.Reason, Detail: v.Skip.Detail, Hint: fleet.SkipHint(v.Skip.Reason)})
+			r.Skipped = append(r.Skipped, SkippedNode{Node: v.Node.Name, Reason: v.Skip.Reason, Detail: v.Skip.Detail, Hint: decide.SkipHint(v.Skip.Reason)})
 		}
 	}
 	slices.SortFunc(r.Skipped, func(a, b SkippedNode) int { return strings.Compare(a.Node, b.Node) })

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 
-	"github.com/shimkit/shimkit/internal/operator/fleet"
+	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/rollout"
@@ -49,7 +49,7 @@ type NodeRow struct {
 
 // Status is a row per node the Shim concerns: selected by it, or holding
 // something of it (a label, a record, a Job), in node name order.
-func Status(shim *v1alpha1.Shim, views []fleet.NodeView) []NodeRow {
+func Status(shim *v1alpha1.Shim, views []decide.NodeView) []NodeRow {
 	target := shim.Status.SpecHash
 	deleting := !shim.DeletionTimestamp.IsZero()
 	var rows []NodeRow
@@ -71,7 +71,7 @@ func Status(shim *v1alpha1.Shim, views []fleet.NodeView) []NodeRow {
 
 // nodeRow is the node's state, revision, time and reason (false: the
 // Shim has nothing to do with the node).
-func nodeRow(shim *v1alpha1.Shim, v *fleet.NodeView, target string, deleting bool) (NodeRow, bool) {
+func nodeRow(shim *v1alpha1.Shim, v *decide.NodeView, target string, deleting bool) (NodeRow, bool) {
 	removing := deleting || !v.Targeted()
 	if v.Matching && v.Skip != nil && !v.Installed() && v.Job == nil {
 		return NodeRow{State: StateSkipped, Reason: v.Skip.Reason, Message: v.Skip.Detail}, true
@@ -102,7 +102,7 @@ func nodeRow(shim *v1alpha1.Shim, v *fleet.NodeView, target string, deleting boo
 // failedRow says why the node's last operation failed: its Job's failure
 // (the installer's reason when the operator recorded it), else the
 // node's failure record.
-func failedRow(v *fleet.NodeView) NodeRow {
+func failedRow(v *decide.NodeView) NodeRow {
 	row := NodeRow{State: StateFailed, Revision: v.SpecHash}
 	if f := v.Failure; f != nil {
 		t := metav1.NewTime(f.Time)
@@ -139,7 +139,7 @@ func created(j *jobview.View) *metav1.Time {
 
 // installedAt is when the node's install of its revision succeeded, when
 // its Job is still there to say.
-func installedAt(v *fleet.NodeView) *metav1.Time {
+func installedAt(v *decide.NodeView) *metav1.Time {
 	if j := v.Job; j != nil && j.Op == jobview.OpInstall && j.SpecHash == v.SpecHash && j.Succeeded() {
 		if c := j.Condition(batchv1.JobComplete); c != nil {
 			return &c.LastTransitionTime

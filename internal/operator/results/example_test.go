@@ -13,7 +13,6 @@ import (
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/operator/decide"
-	"github.com/shimkit/shimkit/internal/operator/fleet"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/internal/operator/nodejob"
 	"github.com/shimkit/shimkit/internal/operator/results"
@@ -39,7 +38,7 @@ func ExampleReader_ReadFinished() {
 	r := results.New(fake.NewClientBuilder().WithScheme(scheme).Build(), "shimkit-system")
 	obs := &decide.Snapshot{
 		Shim:  &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "spin"}},
-		Views: []fleet.NodeView{{Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}, Job: jobview.ViewOf(job)}},
+		Views: []decide.NodeView{{Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}, Job: jobview.ViewOf(job)}},
 	}
 	if err := r.ReadFinished(ctx, obs); err != nil {
 		fmt.Println(err)

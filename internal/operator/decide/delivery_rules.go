@@ -1,4 +1,4 @@
-package fleet
+package decide
 
 import (
 	"time"
@@ -8,11 +8,11 @@ import (
 	"github.com/shimkit/shimkit/rollout"
 )
 
-// Delivery is what the progressive-delivery policies read beside the
+// DeliveryRules are what the progressive-delivery policies read beside the
 // snapshot: the time, the Shim's rules (pause, windows, steps, failure
 // policy), and what the status recorded of the rollout of the snapshot's
 // target. Its zero value applies none of them.
-type Delivery struct {
+type DeliveryRules struct {
 	Now     time.Time
 	Paused  bool
 	Windows rollout.Windows
@@ -75,7 +75,7 @@ func (v *NodeView) waitsForWindow() bool { return !v.Fresh && !v.Forced }
 // under maxUpdate: a halt stops the rollout's installs (and, with
 // Revert, turns it back), steps bound them and bake, a pause stops every
 // start, a closed window every start on a node that runs workloads.
-func (d *Decision) deliver(s Snapshot, dl Delivery, open bool, next time.Time) error {
+func (d *Decision) deliver(s *Snapshot, dl DeliveryRules, open bool, next time.Time) error {
 	out := &d.Delivered
 	out.Stage = dl.Stage
 	switch {
@@ -91,8 +91,8 @@ func (d *Decision) deliver(s Snapshot, dl Delivery, open bool, next time.Time) e
 	out.Revert = dl.CanRevert && (out.Halt != nil || d.Rollin.Halted)
 	if len(dl.Steps) > 0 && out.Halt == nil && !d.Rollin.Halted {
 		total, updated := 0, 0
-		for i := range s.Nodes {
-			if v := &s.Nodes[i]; v.Targeted() {
+		for i := range s.Views {
+			if v := &s.Views[i]; v.Targeted() {
 				total++
 				if v.Label == record.Installed && v.SpecHash == s.Hash && v.Drifted == "" {
 					updated++

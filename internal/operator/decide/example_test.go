@@ -1,4 +1,4 @@
-package fleet_test
+package decide_test
 
 import (
 	"fmt"
@@ -9,23 +9,23 @@ import (
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/nodelabel/record"
-	"github.com/shimkit/shimkit/internal/operator/fleet"
+	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/rollout"
 )
 
 // Three nodes lack the target, one has it: with maxUpdate 2, two start
 // now, each with its plan. Nothing here talks to an API server.
 func ExampleDecide() {
-	view := func(name, hash string) fleet.NodeView {
-		v := fleet.NodeView{Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, Matching: true}
+	view := func(name, hash string) decide.NodeView {
+		v := decide.NodeView{Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, Matching: true}
 		if hash != "" {
 			v.Label, v.SpecHash = record.Installed, hash
 		}
 		return v
 	}
 	two := intstr.FromInt32(2)
-	snap := fleet.Snapshot{Hash: "v2", Nodes: []fleet.NodeView{view("a", "v2"), view("b", "v1"), view("c", ""), view("d", "v1")}}
-	d, err := fleet.Decide(snap, fleet.Policy{
+	snap := &decide.Snapshot{Hash: "v2", Views: []decide.NodeView{view("a", "v2"), view("b", "v1"), view("c", ""), view("d", "v1")}}
+	d, err := decide.Decide(snap, decide.Policy{
 		Planner: rollout.Planner{Strategy: rollout.Strategy{MaxUpdate: &two}, SpecHash: "v2"},
 		PlanFor: func(n *corev1.Node) (*plan.NodePlan, error) {
 			p := plan.New(plan.ShimRef{Name: "spin"}, plan.OpInstall)

@@ -1,4 +1,4 @@
-package fleet_test
+package decide_test
 
 import (
 	"fmt"
@@ -9,8 +9,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/shimkit/shimkit/internal/operator/fleet"
+	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/internal/operator/nodejob"
+	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/rollout"
 )
@@ -26,54 +27,54 @@ func TestConditions(t *testing.T) {
 	rolling := rollout.Plan{Budget: 2, InFlight: 2, Remaining: 3}
 	done := rollout.Plan{Budget: 2, Done: true}
 	halted := rollout.Plan{Budget: 2, Halted: true, Failed: []string{"n1"}}
-	nodes := []fleet.NodeView{node("n0", target), node("n1", "")}
-	trip := &fleet.Trip{Reason: v1alpha1.ReasonWorkloadFailures, Message: "2 workload pods failing on 1 updated node"}
+	nodes := []decide.NodeView{node("n0", target), node("n1", "")}
+	trip := &decide.Trip{Reason: v1alpha1.ReasonWorkloadFailures, Message: "2 workload pods failing on 1 updated node"}
 	all := v1alpha1.ShimStatus{Nodes: 2, UpdatedNodes: 2}
 	for _, tc := range []struct {
 		name  string
-		u     fleet.Rollup
+		u     decide.Rollup
 		want  string // Ready Progressing Degraded Reconciling Stalled, as status/reason
 		ready bool
 	}{
-		{"rolling out", fleet.Rollup{Shim: shim, Nodes: nodes, Install: rolling, Removal: done},
+		{"rolling out", decide.Rollup{Shim: shim, Nodes: nodes, Install: rolling, Removal: done},
 			"False/RollingOut True/NodesChanging False/NoFailures True/NodesChanging False/Reconciling", false},
-		{"rolled out", fleet.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Counts: all, Classes: fleet.Classes{Published: true}},
+		{"rolled out", decide.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Counts: all, Classes: decide.ClassStatus{Published: true}},
 			"True/RolledOut False/Idle False/NoFailures False/RolledOut False/RolledOut", true},
 		// RuntimeClasses are published once the first node has the shim.
-		{"a RuntimeClass to publish", fleet.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Counts: all},
+		{"a RuntimeClass to publish", decide.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Counts: all},
 			"False/RuntimeClassPending False/Idle False/NoFailures True/RuntimeClassPending False/Reconciling", false},
-		{"halted", fleet.Rollup{Shim: shim, Nodes: nodes, Install: halted, Removal: done},
+		{"halted", decide.Rollup{Shim: shim, Nodes: nodes, Install: halted, Removal: done},
 			"False/RollingOut False/Halted True/NodeFailed False/Stalled True/NodeFailed", false},
-		{"refused", fleet.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Refusal: &fleet.Refusal{Reason: v1alpha1.ReasonSignatureMissing, Message: "no signature"}},
+		{"refused", decide.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Refusal: &decide.Refusal{Reason: v1alpha1.ReasonSignatureMissing, Message: "no signature"}},
 			"False/SignatureMissing False/Halted True/SignatureMissing False/Stalled True/SignatureMissing", false},
-		{"resolution failed: retried, not stalled", fleet.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Refusal: &fleet.Refusal{Reason: v1alpha1.ReasonResolveFailed, Message: "timeout"}},
+		{"resolution failed: retried, not stalled", decide.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Refusal: &decide.Refusal{Reason: v1alpha1.ReasonResolveFailed, Message: "timeout"}},
 			"False/ResolveFailed False/Halted True/ResolveFailed True/ResolveFailed False/Reconciling", false},
-		{"conflict", fleet.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Counts: v1alpha1.ShimStatus{Nodes: 2}, Classes: fleet.Classes{Conflicts: []string{"RuntimeClass spin is someone else's"}}},
+		{"conflict", decide.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Counts: v1alpha1.ShimStatus{Nodes: 2}, Classes: decide.ClassStatus{Conflicts: []string{"RuntimeClass spin is someone else's"}}},
 			"False/RuntimeClassConflict False/Idle True/RuntimeClassConflict False/Stalled True/RuntimeClassConflict", false},
-		{"no nodes", fleet.Rollup{Shim: shim, Install: done, Removal: done},
+		{"no nodes", decide.Rollup{Shim: shim, Install: done, Removal: done},
 			"False/NoNodes False/Idle False/NoFailures False/Stalled True/NoNodes", false},
-		{"deleting", fleet.Rollup{Shim: deleting, Nodes: nodes, Install: done, Removal: rolling},
+		{"deleting", decide.Rollup{Shim: deleting, Nodes: nodes, Install: done, Removal: rolling},
 			"False/Deleting True/NodesChanging False/NoFailures True/Deleting False/Reconciling", false},
 		// Progressive delivery: a paused rollout is not stalled, nor is one
 		// waiting for a window or baking; a tripped gate stalls it; a
 		// revert is reconciling until its nodes are back, then stalled.
-		{"paused", fleet.Rollup{Shim: shim, Nodes: nodes, Install: rolling, Removal: done, Delivered: fleet.Delivered{Hold: fleet.HoldPaused}},
+		{"paused", decide.Rollup{Shim: shim, Nodes: nodes, Install: rolling, Removal: done, Delivered: decide.Delivered{Hold: decide.HoldPaused}},
 			"False/Paused False/Paused False/NoFailures True/Paused False/Reconciling", false},
-		{"waiting for a window", fleet.Rollup{Shim: shim, Nodes: nodes, Install: rolling, Removal: done, Delivered: fleet.Delivered{Hold: fleet.HoldWindow, NextWindow: time.Date(2026, 11, 26, 2, 0, 0, 0, time.UTC)}},
+		{"waiting for a window", decide.Rollup{Shim: shim, Nodes: nodes, Install: rolling, Removal: done, Delivered: decide.Delivered{Hold: decide.HoldWindow, NextWindow: time.Date(2026, 11, 26, 2, 0, 0, 0, time.UTC)}},
 			"False/WaitingForWindow False/WaitingForWindow False/NoFailures True/WaitingForWindow False/Reconciling", false},
-		{"baking", fleet.Rollup{Shim: shim, Nodes: nodes, Install: rolling, Removal: done, Delivered: fleet.Delivered{Hold: fleet.HoldBaking, Stage: rollout.Stage{BakeUntil: time.Date(2026, 11, 26, 2, 0, 0, 0, time.UTC)}}},
+		{"baking", decide.Rollup{Shim: shim, Nodes: nodes, Install: rolling, Removal: done, Delivered: decide.Delivered{Hold: decide.HoldBaking, Stage: rollout.Stage{BakeUntil: time.Date(2026, 11, 26, 2, 0, 0, 0, time.UTC)}}},
 			"False/Baking True/Baking False/NoFailures True/Baking False/Reconciling", false},
-		{"gate tripped", fleet.Rollup{Shim: shim, Nodes: nodes, Install: rolling, Removal: done, Delivered: fleet.Delivered{Hold: fleet.HoldHalted, Halt: trip}},
+		{"gate tripped", decide.Rollup{Shim: shim, Nodes: nodes, Install: rolling, Removal: done, Delivered: decide.Delivered{Hold: decide.HoldHalted, Halt: trip}},
 			"False/WorkloadFailures False/Halted True/WorkloadFailures False/Stalled True/WorkloadFailures", false},
-		{"reverting", fleet.Rollup{Shim: shim, Nodes: nodes, Install: rolling, Removal: done, Reverted: "h3", Delivered: fleet.Delivered{Halt: trip}},
+		{"reverting", decide.Rollup{Shim: shim, Nodes: nodes, Install: rolling, Removal: done, Reverted: "h3", Delivered: decide.Delivered{Halt: trip}},
 			"False/Reverting True/Reverting True/Reverted True/Reverting False/Reconciling", false},
-		{"reverted", fleet.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Reverted: "h3", Classes: fleet.Classes{Published: true}},
+		{"reverted", decide.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Reverted: "h3", Classes: decide.ClassStatus{Published: true}},
 			"False/Reverted False/Idle True/Reverted False/Stalled True/Reverted", false},
-		{"paused once rolled out: ready", fleet.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Counts: all, Classes: fleet.Classes{Published: true}},
+		{"paused once rolled out: ready", decide.Rollup{Shim: shim, Nodes: nodes, Install: done, Removal: done, Counts: all, Classes: decide.ClassStatus{Published: true}},
 			"True/RolledOut False/Idle False/NoFailures False/RolledOut False/RolledOut", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cs := fleet.Conditions(tc.u, nil)
+			cs := decide.Conditions(tc.u, nil)
 			got := make([]string, len(cs))
 			for i, c := range cs {
 				got[i] = fmt.Sprintf("%s/%s", c.Status, c.Reason)
@@ -94,16 +95,16 @@ func TestConditions(t *testing.T) {
 // TestImageSources: the targeted nodes grouped by how they get the Shim's
 // image; skipped, preinstalled and non-image nodes are not counted.
 func TestImageSources(t *testing.T) {
-	with := func(v fleet.NodeView, way string) fleet.NodeView { v.ImageWay = way; return v }
+	with := func(v decide.NodeView, way string) decide.NodeView { v.ImageWay = way; return v }
 	skipped := with(node("n9", ""), nodejob.ImageCopy)
-	skipped.Skip = &fleet.Skip{Reason: v1alpha1.SkipReadOnlyHost}
+	skipped.Skip = &nodeview.Skip{Reason: v1alpha1.SkipReadOnlyHost}
 	baked := with(node("n8", ""), nodejob.ImageVolume)
 	baked.Preinstalled = true
-	views := []fleet.NodeView{
+	views := []decide.NodeView{
 		with(node("n3", ""), nodejob.ImageVolume), with(node("n1", "h"), nodejob.ImageVolume),
 		with(node("n2", ""), nodejob.ImageCopy), skipped, baked, node("n7", ""),
 	}
-	got := fleet.ImageSources(views)
+	got := decide.ImageSources(views)
 	want := []v1alpha1.ImageSourceNodes{
 		{Way: nodejob.ImageCopy, Count: 1, Nodes: []string{"n2"}},
 		{Way: nodejob.ImageVolume, Count: 2, Nodes: []string{"n1", "n3"}},
@@ -126,30 +127,30 @@ func TestConditionsOfStateNotHistory(t *testing.T) {
 	old.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonRolledOut}}
 	done := rollout.Plan{Budget: 1, Done: true}
 	skipped := node("n1", "")
-	skipped.Skip = &fleet.Skip{Reason: v1alpha1.SkipHandlerNotReported, Detail: "handler spin not reported"}
+	skipped.Skip = &nodeview.Skip{Reason: v1alpha1.SkipHandlerNotReported, Detail: "handler spin not reported"}
 	gone := node("n2", "")
 	gone.Matching = false
 	for _, state := range []struct {
 		name  string
-		nodes []fleet.NodeView
+		nodes []decide.NodeView
 		want  string
 	}{
 		{"no node", nil, "False/NoNodes False/Idle False/NoFailures False/Stalled True/NoNodes"},
-		{"every node skipped", []fleet.NodeView{skipped}, "False/NoNodes False/Idle False/NoFailures False/Stalled True/NoNodes"},
-		{"no node selected", []fleet.NodeView{gone}, "False/NoNodes False/Idle False/NoFailures False/Stalled True/NoNodes"},
+		{"every node skipped", []decide.NodeView{skipped}, "False/NoNodes False/Idle False/NoFailures False/Stalled True/NoNodes"},
+		{"no node selected", []decide.NodeView{gone}, "False/NoNodes False/Idle False/NoFailures False/Stalled True/NoNodes"},
 	} {
 		var first []metav1.Condition
 		for _, history := range []struct {
 			name string
-			u    fleet.Rollup
+			u    decide.Rollup
 		}{
-			{"new", fleet.Rollup{Shim: shim, Install: done, Removal: done}},
-			{"rolled out before, RuntimeClass kept", fleet.Rollup{Shim: old, Install: done, Removal: done, Classes: fleet.Classes{Published: true}}},
+			{"new", decide.Rollup{Shim: shim, Install: done, Removal: done}},
+			{"rolled out before, RuntimeClass kept", decide.Rollup{Shim: old, Install: done, Removal: done, Classes: decide.ClassStatus{Published: true}}},
 		} {
 			u := history.u
 			u.Nodes = state.nodes
-			u.Counts = fleet.Counts(fleet.Snapshot{Shim: u.Shim, Hash: target, Nodes: state.nodes})
-			cs := fleet.Conditions(u, nil)
+			u.Counts = decide.Counts(&decide.Snapshot{Shim: u.Shim, Hash: target, Views: state.nodes})
+			cs := decide.Conditions(u, nil)
 			got := make([]string, len(cs))
 			for i, c := range cs {
 				got[i] = fmt.Sprintf("%s/%s", c.Status, c.Reason)
@@ -172,23 +173,23 @@ func TestConditionsOfStateNotHistory(t *testing.T) {
 // that have the previous revision installed.
 func TestRevertNote(t *testing.T) {
 	shim := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "spin", Generation: 3}, Spec: v1alpha1.ShimSpec{RuntimeClass: v1alpha1.RuntimeClassSpec{Name: "spin"}}}
-	trip := &fleet.Trip{Reason: v1alpha1.ReasonWorkloadFailures, Message: "1 workload pod failing on 1 updated node (limit 1 per node): n1: default/web-0 (SandboxFailed: failed to create shim task)"}
-	nodeFail := &fleet.Trip{Reason: v1alpha1.ReasonNodeFailed, Message: "node n3 failed (Conflict: handler spin is someone else's)"}
+	trip := &decide.Trip{Reason: v1alpha1.ReasonWorkloadFailures, Message: "1 workload pod failing on 1 updated node (limit 1 per node): n1: default/web-0 (SandboxFailed: failed to create shim task)"}
+	nodeFail := &decide.Trip{Reason: v1alpha1.ReasonNodeFailed, Message: "node n3 failed (Conflict: handler spin is someone else's)"}
 	reverting := rollout.Plan{Budget: 1, InFlight: 1, Remaining: 1}
 	counts := v1alpha1.ShimStatus{Nodes: 3, UpdatedNodes: 2, SpecHash: "h1"}
 	for _, c := range []struct {
 		name string
-		u    fleet.Rollup
+		u    decide.Rollup
 		want string
 	}{
-		{"gate, recorded", fleet.Rollup{Shim: shim, Install: reverting, Removal: reverting, Counts: counts, Reverted: "h2", Cause: trip},
+		{"gate, recorded", decide.Rollup{Shim: shim, Install: reverting, Removal: reverting, Counts: counts, Reverted: "h2", Cause: trip},
 			"the rollout of h2 failed (the health gate tripped: " + trip.Message + "); 2 of 3 nodes have the previous revision h1"},
-		{"node failure, recorded", fleet.Rollup{Shim: shim, Install: reverting, Removal: reverting, Counts: counts, Reverted: "h2", Cause: nodeFail},
+		{"node failure, recorded", decide.Rollup{Shim: shim, Install: reverting, Removal: reverting, Counts: counts, Reverted: "h2", Cause: nodeFail},
 			"the rollout of h2 failed (" + nodeFail.Message + "); 2 of 3 nodes have the previous revision h1"},
-		{"nothing recorded", fleet.Rollup{Shim: shim, Install: reverting, Removal: reverting, Counts: counts, Reverted: "h2"},
+		{"nothing recorded", decide.Rollup{Shim: shim, Install: reverting, Removal: reverting, Counts: counts, Reverted: "h2"},
 			"the rollout of h2 failed (a node failed); 2 of 3 nodes have the previous revision h1"},
 	} {
-		for _, cond := range fleet.Conditions(c.u, nil) {
+		for _, cond := range decide.Conditions(c.u, nil) {
 			if cond.Type == v1alpha1.ConditionReady || cond.Type == v1alpha1.ConditionDegraded || cond.Type == v1alpha1.ConditionProgressing {
 				if !strings.HasPrefix(cond.Message, c.want) {
 					t.Errorf("%s: %s says %q, want it to start %q", c.name, cond.Type, cond.Message, c.want)

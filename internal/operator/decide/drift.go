@@ -1,12 +1,10 @@
-package fleet
+package decide
 
 import (
-	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/shimkit/shimkit/internal/nodelabel/record"
+	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
@@ -14,32 +12,6 @@ import (
 // still report the runtime handlers of before the restart (it refreshes
 // node.status.runtimeHandlers with its status, every few seconds).
 const DriftGrace = 30 * time.Second
-
-// HandlerNames are the runtime handlers a node with the Shim serves.
-func HandlerNames(shim *v1alpha1.Shim) []string {
-	out := []string{shim.Spec.RuntimeClass.HandlerName()}
-	for _, h := range shim.Spec.Handlers {
-		out = append(out, h.RuntimeClass.HandlerName())
-	}
-	return out
-}
-
-// MissingHandler returns a handler of the Shim that the node's kubelet
-// does not report (node.status.runtimeHandlers, from containerd's CRI
-// status: containerd 2.0 and later, kubelet 1.30 and later), or "" when
-// it reports them all or reports none (an older containerd or kubelet:
-// nothing to tell from).
-func MissingHandler(node *corev1.Node, handlers []string) string {
-	if len(node.Status.RuntimeHandlers) == 0 {
-		return ""
-	}
-	for _, h := range handlers {
-		if !slices.ContainsFunc(node.Status.RuntimeHandlers, func(r corev1.NodeRuntimeHandler) bool { return r.Name == h }) {
-			return h
-		}
-	}
-	return ""
-}
 
 // DetectDrift marks the node drifted when it is labelled as having the
 // Shim at the rollout's target, no installer is running or just finished
@@ -60,7 +32,7 @@ func (v *NodeView) DetectDrift(shim *v1alpha1.Shim, current string, now time.Tim
 		v.Drifted = f.Drift[0]
 		return time.Time{}
 	}
-	missing := MissingHandler(v.Node, HandlerNames(shim))
+	missing := nodeview.MissingHandler(v.Node, nodeview.HandlerNames(shim))
 	if j := v.Job; j != nil && missing != "" {
 		if j.Running() {
 			return time.Time{}

@@ -1,4 +1,4 @@
-package fleet
+package decide
 
 import (
 	"time"
@@ -8,6 +8,7 @@ import (
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/nodelabel/record"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
+	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"github.com/shimkit/shimkit/rollout"
 )
 
@@ -22,7 +23,7 @@ type NodeView struct {
 	Node     *corev1.Node
 	Matching bool
 	// Skip says why a matching node cannot run the shim (nil: it can).
-	Skip     *Skip
+	Skip     *nodeview.Skip
 	Label    string // the shim's label value: "", installed, uninstalling
 	SpecHash string // the annotation: the hash installed
 	// Failure is the failure recorded on the node (record.Failure):

@@ -1,4 +1,4 @@
-package fleet_test
+package decide_test
 
 import (
 	"slices"
@@ -6,7 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/shimkit/shimkit/internal/operator/fleet"
+	"github.com/shimkit/shimkit/internal/operator/decide"
+	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/rollout"
 )
@@ -15,18 +16,18 @@ import (
 // unlabelled, never given a Job, beside nodes installed as usual (a mixed
 // fleet); a deleted Shim unlabels them, without a Job either.
 func TestDecidePreinstalled(t *testing.T) {
-	baked := func(name, at string, f func(*fleet.NodeView)) fleet.NodeView {
-		return with(node(name, at), func(v *fleet.NodeView) {
+	baked := func(name, at string, f func(*decide.NodeView)) decide.NodeView {
+		return with(node(name, at), func(v *decide.NodeView) {
 			v.Preinstalled = true
 			if f != nil {
 				f(v)
 			}
 		})
 	}
-	notReported := func(v *fleet.NodeView) {
-		v.Skip = &fleet.Skip{Reason: v1alpha1.SkipHandlerNotReported, Detail: "handler spin is not reported"}
+	notReported := func(v *decide.NodeView) {
+		v.Skip = &nodeview.Skip{Reason: v1alpha1.SkipHandlerNotReported, Detail: "handler spin is not reported"}
 	}
-	nodes := []fleet.NodeView{
+	nodes := []decide.NodeView{
 		baked("b-new", "", nil),              // reports the handlers: labelled
 		baked("b-old", "h1", nil),            // labelled at an older spec: relabelled
 		baked("b-done", target, nil),         // as it should be
@@ -36,7 +37,7 @@ func TestDecidePreinstalled(t *testing.T) {
 	}
 	three := intstr.FromInt32(3)
 	planner := rollout.Planner{Strategy: rollout.Strategy{MaxUpdate: &three}, SpecHash: target}
-	d, err := fleet.Decide(fleet.Snapshot{Shim: &v1alpha1.Shim{}, Hash: target, Nodes: nodes}, fleet.Policy{Planner: planner, PlanFor: installPlan})
+	d, err := decide.Decide(&decide.Snapshot{Shim: &v1alpha1.Shim{}, Hash: target, Views: nodes}, decide.Policy{Planner: planner, PlanFor: installPlan})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,12 +53,12 @@ func TestDecidePreinstalled(t *testing.T) {
 
 	// Refused: labels stay as they are; a node no longer targeted still
 	// loses its label.
-	d, _ = fleet.Decide(fleet.Snapshot{Shim: &v1alpha1.Shim{}, Hash: target, Refused: true, Nodes: nodes}, fleet.Policy{Planner: planner, PlanFor: installPlan})
+	d, _ = decide.Decide(&decide.Snapshot{Shim: &v1alpha1.Shim{}, Hash: target, Refusal: refusal(true), Views: nodes}, decide.Policy{Planner: planner, PlanFor: installPlan})
 	if len(d.Label) != 0 || !slices.Equal(d.Unlabel, []string{"b-gone"}) {
 		t.Errorf("refused: label %v, unlabel %v", d.Label, d.Unlabel)
 	}
 
-	d, err = fleet.DecideRemoval(fleet.Snapshot{Hash: target, Nodes: nodes}, planner, fleet.Delivery{})
+	d, err = decide.DecideRemoval(&decide.Snapshot{Hash: target, Views: nodes}, planner, decide.DeliveryRules{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package fleet_test
+package decide_test
 
 import (
 	"fmt"
@@ -10,21 +10,21 @@ import (
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/nodelabel/record"
-	"github.com/shimkit/shimkit/internal/operator/fleet"
+	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/rollout"
 )
 
-// FuzzDecide checks the decision's invariants on random snapshots: never
-// more nodes changing than maxUpdate allows, never a failed node started
-// again without a new spec (or, for a failed canary, a new canary),
-// nothing installed while the spec is refused or the rollout halted, and
-// never an uninstall of a node the Shim has nothing on (the shim's label,
-// or a Job of its own changing it); and the delivery rules (rules picks
-// them): nothing starts while paused or halted by the gate, outside a
-// window only fresh or forced nodes, and no more nodes towards the target
-// than the current step allows.
-func FuzzDecide(f *testing.F) {
+// FuzzRollout checks the rollout's decision (Decide) on random
+// snapshots: never more nodes changing than maxUpdate allows, never a
+// failed node started again without a new spec (or, for a failed canary,
+// a new canary), nothing installed while the spec is refused or the
+// rollout halted, and never an uninstall of a node the Shim has nothing
+// on (the shim's label, or a Job of its own changing it); and the
+// delivery rules (rules picks them): nothing starts while paused or
+// halted by the gate, outside a window only fresh or forced nodes, and no
+// more nodes towards the target than the current step allows.
+func FuzzRollout(f *testing.F) {
 	f.Add([]byte{3, 0, 0, 0, 0}, uint8(1), false, uint8(0))
 	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, uint8(2), false, uint8(1))
 	f.Add([]byte{5, 5, 5, 9, 9, 0, 2, 2}, uint8(3), true, uint8(2))
@@ -37,14 +37,14 @@ func FuzzDecide(f *testing.F) {
 		}
 		mu := intstr.FromInt32(int32(maxUpdate%5) + 1)
 		planner := rollout.Planner{Strategy: rollout.Strategy{MaxUpdate: &mu}, ShimUID: "uid-spin", SpecHash: target}
-		snap := fleet.Snapshot{Hash: target, Refused: refused}
+		snap := &decide.Snapshot{Hash: target, Refusal: refusal(refused)}
 		for i, b := range states {
 			v := randomView(fmt.Sprintf("n%02d", i), b)
 			v.Fresh, v.Forced, v.Preinstalled = i%5 == 1, i%7 == 3, i%6 == 5
-			snap.Nodes = append(snap.Nodes, v)
+			snap.Views = append(snap.Views, v)
 		}
 		dl := randomDelivery(rules)
-		d, err := fleet.Decide(snap, fleet.Policy{Planner: planner, PlanFor: installPlan, Delivery: dl})
+		d, err := decide.Decide(snap, decide.Policy{Planner: planner, PlanFor: installPlan, Delivery: dl})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +94,7 @@ func FuzzDecide(f *testing.F) {
 // labelled at the target, at another spec or not, with a Job running,
 // failed (a Conflict, or its canary with this canary or another), or a
 // failure record (a Conflict, or a canary of before).
-func randomView(name string, b byte) fleet.NodeView {
+func randomView(name string, b byte) decide.NodeView {
 	v := node(name, []string{"", target, "old"}[int(b>>1)%3])
 	v.Matching = b&1 == 0
 	switch (b >> 3) % 4 {
@@ -132,15 +132,15 @@ func randomView(name string, b byte) fleet.NodeView {
 // randomDelivery picks delivery rules from the bits of b: paused, a
 // closed window, a gate trip, and steps (a one-node first step, baking or
 // not).
-func randomDelivery(b uint8) fleet.Delivery {
+func randomDelivery(b uint8) decide.DeliveryRules {
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	dl := fleet.Delivery{Now: now, Paused: b&1 != 0}
+	dl := decide.DeliveryRules{Now: now, Paused: b&1 != 0}
 	if b&2 != 0 {
 		w, _ := rollout.ParseWindow(nil, "22:00", "04:00", "")
 		dl.Windows = rollout.Windows{w}
 	}
 	if b&4 != 0 {
-		dl.Gate = &fleet.Trip{Reason: "WorkloadFailures", Message: "pods fail"}
+		dl.Gate = &decide.Trip{Reason: "WorkloadFailures", Message: "pods fail"}
 	}
 	if b&8 != 0 {
 		dl.Steps = rollout.Steps{{Nodes: intstr.FromInt32(1), Bake: time.Hour}, {Nodes: intstr.FromString("50%")}}
@@ -152,7 +152,7 @@ func randomDelivery(b uint8) fleet.Delivery {
 }
 
 // checkDelivery checks the delivery rules' invariants on a decision.
-func checkDelivery(t *testing.T, s fleet.Snapshot, dl fleet.Delivery, d fleet.Decision) {
+func checkDelivery(t *testing.T, s *decide.Snapshot, dl decide.DeliveryRules, d decide.Decision) {
 	t.Helper()
 	starts := append(append([]string(nil), d.Rollin.Start...), d.Removal.Start...)
 	if dl.Paused && len(starts) > 0 {
@@ -170,7 +170,7 @@ func checkDelivery(t *testing.T, s fleet.Snapshot, dl fleet.Delivery, d fleet.De
 	}
 	if len(dl.Steps) > 0 && d.Delivered.Stage.Step == 0 {
 		total, toward := 0, len(d.Rollin.Start)
-		for _, v := range s.Nodes {
+		for _, v := range s.Views {
 			if v.Targeted() {
 				total++
 				if v.Label == record.Installed && v.SpecHash == s.Hash && v.Drifted == "" {

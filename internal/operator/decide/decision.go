@@ -1,26 +1,12 @@
-package fleet
+package decide
 
 import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/nodelabel/record"
-	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/rollout"
 )
-
-// Snapshot is what a reconcile read of one Shim and its nodes, once.
-type Snapshot struct {
-	Shim *v1alpha1.Shim
-	// Hash is the rollout's target: the spec's hash and the artifact
-	// pinned for it.
-	Hash string
-	// Refused: the spec is rolled out to no node (its refusal is in the
-	// status); removals go on.
-	Refused bool
-	// Nodes are the views of every node of the cluster for the Shim.
-	Nodes []NodeView
-}
 
 // Policy is what Decide needs beside the snapshot.
 type Policy struct {
@@ -34,7 +20,7 @@ type Policy struct {
 	PlanFor func(node *corev1.Node) (*plan.NodePlan, error)
 	// Delivery are the progressive-delivery rules (pause, windows, steps,
 	// the health gate's verdict, the failure policy) and the time.
-	Delivery Delivery
+	Delivery DeliveryRules
 }
 
 // Decision is what a reconcile decides for a Shim's nodes from its
@@ -45,7 +31,7 @@ type Decision struct {
 	// the nodes no longer targeted that have the shim towards none.
 	Rollin, Removal rollout.Plan
 	// ByName are the views of the Shim's nodes, by node name (they point
-	// into the snapshot's Nodes).
+	// into the snapshot's Views).
 	ByName map[string]*NodeView
 	// Unplanned are the targeted nodes that need an install but for which
 	// no plan could be built (their PlanErr): failed without a Job.
@@ -61,27 +47,31 @@ type Decision struct {
 	Label, Unlabel []string
 }
 
-// Decide decides, without a client, a context or the clock: the targeted
-// nodes that lack the current spec get their install plan (NodeView.Plan,
-// or PlanErr, which fails the node as a failed Job would); the targeted
-// nodes are planned towards the current spec under the Shim's strategy,
-// those in p.Shared first; the nodes that stopped being targeted and have
-// the shim are planned towards none. A refused spec starts no install;
-// removals go on. Then the progressive-delivery rules apply
-// (Policy.Delivery): a halt, steps, a pause and maintenance windows hold
-// starts back (nodes that may start outside a window come first).
-func Decide(s Snapshot, p Policy) (Decision, error) {
-	d := Decision{ByName: make(map[string]*NodeView, len(s.Nodes))}
+// Decide decides the rollout, without a client, a context or the clock,
+// from what the snapshot says of it: the target (Hash), whether the spec
+// is refused (Refusal) and the node views (Views, which it fills in). The
+// targeted nodes that lack the current spec get their install plan
+// (NodeView.Plan, or PlanErr, which fails the node as a failed Job
+// would); the targeted nodes are planned towards the current spec under
+// the Shim's strategy, those in p.Shared first; the nodes that stopped
+// being targeted and have the shim are planned towards none. A refused
+// spec starts no install; removals go on. Then the progressive-delivery
+// rules apply (Policy.Delivery): a halt, steps, a pause and maintenance
+// windows hold starts back (nodes that may start outside a window come
+// first).
+func Decide(s *Snapshot, p Policy) (Decision, error) {
+	d := Decision{ByName: make(map[string]*NodeView, len(s.Views))}
+	refused := s.Refusal != nil
 	open, next := p.Delivery.Windows.Open(p.Delivery.Now)
 	var targeted, stale []rollout.Node
-	for i := range s.Nodes {
-		v := &s.Nodes[i]
+	for i := range s.Views {
+		v := &s.Views[i]
 		d.ByName[v.Node.Name] = v
 		switch {
 		case v.Preinstalled:
-			d.relabel(v, s.Hash, s.Refused, false)
+			d.relabel(v, s.Hash, refused, false)
 		case v.Targeted():
-			if !s.Refused && v.NeedsInstall(s.Hash) {
+			if !refused && v.NeedsInstall(s.Hash) {
 				v.Plan, v.PlanErr = p.PlanFor(v.Node)
 				if v.PlanErr != nil {
 					d.Unplanned = append(d.Unplanned, v)
@@ -107,7 +97,7 @@ func Decide(s Snapshot, p Policy) (Decision, error) {
 	if d.Rollin, err = p.Planner.Install(targeted); err != nil {
 		return Decision{}, err
 	}
-	if s.Refused {
+	if refused {
 		d.Rollin.Start = nil
 	}
 	if d.Removal, err = p.Planner.Remove(stale); err != nil {
@@ -119,16 +109,17 @@ func Decide(s Snapshot, p Policy) (Decision, error) {
 	return d, nil
 }
 
-// DecideRemoval decides for a deleted Shim: every node that has the shim
-// (or a Job changing it) is planned towards none, under the same strategy
-// (install Jobs still running finish first). A pause and the maintenance
-// windows hold uninstalls back as they hold installs.
-func DecideRemoval(s Snapshot, p rollout.Planner, dl Delivery) (Decision, error) {
-	d := Decision{ByName: make(map[string]*NodeView, len(s.Nodes)), Rollin: rollout.Plan{Done: true}}
+// DecideRemoval decides for a deleted Shim, from the snapshot's target
+// and node views: every node that has the shim (or a Job changing it) is
+// planned towards none, under the same strategy (install Jobs still
+// running finish first). A pause and the maintenance windows hold
+// uninstalls back as they hold installs.
+func DecideRemoval(s *Snapshot, p rollout.Planner, dl DeliveryRules) (Decision, error) {
+	d := Decision{ByName: make(map[string]*NodeView, len(s.Views)), Rollin: rollout.Plan{Done: true}}
 	open, next := dl.Windows.Open(dl.Now)
 	var targets []rollout.Node
-	for i := range s.Nodes {
-		v := &s.Nodes[i]
+	for i := range s.Views {
+		v := &s.Views[i]
 		d.ByName[v.Node.Name] = v
 		if v.Preinstalled {
 			d.relabel(v, s.Hash, false, true)
@@ -146,7 +137,7 @@ func DecideRemoval(s Snapshot, p rollout.Planner, dl Delivery) (Decision, error)
 	if d.Removal, err = p.Remove(targets); err != nil {
 		return Decision{}, err
 	}
-	removal := Delivery{Now: dl.Now, Paused: dl.Paused, Windows: dl.Windows}
+	removal := DeliveryRules{Now: dl.Now, Paused: dl.Paused, Windows: dl.Windows}
 	if err := d.deliver(s, removal, open, next); err != nil {
 		return Decision{}, err
 	}

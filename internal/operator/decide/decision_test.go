@@ -1,4 +1,4 @@
-package fleet_test
+package decide_test
 
 import (
 	"errors"
@@ -19,8 +19,10 @@ import (
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/golden"
 	"github.com/shimkit/shimkit/internal/nodelabel/record"
-	"github.com/shimkit/shimkit/internal/operator/fleet"
+	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
+	"github.com/shimkit/shimkit/internal/operator/nodeview"
+	"github.com/shimkit/shimkit/internal/operator/shimspec"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/rollout"
 )
@@ -34,8 +36,8 @@ const (
 
 // node is a view of a targeted node named name (its label and hash: at,
 // "" for none).
-func node(name, at string) fleet.NodeView {
-	v := fleet.NodeView{Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)}}, Matching: true, Canary: canary}
+func node(name, at string) decide.NodeView {
+	v := decide.NodeView{Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)}}, Matching: true, Canary: canary}
 	if at != "" {
 		v.Label, v.SpecHash = record.Installed, at
 	}
@@ -51,8 +53,8 @@ func installPlan(n *corev1.Node) (*plan.NodePlan, error) {
 }
 
 // oldNodes are targeted nodes at an older spec (h1).
-func oldNodes(names ...string) []fleet.NodeView {
-	var vs []fleet.NodeView
+func oldNodes(names ...string) []decide.NodeView {
+	var vs []decide.NodeView
 	for _, n := range names {
 		vs = append(vs, node(n, "h1"))
 	}
@@ -71,7 +73,16 @@ func rolledBack(reason plan.Reason) *plan.NodeResult {
 	return &plan.NodeResult{Outcome: plan.RolledBack, Reason: reason}
 }
 
-func with(v fleet.NodeView, f func(*fleet.NodeView)) fleet.NodeView { f(&v); return v }
+func with(v decide.NodeView, f func(*decide.NodeView)) decide.NodeView { f(&v); return v }
+
+// refusal is the snapshot's refusal of the spec when refused (nil: the
+// spec is rolled out).
+func refusal(refused bool) *shimspec.Refusal {
+	if !refused {
+		return nil
+	}
+	return &shimspec.Refusal{Reason: v1alpha1.ReasonInvalidSpec, Message: "spec.runtimeClass: refused"}
+}
 
 // summary is what a golden file records of a decision.
 type summary struct {
@@ -91,7 +102,7 @@ type planSummary struct {
 	Done     bool     `json:"done,omitempty"`
 }
 
-func summarize(d fleet.Decision, nodes []fleet.NodeView) summary {
+func summarize(d decide.Decision, nodes []decide.NodeView) summary {
 	s := summary{States: map[string]string{}, Rollin: planOf(d.Rollin), Removal: planOf(d.Removal)}
 	for _, v := range nodes {
 		s.States[v.Node.Name] = v.State(target, !v.Targeted()).String()
@@ -124,62 +135,62 @@ func TestDecideGolden(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name    string
-		nodes   []fleet.NodeView
+		nodes   []decide.NodeView
 		refused bool
 		shared  []string
 	}{
-		{name: "fresh", nodes: []fleet.NodeView{node("n0", ""), node("n1", ""), node("n2", ""), node("n3", ""), node("n4", "")}},
-		{name: "upgrade-in-flight", nodes: []fleet.NodeView{
-			with(node("n0", "h1"), func(v *fleet.NodeView) { v.Job = job(jobview.OpInstall, target, "", nil) }),
+		{name: "fresh", nodes: []decide.NodeView{node("n0", ""), node("n1", ""), node("n2", ""), node("n3", ""), node("n4", "")}},
+		{name: "upgrade-in-flight", nodes: []decide.NodeView{
+			with(node("n0", "h1"), func(v *decide.NodeView) { v.Job = job(jobview.OpInstall, target, "", nil) }),
 			node("n1", "h1"), node("n2", "h1"), node("n3", target)}},
-		{name: "failed-at-target-halts", nodes: []fleet.NodeView{
-			with(node("n0", "h1"), func(v *fleet.NodeView) {
+		{name: "failed-at-target-halts", nodes: []decide.NodeView{
+			with(node("n0", "h1"), func(v *decide.NodeView) {
 				v.Job = job(jobview.OpInstall, target, batchv1.JobFailed, rolledBack(plan.ReasonConfigInvalid))
 			}),
 			node("n1", "h1"), node("n2", "h1")}},
-		{name: "failure-record-outlives-job", nodes: []fleet.NodeView{
-			with(node("n0", "h1"), func(v *fleet.NodeView) {
+		{name: "failure-record-outlives-job", nodes: []decide.NodeView{
+			with(node("n0", "h1"), func(v *decide.NodeView) {
 				v.Failure = &record.Failure{Op: jobview.OpInstall, SpecHash: target, Reason: string(plan.ReasonConflict), Time: time.Now()}
 			}),
 			node("n1", "h1")}},
-		{name: "failed-at-old-spec-retried", nodes: []fleet.NodeView{
-			with(node("n0", "h1"), func(v *fleet.NodeView) {
+		{name: "failed-at-old-spec-retried", nodes: []decide.NodeView{
+			with(node("n0", "h1"), func(v *decide.NodeView) {
 				v.Failure = &record.Failure{Op: jobview.OpInstall, SpecHash: "h1", Reason: string(plan.ReasonConfigInvalid)}
 			}),
 			node("n1", "h1")}},
-		{name: "canary-changed-retries-canary-failure", nodes: []fleet.NodeView{
-			with(node("n0", ""), func(v *fleet.NodeView) {
+		{name: "canary-changed-retries-canary-failure", nodes: []decide.NodeView{
+			with(node("n0", ""), func(v *decide.NodeView) {
 				v.Failure = &record.Failure{Op: jobview.OpInstall, SpecHash: target, Reason: string(plan.ReasonCanaryFailed), Canary: "c1"}
 			}),
-			with(node("n1", ""), func(v *fleet.NodeView) {
+			with(node("n1", ""), func(v *decide.NodeView) {
 				v.Failure = &record.Failure{Op: jobview.OpInstall, SpecHash: target, Reason: string(plan.ReasonCanaryFailed), Canary: canary}
 			})}},
-		{name: "refused-spec-removes-only", refused: true, nodes: []fleet.NodeView{
+		{name: "refused-spec-removes-only", refused: true, nodes: []decide.NodeView{
 			node("n0", ""), node("n1", "h1"),
-			with(node("gone-0", "h1"), func(v *fleet.NodeView) { v.Matching = false })}},
-		{name: "skipped-and-unplanned", nodes: []fleet.NodeView{
+			with(node("gone-0", "h1"), func(v *decide.NodeView) { v.Matching = false })}},
+		{name: "skipped-and-unplanned", nodes: []decide.NodeView{
 			node("n0", ""),
-			with(node("win-0", ""), func(v *fleet.NodeView) { v.Skip = &fleet.Skip{Reason: v1alpha1.SkipNotLinux, Detail: "windows"} }),
+			with(node("win-0", ""), func(v *decide.NodeView) { v.Skip = &nodeview.Skip{Reason: v1alpha1.SkipNotLinux, Detail: "windows"} }),
 			node("arm-0", "")}},
-		{name: "drifted-reinstalled", nodes: []fleet.NodeView{
-			with(node("n0", target), func(v *fleet.NodeView) { v.Drifted = "handler spin is not served" }),
+		{name: "drifted-reinstalled", nodes: []decide.NodeView{
+			with(node("n0", target), func(v *decide.NodeView) { v.Drifted = "handler spin is not served" }),
 			node("n1", target)}},
-		{name: "shared-first", shared: []string{"n3"}, nodes: []fleet.NodeView{node("n0", ""), node("n1", ""), node("n2", ""), node("n3", "")}},
-		{name: "held-node-counts-as-changing", nodes: []fleet.NodeView{
-			with(node("n0", ""), func(v *fleet.NodeView) { v.Held = true }), node("n1", ""), node("n2", "")}},
-		{name: "done", nodes: []fleet.NodeView{node("n0", target), node("n1", target)}},
+		{name: "shared-first", shared: []string{"n3"}, nodes: []decide.NodeView{node("n0", ""), node("n1", ""), node("n2", ""), node("n3", "")}},
+		{name: "held-node-counts-as-changing", nodes: []decide.NodeView{
+			with(node("n0", ""), func(v *decide.NodeView) { v.Held = true }), node("n1", ""), node("n2", "")}},
+		{name: "done", nodes: []decide.NodeView{node("n0", target), node("n1", target)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			shared := map[string]bool{}
 			for _, n := range tc.shared {
 				shared[n] = true
 			}
-			snap := fleet.Snapshot{Hash: target, Refused: tc.refused, Nodes: tc.nodes}
-			d, err := fleet.Decide(snap, fleet.Policy{Planner: planner, Shared: shared, PlanFor: planFor})
+			snap := &decide.Snapshot{Hash: target, Refusal: refusal(tc.refused), Views: tc.nodes}
+			d, err := decide.Decide(snap, decide.Policy{Planner: planner, Shared: shared, PlanFor: planFor})
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := yaml.Marshal(summarize(d, snap.Nodes))
+			got, err := yaml.Marshal(summarize(d, snap.Views))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -194,15 +205,15 @@ func TestDecideGolden(t *testing.T) {
 func TestDecideRemovalTouchesOnlyWhatTheShimHas(t *testing.T) {
 	ten := intstr.FromInt32(10)
 	planner := rollout.Planner{Strategy: rollout.Strategy{MaxUpdate: &ten}, ShimUID: "uid-spin", SpecHash: target}
-	nodes := []fleet.NodeView{
+	nodes := []decide.NodeView{
 		node("bare", ""),
 		node("labelled", "h1"),
-		with(node("installing", ""), func(v *fleet.NodeView) { v.Job = job(jobview.OpInstall, target, "", nil) }),
-		with(node("failed-install", ""), func(v *fleet.NodeView) {
+		with(node("installing", ""), func(v *decide.NodeView) { v.Job = job(jobview.OpInstall, target, "", nil) }),
+		with(node("failed-install", ""), func(v *decide.NodeView) {
 			v.Job = job(jobview.OpInstall, target, batchv1.JobFailed, rolledBack(plan.ReasonConfigInvalid))
 		}),
 	}
-	d, err := fleet.DecideRemoval(fleet.Snapshot{Hash: target, Nodes: nodes}, planner, fleet.Delivery{})
+	d, err := decide.DecideRemoval(&decide.Snapshot{Hash: target, Views: nodes}, planner, decide.DeliveryRules{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package fleet_test
+package decide_test
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/shimkit/shimkit/installer/plan"
-	"github.com/shimkit/shimkit/internal/operator/fleet"
+	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/rollout"
 )
@@ -29,30 +29,30 @@ func TestSimulate(t *testing.T) {
 		t.Fatal(err)
 	}
 	steps := rollout.Steps{{Nodes: intstr.FromInt32(1), Bake: 30 * time.Minute}, {Nodes: intstr.FromString("100%")}}
-	failed := with(node("n9", "h1"), func(v *fleet.NodeView) { v.Job = job("install", target, "Failed", rolledBack(plan.ReasonConflict)) })
-	leaving := with(node("x0", "h1"), func(v *fleet.NodeView) { v.Matching = false })
+	failed := with(node("n9", "h1"), func(v *decide.NodeView) { v.Job = job("install", target, "Failed", rolledBack(plan.ReasonConflict)) })
+	leaving := with(node("x0", "h1"), func(v *decide.NodeView) { v.Matching = false })
 	for _, tc := range []struct {
 		name  string
-		nodes []fleet.NodeView
+		nodes []decide.NodeView
 		max   int32
-		dl    fleet.Delivery
+		dl    decide.DeliveryRules
 		want  string // the waves, "at step [install] [remove]" each (the planner's order: a hash of the Shim's UID and the node)
-		stop  fleet.Hold
+		stop  decide.Hold
 	}{
-		{"maxUpdate 2", oldNodes("n0", "n1", "n2", "n3", "n4"), 2, fleet.Delivery{Now: t0},
+		{"maxUpdate 2", oldNodes("n0", "n1", "n2", "n3", "n4"), 2, decide.DeliveryRules{Now: t0},
 			"12:00 step-1 [n4 n1] []; 12:00 step-1 [n0 n3] []; 12:00 step-1 [n2] []", ""},
-		{"steps bake", oldNodes("n0", "n1", "n2"), 3, fleet.Delivery{Now: t0, Steps: steps},
+		{"steps bake", oldNodes("n0", "n1", "n2"), 3, decide.DeliveryRules{Now: t0, Steps: steps},
 			"12:00 step0 [n1] []; 12:30 step1 [n0 n2] []", ""},
-		{"a window", oldNodes("n0", "n1"), 1, fleet.Delivery{Now: t0, Windows: rollout.Windows{nightly}},
+		{"a window", oldNodes("n0", "n1"), 1, decide.DeliveryRules{Now: t0, Windows: rollout.Windows{nightly}},
 			"22:00 step-1 [n1] []; 22:00 step-1 [n0] []", ""},
-		{"paused", oldNodes("n0", "n1"), 1, fleet.Delivery{Now: t0, Paused: true}, "", fleet.HoldPaused},
-		{"a failed node halts", append(oldNodes("n0", "n1"), failed), 1, fleet.Delivery{Now: t0}, "", fleet.HoldHalted},
-		{"a node leaves", append(oldNodes("n0"), leaving), 1, fleet.Delivery{Now: t0},
+		{"paused", oldNodes("n0", "n1"), 1, decide.DeliveryRules{Now: t0, Paused: true}, "", decide.HoldPaused},
+		{"a failed node halts", append(oldNodes("n0", "n1"), failed), 1, decide.DeliveryRules{Now: t0}, "", decide.HoldHalted},
+		{"a node leaves", append(oldNodes("n0"), leaving), 1, decide.DeliveryRules{Now: t0},
 			"12:00 step-1 [n0] [x0]", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := fleet.Snapshot{Shim: &v1alpha1.Shim{}, Hash: target, Nodes: tc.nodes}
-			sim, err := fleet.Simulate(s, fleet.Policy{Planner: planner(tc.max), PlanFor: installPlan, Delivery: tc.dl})
+			s := &decide.Snapshot{Shim: &v1alpha1.Shim{}, Hash: target, Views: tc.nodes}
+			sim, err := decide.Simulate(s, decide.Policy{Planner: planner(tc.max), PlanFor: installPlan, Delivery: tc.dl})
 			if err != nil {
 				t.Fatal(err)
 			}

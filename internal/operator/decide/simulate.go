@@ -1,4 +1,4 @@
-package fleet
+package decide
 
 import (
 	"time"
@@ -49,7 +49,7 @@ const MaxWaves = 10000
 // a bake or the opening of a window when one holds the next wave. Installs
 // take no time in it: every wave that a window admits starts when it
 // opens. It changes the snapshot's node views.
-func Simulate(s Snapshot, p Policy) (Simulation, error) {
+func Simulate(s *Snapshot, p Policy) (Simulation, error) {
 	var sim Simulation
 	after := false
 	for i := 0; i < MaxWaves; i++ {
@@ -76,7 +76,7 @@ func Simulate(s Snapshot, p Policy) (Simulation, error) {
 		}
 		next, stop := advance(d, p.Delivery.Now)
 		if stop == HoldNone && !next.After(p.Delivery.Now) {
-			if finish(s.Nodes) {
+			if finish(s.Views) {
 				after = true // the Jobs running end; then the rollout goes on
 				continue
 			}

@@ -1,4 +1,4 @@
-package fleet
+package decide
 
 import (
 	"fmt"
@@ -8,17 +8,6 @@ import (
 
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
-
-// Skip says why a node that matches the selector cannot run the shim.
-type Skip struct {
-	// Reason is one of v1alpha1.SkipNotLinux, SkipNotContainerd,
-	// SkipImmutableOS, SkipReadOnlyHost, SkipHandlerNotReported,
-	// SkipNoArtifact.
-	Reason string
-	// Detail says what the node has instead ("windows", "cri-o://1.31.0",
-	// "linux/riscv64").
-	Detail string
-}
 
 // maxSkippedNames is how many node names status.skipped lists per reason.
 const maxSkippedNames = 10

@@ -1,4 +1,4 @@
-package fleet
+package decide
 
 import (
 	"fmt"
@@ -20,7 +20,7 @@ type Rollup struct {
 	// Counts are the status's node counts (Counts).
 	Counts           v1alpha1.ShimStatus
 	Install, Removal rollout.Plan
-	Classes          Classes
+	Classes          ClassStatus
 	// Refusal says why the spec is rolled out to no node (nil: it is).
 	Refusal *Refusal
 	// Delivered is where the progressive-delivery rules left the rollout.
@@ -38,8 +38,8 @@ type Rollup struct {
 // package v1alpha1 and a message naming the field.
 type Refusal struct{ Reason, Message string }
 
-// Classes is where the Shim's RuntimeClasses stand.
-type Classes struct {
+// ClassStatus is where the Shim's RuntimeClasses stand.
+type ClassStatus struct {
 	// Published: every RuntimeClass of the Shim is the Shim's and up to
 	// date.
 	Published bool
@@ -80,9 +80,9 @@ func (u Rollup) refused() *Refusal {
 
 // Counts are the node counts of the status of the snapshot (the
 // operator adds the artifact and the retry it acted on).
-func Counts(s Snapshot) v1alpha1.ShimStatus {
+func Counts(s *Snapshot) v1alpha1.ShimStatus {
 	st := v1alpha1.ShimStatus{ObservedGeneration: s.Shim.Generation, SpecHash: s.Hash}
-	for _, v := range s.Nodes {
+	for _, v := range s.Views {
 		if v.Targeted() {
 			st.Nodes++
 			if v.Label == record.Installed && v.SpecHash == s.Hash && v.Drifted == "" {
@@ -96,8 +96,8 @@ func Counts(s Snapshot) v1alpha1.ShimStatus {
 			st.InProgressNodes++
 		}
 	}
-	st.SkippedNodes, st.Skipped = SkippedNodes(s.Nodes)
-	st.ImageSources = ImageSources(s.Nodes)
+	st.SkippedNodes, st.Skipped = SkippedNodes(s.Views)
+	st.ImageSources = ImageSources(s.Views)
 	return st
 }
 

@@ -1,4 +1,4 @@
-package fleet_test
+package decide_test
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/shimkit/shimkit/internal/operator/fleet"
+	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/rollout"
 )
 
@@ -30,7 +30,7 @@ func FuzzSimulate(f *testing.F) {
 		budget := int(maxUpdate%5) + 1
 		mu := intstr.FromInt32(int32(budget))
 		planner := rollout.Planner{Strategy: rollout.Strategy{MaxUpdate: &mu}, ShimUID: "uid-spin", SpecHash: target}
-		var nodes, again []fleet.NodeView
+		var nodes, again []decide.NodeView
 		for i, b := range states {
 			v := randomView(fmt.Sprintf("n%02d", i), b)
 			v.Fresh, v.Forced = i%5 == 1, i%7 == 3
@@ -38,12 +38,12 @@ func FuzzSimulate(f *testing.F) {
 			again = append(again, v)
 		}
 		dl := randomDelivery(rules)
-		policy := fleet.Policy{Planner: planner, PlanFor: installPlan, Delivery: dl}
-		sim, err := fleet.Simulate(fleet.Snapshot{Hash: target, Refused: refused, Nodes: nodes}, policy)
+		policy := decide.Policy{Planner: planner, PlanFor: installPlan, Delivery: dl}
+		sim, err := decide.Simulate(&decide.Snapshot{Hash: target, Refusal: refusal(refused), Views: nodes}, policy)
 		if err != nil {
 			t.Fatal(err)
 		}
-		now, err := fleet.Decide(fleet.Snapshot{Hash: target, Refused: refused, Nodes: again}, policy)
+		now, err := decide.Decide(&decide.Snapshot{Hash: target, Refusal: refusal(refused), Views: again}, policy)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,7 +92,7 @@ func FuzzSimulate(f *testing.F) {
 				t.Errorf("%s uninstalled %d times", n, c)
 			}
 		}
-		if sim.Stopped == fleet.HoldNone && len(sim.Waves) < fleet.MaxWaves && !refused {
+		if sim.Stopped == decide.HoldNone && len(sim.Waves) < decide.MaxWaves && !refused {
 			for _, v := range nodes {
 				if v.Targeted() && !v.Preinstalled && v.State(target, false) != rollout.Failed && (v.Label == "" || v.SpecHash != target) {
 					t.Errorf("the simulation ended, yet targeted %s is at %q (%s)", v.Node.Name, v.SpecHash, v.State(target, false))
