@@ -20,7 +20,7 @@ type Progress struct {
 // could be built for, and the refusal's one (pin emits none for it), when
 // the status does not show it yet; then where the decision left the
 // rollout: a tripped gate and a revert, each once.
-func decisionNotices(obs *Snapshot, d Decision) []Notice {
+func decisionNotices(obs *Snapshot, d Decision, rec *v1alpha1.RolloutStatus) []Notice {
 	var out []Notice
 	for _, v := range d.Unplanned {
 		out = append(out, Notice{Type: corev1.EventTypeWarning, Reason: "InstallFailed", Action: "Install", Node: v.Node,
@@ -35,7 +35,7 @@ func decisionNotices(obs *Snapshot, d Decision) []Notice {
 	}
 	if old := shimspec.RolloutOf(obs.Shim, obs.Hash); dl.Revert && obs.Reverted == "" && (old == nil || old.RevertedTo == "") {
 		out = append(out, Notice{Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonReverting, Action: "Rollout",
-			Note: "the rollout of " + obs.Hash + " failed (" + RevertCause(nil, HaltTrip(obs.Rollout.Halt)) + "): the nodes updated go back to revision " + obs.Rollout.RevertedTo})
+			Note: "the rollout of " + obs.Hash + " failed (" + RevertCause(nil, HaltTrip(rec.Halt)) + "): the nodes updated go back to revision " + rec.RevertedTo})
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/internal/operator/nodegate"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/rollout"
 )
 
@@ -59,6 +60,9 @@ type Plan struct {
 	// Progress what the metrics show of the rollout.
 	Notices  []Notice
 	Progress Progress
+	// Rollout is what the status records of the rollout
+	// (RecordRollout; nil: as it was).
+	Rollout *v1alpha1.RolloutStatus
 	// Status is the Shim's status as the plan leaves it (written last,
 	// after the Jobs started).
 	Status StatusPlan
@@ -119,10 +123,7 @@ func PlanInstall(obs *Snapshot, records []Action, r Rules) (*Plan, error) {
 	}
 	p.Starts = append(p.Starts, removals...)
 	p.Taints = Taints(obs)
-	obs.Delivered = d.Delivered
-	// What the status records of the rollout: on the snapshot, which the
-	// status is written from.
-	obs.Rollout = RecordRollout(obs, d.Delivered, FailedNodes(obs, d.Rollin, rollout.Plan{}))
+	p.Rollout = RecordRollout(obs, d.Delivered, FailedNodes(obs, d.Rollin, rollout.Plan{}))
 	if d.Done() && obs.Refusal == nil && !p.Classes.CanaryBlocked && r.VerifyPeriod >= 0 {
 		due, slots, next := dueVerifies(obs, r.VerifyPeriod, d.Rollin.Budget)
 		if p.Verify, p.VerifyNext, err = planVerifies(obs, due, slots, next, &gate, r); err != nil {
@@ -130,9 +131,10 @@ func PlanInstall(obs *Snapshot, records []Action, r Rules) (*Plan, error) {
 		}
 	}
 	p.Decision = d
-	p.Notices, p.Progress = decisionNotices(obs, d), progressOf(obs, d)
+	p.Notices, p.Progress = decisionNotices(obs, d, p.Rollout), progressOf(obs, d)
 	settled := d.Done() || d.Rollin.Halted || d.Delivered.Hold != HoldNone
-	p.Status = statusOf(obs, d.Rollin, d.Removal, p.Classes, p.Starts, settled)
+	p.Status = statusOf(obs, statusIn{install: d.Rollin, removal: d.Removal, classes: p.Classes, starts: p.Starts,
+		delivered: d.Delivered, rollout: p.Rollout, settled: settled})
 	p.Requeue, p.RequeueRefused = requeue(obs, p, r, waiting || removing)
 	return p, nil
 }
@@ -155,7 +157,7 @@ func PlanRemoval(obs *Snapshot, records []Action, planner rollout.Planner, r Rul
 	if d.Removal.Done {
 		p.Forget, p.Delete = Forget(obs), obs.Classes.Owned(obs.Shim)
 	} else {
-		p.Status = statusOf(obs, rollout.Plan{}, d.Removal, ClassPlan{}, p.Starts, d.Removal.Halted)
+		p.Status = statusOf(obs, statusIn{removal: d.Removal, starts: p.Starts, settled: d.Removal.Halted})
 		p.Requeue, p.RequeueRefused = r.Resync, min(r.Resync, nodegate.Retry)
 	}
 	return p, nil

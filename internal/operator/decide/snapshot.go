@@ -97,10 +97,6 @@ type Snapshot struct {
 	// retriedNow: this reconcile acted on a new retry request, which
 	// lifts a halt of the health gate.
 	RetriedNow bool
-	// delivered is where the decision left the rollout; rollout what the
-	// status records of it (nil: as it was).
-	Delivered Delivered
-	Rollout   *v1alpha1.RolloutStatus
 }
 
 // target is what the rollout installs: the hash and the pinned artifact.

@@ -49,32 +49,45 @@ func RevisionName(shim *v1alpha1.Shim, target string) string {
 	return jobview.Shorten("shim-"+shim.Name, 52) + "-" + target[:min(len(target), 10)]
 }
 
+// statusIn is what a plan's decision leaves for the status: the install
+// and removal rollouts, the RuntimeClasses, the Jobs it starts, where the
+// progressive delivery stands and what the status records of it (nil: as
+// it was), and whether the rollout is settled.
+type statusIn struct {
+	install, removal rollout.Plan
+	classes          ClassPlan
+	starts           []Start
+	delivered        Delivered
+	rollout          *v1alpha1.RolloutStatus
+	settled          bool
+}
+
 // statusOf is the status the plan leaves: the counts with the Jobs the
 // plan starts as in progress, the rollout and revisions recorded, the
 // failing nodes and the conditions, judged at the snapshot's time.
-func statusOf(obs *Snapshot, install, removal rollout.Plan, rcs ClassPlan, starts []Start, settled bool) StatusPlan {
+func statusOf(obs *Snapshot, in statusIn) StatusPlan {
 	shim := obs.Shim
 	st := Counts(obs)
-	st.InProgressNodes += int32(startedNow(starts))
+	st.InProgressNodes += int32(startedNow(in.starts))
 	st.Artifact, st.Retried = obs.Shown, obs.Retried
-	u := Rollup{Shim: shim, Nodes: obs.Views, Counts: st, Install: install, Removal: removal,
-		Classes: ClassStatus{Published: rcs.Published, Conflicts: rcs.Conflicts}}
+	u := Rollup{Shim: shim, Nodes: obs.Views, Counts: st, Install: in.install, Removal: in.removal,
+		Classes: ClassStatus{Published: in.classes.Published, Conflicts: in.classes.Conflicts}}
 	if ref := obs.Refusal; ref != nil {
 		u.Refusal = &Refusal{Reason: ref.Reason, Message: ref.Message}
 	}
-	u.Delivered, u.Reverted = obs.Delivered, obs.Reverted
+	u.Delivered, u.Reverted = in.delivered, obs.Reverted
 	st.Rollout, st.Revisions = shim.Status.Rollout, shim.Status.Revisions
-	if obs.Rollout != nil {
-		st.Rollout = obs.Rollout
+	if in.rollout != nil {
+		st.Rollout = in.rollout
 	}
 	if st.Rollout != nil && obs.Reverted != "" {
 		u.Cause = HaltTrip(st.Rollout.Halt)
 	}
-	sp := StatusPlan{Ready: u.Ready(), Settled: settled}
+	sp := StatusPlan{Ready: u.Ready(), Settled: in.settled}
 	if sp.Ready && obs.Reverted == "" {
 		st.Revisions, sp.Revision, sp.Drop = recordRevision(obs)
 	}
-	failing := FailedNodes(obs, install, removal)
+	failing := FailedNodes(obs, in.install, in.removal)
 	st.FailedNodes = int32(len(failing))
 	st.FailingNodes = failing[:min(len(failing), 10)]
 	// A copy: SetStatusCondition changes conditions in place, and the
@@ -88,7 +101,7 @@ func statusOf(obs *Snapshot, install, removal rollout.Plan, rcs ClassPlan, start
 	sp.Status = st
 	sp.Write = !equalStatus(shim.Status, st)
 	// Only counts changed, during a rollout: at most one write a second.
-	if next := obs.StatusWritten.Add(StatusEvery); sp.Write && !settled && equalConditions(shim.Status.Conditions, st.Conditions) && obs.Now.Before(next) {
+	if next := obs.StatusWritten.Add(StatusEvery); sp.Write && !in.settled && equalConditions(shim.Status.Conditions, st.Conditions) && obs.Now.Before(next) {
 		sp.Write, sp.Due = false, next
 	}
 	return sp
