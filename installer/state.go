@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/shimkit/shimkit/containerdconfig"
+	"github.com/shimkit/shimkit/internal/installer/bundle"
+	"github.com/shimkit/shimkit/internal/installer/layout"
+	"github.com/shimkit/shimkit/internal/installer/runtime"
 )
 
 // State is what the installer records on the node (state.json in the state
@@ -162,13 +166,13 @@ func (ps Pendings) without(p *Pending) Pendings {
 
 // stateStore is the state role: the state file and the node lock in the
 // state directory.
-type stateStore struct{ l layout }
+type stateStore struct{ l layout.Layout }
 
 // store returns the Installer's state store.
 func (i *Installer) store() stateStore { return stateStore{i.paths()} }
 
 func (st stateStore) read() (*State, error) {
-	data, err := os.ReadFile(st.l.statePath())
+	data, err := os.ReadFile(st.l.StatePath())
 	if errors.Is(err, fs.ErrNotExist) {
 		return &State{Shims: map[string]ShimState{}}, nil
 	}
@@ -177,7 +181,7 @@ func (st stateStore) read() (*State, error) {
 	}
 	s := &State{}
 	if err := json.Unmarshal(data, s); err != nil {
-		return nil, fmt.Errorf("state %s: %w", st.l.statePath(), err)
+		return nil, fmt.Errorf("state %s: %w", st.l.StatePath(), err)
 	}
 	if s.Shims == nil {
 		s.Shims = map[string]ShimState{}
@@ -190,17 +194,17 @@ func (st stateStore) write(s *State) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(st.l.statePath()), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(st.l.StatePath()), 0o755); err != nil {
 		return err
 	}
-	return containerdconfig.WriteFileAtomic(st.l.statePath(), append(data, '\n'), 0o644)
+	return containerdconfig.WriteFileAtomic(st.l.StatePath(), append(data, '\n'), 0o644)
 }
 
 // lock takes the node-wide lock (flock on a file in the state directory),
 // waiting until ctx is done: two installers never edit the config or
 // restart containerd at the same time.
 func (st stateStore) lock(ctx context.Context) (func(), error) {
-	path := st.l.lockPath()
+	path := st.l.LockPath()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
@@ -216,7 +220,7 @@ func (st stateStore) lock(ctx context.Context) (func(), error) {
 // wait for each other. It creates nothing: without a lock file no
 // installer ever ran on the node, and there is nothing to wait for.
 func (st stateStore) lockShared(ctx context.Context) (func(), error) {
-	f, err := os.Open(st.l.lockPath())
+	f, err := os.Open(st.l.LockPath())
 	if errors.Is(err, fs.ErrNotExist) {
 		return func() {}, nil
 	}
@@ -245,4 +249,50 @@ func flock(ctx context.Context, f *os.File, how int) (func(), error) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// recovery is the recovery role: what an operation that died left half
+// done is undone by the next one, before anything else.
+type recovery struct{ i *Installer }
+
+// recoverPending undoes what an operation that died left half done: config
+// backups put back, the bundle link switched back and the version it added
+// removed, units and links it wrote restored or removed. It reports whether
+// anything was pending, in which case the runtime must be restarted.
+func (rc recovery) recoverPending(ctx context.Context, s *State) (bool, error) {
+	i := rc.i
+	if len(s.Pending) == 0 {
+		return false, nil
+	}
+	var errs []error
+	restored := map[string]bool{} // config files: one journal holds every change of the operation
+	for k := len(s.Pending) - 1; k >= 0; k-- {
+		p := s.Pending[k]
+		i.log().Warn("recovering from an interrupted operation", "op", p.Op, "shim", p.Shim)
+		if err := rc.recoverOne(ctx, p, restored); err != nil {
+			errs = append(errs, fmt.Errorf("recover interrupted %s of %s: %w", p.Op, p.Shim, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return true, err
+	}
+	s.Pending = nil
+	return true, i.store().write(s)
+}
+
+// recoverOne undoes one Shim's part of an interrupted operation.
+func (rc recovery) recoverOne(ctx context.Context, p *Pending, restored map[string]bool) error {
+	i := rc.i
+	l := i.paths()
+	errs := []error{runtime.Recover(i.runtimeOptions(), p.Runtime, p.ConfigFiles, p.Handlers, restored)}
+	if p.BundleDir != "" {
+		errs = append(errs, bundle.Restore(l.Local(p.BundleDir), p.PrevVersion, p.NewVersion))
+	}
+	for _, lk := range slices.Sorted(maps.Keys(p.Links)) {
+		errs = append(errs, bundle.UnlinkOurs(l.Local(lk), p.Links[lk]))
+	}
+	if len(p.Units) > 0 {
+		errs = append(errs, i.units().Restore(ctx, p.Units, p.Written))
+	}
+	return errors.Join(errs...)
 }

@@ -1,4 +1,4 @@
-package installer
+package runtime
 
 import (
 	"errors"
@@ -11,6 +11,8 @@ import (
 	"github.com/shimkit/shimkit/containerdconfig"
 	"github.com/shimkit/shimkit/crioconfig"
 	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/internal/installer/layout"
+	"github.com/shimkit/shimkit/internal/installer/ownership"
 )
 
 // TestCRIOHandler: a plan's handler, in containerd's terms, becomes CRI-O's:
@@ -46,7 +48,7 @@ func TestCRIOHandler(t *testing.T) {
 			err: ErrRuntimeUnsupported},
 		{name: "runc's shim without a binary of its own",
 			in:  containerdconfig.RuntimeHandler{Name: "myrunc", RuntimeType: "io.containerd.runc.v2"},
-			err: ErrReserved},
+			err: ownership.ErrReserved},
 		{name: "containerd's snapshotter",
 			in:  containerdconfig.RuntimeHandler{Name: "kata", RuntimeType: "io.containerd.kata.v2", RuntimePath: bundle + "/containerd-shim-kata-v2", Snapshotter: "devmapper"},
 			err: ErrRuntimeUnsupported},
@@ -114,9 +116,9 @@ func TestDetectRuntime(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got, err := detectRuntime(root)
+			got, err := detect(layout.Layout{Host: root})
 			if got != tt.want || !errors.Is(err, tt.err) {
-				t.Fatalf("detectRuntime = %q, %v; want %q, %v", got, err, tt.want, tt.err)
+				t.Fatalf("detect = %q, %v; want %q, %v", got, err, tt.want, tt.err)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package installer
+package runtime
 
 import (
 	"context"
@@ -15,26 +15,10 @@ import (
 	"github.com/shimkit/shimkit/installer/plan"
 )
 
-// HealthChecker tells whether containerd came back healthy after a restart.
-type HealthChecker interface {
-	// Check waits until containerd is ready and the handler is registered
-	// (present) or gone (!present), or ctx is done.
-	Check(ctx context.Context, handler string, present bool) error
-}
-
 var (
 	_ HealthChecker = (*CRIHealth)(nil)
-	_ HealthChecker = HealthFunc(nil)
+	_ Versioner     = (*CRIHealth)(nil)
 )
-
-// HealthFunc adapts a function to HealthChecker, for tests and for
-// runtimes checked another way.
-type HealthFunc func(ctx context.Context, handler string, present bool) error
-
-// Check calls f.
-func (f HealthFunc) Check(ctx context.Context, handler string, present bool) error {
-	return f(ctx, handler, present)
-}
 
 // ErrUnhealthy: containerd did not become ready as wanted in time.
 var ErrUnhealthy = errors.New("containerd is not healthy")
@@ -135,14 +119,6 @@ func registeredHandlers(st *runtimeapi.StatusResponse) ([]string, error) {
 	slices.Sort(out)
 	return out, nil
 }
-
-// Versioner tells containerd's version. CRIHealth is one; the installer
-// asks it whether containerd needs shim binaries on its PATH.
-type Versioner interface {
-	RuntimeVersion(ctx context.Context) (string, error)
-}
-
-var _ Versioner = (*CRIHealth)(nil)
 
 // RuntimeVersion asks containerd over CRI (runtimeVersion of Version).
 func (h *CRIHealth) RuntimeVersion(ctx context.Context) (string, error) {

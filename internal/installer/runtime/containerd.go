@@ -1,4 +1,4 @@
-package installer
+package runtime
 
 import (
 	"context"
@@ -6,12 +6,21 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 
 	"github.com/shimkit/shimkit/containerdconfig"
+	"github.com/shimkit/shimkit/internal/installer/migrate"
+	"github.com/shimkit/shimkit/internal/installer/ownership"
 )
 
 // proxyType is the containerd proxy plugin type of sandboxer daemons.
 const proxyType = "sandbox"
+
+// containerdRuntimeTypes are the runtime types of containerd's own shims. A
+// Shim may use one only to run its own OCI runtime under containerd's shim
+// (options.BinaryName, as the NVIDIA and crun runtimes do); the shim binary
+// itself is never shimkit's to place.
+var containerdRuntimeTypes = []string{"io.containerd.runc.v1", "io.containerd.runc.v2", "io.containerd.runhcs.v1"}
 
 // containerdRuntime is the Runtime of a containerd node: handlers and
 // proxy plugins in the config the preset names (package
@@ -29,15 +38,10 @@ var (
 	_ Runtime        = (*containerdRuntime)(nil)
 	_ handlerChecker = (*containerdRuntime)(nil)
 	_ handlerFinder  = (*containerdRuntime)(nil)
-	_ pathFinder     = (*containerdRuntime)(nil)
-	_ failedResetter = (*containerdRuntime)(nil)
+	_ PathFinder     = (*containerdRuntime)(nil)
 )
 
 func (c *containerdRuntime) Restart(ctx context.Context) error { return c.restarter.Restart(ctx) }
-
-func (c *containerdRuntime) ResetFailed(ctx context.Context) error {
-	return c.restarter.ResetFailed(ctx)
-}
 
 func (c *containerdRuntime) Check(ctx context.Context, handler string, present bool) error {
 	return c.health.Check(ctx, handler, present)
@@ -45,14 +49,16 @@ func (c *containerdRuntime) Check(ctx context.Context, handler string, present b
 
 func (c *containerdRuntime) HasHandler(name string) (bool, error) { return c.t.HasHandler(name) }
 
-func (c *containerdRuntime) generatesRuntimeFor(bin string) bool {
+// GeneratesRuntimeFor reports whether the preset's distribution renders a
+// runtime table of its own for a binary of that name on its PATH.
+func (c *containerdRuntime) GeneratesRuntimeFor(bin string) bool {
 	return c.t.Preset.GeneratesRuntimeFor(bin)
 }
 
-// needsLinks asks containerd its version (over CRI) and reports whether it
+// NeedsLinks asks containerd its version (over CRI) and reports whether it
 // needs shim binaries on its PATH: true for 1.6 and older, and when the
 // version cannot be read.
-func (c *containerdRuntime) needsLinks(ctx context.Context) (string, bool) {
+func (c *containerdRuntime) NeedsLinks(ctx context.Context) (string, bool) {
 	v, ok := c.health.(Versioner)
 	if !ok || c.offline {
 		return "", true
@@ -63,6 +69,17 @@ func (c *containerdRuntime) needsLinks(ctx context.Context) (string, bool) {
 		return "", true
 	}
 	return version, versionBefore17(version)
+}
+
+// versionBefore17 reports whether a containerd version string ("1.6.20",
+// "v2.2.1", "1.6.20~ds1") is older than 1.7; an unreadable one counts as
+// old.
+func versionBefore17(v string) bool {
+	var major, minor int
+	if _, err := fmt.Sscanf(strings.TrimPrefix(v, "v"), "%d.%d", &major, &minor); err != nil {
+		return true
+	}
+	return major < 1 || major == 1 && minor < 7
 }
 
 // Configure registers the handlers and proxy plugins in containerd's
@@ -78,7 +95,7 @@ func (c *containerdRuntime) Configure(ctx context.Context, e ConfigEdit) (Config
 	if err := e.Journal(files, nil); err != nil {
 		return nil, err
 	}
-	var done changes
+	var done Changes
 	for _, m := range muts {
 		ch, err := m.Apply(ctx)
 		if err != nil {
@@ -108,7 +125,7 @@ func (c *containerdRuntime) mutators(e ConfigEdit) ([]containerdconfig.Mutator, 
 		}
 	}
 	if m := e.Migrate; m != nil {
-		ev := &containerdconfig.Evict{Target: t, Name: m.Handler, Match: fromRCM(m.Handler), Files: rcmFiles[t.Preset.Name]}
+		ev := &containerdconfig.Evict{Target: t, Name: m.Handler, Match: migrate.FromRCM(m.Handler), Files: migrate.Files(t.Preset.Name)}
 		fs, err := ev.FilesToEdit()
 		add(ev, fs, err)
 	}
@@ -182,7 +199,7 @@ func (c *containerdRuntime) checkHandlers(e ConfigEdit, prev []string) error {
 		case err != nil:
 			errs = append(errs, err)
 		case has:
-			errs = append(errs, fmt.Errorf("%w: handler %q is already defined in %s and shimkit did not write it; adopt it explicitly to take it over", ErrConflict, h.Name, file))
+			errs = append(errs, fmt.Errorf("%w: handler %q is already defined in %s and shimkit did not write it; adopt it explicitly to take it over", ownership.ErrConflict, h.Name, file))
 		}
 	}
 	return errors.Join(errs...)
@@ -199,12 +216,12 @@ func (c *containerdRuntime) checkReserved(e ConfigEdit, root *containerdconfig.C
 	for _, h := range e.Handlers {
 		switch {
 		case h.Name == "runc":
-			return fmt.Errorf("%w: handler %q of Shim %s is containerd's own runc handler", ErrReserved, h.Name, e.Owner)
+			return fmt.Errorf("%w: handler %q of Shim %s is containerd's own runc handler", ownership.ErrReserved, h.Name, e.Owner)
 		case h.Name == def:
-			return fmt.Errorf("%w: handler %q of Shim %s is the node's default runtime (default_runtime_name in %s)", ErrReserved, h.Name, e.Owner, file)
+			return fmt.Errorf("%w: handler %q of Shim %s is the node's default runtime (default_runtime_name in %s)", ownership.ErrReserved, h.Name, e.Owner, file)
 		case slices.Contains(containerdRuntimeTypes, h.RuntimeType) && h.Options["BinaryName"] == nil:
 			return fmt.Errorf("%w: handler %q of Shim %s: runtime type %s is containerd's own shim; a Shim may use it only with options.BinaryName (its OCI runtime under containerd's shim)",
-				ErrReserved, h.Name, e.Owner, h.RuntimeType)
+				ownership.ErrReserved, h.Name, e.Owner, h.RuntimeType)
 		}
 	}
 	return nil

@@ -1,17 +1,19 @@
-package installer
+package runtime
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
+	"os"
 	"slices"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/shimkit/shimkit/containerdconfig"
 	"github.com/shimkit/shimkit/crioconfig"
+	"github.com/shimkit/shimkit/internal/installer/layout"
+	"github.com/shimkit/shimkit/internal/installer/ownership"
 )
 
 // crioRuntime is the Runtime of a CRI-O node: each handler in a drop-in of
@@ -37,11 +39,9 @@ var (
 	_ Runtime        = (*crioRuntime)(nil)
 	_ handlerChecker = (*crioRuntime)(nil)
 	_ handlerFinder  = (*crioRuntime)(nil)
-	_ failedResetter = (*crioRuntime)(nil)
 )
 
-func (c *crioRuntime) Restart(ctx context.Context) error     { return c.restarter.Restart(ctx) }
-func (c *crioRuntime) ResetFailed(ctx context.Context) error { return c.restarter.ResetFailed(ctx) }
+func (c *crioRuntime) Restart(ctx context.Context) error { return c.restarter.Restart(ctx) }
 
 func (c *crioRuntime) Check(ctx context.Context, handler string, present bool) error {
 	return c.health.Check(ctx, handler, present)
@@ -77,7 +77,7 @@ func (c *crioRuntime) Configure(ctx context.Context, e ConfigEdit) (ConfigChange
 	}
 	w := &crioconfig.Writer{Target: c.t, Owner: e.Owner, Locate: e.Locate}
 	missing := c.missingDirs()
-	var done changes
+	var done Changes
 	apply := func(handler string, ch *crioconfig.Change, err error) error {
 		if err != nil {
 			return errors.Join(err, done.Rollback())
@@ -103,7 +103,7 @@ func (c *crioRuntime) Configure(ctx context.Context, e ConfigEdit) (ConfigChange
 			created = append(created, d)
 		}
 	}
-	return &crioEdit{changes: done, created: created, root: c.t.Root}, nil
+	return &crioEdit{Changes: done, created: created, root: c.t.Root}, nil
 }
 
 // missingDirs are the drop-in and state directories that do not exist
@@ -120,13 +120,13 @@ func (c *crioRuntime) missingDirs() []string {
 }
 
 func (c *crioRuntime) local(nodePath string) string {
-	return layout{host: c.t.Root}.local(nodePath)
+	return layout.Layout{Host: c.t.Root}.Local(nodePath)
 }
 
 // crioEdit is one edit's changes and the directories they created (node
 // paths under root).
 type crioEdit struct {
-	changes
+	Changes
 	created []string
 	root    string
 }
@@ -136,7 +136,7 @@ func (e *crioEdit) CreatedDirs() []string { return e.created }
 // Rollback undoes the changes, then removes the directories they created
 // when empty: /etc/crio as it was.
 func (e *crioEdit) Rollback() error {
-	errs := []error{e.changes.Rollback()}
+	errs := []error{e.Changes.Rollback()}
 	for _, d := range e.created {
 		_, err := containerdconfig.RemoveCreatedDir(e.root, d)
 		errs = append(errs, err)
@@ -165,12 +165,12 @@ func (c *crioRuntime) checkHandlers(e ConfigEdit, prev []string) error {
 	}
 	for _, h := range hs {
 		if h.Name == snap.DefaultRuntime() || h.Name == "crun" {
-			errs = append(errs, fmt.Errorf("%w: %w: handler %q of Shim %s is CRI-O's own (its default runtime, or its built-in crun)", ErrReserved, crioconfig.ErrReserved, h.Name, e.Owner))
+			errs = append(errs, fmt.Errorf("%w: %w: handler %q of Shim %s is CRI-O's own (its default runtime, or its built-in crun)", ownership.ErrReserved, crioconfig.ErrReserved, h.Name, e.Owner))
 			continue
 		}
 		for _, f := range snap.DefiningFiles(h.Name) {
 			if f != c.t.DropInPath(h.Name) {
-				errs = append(errs, fmt.Errorf("%w: %w: handler %q is already defined in %s and shimkit did not write it", ErrConflict, crioconfig.ErrForeignHandler, h.Name, f))
+				errs = append(errs, fmt.Errorf("%w: %w: handler %q is already defined in %s and shimkit did not write it", ownership.ErrConflict, crioconfig.ErrForeignHandler, h.Name, f))
 			}
 		}
 	}
@@ -221,69 +221,9 @@ func (c *crioRuntime) convert(e ConfigEdit) ([]crioconfig.RuntimeHandler, error)
 	return out, nil
 }
 
-// crioHandler turns a plan's handler (resolved, in containerd's terms)
-// into a CRI-O one: an OCI runtime run under containerd's runc shim
-// (options.BinaryName) is an oci handler of that binary; any other
-// runtime type is a containerd shim v2, a vm handler of its runtimePath.
-// settings may carry CRI-O's allowed_annotations and container_min_memory.
-// What CRI-O has no setting for is refused, naming the field.
-func crioHandler(h containerdconfig.RuntimeHandler) (crioconfig.RuntimeHandler, error) {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: handler %s: "+format, append([]any{ErrRuntimeUnsupported, h.Name}, args...)...)
-	}
-	for field, set := range map[string]bool{"snapshotter": h.Snapshotter != "", "sandboxer": h.Sandboxer != "", "ioType": h.IOType != "",
-		"podAnnotations": len(h.PodAnnotations) > 0, "containerAnnotations": len(h.ContainerAnnotations) > 0} {
-		if set {
-			return crioconfig.RuntimeHandler{}, bad("%s is containerd's; CRI-O has no such setting", field)
-		}
-	}
-	out := crioconfig.RuntimeHandler{Name: h.Name, PrivilegedWithoutHostDevices: h.PrivilegedWithoutHostDevices}
-	opts := maps.Clone(h.Options)
-	delete(opts, "SystemdCgroup")              // CRI-O's cgroup manager is node-wide
-	out.RuntimeRoot, _ = opts["Root"].(string) // a vm handler's FIFOs' root; crioconfig.VMRuntimeRoot when unset
-	delete(opts, "Root")
-	if slices.Contains(containerdRuntimeTypes, h.RuntimeType) {
-		out.Kind = crioconfig.KindOCI
-		out.RuntimePath, _ = opts["BinaryName"].(string)
-		if out.RuntimePath == "" {
-			return out, fmt.Errorf("%w: handler %q: runtime type %s without options.BinaryName is the node's own runtime", ErrReserved, h.Name, h.RuntimeType)
-		}
-		delete(opts, "BinaryName")
-	} else {
-		out.Kind, out.RuntimePath = crioconfig.KindVM, h.RuntimePath
-		out.RuntimeConfigPath, _ = opts["ConfigPath"].(string)
-		delete(opts, "ConfigPath")
-		if out.RuntimePath == "" {
-			return out, bad("runtimePath: CRI-O needs the shim binary's path (containerd-shim-<name>-v2); shimkit does not rely on PATH")
-		}
-	}
-	if len(opts) > 0 {
-		return out, bad("options %v: CRI-O has no such setting", slices.Sorted(maps.Keys(opts)))
-	}
-	return out, crioSettings(&out, h.Settings, bad)
-}
-
-// crioSettings reads CRI-O's own keys of a handler's settings.
-func crioSettings(out *crioconfig.RuntimeHandler, settings map[string]any, bad func(string, ...any) error) error {
-	for k, v := range settings {
-		switch k {
-		case "allowed_annotations":
-			l, ok := stringList(v)
-			if !ok {
-				return bad("settings.allowed_annotations: want a list of strings")
-			}
-			out.AllowedAnnotations = l
-		case "container_min_memory":
-			s, ok := v.(string)
-			if !ok {
-				return bad("settings.container_min_memory: want a string such as \"12MiB\"")
-			}
-			out.ContainerMinMemory = s
-		default:
-			return bad("settings.%s: CRI-O handlers take allowed_annotations and container_min_memory", k)
-		}
-	}
-	return nil
+func dirExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
 }
 
 // crioChange is a crioconfig.Change whose rollback settles a drop-in
@@ -310,24 +250,6 @@ func settleCRIO(t crioconfig.Target, log *slog.Logger, handler string, err error
 	}
 	log.Error("another writer changed shimkit's CRI-O drop-in; left as it is", "handler", handler, "err", err)
 	return err
-}
-
-// stringList reads a list of strings as a plan decodes it ([]any) or as
-// Go code writes it ([]string).
-func stringList(v any) ([]string, bool) {
-	if l, ok := v.([]string); ok {
-		return l, true
-	}
-	l, ok := v.([]any)
-	out := make([]string, 0, len(l))
-	for _, e := range l {
-		s, isStr := e.(string)
-		if !isStr {
-			return nil, false
-		}
-		out = append(out, s)
-	}
-	return out, ok
 }
 
 // hostCgroupV1 reports whether systemd tracks units in cgroup v1 on this
