@@ -9,6 +9,7 @@ import (
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/installer/bundle"
+	"github.com/shimkit/shimkit/internal/installer/drift"
 	"github.com/shimkit/shimkit/internal/installer/migrate"
 	"github.com/shimkit/shimkit/internal/installer/runtime"
 )
@@ -157,11 +158,11 @@ func (r *run) checkDrift() {
 		return
 	}
 	r.bundleIntact()
-	rest, err := driftCheck{r.i}.setup(r.rt, r.prev)
+	rest, err := drift.Setup(r.rt, r.i.units(), r.prev.drift())
 	if err != nil {
 		r.i.log().Warn("comparing the node with the record", "shim", r.plan.Shim.Name, "err", err)
 	}
-	r.drift.found = slices.Concat(recordDrift(r.prev, r.plan), r.drift.bundle, rest)
+	r.drift.found = slices.Concat(drift.OfRecord(r.prev.drift(), r.plan), r.drift.bundle, rest)
 	if len(r.drift.found) > 0 {
 		r.i.log().Warn("the node drifted from the record; repairing", "shim", r.plan.Shim.Name, "drift", r.drift.found)
 	}

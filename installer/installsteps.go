@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/shimkit/shimkit/internal/installer/bundle"
+	"github.com/shimkit/shimkit/internal/installer/drift"
 	"github.com/shimkit/shimkit/internal/installer/ownership"
 	"github.com/shimkit/shimkit/internal/installer/runtime"
 	"github.com/shimkit/shimkit/internal/installer/source"
@@ -132,7 +133,7 @@ func (r *run) sameBundle() bool {
 // (its drift is empty), comparing once per run.
 func (r *run) bundleIntact() bool {
 	if !r.drift.checked {
-		d, err := bundle.Drift(r.i.paths(), bundleRecord(r.prev), planFiles(r.prev, r.plan))
+		d, err := bundle.Drift(r.i.paths(), bundleRecord(r.prev), drift.Files(r.prev.drift(), r.plan))
 		if err != nil {
 			d = append(d, err.Error()) // what cannot be read is laid out again
 		}

@@ -147,7 +147,7 @@ func (i *Installer) Status(ctx context.Context) ([]ShimStatus, error) {
 	for _, name := range slices.Sorted(maps.Keys(state.Shims)) {
 		rec := state.Shims[name]
 		st := ShimStatus{Name: name, State: rec}
-		found, err := driftCheck{i}.recorded(rec, "", plan.Restart{}, nil)
+		found, err := i.drift(rec, "", plan.Restart{}, nil)
 		st.Problems = found
 		if err != nil {
 			st.Problems = append(st.Problems, err.Error())

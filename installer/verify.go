@@ -9,6 +9,7 @@ import (
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/installer/bundle"
+	"github.com/shimkit/shimkit/internal/installer/drift"
 	"github.com/shimkit/shimkit/internal/installer/runtime"
 )
 
@@ -50,7 +51,7 @@ func (i *Installer) Verify(ctx context.Context, p *plan.NodePlan) (*Result, erro
 		return nil, fmt.Errorf("verify %s: %w", name, err)
 	}
 	defer unlock()
-	res, err := driftCheck{i}.compare(p)
+	res, err := i.compare(p)
 	if err != nil {
 		return nil, fmt.Errorf("verify %s: %w", name, err)
 	}
@@ -61,8 +62,7 @@ func (i *Installer) Verify(ctx context.Context, p *plan.NodePlan) (*Result, erro
 
 // compare compares the node with the record of the plan's Shim and the
 // record with the plan, holding the lock.
-func (d driftCheck) compare(p *plan.NodePlan) (*Result, error) {
-	i := d.i
+func (i *Installer) compare(p *plan.NodePlan) (*Result, error) {
 	name := p.Shim.Name
 	state, err := i.store().read()
 	if err != nil {
@@ -72,12 +72,12 @@ func (d driftCheck) compare(p *plan.NodePlan) (*Result, error) {
 	if rec, had := state.Shims[name]; !had {
 		res.Drift = []string{"not installed"}
 	} else {
-		node, err := d.recorded(rec, p.Runtime, p.Restart, planFiles(rec, p))
+		node, err := i.drift(rec, p.Runtime, p.Restart, drift.Files(rec.drift(), p))
 		if err != nil {
 			return nil, err
 		}
 		res.Digest, res.Files, res.VerifiedBy = rec.Digest, rec.Files, rec.VerifiedBy
-		res.Drift = slices.Concat(recordDrift(rec, p), node)
+		res.Drift = slices.Concat(drift.OfRecord(rec.drift(), p), node)
 	}
 	for _, pd := range state.Pending {
 		if pd.Shim == name {
@@ -87,62 +87,22 @@ func (d driftCheck) compare(p *plan.NodePlan) (*Result, error) {
 	return res, nil
 }
 
-// recordDrift compares the record with the plan: the spec it was
-// installed from, the artifact and the Shim's UID.
-func recordDrift(rec ShimState, p *plan.NodePlan) []string {
-	var out []string
-	if rec.SpecHash != p.SpecHash {
-		out = append(out, fmt.Sprintf("installed spec %s, the plan's is %s", rec.SpecHash, p.SpecHash))
-	}
-	if a := p.Artifact; a != nil && a.Digest != "" && rec.Digest != a.Digest {
-		out = append(out, fmt.Sprintf("installed digest %s, the plan pins %s", rec.Digest, a.Digest))
-	}
-	if rec.UID != "" && p.Shim.UID != "" && rec.UID != p.Shim.UID {
-		out = append(out, fmt.Sprintf("installed for Shim UID %s, the plan's is %s", rec.UID, p.Shim.UID))
-	}
-	return out
-}
-
-// planFiles returns the plan's files when they are the installed bundle's
-// layout (the same artifact and files, so the same modes), else nil.
-func planFiles(rec ShimState, p *plan.NodePlan) []plan.File {
-	if bundle.SameVersion(rec.Version, bundle.Version(rec.Digest, p.Files)) {
-		return p.Files
-	}
-	return nil
-}
-
-// driftCheck is the drift role: how the node differs from a Shim's
-// record. Each comparison only reads the node.
-type driftCheck struct{ i *Installer }
-
-// recorded compares the node with a Shim's record on the runtime the
-// record names, or kind when given (a plan's, with its restart settings
-// r): its bundle (files of the plan's layout, or nil), handlers and units.
-// What cannot be read (a config that does not parse) is the error,
-// returned with the drift found before it.
-func (d driftCheck) recorded(rec ShimState, kind string, r plan.Restart, files []plan.File) ([]string, error) {
-	rt, err := runtime.For(cmp.Or(kind, rec.Runtime, plan.RuntimeContainerd), r, d.i.runtimeOptions())
+// drift compares the node with a Shim's record on the runtime the record
+// names, or kind when given (a plan's, with its restart settings r): its
+// bundle (files of the plan's layout, or nil), handlers and units. Each
+// comparison only reads the node.
+func (i *Installer) drift(rec ShimState, kind string, r plan.Restart, files []plan.File) ([]string, error) {
+	rt, err := runtime.For(cmp.Or(kind, rec.Runtime, plan.RuntimeContainerd), r, i.runtimeOptions())
 	if err != nil {
 		return nil, err
 	}
-	out, err := bundle.Drift(d.i.paths(), bundleRecord(rec), files)
-	if err != nil {
-		return out, err
-	}
-	rest, err := d.setup(rt, rec)
-	return append(out, rest...), err
+	return drift.Node(i.paths(), rt, i.units(), rec.drift(), files)
 }
 
-// setup compares what of a Shim's record lies outside its bundle: its
-// handlers in the runtime's config, then its units.
-func (d driftCheck) setup(rt *runtime.Node, rec ShimState) ([]string, error) {
-	out, err := rt.HandlerDrift(rec.handlers())
-	if err != nil {
-		return out, err
-	}
-	units, err := d.i.units().Drift(rec.Units, rec.Written)
-	return append(out, units...), err
+// drift is what the record says, as far as drift goes.
+func (s ShimState) drift() drift.Record {
+	return drift.Record{SpecHash: s.SpecHash, Digest: s.Digest, UID: s.UID, Bundle: bundleRecord(s),
+		Handlers: s.handlers(), Units: s.Units, Written: s.Written}
 }
 
 // bundleRecord is what a Shim's record says of its bundle (the binaries of
