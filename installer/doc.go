@@ -36,23 +36,24 @@
 // sockets and no word from the plan is ErrAmbiguousRuntime. The steps
 // (fetch, bundle, links, units, state, canary) are the same on both; PATH
 // links are made only for a runtime that looks shims up on its PATH
-// (containerd 1.6). The Installer itself keeps only its public operations;
-// each other role is a small type of its own (layout, stateStore,
-// bundleStore, sandboxUnits, recovery, executor, driftCheck, ownership,
-// linkPlan), no type over 15 methods (TestTypeSizes).
+// (containerd 1.6). This package keeps the public operations, the step
+// engine and the node's state; each concern the steps call on is a package
+// of its own under internal/installer (runtime, systemd, units, bundle,
+// source, drift, ownership, migrate, layout, statefile), no type over 15
+// methods (TestTypeSizes).
 //
 // # Steps
 //
-// An operation is a list of small steps, each in its own file with its own
-// undo: preflight (ownership and reserved names, before anything changes),
-// stageBundle (fetch, verify and lay the bundle out in staging),
+// An operation is a list of small steps, each with its own undo: preflight
+// (ownership and reserved names, before anything changes), verifyArtifact
+// (the signature), stageBundle (fetch and lay the bundle out in staging),
 // configure (handlers and proxy plugins), placeBundle (switch the Shim's
 // "current" link), linkShims (PATH links for containerd 1.6),
 // startSandboxers (units), restartRuntime (restart and CRI check),
 // runCanary (the plan's canary pod, through Installer.Canary) and
-// commitInstall; uninstall is uninstallCheck, unconfigure, restartRuntime,
-// removeFiles. Verify has no steps: it only reads.
-// When a step fails, it and every step before it are undone in reverse and
+// commitInstall; uninstall is uninstallCheck, unconfigure, unlinkDetected,
+// restartRuntime, removeFiles. Verify has no steps: it only reads. When a
+// step fails, it and every step before it are undone in reverse and
 // containerd is restarted once more if it may have seen the change.
 //
 // # Guarantees

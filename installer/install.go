@@ -3,13 +3,15 @@ package installer
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/shimkit/shimkit/containerdconfig"
 	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/internal/installer/bundle"
+	"github.com/shimkit/shimkit/internal/installer/drift"
+	"github.com/shimkit/shimkit/internal/installer/migrate"
+	"github.com/shimkit/shimkit/internal/installer/runtime"
 )
 
 // Install carries out an install plan: fetch and verify the artifact, lay
@@ -40,16 +42,17 @@ func (i *Installer) Install(ctx context.Context, p *plan.NodePlan) (*Result, err
 // plan that failed from those undone with it).
 func (i *Installer) InstallAll(ctx context.Context, plans []*plan.NodePlan) ([]*Result, error) {
 	start := time.Now()
-	names, handlers, err := checkPlans(i.paths(), plans)
+	names, handlers, err := runtime.CheckPlans(i.paths(), plans)
 	if err != nil {
 		return nil, err
 	}
 	label := strings.Join(names, ", ")
-	rt, err := i.runtimeFor(plans[0].Runtime, plans[0].Restart)
+	rt, err := runtime.For(plans[0].Runtime, plans[0].Restart, i.runtimeOptions())
 	if err != nil {
 		return nil, err
 	}
-	if err := (hostCheck{i}).checkWritable(hostCheck{i}.writeTargets(rt, plans)); err != nil {
+	hasUnits := slices.ContainsFunc(plans, func(p *plan.NodePlan) bool { return len(p.Sandboxers) > 0 })
+	if err := i.paths().CheckWritable(i.paths().Targets(rt.ConfigTargets(), hasUnits)); err != nil {
 		return nil, err
 	}
 	sess, err := i.begin(ctx, label, rt)
@@ -58,22 +61,10 @@ func (i *Installer) InstallAll(ctx context.Context, plans []*plan.NodePlan) ([]*
 	}
 	defer sess.unlock()
 	runs := make([]*run, len(plans))
-	restart := &restartRuntime{}
 	for k, p := range plans {
 		runs[k] = i.newRun(p, sess, "install")
 		runs[k].hs = handlers[k]
 		runs[k].checkDrift()
-		restart.present = append(restart.present, runs[k].handlerNames()...)
-	}
-	for _, r := range runs {
-		for _, h := range r.prev.handlers() {
-			if !slices.Contains(restart.present, h) && !slices.Contains(restart.absent, h) {
-				restart.absent = append(restart.absent, h)
-			}
-		}
-	}
-	if len(runs) > 1 {
-		restart.runs = runs
 	}
 	// The configs are edited first: a config that cannot be edited safely
 	// fails the install before anything on the node changed.
@@ -83,7 +74,7 @@ func (i *Installer) InstallAll(ctx context.Context, plans []*plan.NodePlan) ([]*
 	}
 	after := func() []step { return []step{runCanary{}, commitInstall{}} }
 	steps := interleave(runs, before)
-	steps = append(steps, bound{runs[0], restart})
+	steps = append(steps, bound{runs[0], sharedRestart(runs)})
 	steps = append(steps, interleave(runs, after)...)
 	err = executor{i}.executeAll(ctx, runs, steps)
 	out := make([]*Result, len(runs))
@@ -98,11 +89,32 @@ func (i *Installer) InstallAll(ctx context.Context, plans []*plan.NodePlan) ([]*
 	return out, nil
 }
 
+// sharedRestart is the one restart of an install's runs: it must bring
+// back every plan's handlers, and none of those the Shims had that no plan
+// has any more.
+func sharedRestart(runs []*run) *restartRuntime {
+	restart := &restartRuntime{}
+	for _, r := range runs {
+		restart.present = append(restart.present, r.handlerNames()...)
+	}
+	for _, r := range runs {
+		for _, h := range r.prev.handlers() {
+			if !slices.Contains(restart.present, h) && !slices.Contains(restart.absent, h) {
+				restart.absent = append(restart.absent, h)
+			}
+		}
+	}
+	if len(runs) > 1 {
+		restart.runs = runs
+	}
+	return restart
+}
+
 // result is what a committed install run did.
 func (r *run) result(start time.Time) *Result {
 	res := &Result{Shim: r.plan.Shim.Name, Upgrade: r.had && r.prev.SpecHash != r.plan.SpecHash}
-	res.Changed, res.Restarted, res.RestartDuration, res.CanaryDuration = r.configChanged(), r.restarted, r.restartDur, r.canaryDur
-	res.Digest, res.Files, res.VerifiedBy, res.Drift = r.rec.Digest, r.rec.Files, r.rec.VerifiedBy, r.found
+	res.Changed, res.Restarted, res.RestartDuration, res.CanaryDuration = r.configChanged(), r.restart.done, r.restart.dur, r.restart.canary
+	res.Digest, res.Files, res.VerifiedBy, res.Drift = r.rec.Digest, r.rec.Files, r.rec.VerifiedBy, r.drift.found
 	res.Duration = time.Since(start)
 	r.i.step("done", "shim", res.Shim, "changed", res.Changed, "restarted", res.Restarted)
 	return res
@@ -124,69 +136,12 @@ func interleave(runs []*run, steps func() []step) []bound {
 	return out
 }
 
-// checkPlans validates the plans of one operation: install plans of
-// different Shims, with different handlers, for the same runtime. It
-// returns the Shims' names and their resolved handlers.
-func checkPlans(l layout, plans []*plan.NodePlan) ([]string, [][]containerdconfig.RuntimeHandler, error) {
-	if len(plans) == 0 {
-		return nil, nil, fmt.Errorf("%w: no plan", plan.ErrInvalid)
-	}
-	var names []string
-	var handlers [][]containerdconfig.RuntimeHandler
-	owner := map[string]string{} // handler → Shim
-	for _, p := range plans {
-		if err := p.Validate(); err != nil {
-			return nil, nil, err
-		}
-		name := p.Shim.Name
-		if p.Operation != plan.OpInstall {
-			return nil, nil, fmt.Errorf("%w: operation %q of Shim %s given to Install", plan.ErrInvalid, p.Operation, name)
-		}
-		if slices.Contains(names, name) {
-			return nil, nil, fmt.Errorf("%w: Shim %s has two plans in one operation", plan.ErrInvalid, name)
-		}
-		if !reflect.DeepEqual(p.Restart, plans[0].Restart) {
-			return nil, nil, fmt.Errorf("%w: Shim %s: restart settings differ from Shim %s's in one operation", plan.ErrInvalid, name, names[0])
-		}
-		if p.Runtime != plans[0].Runtime {
-			return nil, nil, fmt.Errorf("%w: Shim %s: runtime %q differs from Shim %s's %q in one operation", plan.ErrInvalid, name, p.Runtime, names[0], plans[0].Runtime)
-		}
-		hs, err := resolveHandlers(l, p)
-		if err != nil {
-			return nil, nil, err
-		}
-		for _, h := range hs {
-			if other, ok := owner[h.Name]; ok {
-				return nil, nil, fmt.Errorf("%w: handler %s is in the plans of Shims %s and %s", plan.ErrInvalid, h.Name, other, name)
-			}
-			owner[h.Name] = name
-		}
-		names = append(names, name)
-		handlers = append(handlers, hs)
-	}
-	return names, handlers, nil
-}
-
-// resolveHandlers converts the plan's handlers, with the bundle
-// placeholder resolved.
-func resolveHandlers(l layout, p *plan.NodePlan) ([]containerdconfig.RuntimeHandler, error) {
-	var out []containerdconfig.RuntimeHandler
-	for _, h := range p.Handlers {
-		rh, err := runtimeHandler(h, l.currentDir(p.Shim.Name))
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", plan.ErrInvalid, err)
-		}
-		out = append(out, rh)
-	}
-	return out, nil
-}
-
 func (i *Installer) newRun(p *plan.NodePlan, sess *session, op string) *run {
 	prev, had := sess.state.Shims[p.Shim.Name]
 	return &run{
 		i: i, plan: p, state: sess.state, rt: sess.rt, recovered: sess.recovered,
 		prev: prev, had: had,
-		rec: ShimState{UID: p.Shim.UID, SpecHash: p.SpecHash, Preset: sess.rt.preset(), Runtime: sess.rt.recorded(),
+		rec: ShimState{UID: p.Shim.UID, SpecHash: p.SpecHash, Preset: sess.rt.Preset(), Runtime: sess.rt.Recorded(),
 			InstalledAt: prev.InstalledAt},
 		pending: &Pending{Op: op, Shim: p.Shim.Name},
 	}
@@ -203,17 +158,15 @@ func (r *run) checkDrift() {
 		return
 	}
 	r.bundleIntact()
-	rest, err := driftCheck{r.i}.setup(r.rt, r.prev)
+	rest, err := drift.Setup(r.rt, r.i.units(), r.prev.drift())
 	if err != nil {
 		r.i.log().Warn("comparing the node with the record", "shim", r.plan.Shim.Name, "err", err)
 	}
-	r.found = slices.Concat(recordDrift(r.prev, r.plan), r.bundleDrift, rest)
-	if len(r.found) > 0 {
-		r.i.log().Warn("the node drifted from the record; repairing", "shim", r.plan.Shim.Name, "drift", r.found)
+	r.drift.found = slices.Concat(drift.OfRecord(r.prev.drift(), r.plan), r.drift.bundle, rest)
+	if len(r.drift.found) > 0 {
+		r.i.log().Warn("the node drifted from the record; repairing", "shim", r.plan.Shim.Name, "drift", r.drift.found)
 	}
 }
-
-func (r *run) handlers() []containerdconfig.RuntimeHandler { return r.hs }
 
 func (r *run) handlerNames() []string {
 	var out []string
@@ -225,7 +178,7 @@ func (r *run) handlerNames() []string {
 
 // commitInstall makes the install permanent: config backups dropped, old
 // versions and units of the Shim removed, the record written.
-type commitInstall struct{}
+type commitInstall struct{ noUndo }
 
 func (commitInstall) name() string { return "committed" }
 
@@ -234,38 +187,23 @@ func (commitInstall) do(ctx context.Context, r *run) error {
 	if err := r.commitConfig(); err != nil {
 		return err
 	}
-	units := sandboxUnits{i}
-	units.dropBackups(r.rec.Units)
-	var dropped []string
-	for _, u := range r.prev.Units {
-		if !slices.Contains(r.rec.Units, u) {
-			dropped = append(dropped, u)
-		}
-	}
-	if err := units.remove(ctx, dropped); err != nil {
+	if dropped, err := i.units().Commit(ctx, r.rec.Units, r.prev.Units); err != nil {
 		i.log().Warn("removing units the Shim no longer has", "units", dropped, "err", err)
 	}
-	for _, l := range r.prev.Links {
-		if !slices.Contains(r.rec.Links, l) {
-			_ = unlinkUnder(i.paths().local(l), r.prev.BundleDir)
-		}
-	}
-	if err := pruneVersions(i.paths().local(r.rec.BundleDir), r.rec.Version); err != nil {
+	if err := bundle.Commit(i.paths(), bundleRecord(r.rec), bundleRecord(r.prev)); err != nil {
 		i.log().Warn("removing old bundle versions", "dir", r.rec.BundleDir, "err", err)
 	}
 	if m := r.plan.Migrate; m != nil {
 		// The node runs the Shim's handler now: what the other installer
 		// left goes.
-		if err := (rcmCleanup{i}).removeLeftovers(m.Handler); err != nil {
+		if err := migrate.RemoveLeftovers(i.paths(), m.Handler); err != nil {
 			i.log().Warn("removing what runtime-class-manager left", "handler", m.Handler, "err", err)
 		}
 	}
-	if r.configChanged() || r.rec.InstalledAt.IsZero() || r.stagedVer != "" {
+	if r.configChanged() || r.rec.InstalledAt.IsZero() || r.bundle.Version != "" {
 		r.rec.InstalledAt = time.Now().UTC()
 	}
 	r.state.Shims[r.plan.Shim.Name] = r.rec
 	r.clearPending()
 	return i.store().write(r.state)
 }
-
-func (commitInstall) undo(context.Context, *run) error { return nil }

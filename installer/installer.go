@@ -9,6 +9,11 @@ import (
 	"github.com/shimkit/shimkit/containerdconfig"
 	"github.com/shimkit/shimkit/crioconfig"
 	"github.com/shimkit/shimkit/fetch"
+	"github.com/shimkit/shimkit/internal/installer/bundle"
+	"github.com/shimkit/shimkit/internal/installer/layout"
+	"github.com/shimkit/shimkit/internal/installer/ownership"
+	"github.com/shimkit/shimkit/internal/installer/runtime"
+	"github.com/shimkit/shimkit/internal/installer/units"
 )
 
 // Errors of a failed operation, checked with errors.Is.
@@ -24,16 +29,48 @@ var (
 	ErrInterrupted = errors.New("interrupted")
 	// ErrReserved: the plan asks for a name that belongs to containerd
 	// itself (its runc shim).
-	ErrReserved = errors.New("reserved for containerd's own runtime")
+	ErrReserved = ownership.ErrReserved
+	// ErrConflict: something the plan would write exists and shimkit did
+	// not write it for this Shim (a handler, unit, proxy plugin or PATH
+	// name of an admin, another tool or another Shim), or it was changed
+	// after shimkit wrote it. Nothing on the node was changed.
+	ErrConflict = ownership.ErrConflict
+	// ErrConcurrentEdit: undoing an operation found a file that someone
+	// else changed after shimkit wrote it; the file was left as it is, so
+	// that their edit is not lost.
+	ErrConcurrentEdit = ownership.ErrConcurrentEdit
+	// ErrMissingFile: the artifact lacks a file the plan names, or a
+	// pattern matches several.
+	ErrMissingFile = bundle.ErrMissingFile
+	// ErrReadOnlyHost: a directory the install must write is on a
+	// read-only filesystem (an immutable OS, a read-only /opt or /usr), or
+	// the bundle root, whose binaries containerd runs, is on one mounted
+	// noexec (COS mounts some writable directories so). Nothing on the
+	// node changed; the node needs its runtime baked into its image, or
+	// other directories (BundleRoot, LinkDir).
+	ErrReadOnlyHost = layout.ErrReadOnlyHost
+	// ErrCanaryFailed: the canary pod did not start with the handler, or
+	// its container did not exit 0 within the canary's timeout.
+	ErrCanaryFailed = errors.New("canary pod failed")
+	// ErrNoCanaryRunner: the plan asks for a canary and the Installer has
+	// no CanaryRunner to run it.
+	ErrNoCanaryRunner = errors.New("the plan has a canary and the installer no canary runner (Installer.Canary)")
 )
 
 // Defaults of an Installer, as node paths.
 const (
-	DefaultBundleRoot = "/opt/shimkit"
-	DefaultLinkDir    = "/usr/local/bin"
-	DefaultStateDir   = "/var/lib/shimkit"
-	DefaultUnitDir    = "/etc/systemd/system"
+	DefaultBundleRoot = layout.DefaultBundleRoot
+	DefaultLinkDir    = layout.DefaultLinkDir
+	DefaultStateDir   = layout.DefaultStateDir
+	DefaultUnitDir    = layout.DefaultUnitDir
 )
+
+// DefaultCanarySettle is Installer.CanarySettle's default: past the
+// kubelet's second reconnect attempt. Measured on the end-to-end cluster:
+// canaries created at once after the restart took 16–17s when the kubelet
+// had not reconnected yet (FailedCreatePodSandBox: connection error), 3–5s
+// otherwise.
+const DefaultCanarySettle = runtime.DefaultSettle
 
 // Installer carries out node plans on one node. Its paths are node paths,
 // resolved under HostRoot: the node's / as mounted in a privileged pod, or
@@ -143,17 +180,36 @@ func (i *Installer) step(name string, args ...any) {
 	}
 }
 
+// paths returns the Installer's layout.
+func (i *Installer) paths() layout.Layout {
+	return layout.Layout{Host: i.HostRoot, Bundles: i.BundleRoot, Links: i.LinkDir, State: i.StateDir, Units: i.UnitDir}
+}
+
+// runtimeOptions are what the Installer says of the node's runtime: with
+// runtime.For, Installer.Runtime, else the kind its Preset or Mode imply
+// (containerd), else the plan's, else the detected one.
+func (i *Installer) runtimeOptions() runtime.Options {
+	return runtime.Options{Layout: i.paths(), Runtime: i.Runtime, Preset: i.Preset, Mode: i.Mode, CRIO: i.CRIO,
+		Restarter: i.Restarter, Health: i.Health, Offline: i.Offline, Log: i.log()}
+}
+
+// units returns the Installer's sandboxer units, run by Installer.Units
+// (systemd over D-Bus by default).
+func (i *Installer) units() units.Units {
+	return units.Units{Layout: i.paths(), Manager: i.Units, Offline: i.Offline}
+}
+
 // session is an operation that holds the node lock.
 type session struct {
 	unlock    func()
 	state     *State
 	recovered bool // an interrupted operation was undone: the runtime must restart
-	rt        *nodeRuntime
+	rt        *runtime.Node
 }
 
 // begin takes the node lock, reads the state, recovers an interrupted
-// operation; rt is the node's runtime (runtimeFor).
-func (i *Installer) begin(ctx context.Context, shim string, rt *nodeRuntime) (*session, error) {
+// operation; rt is the node's runtime (runtime.For).
+func (i *Installer) begin(ctx context.Context, shim string, rt *runtime.Node) (*session, error) {
 	unlock, err := i.store().lock(ctx)
 	if err != nil {
 		return nil, err
@@ -164,7 +220,7 @@ func (i *Installer) begin(ctx context.Context, shim string, rt *nodeRuntime) (*s
 		s.recovered, err = recovery{i}.recoverPending(ctx, s.state)
 	}
 	if err == nil {
-		err = bundleStore{i}.sweepStaging()
+		err = bundle.SweepStaging(i.paths())
 	}
 	if err != nil {
 		unlock()

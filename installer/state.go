@@ -6,15 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"maps"
 	"slices"
 	"time"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/shimkit/shimkit/containerdconfig"
+	"github.com/shimkit/shimkit/internal/installer/bundle"
+	"github.com/shimkit/shimkit/internal/installer/layout"
+	"github.com/shimkit/shimkit/internal/installer/runtime"
+	"github.com/shimkit/shimkit/internal/installer/statefile"
 )
 
 // State is what the installer records on the node (state.json in the state
@@ -162,22 +161,15 @@ func (ps Pendings) without(p *Pending) Pendings {
 
 // stateStore is the state role: the state file and the node lock in the
 // state directory.
-type stateStore struct{ l layout }
+type stateStore struct{ l layout.Layout }
 
 // store returns the Installer's state store.
 func (i *Installer) store() stateStore { return stateStore{i.paths()} }
 
 func (st stateStore) read() (*State, error) {
-	data, err := os.ReadFile(st.l.statePath())
-	if errors.Is(err, fs.ErrNotExist) {
-		return &State{Shims: map[string]ShimState{}}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
 	s := &State{}
-	if err := json.Unmarshal(data, s); err != nil {
-		return nil, fmt.Errorf("state %s: %w", st.l.statePath(), err)
+	if err := statefile.Read(st.l.StatePath(), s); err != nil {
+		return nil, err
 	}
 	if s.Shims == nil {
 		s.Shims = map[string]ShimState{}
@@ -185,64 +177,62 @@ func (st stateStore) read() (*State, error) {
 	return s, nil
 }
 
-func (st stateStore) write(s *State) error {
-	data, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(st.l.statePath()), 0o755); err != nil {
-		return err
-	}
-	return containerdconfig.WriteFileAtomic(st.l.statePath(), append(data, '\n'), 0o644)
-}
+func (st stateStore) write(s *State) error { return statefile.Write(st.l.StatePath(), s) }
 
-// lock takes the node-wide lock (flock on a file in the state directory),
-// waiting until ctx is done: two installers never edit the config or
-// restart containerd at the same time.
+// lock takes the node lock, waiting until ctx is done: two installers
+// never edit the config or restart containerd at the same time.
 func (st stateStore) lock(ctx context.Context) (func(), error) {
-	path := st.l.lockPath()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	return flock(ctx, f, unix.LOCK_EX)
+	return statefile.Lock(ctx, st.l.LockPath())
 }
 
-// lockShared takes the node lock shared, waiting until ctx is done: a
-// reader (Verify) never sees an operation half-way, and readers do not
-// wait for each other. It creates nothing: without a lock file no
-// installer ever ran on the node, and there is nothing to wait for.
+// lockShared takes the node lock shared: a reader (Verify) never sees an
+// operation half-way, and readers do not wait for each other.
 func (st stateStore) lockShared(ctx context.Context) (func(), error) {
-	f, err := os.Open(st.l.lockPath())
-	if errors.Is(err, fs.ErrNotExist) {
-		return func() {}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return flock(ctx, f, unix.LOCK_SH)
+	return statefile.LockShared(ctx, st.l.LockPath())
 }
 
-// flock locks f (how: LOCK_EX or LOCK_SH), waiting until ctx is done, and
-// returns the unlock, which closes f; f is closed on an error too.
-func flock(ctx context.Context, f *os.File, how int) (func(), error) {
-	for {
-		err := unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
-		if err == nil {
-			return func() { _ = unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }, nil
-		}
-		if !errors.Is(err, unix.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, fmt.Errorf("waiting for the node lock %s: %w", f.Name(), ctx.Err())
-		case <-time.After(50 * time.Millisecond):
+// recovery is the recovery role: what an operation that died left half
+// done is undone by the next one, before anything else.
+type recovery struct{ i *Installer }
+
+// recoverPending undoes what an operation that died left half done: config
+// backups put back, the bundle link switched back and the version it added
+// removed, units and links it wrote restored or removed. It reports whether
+// anything was pending, in which case the runtime must be restarted.
+func (rc recovery) recoverPending(ctx context.Context, s *State) (bool, error) {
+	i := rc.i
+	if len(s.Pending) == 0 {
+		return false, nil
+	}
+	var errs []error
+	restored := map[string]bool{} // config files: one journal holds every change of the operation
+	for k := len(s.Pending) - 1; k >= 0; k-- {
+		p := s.Pending[k]
+		i.log().Warn("recovering from an interrupted operation", "op", p.Op, "shim", p.Shim)
+		if err := rc.recoverOne(ctx, p, restored); err != nil {
+			errs = append(errs, fmt.Errorf("recover interrupted %s of %s: %w", p.Op, p.Shim, err))
 		}
 	}
+	if err := errors.Join(errs...); err != nil {
+		return true, err
+	}
+	s.Pending = nil
+	return true, i.store().write(s)
+}
+
+// recoverOne undoes one Shim's part of an interrupted operation.
+func (rc recovery) recoverOne(ctx context.Context, p *Pending, restored map[string]bool) error {
+	i := rc.i
+	l := i.paths()
+	errs := []error{runtime.Recover(i.runtimeOptions(), p.Runtime, p.ConfigFiles, p.Handlers, restored)}
+	if p.BundleDir != "" {
+		errs = append(errs, bundle.Restore(l.Local(p.BundleDir), p.PrevVersion, p.NewVersion))
+	}
+	for _, lk := range slices.Sorted(maps.Keys(p.Links)) {
+		errs = append(errs, bundle.UnlinkOurs(l.Local(lk), p.Links[lk]))
+	}
+	if len(p.Units) > 0 {
+		errs = append(errs, i.units().Restore(ctx, p.Units, p.Written))
+	}
+	return errors.Join(errs...)
 }

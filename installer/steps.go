@@ -9,10 +9,12 @@ import (
 
 	"github.com/shimkit/shimkit/containerdconfig"
 	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/internal/installer/bundle"
+	"github.com/shimkit/shimkit/internal/installer/runtime"
 )
 
 // A step is one stage of an operation, with its own undo. An operation is
-// a list of steps; a new capability is a new step in its own file.
+// a list of steps; a new capability is a new step.
 //
 // do changes the node (or prepares to); undo reverts what do did, and must
 // cope with a do that failed half-way. Steps record their intent in the
@@ -24,12 +26,19 @@ type step interface {
 	undo(ctx context.Context, r *run) error
 }
 
-// run is the shared state of one operation.
+// noUndo is what a step that changes nothing itself, or whose undo the
+// runner does, has to undo: nothing.
+type noUndo struct{}
+
+func (noUndo) undo(context.Context, *run) error { return nil }
+
+// run is the shared state of one operation: what every step reads, and
+// each step's own state grouped by the concern that uses it.
 type run struct {
 	i     *Installer
 	plan  *plan.NodePlan
 	state *State
-	rt    *nodeRuntime
+	rt    *runtime.Node
 	// recovered: an interrupted operation was undone, so the runtime must
 	// be restarted even when this one changes nothing.
 	recovered bool
@@ -38,28 +47,37 @@ type run struct {
 	rec       ShimState // the record the operation leaves
 	pending   *Pending
 	hs        []containerdconfig.RuntimeHandler // the plan's handlers, resolved
-	// bundleDrift is how the Shim's bundle differs from prev, once
-	// bundleChecked; found is what an install of the same spec found
-	// drifted (and repairs).
-	bundleDrift   []string
-	bundleChecked bool
-	found         []string
 
-	// Set by the steps.
-	staging    string            // local path of the staging directory
-	stagedVer  string            // version prepared in staging ("" when the current one is kept)
-	changes    changes           // config edits, in order
-	restarted  bool              // the runtime was restarted with the new config
-	changed    bool              // a step changed the node
-	newLinks   map[string]string // PATH links to create (preflight)
-	ownLinks   []string          // PATH links the Shim made before and keeps
-	restartDur time.Duration
-	backAt     time.Time     // the runtime answered again after the restart
-	canaryDur  time.Duration // the canary passed in this time
-	committed  bool          // the run's changes are final
+	drift   driftState      // the node compared with prev (checkDrift, stageBundle)
+	bundle  bundle.Staging  // the bundle laid out in staging (stageBundle, placeBundle)
+	config  runtime.Changes // config edits, in order (configure, unconfigure, commits)
+	links   bundle.Links    // PATH links to create and to keep (preflight, linkShims)
+	restart restartState    // the runtime's restart (restartRuntime, runCanary)
+
+	changed   bool // a step changed the node
+	committed bool // the run's changes are final
 }
 
-func (r *run) configChanged() bool { return r.changes.Changed() }
+// driftState is how the Shim's bundle differs from its record, once
+// checked; found is what an install of the same spec found drifted (and
+// repairs).
+type driftState struct {
+	bundle  []string
+	checked bool
+	found   []string
+}
+
+// restartState is what the restart and the canary did: the runtime was
+// restarted with the new config, in dur, and answered again at backAt;
+// the canary passed in canary.
+type restartState struct {
+	done   bool
+	dur    time.Duration
+	backAt time.Time
+	canary time.Duration
+}
+
+func (r *run) configChanged() bool { return r.config.Changed() }
 
 // savePending writes the pending record before a step touches the node.
 func (r *run) savePending() error {
@@ -73,17 +91,6 @@ func (r *run) clearPending() { r.state.Pending = r.state.Pending.without(r.pendi
 // executor is the step executor role: it runs an operation's steps and,
 // when one fails, rolls back.
 type executor struct{ i *Installer }
-
-// execute runs the steps of one run in order; when one fails, it undoes
-// it and every step before it, in reverse, then brings the runtime back
-// to the restored config.
-func (e executor) execute(ctx context.Context, r *run, steps []step) error {
-	var bs []bound
-	for _, s := range steps {
-		bs = append(bs, bound{r, s})
-	}
-	return e.executeAll(ctx, []*run{r}, bs)
-}
 
 // bound is a step of one run of an operation that changes several Shims.
 type bound struct {
@@ -134,7 +141,7 @@ func (e executor) rollback(ctx context.Context, runs []*run, done []bound, cause
 			continue
 		}
 		changed = changed || r.changed || r.recovered
-		restarted = restarted || r.restarted || r.recovered || r.restartDur > 0
+		restarted = restarted || r.restart.done || r.recovered || r.restart.dur > 0
 	}
 	state, rt := runs[0].state, runs[0].rt
 	if !changed {
@@ -160,8 +167,8 @@ func (e executor) rollback(ctx context.Context, runs []*run, done []bound, cause
 			errs = append(errs, fmt.Errorf("undo %s of %s: %w", done[k].s.name(), done[k].r.plan.Shim.Name, err))
 		}
 	}
-	if restarted && rt.restarts {
-		errs = append(errs, restartHealthy(ctx, rt))
+	if restarted && rt.Restarts {
+		errs = append(errs, rt.RestartHealthy(ctx))
 	}
 	if err := errors.Join(errs...); err != nil {
 		i.log().Error("rollback failed", "cause", cause, "rollback", err)
@@ -173,18 +180,4 @@ func (e executor) rollback(ctx context.Context, runs []*run, done []bound, cause
 	}
 	i.log().Warn("rolled back", "cause", cause)
 	return fmt.Errorf("%w: %w", ErrRolledBack, cause)
-}
-
-// restartHealthy restarts the runtime after clearing a failed unit and
-// waits until it is ready (whatever handlers it has).
-func restartHealthy(ctx context.Context, rt Runtime) error {
-	if r, ok := rt.(failedResetter); ok {
-		if err := r.ResetFailed(ctx); err != nil {
-			return err
-		}
-	}
-	if err := rt.Restart(ctx); err != nil {
-		return err
-	}
-	return rt.Check(ctx, "", true)
 }

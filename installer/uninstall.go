@@ -1,18 +1,18 @@
 package installer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
-	"os"
-	"path"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/internal/installer/bundle"
+	"github.com/shimkit/shimkit/internal/installer/ownership"
+	"github.com/shimkit/shimkit/internal/installer/runtime"
 )
 
 // Uninstall removes a Shim: first its handlers and proxy plugins from the
@@ -26,7 +26,7 @@ func (i *Installer) Uninstall(ctx context.Context, p *plan.NodePlan) (*Result, e
 		return nil, err
 	}
 	name := p.Shim.Name
-	rt, err := i.runtimeFor(i.store().runtimeOf(p), p.Restart)
+	rt, err := runtime.For(i.store().runtimeOf(p), p.Restart, i.runtimeOptions())
 	if err != nil {
 		return nil, err
 	}
@@ -42,11 +42,13 @@ func (i *Installer) Uninstall(ctx context.Context, p *plan.NodePlan) (*Result, e
 		i.step("done", "shim", name, "changed", false)
 		return res, nil
 	}
-	steps := []step{uninstallCheck{}, unconfigure{}, &unlinkDetected{}, &restartRuntime{absent: r.prev.handlers()}, removeFiles{}}
-	if err := (executor{i}).execute(ctx, r, steps); err != nil {
+	steps := interleave([]*run{r}, func() []step {
+		return []step{uninstallCheck{}, unconfigure{}, &unlinkDetected{}, &restartRuntime{absent: r.prev.handlers()}, removeFiles{}}
+	})
+	if err := (executor{i}).executeAll(ctx, []*run{r}, steps); err != nil {
 		return nil, fmt.Errorf("uninstall %s: %w", name, err)
 	}
-	res.Changed, res.Restarted, res.RestartDuration = r.configChanged(), r.restarted, r.restartDur
+	res.Changed, res.Restarted, res.RestartDuration = r.configChanged(), r.restart.done, r.restart.dur
 	res.Duration = time.Since(start)
 	i.step("done", "shim", name, "changed", res.Changed, "restarted", res.Restarted)
 	return res, nil
@@ -67,18 +69,17 @@ func (st stateStore) runtimeOf(p *plan.NodePlan) string {
 	if !had {
 		return ""
 	}
-	return orDefault(rec.Runtime, plan.RuntimeContainerd) // records before CRI-O are containerd's
+	return cmp.Or(rec.Runtime, plan.RuntimeContainerd) // records before CRI-O are containerd's
 }
 
 // uninstallCheck refuses, before anything changes, to remove a unit file
 // someone changed after shimkit wrote it.
-type uninstallCheck struct{}
+type uninstallCheck struct{ noUndo }
 
 func (uninstallCheck) name() string { return "checked" }
 func (uninstallCheck) do(_ context.Context, r *run) error {
-	return ownership{r}.checkUnitsOurs(r.prev.Units)
+	return ownership.CheckUnitsOurs(r.i.paths(), r.prev.Units, r.prev.Units, r.prev.Written)
 }
-func (uninstallCheck) undo(context.Context, *run) error { return nil }
 
 // unlinkDetected removes, before the restart, the Shim's PATH links that
 // the distribution (k3s, RKE2) finds and renders a runtime table of its own
@@ -89,37 +90,22 @@ type unlinkDetected struct{ removed map[string]string }
 func (*unlinkDetected) name() string { return "unlinked" }
 
 func (s *unlinkDetected) do(_ context.Context, r *run) error {
-	s.removed = map[string]string{}
-	pf, ok := unwrap(r.rt).(pathFinder)
-	for _, l := range r.prev.Links {
-		if !ok || !pf.generatesRuntimeFor(path.Base(l)) {
-			continue
-		}
-		cur, err := os.Readlink(r.i.paths().local(l))
-		if err != nil || r.prev.BundleDir == "" || !strings.HasPrefix(cur, r.prev.BundleDir+"/") {
-			continue
-		}
-		if err := os.Remove(r.i.paths().local(l)); err != nil {
-			return fmt.Errorf("unlink %s: %w", l, err)
-		}
-		s.removed[l] = cur
+	pf, ok := r.rt.PathFinder()
+	if !ok {
+		return nil
 	}
-	return nil
+	var err error
+	s.removed, err = bundle.UnlinkDetected(r.i.paths(), r.prev.Links, r.prev.BundleDir, pf.GeneratesRuntimeFor)
+	return err
 }
 
 func (s *unlinkDetected) undo(_ context.Context, r *run) error {
-	var errs []error
-	for l, target := range s.removed {
-		if err := os.Symlink(target, r.i.paths().local(l)); err != nil && !errors.Is(err, fs.ErrExist) {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	return bundle.Relink(r.i.paths(), s.removed)
 }
 
 // removeFiles commits the config and removes what containerd no longer
 // uses: units, links, the bundle, and the record.
-type removeFiles struct{}
+type removeFiles struct{ noUndo }
 
 func (removeFiles) name() string { return "removed" }
 
@@ -128,19 +114,7 @@ func (removeFiles) do(ctx context.Context, r *run) error {
 	if err := r.commitConfig(); err != nil {
 		return err
 	}
-	errs := []error{sandboxUnits{i}.remove(ctx, rec.Units)}
-	for _, l := range rec.Links {
-		errs = append(errs, unlinkUnder(i.paths().local(l), rec.BundleDir))
-		for _, b := range rec.Binaries { // records of installers before bundles
-			errs = append(errs, unlinkOurs(i.paths().local(l), b))
-		}
-	}
-	for _, b := range rec.Binaries {
-		if err := os.Remove(i.paths().local(b)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
-		}
-	}
-	errs = append(errs, bundleStore{i}.remove(rec.BundleDir))
+	errs := []error{i.units().Remove(ctx, rec.Units), bundle.RemoveAll(i.paths(), bundleRecord(rec), rec.Binaries)}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("handlers removed, but cleaning up the Shim's files: %w", err)
 	}
@@ -148,8 +122,6 @@ func (removeFiles) do(ctx context.Context, r *run) error {
 	r.clearPending()
 	return i.store().write(r.state)
 }
-
-func (removeFiles) undo(context.Context, *run) error { return nil }
 
 // ShimStatus is what Status finds for one Shim.
 type ShimStatus struct {
@@ -175,8 +147,8 @@ func (i *Installer) Status(ctx context.Context) ([]ShimStatus, error) {
 	for _, name := range slices.Sorted(maps.Keys(state.Shims)) {
 		rec := state.Shims[name]
 		st := ShimStatus{Name: name, State: rec}
-		drift, err := driftCheck{i}.recorded(rec, "", plan.Restart{}, nil)
-		st.Problems = drift
+		found, err := i.drift(rec, "", plan.Restart{}, nil)
+		st.Problems = found
 		if err != nil {
 			st.Problems = append(st.Problems, err.Error())
 		}

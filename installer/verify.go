@@ -1,144 +1,113 @@
 package installer
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"os"
+	"slices"
+	"time"
 
-	"github.com/opencontainers/go-digest"
-	"oras.land/oras-go/v2/registry"
-
-	"github.com/shimkit/shimkit/fetch"
 	"github.com/shimkit/shimkit/installer/plan"
-	"github.com/shimkit/shimkit/signature"
+	"github.com/shimkit/shimkit/internal/installer/bundle"
+	"github.com/shimkit/shimkit/internal/installer/drift"
+	"github.com/shimkit/shimkit/internal/installer/runtime"
 )
 
-// ArtifactVerifier checks that a plan's pinned artifact is signed as the
-// plan's Verification asks, and says by whom. It reads signatures only:
-// nothing of the artifact is downloaded.
-type ArtifactVerifier interface {
-	VerifyArtifact(ctx context.Context, a *plan.Artifact) (signer string, err error)
+// Verify compares the node with what the last install of the plan's Shim
+// recorded, and that record with the plan (operation verify: the install
+// plan of the Shim's current spec). The Result's Drift lists every
+// mismatch, one entry each; empty, the node has exactly what the record
+// says:
+//
+//   - "not installed": the node has no record of the Shim;
+//   - the record's spec hash, pinned digest or Shim UID is not the plan's;
+//   - a bundle file is missing, no longer a regular file, or holds other
+//     bytes than the install placed (records of installers before file
+//     digests: only missing), or has another mode than the plan's;
+//   - the bundle's "current" link or a PATH link does not point where the
+//     install pointed it;
+//   - a handler of the record is not in containerd's config (the file the
+//     installer edits for it);
+//   - a unit file is missing or was changed after shimkit wrote it;
+//   - an interrupted operation on the Shim is pending.
+//
+// Verify is strictly read-only: it takes the node lock shared (so that it
+// never sees an operation half-way), recovers nothing, writes nothing,
+// restarts nothing and never fetches the artifact. Installing the same
+// plan repairs what it reports, but for a unit someone else changed
+// (ErrConflict). An error (the state or containerd's config cannot be
+// read) means the node could not be compared; Report classifies it.
+func (i *Installer) Verify(ctx context.Context, p *plan.NodePlan) (*Result, error) {
+	start := time.Now()
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	name := p.Shim.Name
+	if p.Operation != plan.OpVerify {
+		return nil, fmt.Errorf("%w: operation %q of Shim %s given to Verify", plan.ErrInvalid, p.Operation, name)
+	}
+	unlock, err := i.store().lockShared(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("verify %s: %w", name, err)
+	}
+	defer unlock()
+	res, err := i.compare(p)
+	if err != nil {
+		return nil, fmt.Errorf("verify %s: %w", name, err)
+	}
+	res.Duration = time.Since(start)
+	i.step("compared", "shim", name, "drift", len(res.Drift))
+	return res, nil
 }
 
-var (
-	_ ArtifactVerifier = (*SignatureVerifier)(nil)
-	_ ArtifactVerifier = VerifierFunc(nil)
-)
-
-// VerifierFunc is an ArtifactVerifier of a function: the in-memory
-// verifier of unit tests.
-type VerifierFunc func(ctx context.Context, a *plan.Artifact) (string, error)
-
-// VerifyArtifact calls f.
-func (f VerifierFunc) VerifyArtifact(ctx context.Context, a *plan.Artifact) (string, error) {
-	return f(ctx, a)
-}
-
-// SignatureVerifier is the installer's ArtifactVerifier, with package
-// signature: an OCI artifact's signatures are found next to its pinned
-// digest in its repository (sigstore bundle referrers, cosign's tag
-// scheme); an http artifact's signature is read from SignatureURL. The
-// pull secret and trusted root are read at the plan's paths.
-type SignatureVerifier struct{}
-
-// VerifyArtifact verifies a's pinned digest.
-func (SignatureVerifier) VerifyArtifact(ctx context.Context, a *plan.Artifact) (string, error) {
-	v, err := signature.NewVerifier(policyOf(a.Verification))
-	if err != nil {
-		return "", fmt.Errorf("%w: artifact.verification: %w", plan.ErrInvalid, err)
-	}
-	d, err := digest.Parse(a.Digest)
-	if err != nil {
-		return "", fmt.Errorf("%w: artifact.digest %q: %w", plan.ErrInvalid, a.Digest, err)
-	}
-	var signer *signature.Signer
-	switch a.Type {
-	case plan.SourceOCI:
-		signer, err = verifyOCI(ctx, v, a, d)
-	case plan.SourceHTTP:
-		f := fetch.NewHTTPFetcher(a.URL, "", fetch.Options{})
-		var sig []byte
-		if sig, err = f.Get(ctx, a.SignatureURL, 1<<20); err != nil {
-			if errors.Is(err, fetch.ErrNotFound) {
-				return "", fmt.Errorf("%s: %w (%w)", a.SignatureURL, signature.ErrNotFound, err)
-			}
-			return "", fmt.Errorf("signature %s: %w", a.SignatureURL, err)
-		}
-		signer, err = v.VerifyBlob(ctx, d, sig)
-	default:
-		return "", fmt.Errorf("%w: artifact.verification: %s artifacts carry no signature", plan.ErrInvalid, a.Type)
-	}
-	if err != nil {
-		return "", fmt.Errorf("artifact %s: %w", d, err)
-	}
-	return signer.String(), nil
-}
-
-func verifyOCI(ctx context.Context, v *signature.Verifier, a *plan.Artifact, d digest.Digest) (*signature.Signer, error) {
-	ref, err := registry.ParseReference(a.Reference)
-	if err != nil {
-		return nil, fmt.Errorf("%w: artifact.reference %q: %w", plan.ErrInvalid, a.Reference, err)
-	}
-	ref.Reference = d.String()
-	o := fetch.RegistryOptions{PlainHTTP: a.PlainHTTP, Insecure: a.Insecure}
-	if a.PullSecretPath != "" {
-		if o.DockerConfigJSON, err = os.ReadFile(a.PullSecretPath); err != nil {
-			return nil, fmt.Errorf("pull secret: %w", err)
-		}
-	}
-	repo, pinned, err := fetch.NewRepository(ref.String(), o)
+// compare compares the node with the record of the plan's Shim and the
+// record with the plan, holding the lock.
+func (i *Installer) compare(p *plan.NodePlan) (*Result, error) {
+	name := p.Shim.Name
+	state, err := i.store().read()
 	if err != nil {
 		return nil, err
 	}
-	desc, err := fetch.ResolveIn(ctx, repo, pinned)
+	res := &Result{Shim: name}
+	if rec, had := state.Shims[name]; !had {
+		res.Drift = []string{"not installed"}
+	} else {
+		node, err := i.drift(rec, p.Runtime, p.Restart, drift.Files(rec.drift(), p))
+		if err != nil {
+			return nil, err
+		}
+		res.Digest, res.Files, res.VerifiedBy = rec.Digest, rec.Files, rec.VerifiedBy
+		res.Drift = slices.Concat(drift.OfRecord(rec.drift(), p), node)
+	}
+	for _, pd := range state.Pending {
+		if pd.Shim == name {
+			res.Drift = append(res.Drift, "an interrupted "+pd.Op+" is pending; the next install or uninstall recovers it")
+		}
+	}
+	return res, nil
+}
+
+// drift compares the node with a Shim's record on the runtime the record
+// names, or kind when given (a plan's, with its restart settings r): its
+// bundle (files of the plan's layout, or nil), handlers and units. Each
+// comparison only reads the node.
+func (i *Installer) drift(rec ShimState, kind string, r plan.Restart, files []plan.File) ([]string, error) {
+	rt, err := runtime.For(cmp.Or(kind, rec.Runtime, plan.RuntimeContainerd), r, i.runtimeOptions())
 	if err != nil {
 		return nil, err
 	}
-	return v.VerifyOCI(ctx, repo, desc)
+	return drift.Node(i.paths(), rt, i.units(), rec.drift(), files)
 }
 
-// policyOf reads the plan's verification, with the trusted root from its
-// file.
-func policyOf(pv *plan.Verification) signature.Policy {
-	var p signature.Policy
-	for _, k := range pv.PublicKeys {
-		p.PublicKeys = append(p.PublicKeys, []byte(k))
-	}
-	if k := pv.Keyless; k != nil {
-		root, _ := os.ReadFile(k.TrustedRootPath) // empty: NewVerifier names the field
-		p.Keyless = &signature.Keyless{Issuer: k.Issuer, Subject: k.Subject, SubjectRegExp: k.SubjectRegExp, TrustedRoot: root}
-	}
-	return p
+// drift is what the record says, as far as drift goes.
+func (s ShimState) drift() drift.Record {
+	return drift.Record{SpecHash: s.SpecHash, Digest: s.Digest, UID: s.UID, Bundle: bundleRecord(s),
+		Handlers: s.handlers(), Units: s.Units, Written: s.Written}
 }
 
-// verifyArtifact checks the artifact's signature before anything is
-// downloaded or written, when the plan asks for it. A bundle already in
-// place for the same spec was verified when it was installed.
-type verifyArtifact struct{}
-
-func (verifyArtifact) name() string { return "verified" }
-
-func (verifyArtifact) do(ctx context.Context, r *run) error {
-	a := r.plan.Artifact
-	if a.Verification == nil {
-		return nil
-	}
-	if r.sameBundle() {
-		r.rec.VerifiedBy = r.prev.VerifiedBy
-		return nil
-	}
-	v := r.i.Verifier
-	if v == nil {
-		v = SignatureVerifier{}
-	}
-	by, err := v.VerifyArtifact(ctx, a)
-	if err != nil {
-		return err
-	}
-	r.rec.VerifiedBy = by
-	r.i.step("verified", "digest", a.Digest, "signer", by)
-	return nil
+// bundleRecord is what a Shim's record says of its bundle (the binaries of
+// records before bundles among its files).
+func bundleRecord(rec ShimState) bundle.Record {
+	return bundle.Record{Dir: rec.BundleDir, Version: rec.Version, Files: slices.Concat(rec.Files, rec.Binaries),
+		Digests: rec.FileDigests, Links: rec.Links}
 }
-
-func (verifyArtifact) undo(context.Context, *run) error { return nil }
