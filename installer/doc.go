@@ -39,8 +39,8 @@
 // (containerd 1.6). This package keeps the public operations, the step
 // engine and the node's state; each concern the steps call on is a package
 // of its own under internal/installer (runtime, systemd, units, bundle,
-// source, drift, ownership, migrate, layout, statefile), no type over 15
-// methods (TestTypeSizes).
+// source, drift, ownership, migrate, layout, statefile, outcome), no type
+// over 15 methods (TestTypeSizes).
 //
 // # Steps
 //

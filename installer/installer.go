@@ -11,6 +11,7 @@ import (
 	"github.com/shimkit/shimkit/fetch"
 	"github.com/shimkit/shimkit/internal/installer/bundle"
 	"github.com/shimkit/shimkit/internal/installer/layout"
+	"github.com/shimkit/shimkit/internal/installer/outcome"
 	"github.com/shimkit/shimkit/internal/installer/ownership"
 	"github.com/shimkit/shimkit/internal/installer/runtime"
 	"github.com/shimkit/shimkit/internal/installer/units"
@@ -20,13 +21,13 @@ import (
 var (
 	// ErrRolledBack: the operation failed and the node was restored: the
 	// config byte for byte, the bundle, the units, and a healthy containerd.
-	ErrRolledBack = errors.New("failed and rolled back; the node is as it was")
+	ErrRolledBack = outcome.ErrRolledBack
 	// ErrRollbackFailed: the operation failed and restoring the node failed
 	// too. The node needs attention.
-	ErrRollbackFailed = errors.New("FAILED AND THE ROLLBACK FAILED TOO; the node needs attention")
+	ErrRollbackFailed = outcome.ErrRollbackFailed
 	// ErrInterrupted: the operation was cancelled (SIGTERM, a deadline)
 	// and stopped where it was; with ErrRolledBack, the node is as before.
-	ErrInterrupted = errors.New("interrupted")
+	ErrInterrupted = outcome.ErrInterrupted
 	// ErrReserved: the plan asks for a name that belongs to containerd
 	// itself (its runc shim).
 	ErrReserved = ownership.ErrReserved
@@ -51,7 +52,7 @@ var (
 	ErrReadOnlyHost = layout.ErrReadOnlyHost
 	// ErrCanaryFailed: the canary pod did not start with the handler, or
 	// its container did not exit 0 within the canary's timeout.
-	ErrCanaryFailed = errors.New("canary pod failed")
+	ErrCanaryFailed = outcome.ErrCanaryFailed
 	// ErrNoCanaryRunner: the plan asks for a canary and the Installer has
 	// no CanaryRunner to run it.
 	ErrNoCanaryRunner = errors.New("the plan has a canary and the installer no canary runner (Installer.Canary)")

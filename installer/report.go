@@ -1,14 +1,10 @@
 package installer
 
 import (
-	"context"
 	"errors"
 
-	"github.com/shimkit/shimkit/containerdconfig"
-	"github.com/shimkit/shimkit/crioconfig"
-	"github.com/shimkit/shimkit/fetch"
 	"github.com/shimkit/shimkit/installer/plan"
-	"github.com/shimkit/shimkit/signature"
+	"github.com/shimkit/shimkit/internal/installer/outcome"
 )
 
 // Report turns what an operation returned into the plan's typed result:
@@ -70,63 +66,6 @@ func ReportAll(plans []*plan.NodePlan, res []*Result, err error) []*plan.NodeRes
 	return out
 }
 
-// reasons maps sentinel errors to reasons, most specific first.
-var reasons = []struct {
-	err    error
-	reason plan.Reason
-}{
-	// A rollback that met another writer's edit says so first.
-	{ErrConcurrentEdit, plan.ReasonConcurrentEdit},
-	{containerdconfig.ErrConcurrentEdit, plan.ReasonConcurrentEdit},
-	{crioconfig.ErrConcurrentEdit, plan.ReasonConcurrentEdit},
-	{ErrInterrupted, plan.ReasonInterrupted},
-	{plan.ErrVersion, plan.ReasonInvalidPlan},
-	{plan.ErrInvalid, plan.ReasonInvalidPlan},
-	{ErrReserved, plan.ReasonReserved},
-	{ErrReadOnlyHost, plan.ReasonReadOnlyHost},
-	{containerdconfig.ErrInvalidHandler, plan.ReasonInvalidPlan},
-	{crioconfig.ErrInvalidHandler, plan.ReasonInvalidPlan},
-	{ErrRuntimeUnsupported, plan.ReasonInvalidPlan},
-	{crioconfig.ErrReserved, plan.ReasonReserved},
-	{crioconfig.ErrRestartStopsPods, plan.ReasonRestartStopsPods},
-	{fetch.ErrDigestMismatch, plan.ReasonDigestMismatch},
-	{signature.ErrMissing, plan.ReasonSignatureMissing},
-	{signature.ErrInvalid, plan.ReasonSignatureInvalid},
-	{signature.ErrPolicy, plan.ReasonInvalidPlan},
-	{fetch.ErrInsecure, plan.ReasonInsecureTransport},
-	{fetch.ErrTooManyRedirects, plan.ReasonInsecureTransport},
-	{fetch.ErrUnauthorized, plan.ReasonUnauthorized},
-	{fetch.ErrUnsafeArchive, plan.ReasonArtifactInvalid},
-	{fetch.ErrLimit, plan.ReasonArtifactInvalid},
-	{fetch.ErrTooLarge, plan.ReasonArtifactInvalid},
-	{fetch.ErrNoShim, plan.ReasonArtifactInvalid},
-	{fetch.ErrPlatform, plan.ReasonArtifactInvalid},
-	{ErrMissingFile, plan.ReasonArtifactInvalid},
-	// CRI-O would drop the handler: the bundle's binary is not one.
-	{crioconfig.ErrBinary, plan.ReasonArtifactInvalid},
-	{fetch.ErrNotFound, plan.ReasonFetchFailed},
-	{fetch.ErrTruncated, plan.ReasonFetchFailed},
-	{containerdconfig.ErrConflict, plan.ReasonConflict},
-	{ErrConflict, plan.ReasonConflict},
-	{crioconfig.ErrForeignHandler, plan.ReasonConflict},
-	{crioconfig.ErrNotOurs, plan.ReasonConflict},
-	{crioconfig.ErrParse, plan.ReasonConfigInvalid},
-	{crioconfig.ErrPending, plan.ReasonConfigInvalid},
-	{ErrAmbiguousRuntime, plan.ReasonConfigInvalid},
-	{containerdconfig.ErrParse, plan.ReasonConfigInvalid},
-	{containerdconfig.ErrVersion, plan.ReasonConfigInvalid},
-	{containerdconfig.ErrTemplate, plan.ReasonConfigNotEditable},
-	{containerdconfig.ErrNoDropIn, plan.ReasonConfigInvalid},
-	{containerdconfig.ErrUnknownPreset, plan.ReasonConfigInvalid},
-	{ErrUnitFailed, plan.ReasonUnitFailed},
-	{ErrCanaryFailed, plan.ReasonCanaryFailed},
-	{ErrRestartFailed, plan.ReasonRestartFailed},
-	{ErrNoUnit, plan.ReasonRestartFailed},
-	{ErrUnhealthy, plan.ReasonRestartFailed},
-	{context.Canceled, plan.ReasonInterrupted},
-	{context.DeadlineExceeded, plan.ReasonInterrupted},
-}
-
 // ReasonOf says why an operation failed, from the sentinel errors it
 // wraps. A failed fetch without a more specific cause is FetchFailed; an
 // error reading or writing a config file is ConfigInvalid; anything else
@@ -135,15 +74,8 @@ func ReasonOf(err error) plan.Reason {
 	if err == nil {
 		return ""
 	}
-	for _, r := range reasons {
-		if errors.Is(err, r.err) {
-			return r.reason
-		}
-	}
-	var fe *containerdconfig.FileError
-	var cfe *crioconfig.FileError
-	if errors.As(err, &fe) || errors.As(err, &cfe) {
-		return plan.ReasonConfigInvalid
+	if r := outcome.Reason(err); r != "" {
+		return r
 	}
 	var se *stepError
 	if errors.As(err, &se) && se.step == (stageBundle{}).name() {
