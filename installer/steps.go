@@ -92,7 +92,7 @@ func (r *run) clearPending() { r.state.Pending = r.state.Pending.without(r.pendi
 // when one fails, rolls back.
 type executor struct{ i *Installer }
 
-// bound is a step of one run of an operation that changes several Shims.
+// bound is a step and the run (the Shim) it changes.
 type bound struct {
 	r *run
 	s step
