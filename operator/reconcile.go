@@ -213,7 +213,7 @@ func (r *Reconciler) install(ctx context.Context, obs *observed, records []decid
 		return ctrl.Result{}, err
 	}
 	p, err := decide.PlanInstall(obs, records, decide.Rules{
-		Policy:   decide.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), Shared: r.sharedNodes(obs), PlanFor: obs.PlanFor(r.opts.settings()), Delivery: decide.Delivery(obs)},
+		Policy:   decide.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), Shared: sharedNodes(obs, r.opts.BatchWindow >= 0), PlanFor: obs.PlanFor(r.opts.settings()), Delivery: decide.Delivery(obs)},
 		Batching: r.opts.BatchWindow >= 0, VerifyPeriod: r.opts.VerifyPeriod, Settings: r.opts.settings(), ServerVersion: r.opts.ServerVersion,
 		Resync: r.opts.ResyncPeriod, GatePeriod: r.opts.GatePeriod,
 	})
@@ -250,7 +250,7 @@ func (r *Reconciler) carryOut(ctx context.Context, obs *observed, p *decide.Plan
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	r.emit(ctx, obs, p.Notices)
+	r.notify(ctx, obs, p.Notices...)
 	r.report.Progress(obs.Shim.Name, p.Progress)
 	if err := r.exec.act(ctx, p.Relabel); err != nil {
 		return ctrl.Result{}, err
@@ -296,8 +296,8 @@ func (r *Reconciler) startAll(ctx context.Context, obs *observed, p *decide.Plan
 // sharedNodes are the nodes that other Shims would install now (nil
 // without batching), as the snapshot's gate view has them: the planner
 // prefers them, so that their installs share one Job.
-func (r *Reconciler) sharedNodes(obs *observed) map[string]bool {
-	if r.opts.BatchWindow < 0 {
+func sharedNodes(obs *observed, batching bool) map[string]bool {
+	if !batching {
 		return nil
 	}
 	return obs.Gate.Wanted()
@@ -347,16 +347,12 @@ func (r *deps) event(ctx context.Context, shim *v1alpha1.Shim, related runtime.O
 }
 
 // notify emits the Events reading the snapshot found (decide.Notice), once
-// the decision is complete, and only once: a reconcile that ends before
-// its decision (an error) emits them on its way out.
-func (r *deps) notify(ctx context.Context, obs *observed) {
-	r.emit(ctx, obs, obs.Notices)
+// the decision is complete, and only once (a reconcile that ends before
+// its decision, an error, emits them on its way out), then those of more
+// (the plan's), each related to its node (or to the Shim alone).
+func (r *deps) notify(ctx context.Context, obs *observed, more ...decide.Notice) {
+	notices := append(obs.Notices, more...)
 	obs.Notices = nil
-}
-
-// emit emits the Events of notices, each related to its node (or to the
-// Shim alone).
-func (r *deps) emit(ctx context.Context, obs *observed, notices []decide.Notice) {
 	for _, n := range notices {
 		var related runtime.Object
 		if n.Node != nil {

@@ -52,25 +52,21 @@ func (r *Reconciler) carryOutRemoval(ctx context.Context, obs *observed, p *deci
 		}
 		return ctrl.Result{RequeueAfter: p.RequeueRefused}, nil
 	}
-	return ctrl.Result{}, r.release(ctx, obs, p)
-}
-
-// release lets a deleted Shim go once every node is clean: what it
-// recorded on nodes goes, then its RuntimeClasses, then its finalizer.
-func (r *Reconciler) release(ctx context.Context, obs *observed, p *decide.Plan) error {
+	// Every node is clean: what the Shim recorded on nodes goes, then its
+	// RuntimeClasses, then its finalizer.
 	if err := r.exec.act(ctx, p.Forget); err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
 	if err := r.classes.DeleteAll(ctx, obs, p.Delete); err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
 	patch := client.MergeFrom(obs.Shim.DeepCopy())
 	controllerutil.RemoveFinalizer(obs.Shim, Finalizer)
 	if err := r.client.Patch(ctx, obs.Shim, patch); err != nil && !apierrors.IsNotFound(err) {
-		return err
+		return ctrl.Result{}, err
 	}
 	log.FromContext(ctx).Info("shim removed from every node", "shim", obs.Shim.Name)
 	r.metrics.Forget(obs.Shim.Name)
 	r.reads.Keep(obs.Shim.Name, nil)
-	return nil
+	return ctrl.Result{}, nil
 }
