@@ -264,7 +264,7 @@ func (r *Reconciler) carryOut(ctx context.Context, obs *observed, p *decide.Plan
 			return ctrl.Result{}, err
 		}
 	}
-	refusedVerify, err := r.starter.startVerifies(ctx, obs, p.Verify)
+	refusedVerify, err := r.starter.startNodes(ctx, obs, p.Verify)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -33,17 +34,32 @@ var allowed = map[string]string{
 
 func isCore(path string) bool { return slices.Contains(core, path) }
 
-// TestNoDecidingAfterFirstWrite: from the executors of a reconcile's plan,
-// nothing of the deciding core is reachable but what allowed names.
-func TestNoDecidingAfterFirstWrite(t *testing.T) {
+// operator is the operator's program, loaded once for every test.
+var operator struct {
+	once sync.Once
+	prog *Program
+	err  error
+}
+
+func operatorProgram(t *testing.T) *Program {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("compiles the operator's dependencies' export data")
 	}
-	wd, _ := os.Getwd()
-	prog, err := Load(wd+"/../..", "./operator")
-	if err != nil {
-		t.Fatal(err)
+	operator.once.Do(func() {
+		wd, _ := os.Getwd()
+		operator.prog, operator.err = Load(wd+"/../..", "./operator")
+	})
+	if operator.err != nil {
+		t.Fatal(operator.err)
 	}
+	return operator.prog
+}
+
+// TestNoDecidingAfterFirstWrite: from the executors of a reconcile's plan,
+// nothing of the deciding core is reachable but what allowed names.
+func TestNoDecidingAfterFirstWrite(t *testing.T) {
+	prog := operatorProgram(t)
 	var roots []*types.Func
 	for _, name := range []string{"carryOut", "carryOutRemoval"} {
 		fn, err := prog.Method(Module+"/operator", "Reconciler", name)
@@ -64,14 +80,7 @@ func TestNoDecidingAfterFirstWrite(t *testing.T) {
 // operator's own functions, so that an executor that decided would fail
 // TestNoDecidingAfterFirstWrite.
 func TestReachableSeesTheDecision(t *testing.T) {
-	if testing.Short() {
-		t.Skip("compiles the operator's dependencies' export data")
-	}
-	wd, _ := os.Getwd()
-	prog, err := Load(wd+"/../..", "./operator")
-	if err != nil {
-		t.Fatal(err)
-	}
+	prog := operatorProgram(t)
 	reconcile, err := prog.Method(Module+"/operator", "Reconciler", "Reconcile")
 	if err != nil {
 		t.Fatal(err)
