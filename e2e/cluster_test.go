@@ -51,6 +51,7 @@ func TestCluster(t *testing.T) {
 		g.run("images", true, func(t *testing.T) { testImages(t, c, dump, images) })
 		g.run("gvisor", true, func(t *testing.T) { testGVisor(t, c, ownNode(t, c, dump, images)) })
 		g.run("refusal", true, func(t *testing.T) { testRefusal(t, c, ownNode(t, c, dump, images), build) })
+		g.run("workloads", true, func(t *testing.T) { testWorkloads(t, c, ownNode(t, c, dump, images), build) })
 		g.run("crio", true, func(t *testing.T) { testCRIOFleet(t, c, dump, images) })
 		g.wait()
 	})

@@ -70,7 +70,7 @@ func (i *Installer) InstallAll(ctx context.Context, plans []*plan.NodePlan) ([]*
 	// fails the install before anything on the node changed.
 	// Each run gets its own steps (some keep what they did for their undo).
 	before := func() []step {
-		return []step{preflight{}, verifyArtifact{}, stageBundle{}, configure{}, &placeBundle{}, &linkShims{}, &startSandboxers{}}
+		return []step{preflight{}, inUseCheck{}, verifyArtifact{}, stageBundle{}, configure{}, &placeBundle{}, &linkShims{}, &startSandboxers{}}
 	}
 	after := func() []step { return []step{runCanary{}, commitInstall{}} }
 	steps := interleave(runs, before)
@@ -190,7 +190,12 @@ func (commitInstall) do(ctx context.Context, r *run) error {
 	if dropped, err := i.units().Commit(ctx, r.rec.Units, r.prev.Units); err != nil {
 		i.log().Warn("removing units the Shim no longer has", "units", dropped, "err", err)
 	}
-	if err := bundle.Commit(i.paths(), bundleRecord(r.rec), bundleRecord(r.prev)); err != nil {
+	var keep []string
+	r.rec.CurrentSince, r.rec.Retired = r.retire(ctx)
+	for _, v := range r.rec.Retired {
+		keep = append(keep, v.Version)
+	}
+	if err := bundle.Commit(i.paths(), bundleRecord(r.rec), bundleRecord(r.prev), keep); err != nil {
 		i.log().Warn("removing old bundle versions", "dir", r.rec.BundleDir, "err", err)
 	}
 	if m := r.plan.Migrate; m != nil {

@@ -111,6 +111,13 @@ type Installer struct {
 	// Health defaults to CRI on the preset's socket (CRI-O's on CRI-O),
 	// with the plan's timeout.
 	Health HealthChecker
+	// Sandboxes lists the runtime's pod sandboxes: a handler one uses is
+	// never removed (ErrHandlerInUse), and a Shim's old bundle versions
+	// stay while a sandbox started from one runs. Default: CRI on the
+	// runtime's socket, as Health's default; with Runtime or Health set,
+	// or Offline, none unless set (nothing is then known to use a
+	// handler).
+	Sandboxes SandboxLister
 	// Units defaults to systemd over D-Bus.
 	Units UnitManager
 	// Canary runs the plan's canary pod (shimkit-installer uses a
@@ -191,7 +198,7 @@ func (i *Installer) paths() layout.Layout {
 // (containerd), else the plan's, else the detected one.
 func (i *Installer) runtimeOptions() runtime.Options {
 	return runtime.Options{Layout: i.paths(), Runtime: i.Runtime, Preset: i.Preset, Mode: i.Mode, CRIO: i.CRIO,
-		Restarter: i.Restarter, Health: i.Health, Offline: i.Offline, Log: i.log()}
+		Restarter: i.Restarter, Health: i.Health, Sandboxes: i.Sandboxes, Offline: i.Offline, Log: i.log()}
 }
 
 // units returns the Installer's sandboxer units, run by Installer.Units

@@ -61,7 +61,8 @@ func (n *procNode) installer() *installer.Installer {
 			n.restarts.Add(1)
 			return n.c.RestartProcess(ctx)
 		}),
-		Health: &installer.CRIHealth{Socket: n.c.Socket, Timeout: 15 * time.Second},
+		Health:    &installer.CRIHealth{Socket: n.c.Socket, Timeout: 15 * time.Second},
+		Sandboxes: &installer.CRISandboxes{Socket: n.c.Socket},
 	}
 }
 
@@ -110,8 +111,8 @@ func TestLifecycle(t *testing.T) {
 				t.Fatal(err)
 			}
 			after, _ := os.Stat(filepath.Join(n.dir, "bundles", "demo", "current", "containerd-shim-demo-v2"))
-			if exists(bin) {
-				t.Errorf("the old version %s is still there after commit", bin)
+			if !exists(bin) {
+				t.Errorf("the old version %s went while the sandbox started from it runs", bin)
 			}
 			if !res.Upgrade || res.Digest != "sha256:"+v2.SHA256 || os.SameFile(before, after) {
 				t.Errorf("upgrade: %+v; binary replaced: %v", res, !os.SameFile(before, after))
@@ -124,9 +125,39 @@ func TestLifecycle(t *testing.T) {
 				t.Errorf("status: %+v %v", status, err)
 			}
 
-			// Uninstall: pods first (as the operator drains), then the shim.
-			for _, sb := range []string{id} {
-				_, _ = rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb})
+			// An uninstall while sandboxes run with the handler changes
+			// nothing, and names them.
+			second := installedBinary(t, filepath.Join(n.dir, "bundles"), "demo")
+			cfg, _ := os.ReadFile(n.c.ConfigPath)
+			restarts := n.restarts.Load()
+			_, err = inst.Uninstall(ctx, uninstallPlan("demo"))
+			var inUse *installer.InUseError
+			if !errors.Is(err, installer.ErrHandlerInUse) || !errors.As(err, &inUse) || len(inUse.Sandboxes) != 2 {
+				t.Fatalf("uninstall with two sandboxes running: %v", err)
+			}
+			r := installer.Report(uninstallPlan("demo"), nil, err)
+			if r.Outcome != plan.Failed || r.Reason != plan.ReasonHandlerInUse || len(r.InUse) != 2 || r.InUse[0].Name != "first" || r.InUse[1].Name != "second" {
+				t.Errorf("result: %+v", r)
+			}
+			if got, _ := os.ReadFile(n.c.ConfigPath); !bytes.Equal(got, cfg) || n.restarts.Load() != restarts || !exists(second) || !exists(bin) {
+				t.Errorf("a refused uninstall changed the node: config changed %v, %d restarts, binary there %v",
+					!bytes.Equal(got, cfg), n.restarts.Load()-restarts, exists(second))
+			}
+			if st, err := rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id}); err != nil || st.GetStatus().GetState() != runtimeapi.PodSandboxState_SANDBOX_READY {
+				t.Errorf("the sandbox after the refused uninstall: %v %v", st.GetStatus().GetState(), err)
+			}
+
+			// The pods go (as the kubelet stops them); the next operation
+			// prunes the version none runs from any more.
+			list, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, sb := range list.Items {
+				_, _ = rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id})
+			}
+			if _, err := inst.Install(ctx, httpPlan(srv, "/v2.tar.gz", v2)); err != nil || exists(bin) {
+				t.Errorf("re-run with no sandbox running: %v; old version still there: %v", err, exists(bin))
 			}
 			res, err = inst.Uninstall(ctx, uninstallPlan("demo"))
 			if err != nil {

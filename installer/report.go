@@ -29,6 +29,9 @@ func Report(p *plan.NodePlan, res *Result, err error) *plan.NodeResult {
 		out.Outcome = plan.Failed
 	}
 	out.Reason, out.Message = ReasonOf(err), err.Error()
+	if ie := (*InUseError)(nil); errors.As(err, &ie) {
+		out.InUse = ie.Sandboxes
+	}
 	return out
 }
 

@@ -65,6 +65,14 @@ type ShimState struct {
 	// their files are only checked to exist.
 	FileDigests map[string]string `json:"fileDigests,omitempty"`
 
+	// CurrentSince is when Version became current (zero: before records
+	// kept it). Retired are the Shim's earlier versions still on the node
+	// because a pod sandbox created while one was current still runs: its
+	// shim may read that version's files (a VM's assets, a config); each
+	// goes at the first operation that finds none.
+	CurrentSince time.Time        `json:"currentSince,omitzero"`
+	Retired      []RetiredVersion `json:"retired,omitempty"`
+
 	Links       []string `json:"links,omitempty"`
 	ConfigFiles []string `json:"configFiles,omitempty"`
 	Preset      string   `json:"preset"`
@@ -77,6 +85,14 @@ type ShimState struct {
 	// one handler and its binary. Uninstall still removes them.
 	Handler  string   `json:"handler,omitempty"`
 	Binaries []string `json:"binaries,omitempty"`
+}
+
+// RetiredVersion is a bundle version that was current from Since (zero:
+// from before records kept it) until Until.
+type RetiredVersion struct {
+	Version string    `json:"version"`
+	Since   time.Time `json:"since,omitzero"`
+	Until   time.Time `json:"until"`
 }
 
 // handlers returns the handlers the record registered, old records too.

@@ -43,7 +43,7 @@ func (i *Installer) Uninstall(ctx context.Context, p *plan.NodePlan) (*Result, e
 		return res, nil
 	}
 	steps := interleave([]*run{r}, func() []step {
-		return []step{uninstallCheck{}, unconfigure{}, &unlinkDetected{}, &restartRuntime{absent: r.prev.handlers()}, removeFiles{}}
+		return []step{uninstallCheck{}, inUseCheck{}, unconfigure{}, &unlinkDetected{}, &restartRuntime{absent: r.prev.handlers()}, removeFiles{}}
 	})
 	if err := (executor{i}).executeAll(ctx, []*run{r}, steps); err != nil {
 		return nil, fmt.Errorf("uninstall %s: %w", name, err)

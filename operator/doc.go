@@ -132,7 +132,12 @@
 // uninstalled, rolling under the same strategy (install Jobs still running
 // finish first). A node's label turns to "uninstalling" before its Job
 // starts, so no new pod lands there; the label goes when the Job succeeds.
-// Then the RuntimeClasses are deleted and the finalizer removed.
+// Then the RuntimeClasses are deleted and the finalizer removed. A node
+// where pods of the Shim's RuntimeClasses run (the API server's pods, or
+// the sandboxes the node's installer found: HandlerInUse) is held: its
+// label turns to "uninstalling" and its uninstall waits for them, the
+// Shim's Ready and Reconciling conditions naming the nodes and pods
+// (reason HandlerInUse), while the other nodes go on.
 //
 // Jobs are named from the shim, the node and the spec hash, length-safe
 // with a hash suffix, and owned by the Shim, so an operator that restarts

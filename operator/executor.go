@@ -50,6 +50,8 @@ func (r *executor) do(ctx context.Context, a decide.Action) error {
 		return nodelabel.MarkOn(ctx, r.client, a.Node, a.Shim, a.UID, a.SpecHash)
 	case decide.Unmark:
 		return nodelabel.Unmark(ctx, r.client, a.Node, a.Shim)
+	case decide.Fence:
+		return nodelabel.SetState(ctx, r.client, a.Node, a.Shim, decide.LabelUninstalling)
 	case decide.DropRecords:
 		return nodelabel.DropRecords(ctx, r.client, a.Node, a.Keys...)
 	case decide.Untaint:

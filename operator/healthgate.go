@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"fmt"
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -35,5 +36,31 @@ func (r *gateCheck) checkGate(ctx context.Context, obs *observed) error {
 		return nil
 	}
 	obs.Tripped = decide.JudgeGate(obs, fs)
+	return nil
+}
+
+// readPods reads, when the reconcile may remove the shim from a node
+// (the Shim is deleted, or a node that has it is no longer targeted), the
+// pods of the Shim's RuntimeClasses that still run on each node
+// (obs.Pods): a node's removal waits for them. A read that fails fails
+// the reconcile: no handler goes while it is unknown who uses it.
+func (r *gateCheck) readPods(ctx context.Context, obs *observed) error {
+	removing := !obs.Shim.DeletionTimestamp.IsZero()
+	for i := range obs.Views {
+		v := &obs.Views[i]
+		removing = removing || v.Touched() && !v.Targeted() && !v.Preinstalled
+	}
+	if !removing {
+		return nil
+	}
+	var classes []string
+	for _, c := range shimspec.Classes(obs.Shim) {
+		classes = append(classes, c.Name)
+	}
+	pods, err := workload.PodsOn(ctx, r.client, classes)
+	if err != nil {
+		return fmt.Errorf("shim %s: the pods its removal waits for: %w", obs.Shim.Name, err)
+	}
+	obs.Pods = pods
 	return nil
 }

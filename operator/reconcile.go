@@ -192,6 +192,9 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	if obs.RCMUID, err = r.classes.ReadPredecessor(ctx, obs); err != nil {
 		return nil, err
 	}
+	if err := r.gateCheck.readPods(ctx, obs); err != nil {
+		return nil, err
+	}
 	return obs, nil
 }
 

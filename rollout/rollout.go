@@ -51,6 +51,10 @@ type Node struct {
 	// prefers nodes where other Shims' installs can share the Job), then
 	// the spread order.
 	Priority int
+	// Held: the node is not to start now, though it is not at the goal
+	// (a removal waits for the pods that run with the shim there). It
+	// counts as remaining, not as changing: other nodes go on.
+	Held bool
 }
 
 // Strategy is the Shim's rollout strategy.
@@ -106,6 +110,8 @@ type Plan struct {
 	// Halted says a failed node stops the rollout; Failed names those nodes.
 	Halted bool
 	Failed []string
+	// Held names the nodes not at the goal that are held (Node.Held).
+	Held []string
 	// Done: every node has reached the goal.
 	Done bool
 	// Remaining counts the nodes not yet at the goal.
@@ -142,12 +148,16 @@ func (p Planner) plan(nodes []Node, done, halts func(Node) bool) (Plan, error) {
 		case halts(n):
 			plan.Failed = append(plan.Failed, n.Name)
 			plan.Remaining++
+		case n.Held:
+			plan.Held = append(plan.Held, n.Name)
+			plan.Remaining++
 		default:
 			candidates = append(candidates, n)
 			plan.Remaining++
 		}
 	}
 	slices.Sort(plan.Failed)
+	slices.Sort(plan.Held)
 	plan.Halted = len(plan.Failed) > 0
 	plan.Done = plan.Remaining == 0
 	if plan.Halted {

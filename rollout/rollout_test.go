@@ -98,6 +98,25 @@ func TestPlanRemove(t *testing.T) {
 	}
 }
 
+// TestHeldNodesWait: a held node is not started and keeps the plan from
+// being done, but takes no budget: the other nodes go on.
+func TestHeldNodesWait(t *testing.T) {
+	p := rollout.Planner{ShimUID: "shim", SpecHash: "v1"}
+	ns := []rollout.Node{{Name: "busy", State: rollout.Installed, SpecHash: "v1", Held: true, Priority: 9}, {Name: "free", State: rollout.Installed, SpecHash: "v1"}}
+	plan, err := p.Remove(ns)
+	if err != nil || !slices.Equal(plan.Start, []string{"free"}) || plan.Done || plan.Remaining != 2 || !slices.Equal(plan.Held, []string{"busy"}) {
+		t.Errorf("remove with a held node: %+v %v; want free started, busy held", plan, err)
+	}
+	ns[1].State = rollout.Absent
+	if plan, _ := p.Remove(ns); plan.Done || len(plan.Start) != 0 || plan.Remaining != 1 || plan.InFlight != 0 {
+		t.Errorf("only the held node left: %+v; want it waiting, not done", plan)
+	}
+	ns[0].Held = false
+	if plan, _ := p.Remove(ns); !slices.Equal(plan.Start, []string{"busy"}) {
+		t.Errorf("released: %+v", plan)
+	}
+}
+
 // TestOrderIsDeterministicButSpread: the same inputs give the same order;
 // another shim or spec gives another.
 func TestOrderIsDeterministicButSpread(t *testing.T) {

@@ -3,6 +3,7 @@ package plan
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 	"unicode/utf8"
 )
 
@@ -106,6 +107,12 @@ const (
 	// crio.service's cgroup); the message names the file that sets it.
 	// Nothing changed.
 	ReasonRestartStopsPods Reason = "RestartStopsPods"
+	// ReasonHandlerInUse: pod sandboxes on the node use a handler the
+	// operation would remove (an uninstall, or a spec that drops or
+	// renames a handler), as the runtime itself lists them (CRI
+	// ListPodSandbox, the ready ones); NodeResult.InUse names them. Nothing changed: the handler, its binary and its bundle stay
+	// until the last of them is gone.
+	ReasonHandlerInUse Reason = "HandlerInUse"
 )
 
 // Permanent reports whether retrying the same plan on the same node cannot
@@ -138,6 +145,11 @@ const (
 	// retrying cannot change (Reason.Permanent: Conflict, Reserved,
 	// DigestMismatch, Unauthorized, ...).
 	ExitRefused = 5
+	// ExitInUse: failed before the node was changed, because pod
+	// sandboxes use a handler the operation would remove
+	// (ReasonHandlerInUse); the same plan succeeds once they are gone,
+	// which the operator waits for rather than the Job's retries.
+	ExitInUse = 6
 )
 
 // FinalExitCodes are the exit codes a retry of the same plan cannot
@@ -145,7 +157,7 @@ const (
 // ExitFailed (a download or a restart that may pass next time) keeps the
 // Job's retries.
 func FinalExitCodes() []int32 {
-	return []int32{ExitUsage, ExitRolledBack, ExitRollbackFailed, ExitRefused}
+	return []int32{ExitUsage, ExitRolledBack, ExitRollbackFailed, ExitRefused, ExitInUse}
 }
 
 // NodeResult is what the installer reports about one operation.
@@ -178,10 +190,40 @@ type NodeResult struct {
 	Changed         bool     `json:"changed,omitempty"`
 	Restarted       bool     `json:"restarted,omitempty"`
 	RestartDuration Duration `json:"restartDuration,omitzero"`
+	// InUse are the pod sandboxes that use a handler the operation would
+	// have removed (ReasonHandlerInUse); InUseCount how many there were,
+	// when EncodeResult had to leave some out.
+	InUse      []Sandbox `json:"inUse,omitempty"`
+	InUseCount int       `json:"inUseCount,omitempty"`
 	// CanaryDuration is how long the plan's canary pod took to pass (absent
 	// when none ran).
 	CanaryDuration Duration `json:"canaryDuration,omitzero"`
 	Duration       Duration `json:"duration,omitzero"`
+}
+
+// Sandbox is a pod sandbox the node's runtime runs, as CRI lists it.
+type Sandbox struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid,omitempty"`
+	// Handler is the runtime handler the sandbox runs with.
+	Handler string `json:"handler"`
+	// Ready: the sandbox runs; else it is stopped and not yet removed (its
+	// pod is being torn down, or the kubelet keeps it for a pod that
+	// ended).
+	Ready bool `json:"ready,omitempty"`
+	// Created is when the runtime created the sandbox: a sandbox created
+	// before a Shim's bundle was switched to a new version may run the
+	// old version's files.
+	Created time.Time `json:"created,omitzero"`
+}
+
+// String is "<namespace>/<name>", and " (stopped)" when it is not ready.
+func (s Sandbox) String() string {
+	if s.Ready {
+		return s.Namespace + "/" + s.Name
+	}
+	return s.Namespace + "/" + s.Name + " (stopped)"
 }
 
 // NewResult returns a result for the plan, not yet with an outcome.
@@ -194,8 +236,9 @@ func NewResult(p *NodePlan) *NodeResult {
 const MaxTerminationMessage = 4096
 
 // EncodeResult writes the result as compact JSON of at most max bytes,
-// shortening the file list, then the drift (its first entries kept, and
-// one saying how many more there were), then the message when needed;
+// shortening the file list, then the sandboxes in use (InUseCount keeps
+// their number), then the drift (its first entries kept, and one saying
+// how many more there were), then the message when needed;
 // never the outcome, reason or digest.
 func EncodeResult(r *NodeResult, maxBytes int) ([]byte, error) {
 	c := *r
@@ -211,6 +254,9 @@ func EncodeResult(r *NodeResult, maxBytes int) ([]byte, error) {
 		switch over := len(data) - maxBytes; {
 		case len(c.Files) > 0:
 			c.Files = c.Files[:len(c.Files)/2]
+		case len(c.InUse) > 1:
+			c.InUseCount = max(c.InUseCount, len(r.InUse))
+			c.InUse = c.InUse[:len(c.InUse)/2]
 		case drift.keep > 0:
 			c.Drift = drift.halve()
 		case len(c.Message) > 0:

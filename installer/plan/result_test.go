@@ -170,7 +170,7 @@ func TestPermanentReasons(t *testing.T) {
 			t.Errorf("%s.Permanent() = %v, want %v", r, got, want)
 		}
 	}
-	if got := plan.FinalExitCodes(); !slices.Equal(got, []int32{2, 3, 4, 5}) || slices.Contains(got, plan.ExitFailed) {
+	if got := plan.FinalExitCodes(); !slices.Equal(got, []int32{2, 3, 4, 5, 6}) || slices.Contains(got, plan.ExitFailed) {
 		t.Errorf("FinalExitCodes() = %v", got)
 	}
 }

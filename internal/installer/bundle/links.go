@@ -12,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/shimkit/shimkit/containerdconfig"
@@ -214,4 +215,26 @@ func UnlinkUnder(link, dir string) error {
 		return nil
 	}
 	return os.Remove(link)
+}
+
+// Running returns the processes of the node whose executable lies under
+// the bundle directory dir (a node path), read from the host's /proc
+// under the layout's root (none when it cannot be read: a root without
+// the host's /proc).
+func Running(l layout.Layout, dir string) []int {
+	if dir == "" {
+		return nil
+	}
+	exes, _ := filepath.Glob(filepath.Join(l.Local("/proc"), "[0-9]*", "exe"))
+	var out []int
+	for _, link := range exes {
+		exe, err := os.Readlink(link)
+		if err != nil || !strings.HasPrefix(exe, dir+"/") {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(link))); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out
 }

@@ -51,16 +51,16 @@ func Switch(shimDir, version string) error {
 	return syncPath(shimDir)
 }
 
-// Prune removes every version directory of a Shim but keep, and staging
-// left-overs; shimDir is local.
-func Prune(shimDir, keep string) error {
+// Prune removes every version directory of a Shim but those of keep, and
+// staging left-overs; shimDir is local.
+func Prune(shimDir string, keep ...string) error {
 	entries, err := os.ReadDir(shimDir)
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, e := range entries {
-		if e.Name() == keep || e.Name() == layout.CurrentLink || !e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+		if slices.Contains(keep, e.Name()) || e.Name() == layout.CurrentLink || !e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
 		errs = append(errs, os.RemoveAll(filepath.Join(shimDir, e.Name())))
@@ -126,14 +126,15 @@ func dirExists(p string) bool {
 // Commit makes an install's bundle final: the PATH links of the record
 // before (prev) that the new one (rec) no longer has are removed when
 // they still point into prev's bundle, and every version of the Shim but
-// rec's is pruned. The error is the prune's.
-func Commit(l layout.Layout, rec, prev Record) error {
+// rec's and keep (earlier versions a running sandbox may use) is pruned.
+// The error is the prune's.
+func Commit(l layout.Layout, rec, prev Record, keep []string) error {
 	for _, lk := range prev.Links {
 		if !slices.Contains(rec.Links, lk) {
 			_ = UnlinkUnder(l.Local(lk), prev.Dir)
 		}
 	}
-	return Prune(l.Local(rec.Dir), rec.Version)
+	return Prune(l.Local(rec.Dir), append([]string{rec.Version}, keep...)...)
 }
 
 // RemoveAll removes a Shim's files for good: its PATH links that point

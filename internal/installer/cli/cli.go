@@ -60,6 +60,7 @@ const (
 	ExitRolledBack     = plan.ExitRolledBack
 	ExitRollbackFailed = plan.ExitRollbackFailed
 	ExitRefused        = plan.ExitRefused
+	ExitInUse          = plan.ExitInUse
 )
 
 const usage = `usage: shimkit-installer install|uninstall|verify|status [flags] | canary | --version
@@ -242,6 +243,9 @@ func report(stdout, stderr io.Writer, op string, res []*installer.Result, err er
 	case errors.Is(err, plan.ErrInvalid), errors.Is(err, plan.ErrVersion):
 		fmt.Fprintf(stderr, "shimkit-installer: %s refused, node unchanged: %v\n", op, err)
 		return ExitUsage
+	case errors.Is(err, installer.ErrHandlerInUse):
+		fmt.Fprintf(stderr, "shimkit-installer: %s refused, node unchanged: %v\n", op, err)
+		return ExitInUse
 	case err != nil && installer.ReasonOf(err).Permanent():
 		fmt.Fprintf(stderr, "shimkit-installer: %s failed, node unchanged (%s: retrying cannot change this): %v\n", op, installer.ReasonOf(err), err)
 		return ExitRefused

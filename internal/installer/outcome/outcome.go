@@ -42,6 +42,7 @@ var reasons = []struct {
 	{containerdconfig.ErrConcurrentEdit, plan.ReasonConcurrentEdit},
 	{crioconfig.ErrConcurrentEdit, plan.ReasonConcurrentEdit},
 	{ErrInterrupted, plan.ReasonInterrupted},
+	{runtime.ErrHandlerInUse, plan.ReasonHandlerInUse},
 	{plan.ErrVersion, plan.ReasonInvalidPlan},
 	{plan.ErrInvalid, plan.ReasonInvalidPlan},
 	{ownership.ErrReserved, plan.ReasonReserved},

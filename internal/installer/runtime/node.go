@@ -29,6 +29,9 @@ type Options struct {
 	// Restarter and Health default to systemd over D-Bus and CRI.
 	Restarter Restarter
 	Health    HealthChecker
+	// Sandboxes defaults to CRI on the runtime's socket; with Runtime or
+	// Health set, or Offline, there is none unless set.
+	Sandboxes SandboxLister
 	// Offline: changes need no restart and no check.
 	Offline bool
 	Log     *slog.Logger
@@ -47,6 +50,9 @@ type Node struct {
 	CRIO       crioconfig.Target
 	// Restarts: changes need the runtime restarted and checked.
 	Restarts bool
+	// Sandboxes lists the pod sandboxes the runtime has (nil: it runs
+	// none, as an offline root filesystem).
+	Sandboxes SandboxLister
 }
 
 // For resolves the node's runtime for a plan's runtime (kind: "" detects
@@ -58,7 +64,7 @@ func For(kind string, r plan.Restart, o Options) (*Node, error) {
 	var err error
 	switch {
 	case o.Runtime != nil:
-		return &Node{Runtime: o.Runtime, Kind: kind, Restarts: !o.Offline}, nil
+		return &Node{Runtime: o.Runtime, Kind: kind, Restarts: !o.Offline, Sandboxes: o.Sandboxes}, nil
 	case kind != "":
 	case o.Preset != nil, o.Mode != nil:
 		kind = plan.RuntimeContainerd
@@ -90,7 +96,9 @@ func containerdNode(o Options, root string, r plan.Restart, timeout time.Duratio
 		c.health = &CRIHealth{Socket: t.LocalPath(t.Preset.Socket), Timeout: timeout}
 	}
 	restarts := !o.Offline && (o.Restarter != nil || len(t.Preset.Units) > 0)
-	return &Node{Runtime: c, Kind: plan.RuntimeContainerd, Containerd: t, Restarts: restarts}, nil
+	n := &Node{Runtime: c, Kind: plan.RuntimeContainerd, Containerd: t, Restarts: restarts}
+	n.Sandboxes = o.sandboxes(t.LocalPath(t.Preset.Socket))
+	return n, nil
 }
 
 func crioNode(o Options, timeout time.Duration) *Node {
@@ -105,7 +113,20 @@ func crioNode(o Options, timeout time.Duration) *Node {
 	if c.health == nil {
 		c.health = &CRIHealth{Socket: o.Layout.Local(crioSocket), Timeout: timeout}
 	}
-	return &Node{Runtime: c, Kind: plan.RuntimeCRIO, CRIO: t, Restarts: !o.Offline}
+	return &Node{Runtime: c, Kind: plan.RuntimeCRIO, CRIO: t, Restarts: !o.Offline, Sandboxes: o.sandboxes(o.Layout.Local(crioSocket))}
+}
+
+// sandboxes is the Options' SandboxLister, else CRI on socket when the
+// health check is CRI's own too; none offline, nor for a caller's own
+// health check (a process supervisor's, a test's) unless it gives one.
+func (o Options) sandboxes(socket string) SandboxLister {
+	switch {
+	case o.Sandboxes != nil:
+		return o.Sandboxes
+	case o.Offline, o.Health != nil:
+		return nil
+	}
+	return &CRISandboxes{Socket: socket}
 }
 
 // CRIOTarget is the CRI-O node's files: override (nil: crioconfig's

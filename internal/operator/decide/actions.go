@@ -52,6 +52,11 @@ type MarkInstalled struct {
 // Unmark removes the Shim's label and records from the node.
 type Unmark struct{ Node, Shim string }
 
+// Fence sets the Shim's label on the node to LabelUninstalling: the
+// Shim's RuntimeClasses no longer schedule pods onto it, while the pods
+// there run on until they end and the node's removal starts.
+type Fence struct{ Node, Shim string }
+
 // DropRecords removes records another Shim object of the name left.
 type DropRecords struct {
 	Node string
@@ -115,6 +120,7 @@ func (DeleteJob) action()     {}
 func (PatchJob) action()      {}
 func (MarkInstalled) action() {}
 func (Unmark) action()        {}
+func (Fence) action()         {}
 func (DropRecords) action()   {}
 func (Untaint) action()       {}
 func (MarkFailed) action()    {}

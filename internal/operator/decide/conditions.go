@@ -116,7 +116,8 @@ func readyCondition(u Rollup) metav1.Condition {
 	skipped := SkippedNote(u.Nodes)
 	switch {
 	case u.deleting():
-		return condition(t, false, v1alpha1.ReasonDeleting, fmt.Sprintf("removing the shim from %d nodes", u.Removal.Remaining))
+		reason, msg := deletingNote(u)
+		return condition(t, false, reason, msg)
 	case u.refused() != nil:
 		return condition(t, false, u.refused().Reason, u.refused().Message)
 	case u.Reverted != "":
@@ -270,7 +271,8 @@ func reconcilingCondition(u Rollup) metav1.Condition {
 	}
 	switch {
 	case u.deleting():
-		return condition(t, true, v1alpha1.ReasonDeleting, fmt.Sprintf("removing the shim from %d nodes", u.Removal.Remaining))
+		reason, msg := deletingNote(u)
+		return condition(t, true, reason, msg)
 	case u.refused() != nil:
 		return condition(t, true, u.refused().Reason, "resolving again: "+u.refused().Message)
 	case u.Reverted != "" && !u.done():

@@ -78,6 +78,7 @@ func Decide(s *Snapshot, p Policy) (Decision, error) {
 				}
 			}
 			n := v.PlannerNode(s.Hash, false)
+			s.Hold(v, &n, false)
 			if p.Shared[n.Name] {
 				n.Priority = 1
 			}
@@ -87,6 +88,7 @@ func Decide(s *Snapshot, p Policy) (Decision, error) {
 			targeted = append(targeted, n)
 		case v.Touched():
 			n := v.PlannerNode(s.Hash, true)
+			s.Hold(v, &n, true)
 			if !open && !v.waitsForWindow() {
 				n.Priority += 2
 			}
@@ -127,6 +129,7 @@ func DecideRemoval(s *Snapshot, p rollout.Planner, dl DeliveryRules) (Decision, 
 		}
 		if v.Touched() {
 			n := v.PlannerNode(s.Hash, true)
+			s.Hold(v, &n, true)
 			if !open && !v.waitsForWindow() {
 				n.Priority += 2
 			}

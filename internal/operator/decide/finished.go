@@ -45,10 +45,16 @@ func recordJob(obs *Snapshot, v *NodeView, fresh bool) InOrder {
 	var acts InOrder
 	if j.Failed() && fresh {
 		reason, msg := j.Failure()
-		acts = append(acts, EmitEvent{Shim: obs.Shim, Related: v.Node, Type: corev1.EventTypeWarning, Reason: OpAction(j.Op) + "Failed", Action: OpAction(j.Op), Note: FailureNote(v.Node.Name, reason, msg)})
+		ev := EmitEvent{Shim: obs.Shim, Related: v.Node, Type: corev1.EventTypeWarning, Reason: OpAction(j.Op) + "Failed", Action: OpAction(j.Op), Note: FailureNote(v.Node.Name, reason, msg)}
+		if j.InUse() { // no failure: the node waits for the pods
+			ev.Reason, ev.Note = string(plan.ReasonHandlerInUse), fmt.Sprintf("node %s: %s", v.Node.Name, msg)
+		}
+		acts = append(acts, ev)
 	}
 	name := obs.Shim.Name
 	switch {
+	case j.InUse():
+		return acts
 	case j.Sibling():
 		return append(acts, Note{Events: &obs.Events, Reason: "RetryAlone", Action: "Install", Detail: fmt.Sprintf("node %s (Job %s: another Shim's plan failed; installing this one again, alone)", v.Node.Name, j.Object.Name)})
 	case j.Failed() && j.Batch > 0 && !j.ResultRead:

@@ -63,6 +63,10 @@ type NodeView struct {
 	// fetchStrategy.type preinstalled): it is labelled, never installed
 	// or uninstalled by a Job.
 	Preinstalled bool
+	// InUse are the pods the node's removal (or an install that drops a
+	// handler) waits for, once decided (Snapshot.Hold): those the API
+	// server shows there, else the sandboxes its installer found.
+	InUse []string
 	// ImageWay is how the node's installer gets the Shim's image
 	// (fetchStrategy.type image): nodejob.ImageVolume or ImageCopy; ""
 	// for other artifacts.
@@ -93,8 +97,9 @@ func (v NodeView) State(current string, removing bool) rollout.State {
 				return rollout.Uninstalling
 			}
 			return rollout.Installing
-		case j.Sibling():
-			// Undone with another Shim's plan: as before the Job.
+		case j.Sibling(), j.InUse():
+			// Undone with another Shim's plan, or refused while pods use
+			// a handler: as before the Job.
 		case j.Failed():
 			reason, _ := j.Failure()
 			if removing == (j.Op == jobview.OpUninstall) && (j.Op == jobview.OpUninstall || j.SpecHash == current) && !v.CanaryChanged(reason, j.Canary) {
@@ -122,7 +127,9 @@ func (v NodeView) CanaryChanged(reason, ran string) bool {
 // it.
 func (v NodeView) NeedsInstall(current string) bool {
 	st := v.State(current, false)
-	return st == rollout.Absent || st == rollout.Installed && (v.SpecHash != current || v.Drifted != "")
+	// A node whose removal was fenced (LabelUninstalling) and that is
+	// targeted again is installed again: a no-op there, which labels it.
+	return st == rollout.Absent || st == rollout.Installed && (v.SpecHash != current || v.Drifted != "" || v.Label == LabelUninstalling)
 }
 
 func (v NodeView) PlannerNode(current string, removing bool) rollout.Node {
@@ -201,7 +208,7 @@ func (v *NodeView) Repaired() bool {
 // record on the node.
 func (v *NodeView) FailedNode() bool {
 	if v.Job != nil {
-		return v.Job.Failed() && !v.Job.Sibling()
+		return v.Job.Failed() && !v.Job.Sibling() && !v.Job.InUse()
 	}
 	return v.Failure != nil
 }

@@ -105,7 +105,7 @@ func PlanInstall(obs *Snapshot, records []Action, r Rules) (*Plan, error) {
 		return nil, err
 	}
 	p := &Plan{Records: records, Stale: StaleRecords(obs), RCMReleases: RCMReleases(obs)}
-	p.Relabel = Relabel(obs, &d)
+	p.Relabel = append(Relabel(obs, &d), Fences(obs, &d)...)
 	p.Classes = Classes(obs, len(d.Rollin.Start) > 0)
 	if p.Classes.CanaryBlocked {
 		d.Rollin.Start = nil
@@ -147,7 +147,7 @@ func PlanRemoval(obs *Snapshot, records []Action, planner rollout.Planner, r Rul
 		return nil, err
 	}
 	p := &Plan{Records: records}
-	p.Relabel = Relabel(obs, &d)
+	p.Relabel = append(Relabel(obs, &d), Fences(obs, &d)...)
 	gate := obs.Gate.Copy()
 	if p.Starts, _, err = planRemovals(obs, &d, &gate, r); err != nil {
 		return nil, err
@@ -159,6 +159,9 @@ func PlanRemoval(obs *Snapshot, records []Action, planner rollout.Planner, r Rul
 	} else {
 		p.Status = statusOf(obs, statusIn{removal: d.Removal, starts: p.Starts, settled: d.Removal.Halted})
 		p.Requeue, p.RequeueRefused = r.Resync, min(r.Resync, nodegate.Retry)
+		if len(d.Removal.Held) > 0 && (p.Requeue == 0 || p.Requeue > InUseRecheck) {
+			p.Requeue = InUseRecheck // pods may go any time: no watch tells
+		}
 	}
 	return p, nil
 }
@@ -217,6 +220,9 @@ func requeue(obs *Snapshot, p *Plan, r Rules, waiting bool) (after, refused time
 		after = min(r.Resync, nodegate.Retry)
 	default:
 		after = r.Resync
+	}
+	if len(d.Rollin.Held)+len(d.Removal.Held) > 0 && (after == 0 || after > InUseRecheck) {
+		after = InUseRecheck // pods may go any time: no watch tells
 	}
 	after = DeliveryRequeue(obs, d, after, r.GatePeriod)
 	refused = nodegate.Retry

@@ -67,6 +67,10 @@ type Snapshot struct {
 	// ResolveAt is when the artifact is resolved again by time (zero: not
 	// by time; pin.Pinner.NextAt).
 	ResolveAt time.Time
+	// Pods are, by node, the pods of the Shim's RuntimeClasses that run
+	// there (workload.PodsOn), read when the reconcile may remove the
+	// shim from a node: a node's removal waits for them (InUse).
+	Pods map[string][]string
 	// refusal says why the spec is rolled out to no node (nil: it is).
 	Refusal *shimspec.Refusal
 	// events are the per-node Normal events of this reconcile, emitted

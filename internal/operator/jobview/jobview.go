@@ -105,6 +105,24 @@ func (v *View) Sibling() bool {
 	return v.Batch > 0 && v.Failed() && v.Result != nil && v.Result.Reason == plan.ReasonSiblingFailed
 }
 
+// InUse: the installer refused to remove a handler that pod sandboxes on
+// the node use (plan.ReasonHandlerInUse): the node changed nothing and
+// waits for them, which is no failure.
+func (v *View) InUse() bool {
+	return v.Failed() && v.Result != nil && v.Result.Reason == plan.ReasonHandlerInUse
+}
+
+// Ended is when the Job ended (its Complete or Failed condition's
+// transition); zero while it runs.
+func (v *View) Ended() time.Time {
+	for _, t := range []batchv1.JobConditionType{batchv1.JobFailed, batchv1.JobComplete} {
+		if c := v.Condition(t); c != nil {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
+}
+
 // WrongDigest: the installer reports having installed another artifact
 // than the plan pinned.
 func (v *View) WrongDigest() bool {

@@ -1,7 +1,9 @@
 // Package workload reads, for a rollout's health gate, the failures that
 // a runtime caused to the workloads of some RuntimeClasses on some nodes:
 // pods whose containers could not be created, run or started, and the
-// kubelet's FailedCreatePodSandBox Events (judged by package health).
+// kubelet's FailedCreatePodSandBox Events (judged by package health);
+// and, for a removal, the pods of a Shim's RuntimeClasses that still run
+// on each node (PodsOn).
 //
 // It guarantees that a cluster whose Shims have no gate caches no pod and
 // no Event: AddToCache registers trimmed, indexed informers that start on

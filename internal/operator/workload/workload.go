@@ -91,6 +91,55 @@ func Failures(ctx context.Context, r client.Reader, classes []string, nodes map[
 	return health.Failures(pods, evs, classSet, nodes, since), nil
 }
 
+// PodsOn returns, by node, the pods of the RuntimeClasses classes bound
+// to a node that have not ended (phase neither Succeeded nor Failed;
+// those being deleted included: they run until the kubelet stops them),
+// as "<namespace>/<name>", sorted. It reads the manager's cache as
+// Failures does (the first call starts the pod informer).
+func PodsOn(ctx context.Context, r client.Reader, classes []string) (map[string][]string, error) {
+	out := map[string][]string{}
+	if len(classes) == 0 {
+		return out, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, SyncWait)
+	defer cancel()
+	want := map[string]bool{}
+	for _, c := range classes {
+		want[c] = true
+	}
+	add := func(p *corev1.Pod) {
+		if p.Spec.NodeName == "" || p.Spec.RuntimeClassName == nil || !want[*p.Spec.RuntimeClassName] ||
+			p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			return
+		}
+		out[p.Spec.NodeName] = append(out[p.Spec.NodeName], p.Namespace+"/"+p.Name)
+	}
+	for _, c := range slices.Sorted(maps.Keys(want)) {
+		var list corev1.PodList
+		err := r.List(ctx, &list, client.MatchingFields{PodRuntimeClassField: c}, client.UnsafeDisableDeepCopy)
+		if apierrors.IsBadRequest(err) { // the API server itself: every pod
+			clear(out)
+			if err = r.List(ctx, &list); err != nil {
+				return nil, workloadErr("pods", err)
+			}
+			for i := range list.Items {
+				add(&list.Items[i])
+			}
+			break
+		}
+		if err != nil {
+			return nil, workloadErr(fmt.Sprintf("pods of RuntimeClass %s", c), err)
+		}
+		for i := range list.Items {
+			add(&list.Items[i])
+		}
+	}
+	for _, pods := range out {
+		slices.Sort(pods)
+	}
+	return out, nil
+}
+
 // workloadErr says what could not be read, and why it may be so.
 func workloadErr(what string, err error) error {
 	hint := ""
@@ -100,7 +149,7 @@ func workloadErr(what string, err error) error {
 	case apierrors.IsForbidden(err):
 		hint = " (the operator's role must let it list and watch pods and events in all namespaces)"
 	}
-	return fmt.Errorf("health gate: listing %s: %w%s", what, err, hint)
+	return fmt.Errorf("listing %s: %w%s", what, err, hint)
 }
 
 // AddToCache adds to a manager's cache options what Failures reads: the pods
@@ -170,7 +219,7 @@ func withFieldIndex(indexers toolscache.Indexers, field string, value func(clien
 // installer's) are kept whole. Of the others the cache keeps what the
 // health gate reads: a pod with a RuntimeClass keeps its name, namespace,
 // UID, resource version and creation time, its node and RuntimeClass, its
-// conditions' types, statuses and transition times and, of its
+// phase, its conditions' types, statuses and transition times and, of its
 // containers' statuses (init and regular), the names and states (current
 // and last); a pod without a RuntimeClass keeps its name, namespace, UID
 // and resource version alone. Labels, annotations, owners, the rest of
@@ -188,6 +237,7 @@ func TrimPod(namespace string) func(obj any) (any, error) {
 		}
 		meta.CreationTimestamp = p.CreationTimestamp
 		out := &corev1.Pod{ObjectMeta: meta, Spec: corev1.PodSpec{NodeName: p.Spec.NodeName, RuntimeClassName: p.Spec.RuntimeClassName}}
+		out.Status.Phase = p.Status.Phase
 		for _, c := range p.Status.Conditions {
 			out.Status.Conditions = append(out.Status.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
 		}

@@ -267,6 +267,31 @@ func TestWorkloadFailures(t *testing.T) {
 	if got, err := workload.Failures(ctx, mgr.GetClient(), nil, nodes, since); got != nil || err != nil {
 		t.Errorf("no classes: %v, %v", got, err)
 	}
+
+	// The pods a removal waits for: every pod of the classes bound to a
+	// node that has not ended, through the cache and from the API server.
+	ended := appStatus(corev1.ContainerStatus{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed"}}})
+	ended.Phase = corev1.PodSucceeded
+	workloadPod(t, c, "default", "done-1", "wasm-a", "n1", ended)
+	wantOn := map[string][]string{
+		"n1": {"apps/run-1", "default/crash-1", "default/sandbox-1", "default/web-1"},
+		"n2": {"default/config-1", "default/old-sandbox", "default/pull-1", "default/start-1"},
+		"n3": {"default/elsewhere-1"},
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		on, err := workload.PodsOn(ctx, mgr.GetClient(), classes)
+		if err == nil && cmp.Equal(on, wantOn) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("PodsOn through the cache: %v (%v), want %v", on, err, wantOn)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if on, err := workload.PodsOn(ctx, c, classes); err != nil || !cmp.Equal(on, wantOn) {
+		t.Errorf("PodsOn from the API server: %v (%v), want %v", on, err, wantOn)
+	}
 }
 
 // TestTrimPodAndEvent: the cache's pods keep what health.Failures reads
@@ -292,7 +317,7 @@ func TestTrimPodAndEvent(t *testing.T) {
 	want := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "default", UID: "u1", ResourceVersion: "7", CreationTimestamp: at},
 		Spec:       corev1.PodSpec{NodeName: "n1", RuntimeClassName: &class},
-		Status: corev1.PodStatus{
+		Status: corev1.PodStatus{Phase: corev1.PodRunning,
 			Conditions:            []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: at}},
 			InitContainerStatuses: []corev1.ContainerStatus{{Name: "init", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed", StartedAt: at, FinishedAt: at}}}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "app",

@@ -30,6 +30,11 @@ const (
 	ReasonNoNodes = "NoNodes"
 	// ReasonDeleting: the Shim is being removed from its nodes.
 	ReasonDeleting = "Deleting"
+	// ReasonHandlerInUse: the Shim is being deleted, and its removal waits
+	// on some nodes for the pods that run with its handlers (the message
+	// names the nodes and the pods): a handler, its binary and its bundle
+	// stay while a pod uses them.
+	ReasonHandlerInUse = "HandlerInUse"
 )
 
 // Reasons of the Progressing condition.
