@@ -13,9 +13,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -36,7 +38,7 @@ func keepShim(url, sha string, node testutil.ClusterNode) *v1alpha1.Shim {
 // when its container dies.
 func keeperPod(name string, node testutil.ClusterNode) *corev1.Pod {
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"app": name}},
 		Spec: corev1.PodSpec{
 			NodeName:                      node.Name,
 			RuntimeClassName:              ptr.To("keep"),
@@ -49,18 +51,22 @@ func keeperPod(name string, node testutil.ClusterNode) *corev1.Pod {
 }
 
 // testWorkloads: a Shim deleted while its pods run never breaks them.
-//   - keep (a renamed runc shim) is installed, a pod runs with it, and
-//     keep is upgraded under it: the pod's shim runs on from the earlier
+//   - keep (a renamed runc shim) is installed, two pods run with it, and
+//     keep is upgraded under them: their shims run on from the earlier
 //     bundle version, which stays;
 //   - the Shim is deleted: the node waits (Ready and Reconciling say
-//     HandlerInUse naming the pod; the node's label turns to uninstalling),
-//     the handler, the link and both bundle versions stay;
-//   - meanwhile exec into the pod works, and its container, killed,
-//     is restarted by the kubelet with the handler;
-//   - the pod is deleted: it goes within 60 s, with no container and no
-//     shim process left; then the uninstall runs, the RuntimeClass goes
-//     last, and the node is as it was (config byte for byte, no bundle,
-//     no label).
+//     HandlerInUse naming the pods; the node's label turns to
+//     uninstalling); the handler, the link and both bundle versions stay;
+//   - meanwhile exec into a pod works, and its container, killed, is
+//     restarted by the kubelet with the handler;
+//   - one pod is deleted: it goes within 60 s, its container with it;
+//     the node still waits for the other;
+//   - deletePolicy Evict, the other pod under a PodDisruptionBudget that
+//     allows no disruption: the eviction is refused (EvictionBlocked,
+//     quoting the budget) and the pod runs on; once the budget allows
+//     one, the pod is evicted, the node uninstalled, the RuntimeClass
+//     deleted last, and the node is as it was (config byte for byte, no
+//     bundle, no label, no shim process).
 func testWorkloads(t *testing.T, c *testutil.Cluster, node testutil.ClusterNode, build testutil.ContainerdBuild) {
 	ctx := context.Background()
 	testutil.ImportBusybox(t, "/usr/bin/ctr", node.Socket())
@@ -76,47 +82,22 @@ func testWorkloads(t *testing.T, c *testutil.Cluster, node testutil.ClusterNode,
 		t.Fatal(err)
 	}
 	kubectl(t, c, "wait", "--for=condition=Ready", "shim/keep", "--timeout=120s")
-	if err := c.Client.Create(ctx, keeperPod("keeper", node)); err != nil {
-		t.Fatal(err)
+	cids := map[string]string{}
+	for _, name := range []string{"keeper-1", "keeper-2"} {
+		if err := c.Client.Create(ctx, keeperPod(name, node)); err != nil {
+			t.Fatal(err)
+		}
+		running := c.WaitPodRunning(t, "default", name)
+		cids[name] = strings.TrimPrefix(running.Status.ContainerStatuses[0].ContainerID, "containerd://")
 	}
-	running := c.WaitPodRunning(t, "default", "keeper")
-	cid := strings.TrimPrefix(running.Status.ContainerStatuses[0].ContainerID, "containerd://")
 	v1Dir := resolved(t, node, "/opt/shimkit/keep/current")
+	upgradeUnder(t, c, node, shim, srv.Add("/keep-2.tar.gz", v2.Data), v2.SHA256, v1Dir, cids["keeper-1"])
 
-	// Upgrade under the pod: v1 stays while the pod's shim runs from it.
-	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(shim), shim); err != nil {
-		t.Fatal(err)
-	}
-	oldHash := shim.Status.SpecHash
-	shim.Spec.FetchStrategy.AnonHTTP = &v1alpha1.AnonHTTPFetch{Location: srv.Add("/keep-2.tar.gz", v2.Data), SHA256: v2.SHA256}
-	if err := c.Client.Update(ctx, shim); err != nil {
-		t.Fatal(err)
-	}
-	waitUpgraded(t, c, node, shim, oldHash)
-	exe, ok := testutil.ShimOf(podSandboxOf(t, node, cid))
-	if !ok || !strings.HasPrefix(exe, v1Dir+"/") {
-		t.Errorf("the pod's shim runs %q, want one of %s", exe, v1Dir)
-	}
-	if _, err := os.Stat(node.Local(exe)); err != nil || resolved(t, node, "/opt/shimkit/keep/current") == v1Dir {
-		t.Errorf("after the upgrade under the pod: its shim's binary %v; current is v1: %v", err, resolved(t, node, "/opt/shimkit/keep/current") == v1Dir)
-	}
-
-	// Delete the Shim: the node waits for the pod, saying so.
+	// Delete the Shim: the node waits for the pods, saying so.
 	if err := c.Client.Delete(ctx, shim); err != nil {
 		t.Fatal(err)
 	}
-	var ready metav1.Condition
-	waitFor(t, 60*time.Second, "HandlerInUse naming default/keeper", func() bool {
-		s := &v1alpha1.Shim{}
-		if c.Client.Get(ctx, client.ObjectKeyFromObject(shim), s) != nil {
-			return false
-		}
-		ready = ptr.Deref(meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionReady), metav1.Condition{})
-		rec := ptr.Deref(meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionReconciling), metav1.Condition{})
-		return ready.Reason == v1alpha1.ReasonHandlerInUse && rec.Reason == v1alpha1.ReasonHandlerInUse &&
-			strings.Contains(ready.Message, "node "+node.Name+": default/keeper")
-	})
-	t.Logf("deleted while its pod runs: %s", ready.Message)
+	waitInUse(t, c, "node "+node.Name+": default/keeper-1, default/keeper-2")
 	n := &corev1.Node{}
 	if err := c.Client.Get(ctx, client.ObjectKey{Name: node.Name}, n); err != nil || n.Labels["shim.containerd.x-k8s.io/keep"] != "uninstalling" {
 		t.Errorf("the node's label while it waits: %q (%v), want uninstalling", n.Labels["shim.containerd.x-k8s.io/keep"], err)
@@ -124,51 +105,40 @@ func testWorkloads(t *testing.T, c *testutil.Cluster, node testutil.ClusterNode,
 	time.Sleep(15 * time.Second) // past a recheck: it holds
 	for _, p := range []string{"/usr/local/bin/containerd-shim-keep-v2", v1Dir, "/opt/shimkit/keep/current"} {
 		if _, err := os.Stat(node.Local(p)); err != nil {
-			t.Errorf("%s while the pod runs: %v", p, err)
+			t.Errorf("%s while the pods run: %v", p, err)
 		}
 	}
 	if cfg, _ := os.ReadFile(node.Local("/etc/containerd/config.toml")); bytes.Equal(cfg, orig) {
-		t.Error("the handler left containerd's config while the pod runs")
+		t.Error("the handler left containerd's config while the pods run")
 	}
 	if err := c.Client.Get(ctx, client.ObjectKey{Name: "keep"}, &nodev1.RuntimeClass{}); err != nil {
 		t.Errorf("RuntimeClass keep while the Shim waits: %v", err)
 	}
+	servedWhileWaiting(t, c, node, "keeper-1", cids["keeper-1"])
 
-	// The pod is served: exec, and a killed container restarts.
-	if out := kubectl(t, c, "exec", "keeper", "--", "/bin/busybox", "echo", "alive"); strings.TrimSpace(out) != "alive" {
-		t.Errorf("exec: %q", out)
-	}
-	if out, err := exec.Command("/usr/bin/ctr", "--address", node.Socket(), "-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", cid).CombinedOutput(); err != nil {
-		t.Fatalf("killing the container: %v\n%s", err, out)
-	}
-	waitFor(t, 60*time.Second, "the killed container restarted", func() bool {
-		p := &corev1.Pod{}
-		if c.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "keeper"}, p) != nil || len(p.Status.ContainerStatuses) == 0 {
-			return false
-		}
-		st := p.Status.ContainerStatuses[0]
-		return st.RestartCount >= 1 && st.State.Running != nil
-	})
-
-	// The pod goes: promptly, leaving no container or shim process; then
-	// the node is uninstalled and the Shim goes.
+	// One pod deleted: promptly gone, its container with it.
 	start := time.Now()
-	if err := c.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "keeper"}}); err != nil {
+	if err := c.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "keeper-1"}}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 60*time.Second, "the pod gone", func() bool {
-		return apierrors.IsNotFound(c.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "keeper"}, &corev1.Pod{}))
+	waitFor(t, 60*time.Second, "keeper-1 gone", func() bool {
+		return apierrors.IsNotFound(c.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "keeper-1"}, &corev1.Pod{}))
 	})
-	t.Logf("the pod deleted in %v", time.Since(start).Round(100*time.Millisecond))
+	t.Logf("keeper-1 deleted in %v", time.Since(start).Round(100*time.Millisecond))
+	waitFor(t, 30*time.Second, "keeper-1's containers gone", func() bool {
+		out, _ := exec.Command("/usr/bin/ctr", "--address", node.Socket(), "-n", "k8s.io", "tasks", "ls", "-q").Output()
+		return !strings.Contains(string(out), cids["keeper-1"])
+	})
+	waitInUse(t, c, "node "+node.Name+": default/keeper-2")
+
+	evictUnderBudget(t, c, "keeper-2")
+	start = time.Now()
 	waitFor(t, 180*time.Second, "the Shim keep gone", func() bool {
 		return apierrors.IsNotFound(c.Client.Get(ctx, client.ObjectKey{Name: "keep"}, &v1alpha1.Shim{}))
 	})
-	t.Logf("the Shim gone %v after its last pod", time.Since(start).Round(100*time.Millisecond))
-	if procs := processesRunning(v1Dir, node.Local(v1Dir)); len(procs) > 0 {
+	t.Logf("the Shim gone %v after the budget allowed the eviction", time.Since(start).Round(100*time.Millisecond))
+	if procs := processesRunning(v1Dir, "/opt/shimkit/keep"); len(procs) > 0 {
 		t.Errorf("processes of keep's bundle left: %v", procs)
-	}
-	if out, _ := exec.Command("/usr/bin/ctr", "--address", node.Socket(), "-n", "k8s.io", "tasks", "ls", "-q").Output(); strings.Contains(string(out), cid) {
-		t.Errorf("the pod's container still has a task: %s", out)
 	}
 	if err := c.Client.Get(ctx, client.ObjectKey{Name: "keep"}, &nodev1.RuntimeClass{}); !apierrors.IsNotFound(err) {
 		t.Errorf("RuntimeClass keep after the Shim: %v", err)
@@ -184,6 +154,118 @@ func testWorkloads(t *testing.T, c *testutil.Cluster, node testutil.ClusterNode,
 	if err := c.Client.Get(ctx, client.ObjectKey{Name: node.Name}, n); err != nil || n.Labels["shim.containerd.x-k8s.io/keep"] != "" {
 		t.Errorf("the node's label after the uninstall: %q (%v)", n.Labels["shim.containerd.x-k8s.io/keep"], err)
 	}
+}
+
+// upgradeUnder upgrades keep to the artifact at url while a pod runs
+// from v1Dir: the pod's shim runs on from v1, which stays.
+func upgradeUnder(t *testing.T, c *testutil.Cluster, node testutil.ClusterNode, shim *v1alpha1.Shim, url, sha, v1Dir, cid string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(shim), shim); err != nil {
+		t.Fatal(err)
+	}
+	oldHash := shim.Status.SpecHash
+	shim.Spec.FetchStrategy.AnonHTTP = &v1alpha1.AnonHTTPFetch{Location: url, SHA256: sha}
+	if err := c.Client.Update(ctx, shim); err != nil {
+		t.Fatal(err)
+	}
+	waitUpgraded(t, c, node, shim, oldHash)
+	exe, ok := testutil.ShimOf(podSandboxOf(t, node, cid))
+	if !ok || !strings.HasPrefix(exe, v1Dir+"/") {
+		t.Errorf("the pod's shim runs %q, want one of %s", exe, v1Dir)
+	}
+	if _, err := os.Stat(node.Local(exe)); err != nil || resolved(t, node, "/opt/shimkit/keep/current") == v1Dir {
+		t.Errorf("after the upgrade under the pod: its shim's binary %v; current is still v1: %v", err, resolved(t, node, "/opt/shimkit/keep/current") == v1Dir)
+	}
+}
+
+// waitInUse waits until keep's Ready and Reconciling say HandlerInUse with
+// a message that contains note.
+func waitInUse(t *testing.T, c *testutil.Cluster, note string) {
+	t.Helper()
+	var ready metav1.Condition
+	waitFor(t, 60*time.Second, "HandlerInUse: "+note, func() bool {
+		s := &v1alpha1.Shim{}
+		if c.Client.Get(context.Background(), client.ObjectKey{Name: "keep"}, s) != nil {
+			return false
+		}
+		ready = ptr.Deref(meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionReady), metav1.Condition{})
+		rec := ptr.Deref(meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionReconciling), metav1.Condition{})
+		return ready.Reason == v1alpha1.ReasonHandlerInUse && rec.Reason == v1alpha1.ReasonHandlerInUse && strings.Contains(ready.Message, note)
+	})
+	t.Logf("waiting: %s", ready.Message)
+}
+
+// servedWhileWaiting: exec into the pod works, and its container, killed,
+// is restarted by the kubelet.
+func servedWhileWaiting(t *testing.T, c *testutil.Cluster, node testutil.ClusterNode, pod, cid string) {
+	t.Helper()
+	if out := kubectl(t, c, "exec", pod, "--", "/bin/busybox", "echo", "alive"); strings.TrimSpace(out) != "alive" {
+		t.Errorf("exec: %q", out)
+	}
+	if out, err := exec.Command("/usr/bin/ctr", "--address", node.Socket(), "-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", cid).CombinedOutput(); err != nil {
+		t.Fatalf("killing the container: %v\n%s", err, out)
+	}
+	waitFor(t, 60*time.Second, "the killed container restarted", func() bool {
+		p := &corev1.Pod{}
+		if c.Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: pod}, p) != nil || len(p.Status.ContainerStatuses) == 0 {
+			return false
+		}
+		st := p.Status.ContainerStatuses[0]
+		return st.RestartCount >= 1 && st.State.Running != nil
+	})
+}
+
+// evictUnderBudget sets keep's deletePolicy to Evict with the pod under a
+// PodDisruptionBudget that allows no disruption: the eviction is refused,
+// said in an EvictionBlocked Event, and the pod runs on; then the budget
+// allows one, and the pod is evicted.
+func evictUnderBudget(t *testing.T, c *testutil.Cluster, pod string) {
+	t.Helper()
+	ctx := context.Background()
+	one := intstr.FromInt32(1)
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: pod},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": pod}}}}
+	if err := c.Client.Create(ctx, pdb); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), pdb) })
+	waitFor(t, 30*time.Second, "the budget observed", func() bool {
+		return c.Client.Get(ctx, client.ObjectKeyFromObject(pdb), pdb) == nil && pdb.Status.ObservedGeneration == pdb.Generation && pdb.Status.CurrentHealthy == 1
+	})
+	kubectl(t, c, "patch", "shim", "keep", "--type=merge", "-p", `{"spec":{"deletePolicy":"Evict"}}`)
+	var blocked string
+	waitFor(t, 60*time.Second, "EvictionBlocked", func() bool {
+		evs := &corev1.EventList{}
+		if c.Client.List(ctx, evs, client.MatchingFields{"reason": "EvictionBlocked"}) != nil {
+			return false
+		}
+		for _, e := range evs.Items {
+			if strings.Contains(e.Message, "default/"+pod) {
+				blocked = e.Message
+				return true
+			}
+		}
+		return false
+	})
+	t.Logf("blocked: %s", blocked)
+	if !strings.Contains(blocked, "disruption budget") {
+		t.Errorf("EvictionBlocked does not quote the budget: %s", blocked)
+	}
+	p := &corev1.Pod{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: pod}, p); err != nil || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+		t.Errorf("%s under a budget that allows nothing: %v %s deleting %v", pod, err, p.Status.Phase, p.DeletionTimestamp != nil)
+	}
+	patch := client.MergeFrom(pdb.DeepCopy())
+	pdb.Spec.MinAvailable, pdb.Spec.MaxUnavailable = nil, &one
+	if err := c.Client.Patch(ctx, pdb, patch); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	waitFor(t, 60*time.Second, pod+" evicted", func() bool {
+		return apierrors.IsNotFound(c.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: pod}, &corev1.Pod{}))
+	})
+	t.Logf("%s evicted and gone %v after the budget allowed it", pod, time.Since(start).Round(100*time.Millisecond))
 }
 
 // processesRunning are the processes whose executable lies under one of

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/nodelabel"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
 // act carries out a decision's actions (package decide) in order,
@@ -93,4 +95,27 @@ func (r *executor) untaint(ctx context.Context, a decide.Untaint) error {
 	}
 	r.event(ctx, a.Shim, node, corev1.EventTypeNormal, "TaintRemoved", "Install", "node %s has every Shim that selects it: taint %s removed", node.Name, PendingTaint)
 	return nil
+}
+
+// evict asks the Eviction API to evict each pod (spec.deletePolicy
+// Evict). The API server honours the pods' PodDisruptionBudgets: a
+// refusal is said in a Warning Event EvictionBlocked quoting it, and the
+// pod is asked again at the next reconcile. A pod already gone is fine.
+func (r *executor) evict(ctx context.Context, shim *v1alpha1.Shim, pods []decide.Eviction) {
+	g := r.group(ctx)
+	for _, e := range pods {
+		g.Go(func() error {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: e.Name}}
+			err := r.client.SubResource("eviction").Create(ctx, pod, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: e.Name}})
+			switch {
+			case err == nil:
+				r.event(ctx, shim, nil, corev1.EventTypeNormal, "Evicted", "Uninstall", "pod %s/%s on node %s evicted: the shim's uninstall waits for it", e.Namespace, e.Name, e.Node)
+			case apierrors.IsNotFound(err):
+			default:
+				r.event(ctx, shim, nil, corev1.EventTypeWarning, "EvictionBlocked", "Uninstall", "pod %s/%s on node %s: %v", e.Namespace, e.Name, e.Node, err)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
 }

@@ -29,7 +29,8 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed, records []
 
 // carryOutRemoval carries out a deleted Shim's plan, in its order: the
 // records, the relabels, the uninstall Jobs whose reservations the node
-// gate commits, the status; once every node is clean, the release.
+// gate commits, the evictions, the status; once every node is clean, the
+// release.
 func (r *Reconciler) carryOutRemoval(ctx context.Context, obs *observed, p *decide.Plan) (ctrl.Result, error) {
 	obs.Settled = p.Status.Settled // the plan's: read as the reconcile ends
 	r.notify(ctx, obs)
@@ -43,6 +44,7 @@ func (r *Reconciler) carryOutRemoval(ctx context.Context, obs *observed, p *deci
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	r.exec.evict(ctx, obs.Shim, p.Evict)
 	if !p.Decision.Removal.Done {
 		if !refused {
 			if err := r.report.Update(ctx, obs, p.Status); err != nil {

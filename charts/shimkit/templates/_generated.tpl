@@ -20,6 +20,12 @@
   - patch
   - watch
 - apiGroups:
+  - ""
+  resources:
+  - pods/eviction
+  verbs:
+  - create
+- apiGroups:
   - containerd.x-k8s.io
   resources:
   - shims

@@ -65,6 +65,39 @@ func Fences(s *Snapshot, d *Decision) []Action {
 	return []Action{out}
 }
 
+// Eviction is a pod a deleted Shim evicts (spec.deletePolicy Evict)
+// from a node its removal waits on.
+type Eviction struct{ Node, Namespace, Name string }
+
+// Evictions are the pods a deleted Shim with spec.deletePolicy Evict
+// evicts: those the API server shows on the nodes its removal holds, on
+// as many nodes as maxUpdate leaves free beside the nodes changing and
+// starting (the nodes in the planner's order of names). The sandboxes
+// only the node's installer found (a static pod) are not the API
+// server's to evict: those nodes wait.
+func Evictions(s *Snapshot, d *Decision, starting int) []Eviction {
+	if s.Shim.Spec.DeletePolicy != v1alpha1.DeleteEvict || s.Shim.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	free := d.Removal.Budget - d.Removal.InFlight - starting
+	var out []Eviction
+	for _, name := range d.Removal.Held {
+		pods := s.Pods[name]
+		if len(pods) == 0 {
+			continue
+		}
+		if free <= 0 {
+			break
+		}
+		free--
+		for _, p := range pods {
+			ns, pod, _ := strings.Cut(p, "/")
+			out = append(out, Eviction{Node: name, Namespace: ns, Name: pod})
+		}
+	}
+	return out
+}
+
 // maxPodsNamed is how many pods a note names per node, and maxNodesNamed
 // how many nodes.
 const (
@@ -104,6 +137,9 @@ func deletingNote(u Rollup) (reason, msg string) {
 	if len(u.Removal.Held) == 0 {
 		return v1alpha1.ReasonDeleting, msg
 	}
-	return v1alpha1.ReasonHandlerInUse, fmt.Sprintf("%s; %d wait for the pods that run with it: %s",
-		msg, len(u.Removal.Held), InUseNote(u.Nodes, u.Removal.Held))
+	wait := "wait for the pods that run with it"
+	if u.Shim.Spec.DeletePolicy == v1alpha1.DeleteEvict {
+		wait = "wait for the pods that run with it, evicted as their PodDisruptionBudgets allow (deletePolicy Evict)"
+	}
+	return v1alpha1.ReasonHandlerInUse, fmt.Sprintf("%s; %d %s: %s", msg, len(u.Removal.Held), wait, InUseNote(u.Nodes, u.Removal.Held))
 }

@@ -121,3 +121,43 @@ func TestDeletingStatusNamesPods(t *testing.T) {
 		}
 	}
 }
+
+// TestEvictions: with deletePolicy Evict, a deleted Shim evicts the pods
+// the API server shows on the nodes its removal holds, on as many nodes
+// as maxUpdate leaves free; with Wait, or not deleted, none.
+func TestEvictions(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	two := intstr.FromInt32(2)
+	planner := rollout.Planner{Strategy: rollout.Strategy{MaxUpdate: &two}, ShimUID: "uid-spin", SpecHash: target}
+	pods := map[string][]string{"a": {"default/web-1", "default/web-2"}, "b": {"apps/db-0"}, "c": {"x/y"}}
+	cases := []struct {
+		name    string
+		policy  v1alpha1.DeletePolicy
+		deleted bool
+		views   []decide.NodeView
+		want    []decide.Eviction
+	}{
+		{name: "wait", policy: v1alpha1.DeleteWait, deleted: true, views: []decide.NodeView{node("a", "h1"), node("b", "h1")}},
+		{name: "evict, not deleted", policy: v1alpha1.DeleteEvict, views: []decide.NodeView{node("a", "h1")}},
+		{name: "evict, two free slots", policy: v1alpha1.DeleteEvict, deleted: true, views: []decide.NodeView{node("a", "h1"), node("b", "h1"), node("c", "h1")},
+			want: []decide.Eviction{{Node: "a", Namespace: "default", Name: "web-1"}, {Node: "a", Namespace: "default", Name: "web-2"}, {Node: "b", Namespace: "apps", Name: "db-0"}}},
+		{name: "evict, one slot left beside a free node", policy: v1alpha1.DeleteEvict, deleted: true, views: []decide.NodeView{node("a", "h1"), node("free", "h1")},
+			want: []decide.Eviction{{Node: "a", Namespace: "default", Name: "web-1"}, {Node: "a", Namespace: "default", Name: "web-2"}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			shim := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "spin", UID: "uid-spin"}, Spec: v1alpha1.ShimSpec{DeletePolicy: c.policy}}
+			if c.deleted {
+				shim.DeletionTimestamp = &metav1.Time{Time: now}
+			}
+			obs := &decide.Snapshot{Shim: shim, Hash: target, Views: c.views, Pods: pods, Now: now, RolloutNow: now}
+			d, err := decide.DecideRemoval(obs, planner, decide.DeliveryRules{Now: now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := decide.Evictions(obs, &d, len(d.Removal.Start)); !slices.Equal(got, c.want) {
+				t.Errorf("Evictions = %v, want %v", got, c.want)
+			}
+		})
+	}
+}

@@ -72,6 +72,9 @@ type Plan struct {
 	// RCMReleases are the nodes whose runtime-class-manager label goes
 	// (RCMReleases), with the takeovers.
 	RCMReleases []RCMRelease
+	// Evict are the pods a deleted Shim evicts (spec.deletePolicy Evict:
+	// Evictions), after its uninstall Jobs started.
+	Evict []Eviction
 	// Forget are the records a deleted Shim left on nodes it never
 	// installed (Forget), and Delete the RuntimeClasses it owns, once its
 	// removal is done.
@@ -152,6 +155,7 @@ func PlanRemoval(obs *Snapshot, records []Action, planner rollout.Planner, r Rul
 	if p.Starts, _, err = planRemovals(obs, &d, &gate, r); err != nil {
 		return nil, err
 	}
+	p.Evict = Evictions(obs, &d, len(p.Starts))
 	p.Decision = d
 	p.Status.Settled = d.Removal.Done || d.Removal.Halted
 	if d.Removal.Done {

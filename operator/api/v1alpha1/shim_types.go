@@ -208,6 +208,18 @@ type ShimSpec struct {
 	// +kubebuilder:validation:items:Enum=containerd;cri-o
 	ContainerRuntimes []string `json:"containerRuntimes,omitempty"`
 
+	// deletePolicy is what the Shim's deletion does about pods that still
+	// run with its RuntimeClasses on a node, whose handler, binary and
+	// bundle stay while they run: Wait (the default) uninstalls the node
+	// once they are gone, as a PersistentVolumeClaim in use waits for its
+	// last pod; Evict evicts them through the Eviction API, which honours
+	// their PodDisruptionBudgets (a blocked eviction is retried, and said
+	// in an EvictionBlocked Event), on at most maxUpdate nodes at a time,
+	// then uninstalls the node. No pod is ever deleted by force. Not part
+	// of the spec hash.
+	// +optional
+	DeletePolicy DeletePolicy `json:"deletePolicy,omitempty"`
+
 	// canary is the pod each node's installer runs with the primary
 	// handler once containerd has the change, before the node is
 	// labelled: a node whose canary does not exit 0 in time is rolled
@@ -218,6 +230,17 @@ type ShimSpec struct {
 	// +optional
 	Canary *Canary `json:"canary,omitempty"`
 }
+
+// DeletePolicy is what a deleted Shim does about the pods that still run
+// with it.
+// +kubebuilder:validation:Enum=Wait;Evict
+type DeletePolicy string
+
+// Delete policies.
+const (
+	DeleteWait  DeletePolicy = "Wait"
+	DeleteEvict DeletePolicy = "Evict"
+)
 
 // MigrateFrom names what a Shim takes over.
 type MigrateFrom struct {
