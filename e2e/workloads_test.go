@@ -64,7 +64,7 @@ func keeperPod(name string, node testutil.ClusterNode) *corev1.Pod {
 //   - deletePolicy Evict, the other pod under a PodDisruptionBudget that
 //     allows no disruption: the eviction is refused (EvictionBlocked,
 //     quoting the budget) and the pod runs on; once the budget allows
-//     one, the pod is evicted, the node uninstalled, the RuntimeClass
+//     one (minAvailable 0), the pod is evicted, the node uninstalled, the RuntimeClass
 //     deleted last, and the node is as it was (config byte for byte, no
 //     bundle, no label, no shim process).
 func testWorkloads(t *testing.T, c *testutil.Cluster, node testutil.ClusterNode, build testutil.ContainerdBuild) {
@@ -103,7 +103,7 @@ func testWorkloads(t *testing.T, c *testutil.Cluster, node testutil.ClusterNode,
 		t.Errorf("the node's label while it waits: %q (%v), want uninstalling", n.Labels["shim.containerd.x-k8s.io/keep"], err)
 	}
 	time.Sleep(15 * time.Second) // past a recheck: it holds
-	for _, p := range []string{"/usr/local/bin/containerd-shim-keep-v2", v1Dir, "/opt/shimkit/keep/current"} {
+	for _, p := range []string{v1Dir + "/containerd-shim-keep-v2", "/opt/shimkit/keep/current/containerd-shim-keep-v2"} {
 		if _, err := os.Stat(node.Local(p)); err != nil {
 			t.Errorf("%s while the pods run: %v", p, err)
 		}
@@ -256,8 +256,11 @@ func evictUnderBudget(t *testing.T, c *testutil.Cluster, pod string) {
 	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: pod}, p); err != nil || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
 		t.Errorf("%s under a budget that allows nothing: %v %s deleting %v", pod, err, p.Status.Phase, p.DeletionTimestamp != nil)
 	}
+	// A bare pod's budget counts with minAvailable only (maxUnavailable
+	// needs the pods' controller): 0 allows one disruption.
 	patch := client.MergeFrom(pdb.DeepCopy())
-	pdb.Spec.MinAvailable, pdb.Spec.MaxUnavailable = nil, &one
+	zero := intstr.FromInt32(0)
+	pdb.Spec.MinAvailable = &zero
 	if err := c.Client.Patch(ctx, pdb, patch); err != nil {
 		t.Fatal(err)
 	}

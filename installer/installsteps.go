@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path"
 	"slices"
+	"time"
 
 	"github.com/shimkit/shimkit/internal/installer/bundle"
 	"github.com/shimkit/shimkit/internal/installer/drift"
@@ -180,6 +181,9 @@ func (s *placeBundle) do(_ context.Context, r *run) error {
 		return r.savePending()
 	})
 	r.changed = r.changed || s.switched
+	if s.switched {
+		r.bundle.SwitchedAt = time.Now().UTC() // a sandbox created since runs the new version
+	}
 	return err
 }
 

@@ -73,14 +73,19 @@ func (r *run) dropped() []string {
 }
 
 // retire decides, as an install commits, when the Shim's current
-// version became current and which earlier versions stay: the version
-// the install switched away from joins the retired ones, and a retired
+// version became current (when the install switched the bundle to it:
+// the sandboxes created since, its canary's among them, run it) and which
+// earlier versions stay: the version the install switched away from joins
+// the retired ones, and a retired
 // version stays while a ready pod sandbox of the Shim's handlers that was
 // created while it was current runs (its shim started from its files).
 // A runtime that cannot be asked keeps them all; one that runs no pods
 // (offline) none.
 func (r *run) retire(ctx context.Context) (since time.Time, kept []RetiredVersion) {
-	now := time.Now().UTC()
+	now := r.bundle.SwitchedAt
+	if now.IsZero() {
+		now = time.Now().UTC()
+	}
 	since, all := r.prev.CurrentSince, slices.Clone(r.prev.Retired)
 	switch {
 	case !r.had || r.prev.Version == "":

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/shimkit/shimkit/internal/nodelabel/record"
 	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
@@ -58,6 +60,12 @@ func (r *executor) do(ctx context.Context, a decide.Action) error {
 		return nodelabel.DropRecords(ctx, r.client, a.Node, a.Keys...)
 	case decide.Untaint:
 		return r.untaint(ctx, a)
+	case decide.Cordon:
+		return r.cordon(ctx, a)
+	case decide.Release:
+		return r.release(ctx, a)
+	case decide.Evict:
+		r.evictOne(ctx, a.Shim, a.Eviction, a.GracePeriodSeconds)
 	case decide.MarkFailed:
 		return nodelabel.MarkFailed(ctx, r.client, a.Node, a.Shim, a.Failure)
 	case decide.ClearFailure:
@@ -98,24 +106,67 @@ func (r *executor) untaint(ctx context.Context, a decide.Untaint) error {
 }
 
 // evict asks the Eviction API to evict each pod (spec.deletePolicy
-// Evict). The API server honours the pods' PodDisruptionBudgets: a
-// refusal is said in a Warning Event EvictionBlocked quoting it, and the
-// pod is asked again at the next reconcile. A pod already gone is fine.
+// Evict), with the pods' own grace periods.
 func (r *executor) evict(ctx context.Context, shim *v1alpha1.Shim, pods []decide.Eviction) {
 	g := r.group(ctx)
 	for _, e := range pods {
-		g.Go(func() error {
-			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: e.Name}}
-			err := r.client.SubResource("eviction").Create(ctx, pod, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: e.Name}})
-			switch {
-			case err == nil:
-				r.event(ctx, shim, nil, corev1.EventTypeNormal, "Evicted", "Uninstall", "pod %s/%s on node %s evicted: the shim's uninstall waits for it", e.Namespace, e.Name, e.Node)
-			case apierrors.IsNotFound(err):
-			default:
-				r.event(ctx, shim, nil, corev1.EventTypeWarning, "EvictionBlocked", "Uninstall", "pod %s/%s on node %s: %v", e.Namespace, e.Name, e.Node, err)
-			}
-			return nil
-		})
+		g.Go(func() error { r.evictOne(ctx, shim, e, nil); return nil })
 	}
 	_ = g.Wait()
+}
+
+// evictOne asks the Eviction API to evict the pod. The API server honours
+// its PodDisruptionBudgets: a refusal is said in a Warning Event
+// EvictionBlocked quoting it, and the pod is asked again at the next
+// reconcile. A pod already gone is fine.
+func (r *executor) evictOne(ctx context.Context, shim *v1alpha1.Shim, e decide.Eviction, grace *int64) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: e.Name}}
+	ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: e.Name}}
+	if grace != nil {
+		ev.DeleteOptions = &metav1.DeleteOptions{GracePeriodSeconds: grace}
+	}
+	switch err := r.client.SubResource("eviction").Create(ctx, pod, ev); {
+	case err == nil:
+		r.event(ctx, shim, nil, corev1.EventTypeNormal, "Evicted", "Evict", "pod %s/%s on node %s evicted", e.Namespace, e.Name, e.Node)
+	case apierrors.IsNotFound(err):
+	default:
+		r.event(ctx, shim, nil, corev1.EventTypeWarning, "EvictionBlocked", "Evict", "pod %s/%s on node %s: %v", e.Namespace, e.Name, e.Node, err)
+	}
+}
+
+// cordon records the Shim's disruption on the node as read and, when the
+// Shim sets the cordon, marks it unschedulable: a conflict (the node
+// changed since) is no error, the next reconcile reads it again.
+func (r *executor) cordon(ctx context.Context, a decide.Cordon) error {
+	node := a.Node.DeepCopy()
+	if node.Annotations == nil {
+		node.Annotations = map[string]string{}
+	}
+	node.Annotations[record.DisruptionKey(a.Shim)] = a.Disrupted.Value()
+	if a.Disrupted.Cordoned {
+		node.Spec.Unschedulable = true
+	}
+	err := r.client.Patch(ctx, node, client.MergeFromWithOptions(a.Node, client.MergeFromWithOptimisticLock{}))
+	if err != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("cordon node %s for Shim %s: %w", node.Name, a.Shim, err)
+	}
+	return nil
+}
+
+// release removes the Shim's disruption record from the node and, when
+// the Shim set the cordon, lifts it: one merge patch.
+func (r *executor) release(ctx context.Context, a decide.Release) error {
+	patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{record.DisruptionKey(a.Shim): nil}}}
+	if a.Uncordon {
+		patch["spec"] = map[string]any{"unschedulable": nil}
+	}
+	data, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: a.Node}}
+	if err := r.client.Patch(ctx, node, client.RawPatch(types.MergePatchType, data)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("release node %s from Shim %s: %w", a.Node, a.Shim, err)
+	}
+	return nil
 }

@@ -4,11 +4,15 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/shimkit/shimkit/internal/nodelabel/record"
 	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
 	"github.com/shimkit/shimkit/internal/operator/workload"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
 // checkGate reads the workload failures of the Shim's RuntimeClasses on
@@ -50,6 +54,9 @@ func (r *gateCheck) readPods(ctx context.Context, obs *observed) error {
 		v := &obs.Views[i]
 		removing = removing || v.Touched() && !v.Targeted() && !v.Preinstalled
 	}
+	if err := r.readDrains(ctx, obs); err != nil {
+		return err
+	}
 	if !removing {
 		return nil
 	}
@@ -62,5 +69,39 @@ func (r *gateCheck) readPods(ctx context.Context, obs *observed) error {
 		return fmt.Errorf("shim %s: the pods its removal waits for: %w", obs.Shim.Name, err)
 	}
 	obs.Pods = pods
+	return nil
+}
+
+// readDrains reads, for a Shim that drains nodes before it changes them
+// (rolloutStrategy.disruption Drain), the pods of each node it has
+// cordoned, and the PodDisruptionBudgets (obs.NodePods, obs.Budgets).
+func (r *gateCheck) readDrains(ctx context.Context, obs *observed) error {
+	obs.OperatorNamespace = r.opts.Namespace
+	rs := obs.Shim.Spec.RolloutStrategy
+	if rs == nil || rs.Disruption == nil || rs.Disruption.Policy != v1alpha1.DisruptDrain {
+		return nil
+	}
+	for i := range obs.Views {
+		v := &obs.Views[i]
+		if _, ok := record.DisruptedBy(v.Node, obs.Shim.Name); !ok {
+			continue
+		}
+		pods, err := workload.PodsOfNode(ctx, r.client, v.Node.Name)
+		if err != nil {
+			return fmt.Errorf("shim %s: draining node %s: %w", obs.Shim.Name, v.Node.Name, err)
+		}
+		if obs.NodePods == nil {
+			obs.NodePods = map[string][]*corev1.Pod{}
+		}
+		obs.NodePods[v.Node.Name] = pods
+	}
+	if obs.NodePods == nil {
+		return nil
+	}
+	budgets, err := workload.Budgets(ctx, r.client)
+	if err != nil {
+		return fmt.Errorf("shim %s: %w", obs.Shim.Name, err)
+	}
+	obs.Budgets = budgets
 	return nil
 }

@@ -280,7 +280,8 @@ func (r *Reconciler) carryOut(ctx context.Context, obs *observed, p *decide.Plan
 // startAll publishes the RuntimeClasses, the canary's among them, before
 // an installer needs one; offers the Shim's installs to the other Shims
 // (which may wait a moment for it: decide.Plan.BatchWait), so that one
-// Job per node carries them all; starts the Jobs; and removes the
+// Job per node carries them all; cordons, drains and releases nodes as
+// the disruption policy planned; starts the Jobs; and removes the
 // startup taints. refused: a RuntimeClass changed since the snapshot, or
 // the node gate refused a reservation.
 func (r *Reconciler) startAll(ctx context.Context, obs *observed, p *decide.Plan) (refused bool, _ error) {
@@ -289,6 +290,9 @@ func (r *Reconciler) startAll(ctx context.Context, obs *observed, p *decide.Plan
 		return false, err
 	}
 	r.batch.offer(obs, p.Batch)
+	if err := r.exec.act(ctx, p.Disrupt); err != nil {
+		return false, err
+	}
 	refused, err = r.starter.startNodes(ctx, obs, p.Starts)
 	if err != nil {
 		return false, err

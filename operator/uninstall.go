@@ -40,6 +40,9 @@ func (r *Reconciler) carryOutRemoval(ctx context.Context, obs *observed, p *deci
 	if err := r.exec.act(ctx, p.Relabel); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.exec.act(ctx, p.Disrupt); err != nil {
+		return ctrl.Result{}, err
+	}
 	refused, err := r.starter.startNodes(ctx, obs, p.Starts)
 	if err != nil {
 		return ctrl.Result{}, err

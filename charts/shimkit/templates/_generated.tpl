@@ -65,6 +65,14 @@
   - update
   - watch
 - apiGroups:
+  - policy
+  resources:
+  - poddisruptionbudgets
+  verbs:
+  - get
+  - list
+  - watch
+- apiGroups:
   - runtime.kwasm.sh
   - runtime.spinkube.dev
   resources:

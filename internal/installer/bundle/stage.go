@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/shimkit/shimkit/fetch"
 	"github.com/shimkit/shimkit/installer/plan"
@@ -29,9 +30,11 @@ const repairSuffix = "-repair"
 
 // Staging is the bundle state of an operation: the staging directory
 // (local; "" when none was made) and the version prepared in it ("" when
-// the installed one is kept).
+// the installed one is kept); SwitchedAt when the operation switched
+// "current" to its version (zero: it did not).
 type Staging struct {
 	Dir, Version string
+	SwitchedAt   time.Time
 }
 
 // Laid is the bundle Stage laid out, as the Shim's record keeps it.

@@ -47,6 +47,10 @@ type Plan struct {
 	// snapshot's gate view; one the gate refuses when committed is not
 	// started, and the Shim comes back after RequeueRefused).
 	Starts []Start
+	// Disrupt are what the Shim's disruption policy does before Starts
+	// (disruptStarts): the nodes cordoned, the pods evicted, the drains
+	// failed at their timeout, the nodes released.
+	Disrupt []Action
 	// Taints are the startup taints the Shim's nodes lose (Taints), once
 	// the Jobs started.
 	Taints []Action
@@ -125,6 +129,9 @@ func PlanInstall(obs *Snapshot, records []Action, r Rules) (*Plan, error) {
 		return nil, err
 	}
 	p.Starts = append(p.Starts, removals...)
+	var disrupting bool
+	p.Starts, p.Disrupt, disrupting = disruptStarts(obs, p.Starts)
+	waiting = waiting || disrupting
 	p.Taints = Taints(obs)
 	p.Rollout = RecordRollout(obs, d.Delivered, FailedNodes(obs, d.Rollin, rollout.Plan{}))
 	if d.Done() && obs.Refusal == nil && !p.Classes.CanaryBlocked && r.VerifyPeriod >= 0 {
@@ -155,6 +162,8 @@ func PlanRemoval(obs *Snapshot, records []Action, planner rollout.Planner, r Rul
 	if p.Starts, _, err = planRemovals(obs, &d, &gate, r); err != nil {
 		return nil, err
 	}
+	var disrupting bool
+	p.Starts, p.Disrupt, disrupting = disruptStarts(obs, p.Starts)
 	p.Evict = Evictions(obs, &d, len(p.Starts))
 	p.Decision = d
 	p.Status.Settled = d.Removal.Done || d.Removal.Halted
@@ -163,6 +172,9 @@ func PlanRemoval(obs *Snapshot, records []Action, planner rollout.Planner, r Rul
 	} else {
 		p.Status = statusOf(obs, statusIn{removal: d.Removal, starts: p.Starts, settled: d.Removal.Halted})
 		p.Requeue, p.RequeueRefused = r.Resync, min(r.Resync, nodegate.Retry)
+		if disrupting {
+			p.Requeue = min(r.Resync, nodegate.Retry)
+		}
 		if len(d.Removal.Held) > 0 && (p.Requeue == 0 || p.Requeue > InUseRecheck) {
 			p.Requeue = InUseRecheck // pods may go any time: no watch tells
 		}

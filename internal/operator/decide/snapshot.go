@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
@@ -71,6 +72,13 @@ type Snapshot struct {
 	// there (workload.PodsOn), read when the reconcile may remove the
 	// shim from a node: a node's removal waits for them (InUse).
 	Pods map[string][]string
+	// NodePods are the pods of each node the Shim drains
+	// (rolloutStrategy.disruption Drain, the node cordoned for it), and
+	// Budgets the cluster's PodDisruptionBudgets, read then; the
+	// operator's namespace is where its installers run (never drained).
+	NodePods          map[string][]*corev1.Pod
+	Budgets           []*policyv1.PodDisruptionBudget
+	OperatorNamespace string
 	// refusal says why the spec is rolled out to no node (nil: it is).
 	Refusal *shimspec.Refusal
 	// events are the per-node Normal events of this reconcile, emitted

@@ -10,7 +10,8 @@ import (
 	"github.com/shimkit/shimkit/internal/operator/workload"
 )
 
-// The cache keeps of a workload pod only what the health gate reads.
+// The cache keeps of a workload pod only what the health gate and a drain
+// read: its labels, not its containers.
 func ExampleTrimPod() {
 	trim := workload.TrimPod("shimkit-system")
 	pod := &corev1.Pod{
@@ -21,5 +22,5 @@ func ExampleTrimPod() {
 	out, _ := trim(pod)
 	p := out.(*corev1.Pod)
 	fmt.Println(p.Name, p.Spec.NodeName, *p.Spec.RuntimeClassName, len(p.Labels), len(p.Spec.Containers))
-	// Output: web-1 n1 wasmtime-spin 0 0
+	// Output: web-1 n1 wasmtime-spin 1 0
 }

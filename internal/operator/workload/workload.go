@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -26,11 +27,17 @@ import (
 //
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=get;list;watch
+//
+// A drain (rolloutStrategy.disruption Drain) reads the pods of the node
+// and the PodDisruptionBudgets.
+//
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
 
 // The field indexes of the manager's cache that Failures lists by
 // (AddToCache's informers have them).
 const (
 	PodRuntimeClassField = "spec.runtimeClassName"
+	PodNodeField         = "spec.nodeName"
 	EventReasonField     = "reason"
 )
 
@@ -140,6 +147,39 @@ func PodsOn(ctx context.Context, r client.Reader, classes []string) (map[string]
 	return out, nil
 }
 
+// PodsOfNode returns the pods bound to the node (the cache's drain view
+// of them, TrimPod), by the spec.nodeName index.
+func PodsOfNode(ctx context.Context, r client.Reader, node string) ([]*corev1.Pod, error) {
+	ctx, cancel := context.WithTimeout(ctx, SyncWait)
+	defer cancel()
+	var list corev1.PodList
+	err := r.List(ctx, &list, client.MatchingFields{PodNodeField: node}, client.UnsafeDisableDeepCopy)
+	if err != nil {
+		return nil, workloadErr("the pods of node "+node, err)
+	}
+	out := make([]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// Budgets returns the cluster's PodDisruptionBudgets (a drain says which
+// one keeps a pod).
+func Budgets(ctx context.Context, r client.Reader) ([]*policyv1.PodDisruptionBudget, error) {
+	ctx, cancel := context.WithTimeout(ctx, SyncWait)
+	defer cancel()
+	var list policyv1.PodDisruptionBudgetList
+	if err := r.List(ctx, &list); err != nil {
+		return nil, workloadErr("PodDisruptionBudgets", err)
+	}
+	out := make([]*policyv1.PodDisruptionBudget, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
+}
+
 // workloadErr says what could not be read, and why it may be so.
 func workloadErr(what string, err error) error {
 	hint := ""
@@ -182,6 +222,7 @@ func workloadInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync ti
 			}
 			return ""
 		})
+		indexers = withFieldIndex(indexers, PodNodeField, func(o client.Object) string { return o.(*corev1.Pod).Spec.NodeName })
 	case *corev1.Event:
 		indexers = withFieldIndex(indexers, EventReasonField, func(o client.Object) string { return o.(*corev1.Event).Reason })
 	}
@@ -216,14 +257,15 @@ func withFieldIndex(indexers toolscache.Indexers, field string, value func(clien
 }
 
 // TrimPod returns the cache transform of Pods. The pods of namespace (the
-// installer's) are kept whole. Of the others the cache keeps what the
-// health gate reads: a pod with a RuntimeClass keeps its name, namespace,
-// UID, resource version and creation time, its node and RuntimeClass, its
-// phase, its conditions' types, statuses and transition times and, of its
-// containers' statuses (init and regular), the names and states (current
-// and last); a pod without a RuntimeClass keeps its name, namespace, UID
-// and resource version alone. Labels, annotations, owners, the rest of
-// the spec (containers, volumes) and the rest of the status go: most of a
+// installer's) are kept whole. Of the others the cache keeps what a drain
+// reads (drainView: name, namespace, UID, resource version, labels, the
+// controller, a static pod's mirror annotation, the deletion time, the
+// node, the emptyDir volumes' names, the phase) and, of a pod with a
+// RuntimeClass, what the health gate reads: its creation time and
+// RuntimeClass, its conditions' types, statuses and transition times and,
+// of its containers' statuses (init and regular), the names and states
+// (current and last). Other annotations and owners, the rest of the spec
+// (containers, other volumes) and the rest of the status go: most of a
 // pod, in a cluster-wide watch.
 func TrimPod(namespace string) func(obj any) (any, error) {
 	return func(obj any) (any, error) {
@@ -232,12 +274,11 @@ func TrimPod(namespace string) func(obj any) (any, error) {
 			return obj, nil
 		}
 		meta := metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion}
+		out := drainView(p, meta)
 		if p.Spec.RuntimeClassName == nil {
-			return &corev1.Pod{ObjectMeta: meta}, nil
+			return out, nil
 		}
-		meta.CreationTimestamp = p.CreationTimestamp
-		out := &corev1.Pod{ObjectMeta: meta, Spec: corev1.PodSpec{NodeName: p.Spec.NodeName, RuntimeClassName: p.Spec.RuntimeClassName}}
-		out.Status.Phase = p.Status.Phase
+		out.CreationTimestamp, out.Spec.RuntimeClassName = p.CreationTimestamp, p.Spec.RuntimeClassName
 		for _, c := range p.Status.Conditions {
 			out.Status.Conditions = append(out.Status.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
 		}
@@ -246,6 +287,33 @@ func TrimPod(namespace string) func(obj any) (any, error) {
 		return out, nil
 	}
 }
+
+// drainView is what a drain reads of a pod without a RuntimeClass: its
+// node, phase, labels (for the drain's selector and the budgets'), its
+// controller (a DaemonSet's pods are left alone), whether it is a static
+// pod's mirror, being deleted, or has emptyDir volumes.
+func drainView(p *corev1.Pod, meta metav1.ObjectMeta) *corev1.Pod {
+	meta.Labels, meta.DeletionTimestamp = p.Labels, p.DeletionTimestamp
+	if m, ok := p.Annotations[mirrorAnnotation]; ok {
+		meta.Annotations = map[string]string{mirrorAnnotation: m}
+	}
+	for _, o := range p.OwnerReferences {
+		if o.Controller != nil && *o.Controller {
+			meta.OwnerReferences = []metav1.OwnerReference{{APIVersion: o.APIVersion, Kind: o.Kind, Name: o.Name, UID: o.UID, Controller: o.Controller}}
+		}
+	}
+	out := &corev1.Pod{ObjectMeta: meta, Spec: corev1.PodSpec{NodeName: p.Spec.NodeName}}
+	for _, v := range p.Spec.Volumes {
+		if v.EmptyDir != nil {
+			out.Spec.Volumes = append(out.Spec.Volumes, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		}
+	}
+	out.Status.Phase = p.Status.Phase
+	return out
+}
+
+// mirrorAnnotation marks the API server's mirror of a static pod.
+const mirrorAnnotation = "kubernetes.io/config.mirror"
 
 func trimStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
 	if in == nil {

@@ -315,7 +315,7 @@ func TestTrimPodAndEvent(t *testing.T) {
 	}
 	out, err := workload.TrimPod("shimkit-system")(full.DeepCopy())
 	want := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "default", UID: "u1", ResourceVersion: "7", CreationTimestamp: at},
+		ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "default", UID: "u1", ResourceVersion: "7", CreationTimestamp: at, Labels: map[string]string{"a": "b"}},
 		Spec:       corev1.PodSpec{NodeName: "n1", RuntimeClassName: &class},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning,
 			Conditions:            []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: at}},
@@ -329,10 +329,17 @@ func TestTrimPodAndEvent(t *testing.T) {
 		t.Errorf("TrimPod (-want +got):\n%s (%v)", diff, err)
 	}
 	// Another class's pods keep as much (the index needs the class); a
-	// pod without a RuntimeClass, its name alone.
+	// pod without a RuntimeClass, what a drain reads.
 	plain := full.DeepCopy()
 	plain.Spec.RuntimeClassName = nil
-	if out, _ := workload.TrimPod("shimkit-system")(plain); !cmp.Equal(out, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "default", UID: "u1", ResourceVersion: "7"}}) {
+	plain.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "agent", Controller: ptr.To(true)}, {Kind: "Other", Name: "x"}}
+	plain.Annotations["kubernetes.io/config.mirror"] = "abc"
+	plain.Spec.Volumes = append(plain.Spec.Volumes, corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: "Memory"}}})
+	wantPlain := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "default", UID: "u1", ResourceVersion: "7", Labels: map[string]string{"a": "b"},
+		Annotations: map[string]string{"kubernetes.io/config.mirror": "abc"}, OwnerReferences: []metav1.OwnerReference{{Kind: "DaemonSet", Name: "agent", Controller: ptr.To(true)}}},
+		Spec:   corev1.PodSpec{NodeName: "n1", Volumes: []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	if out, _ := workload.TrimPod("shimkit-system")(plain); !cmp.Equal(out, wantPlain) {
 		t.Errorf("TrimPod of a pod without a RuntimeClass: %+v", out)
 	}
 	installer := full.DeepCopy()

@@ -35,6 +35,11 @@ const (
 	// names the nodes and the pods): a handler, its binary and its bundle
 	// stay while a pod uses them.
 	ReasonHandlerInUse = "HandlerInUse"
+	// ReasonDrainBlocked: a node's drain (rolloutStrategy.disruption
+	// Drain) did not empty it within its timeout; the message names the
+	// pods left and the PodDisruptionBudget that keeps each. The node was
+	// not changed, and was uncordoned.
+	ReasonDrainBlocked = "DrainBlocked"
 )
 
 // Reasons of the Progressing condition.

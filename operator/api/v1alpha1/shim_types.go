@@ -760,6 +760,16 @@ type RolloutStrategy struct {
 	// set it to change the thresholds or to gate a rollout without steps.
 	// +optional
 	HealthGate *HealthGate `json:"healthGate,omitempty"`
+	// disruption is what a node's workloads go through around the
+	// change of a node (its installer Job, which may restart the
+	// runtime): None (the default) changes the node under its running
+	// pods, which containerd and CRI-O keep running through a restart;
+	// Cordon marks the node unschedulable first; Drain also evicts its
+	// pods first, as kubectl drain does. A node is uncordoned once its Job
+	// ended, unless it was unschedulable before (shimkit never lifts a
+	// cordon it did not set).
+	// +optional
+	Disruption *Disruption `json:"disruption,omitempty"`
 	// onFailure is what a failed node or a tripped health gate does:
 	// Halt (the default) stops the rollout where it is; Revert also
 	// reinstalls the previous revision (status.revisions[0]: its spec and
@@ -767,6 +777,48 @@ type RolloutStrategy struct {
 	// leaves the Shim Degraded (Reverted) until the spec changes.
 	// +optional
 	OnFailure FailurePolicy `json:"onFailure,omitempty"`
+}
+
+// DisruptionPolicy is what a node's workloads go through around its
+// change.
+// +kubebuilder:validation:Enum=None;Cordon;Drain
+type DisruptionPolicy string
+
+// Disruption policies.
+const (
+	DisruptNone   DisruptionPolicy = "None"
+	DisruptCordon DisruptionPolicy = "Cordon"
+	DisruptDrain  DisruptionPolicy = "Drain"
+)
+
+// Disruption says how a node is cordoned and drained before it changes;
+// the drain's fields are kubectl drain's.
+type Disruption struct {
+	// policy: None, Cordon or Drain.
+	Policy DisruptionPolicy `json:"policy"`
+	// podSelector limits the pods a drain evicts (default: all).
+	// +optional
+	PodSelector *metav1.LabelSelector `json:"podSelector,omitempty"`
+	// timeout bounds a drain: a node whose pods are not gone by then is
+	// not changed; it fails with reason DrainBlocked, quoting the
+	// PodDisruptionBudget in the way, and is uncordoned. Default 5m.
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// gracePeriodSeconds is the evicted pods' termination grace period
+	// (default: each pod's own).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty"`
+	// deleteEmptyDirData lets a drain evict pods with emptyDir volumes,
+	// whose data goes with them; without it such a pod blocks the drain.
+	// +optional
+	DeleteEmptyDirData bool `json:"deleteEmptyDirData,omitempty"`
+	// ignoreDaemonSets: a drain leaves DaemonSet pods alone (their
+	// controller would start them again at once); false: such a pod
+	// blocks the drain. Default true.
+	// +optional
+	// +kubebuilder:default=true
+	IgnoreDaemonSets *bool `json:"ignoreDaemonSets,omitempty"`
 }
 
 // FailurePolicy is what a rollout does when it fails.

@@ -1,0 +1,242 @@
+package decide
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/shimkit/shimkit/internal/nodelabel/record"
+	"github.com/shimkit/shimkit/internal/operator/jobview"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+)
+
+// DefaultDrainTimeout is a drain's timeout when the Shim sets none.
+const DefaultDrainTimeout = 5 * time.Minute
+
+// mirrorAnnotation marks the API server's mirror of a static pod: not
+// evicted (the kubelet runs it from a file).
+const mirrorAnnotation = "kubernetes.io/config.mirror"
+
+// Cordon marks the node unschedulable for the Shim and records it
+// (DisruptionKey), committed only on the node as read (its
+// resourceVersion): Cordoned says the Shim sets the cordon (the node was
+// schedulable), else the node stays as it is and only the record is
+// written.
+type Cordon struct {
+	Node      *corev1.Node
+	Shim      string
+	Disrupted record.Disrupted
+}
+
+// Release removes the Shim's disruption record from the node and, when
+// the Shim set the cordon (Uncordon), lifts it.
+type Release struct {
+	Node     string
+	Shim     string
+	Uncordon bool
+}
+
+func (Cordon) action()  {}
+func (Release) action() {}
+
+// disruptionOf is the Shim's disruption policy (nil: none).
+func disruptionOf(shim *v1alpha1.Shim) *v1alpha1.Disruption {
+	rs := shim.Spec.RolloutStrategy
+	if rs == nil || rs.Disruption == nil || rs.Disruption.Policy == v1alpha1.DisruptNone || rs.Disruption.Policy == "" {
+		return nil
+	}
+	return rs.Disruption
+}
+
+// drainTimeout is the Shim's drain timeout.
+func drainTimeout(d *v1alpha1.Disruption) time.Duration {
+	if d.Timeout != nil && d.Timeout.Duration > 0 {
+		return d.Timeout.Duration
+	}
+	return DefaultDrainTimeout
+}
+
+// Blocked is a pod a drain cannot evict now, and why.
+type Blocked struct {
+	Pod, Why string
+}
+
+// DrainPods sorts the pods of a node a drain under d looks at: those to
+// evict, those it waits for (being deleted already), and those that
+// block it, with why (a DaemonSet's without ignoreDaemonSets, emptyDir
+// data without deleteEmptyDirData, or a PodDisruptionBudget that allows
+// no disruption now). Ended pods, static pods' mirrors, pods the
+// selector leaves out and the operator's own namespace's pods (its
+// installers) are left alone.
+func DrainPods(pods []*corev1.Pod, d *v1alpha1.Disruption, budgets []*policyv1.PodDisruptionBudget, operatorNS string) (evict []*corev1.Pod, waiting []string, blocked []Blocked) {
+	var sel labels.Selector = labels.Everything()
+	if d.PodSelector != nil {
+		s, err := metav1.LabelSelectorAsSelector(d.PodSelector)
+		if err != nil {
+			return nil, nil, []Blocked{{Pod: "*", Why: "podSelector: " + err.Error()}}
+		}
+		sel = s
+	}
+	ignoreDS := d.IgnoreDaemonSets == nil || *d.IgnoreDaemonSets
+	for _, p := range pods {
+		name := p.Namespace + "/" + p.Name
+		switch {
+		case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed,
+			p.Annotations[mirrorAnnotation] != "", p.Namespace == operatorNS, !sel.Matches(labels.Set(p.Labels)):
+		case p.DeletionTimestamp != nil:
+			waiting = append(waiting, name)
+		case daemonSetPod(p):
+			if !ignoreDS {
+				blocked = append(blocked, Blocked{Pod: name, Why: "a DaemonSet's pod (set ignoreDaemonSets)"})
+			}
+		case hasEmptyDir(p) && !d.DeleteEmptyDirData:
+			blocked = append(blocked, Blocked{Pod: name, Why: "emptyDir data (set deleteEmptyDirData)"})
+		default:
+			if why := budgetBlocks(p, budgets); why != "" {
+				blocked = append(blocked, Blocked{Pod: name, Why: why})
+			}
+			evict = append(evict, p)
+		}
+	}
+	return evict, waiting, blocked
+}
+
+func daemonSetPod(p *corev1.Pod) bool {
+	return slices.ContainsFunc(p.OwnerReferences, func(o metav1.OwnerReference) bool {
+		return o.Kind == "DaemonSet" && o.Controller != nil && *o.Controller
+	})
+}
+
+func hasEmptyDir(p *corev1.Pod) bool {
+	return slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return v.EmptyDir != nil })
+}
+
+// budgetBlocks says which PodDisruptionBudget of the pod's namespace that
+// selects it allows no disruption now ("": none).
+func budgetBlocks(p *corev1.Pod, budgets []*policyv1.PodDisruptionBudget) string {
+	for _, b := range budgets {
+		if b.Namespace != p.Namespace || b.Spec.Selector == nil {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
+		if err != nil || sel.Empty() || !sel.Matches(labels.Set(p.Labels)) {
+			continue
+		}
+		if b.Status.DisruptionsAllowed <= 0 {
+			return fmt.Sprintf("PodDisruptionBudget %s/%s allows no disruption now (%d healthy, %d desired)",
+				b.Namespace, b.Name, b.Status.CurrentHealthy, b.Status.DesiredHealthy)
+		}
+	}
+	return ""
+}
+
+// disruptStep is what a node about to change needs first under the
+// Shim's disruption policy: nothing (ready: start its Job), or the
+// actions that cordon or drain it, or that fail it at the drain's
+// timeout. It reads the snapshot's pods and budgets of the node.
+func disruptStep(s *Snapshot, v *NodeView, op string) (ready bool, acts []Action) {
+	d := disruptionOf(s.Shim)
+	if d == nil {
+		return true, nil
+	}
+	rec, ok := record.DisruptedBy(v.Node, s.Shim.Name)
+	if !ok {
+		rec = record.Disrupted{Since: s.Now.UTC().Truncate(time.Second), Cordoned: !v.Node.Spec.Unschedulable}
+		return false, []Action{Cordon{Node: v.Node, Shim: s.Shim.Name, Disrupted: rec},
+			Note{Events: &s.Events, Reason: "Cordoned", Action: OpAction(op), Detail: "node " + v.Node.Name}}
+	}
+	if d.Policy == v1alpha1.DisruptCordon {
+		return true, nil
+	}
+	evict, waiting, blocked := DrainPods(s.NodePods[v.Node.Name], d, s.Budgets, s.OperatorNamespace)
+	if len(evict)+len(waiting)+len(blocked) == 0 {
+		return true, nil
+	}
+	if !s.Now.Before(rec.Since.Add(drainTimeout(d))) {
+		return false, drainFailed(s, v, op, rec, len(evict)+len(waiting), blocked)
+	}
+	var out Together
+	for _, p := range evict {
+		out = append(out, Evict{Shim: s.Shim, Eviction: Eviction{Node: v.Node.Name, Namespace: p.Namespace, Name: p.Name}, GracePeriodSeconds: d.GracePeriodSeconds})
+	}
+	return false, []Action{out}
+}
+
+// drainFailed fails the node whose drain timed out (DrainBlocked, naming
+// the pods left and what keeps them) and releases it: it is not changed.
+func drainFailed(s *Snapshot, v *NodeView, op string, rec record.Disrupted, left int, blocked []Blocked) []Action {
+	var why []string
+	for _, b := range blocked[:min(len(blocked), maxPodsNamed)] {
+		why = append(why, b.Pod+": "+b.Why)
+	}
+	msg := fmt.Sprintf("%d pods not gone within the drain's timeout; the node was not changed", max(left, len(blocked)))
+	if len(why) > 0 {
+		msg += ": " + strings.Join(why, "; ")
+	}
+	f := record.Failure{ShimUID: s.Shim.UID, Op: op, SpecHash: s.JobHash(v, op), Reason: v1alpha1.ReasonDrainBlocked, Message: msg,
+		Time: s.Now.UTC().Truncate(time.Second), Machine: record.Machine(v.Node)}
+	return []Action{InOrder{
+		MarkFailed{Node: v.Node.Name, Shim: s.Shim.Name, Failure: f},
+		Release{Node: v.Node.Name, Shim: s.Shim.Name, Uncordon: rec.Cordoned},
+		EmitEvent{Shim: s.Shim, Related: v.Node, Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonDrainBlocked, Action: OpAction(op), Note: FailureNote(v.Node.Name, v1alpha1.ReasonDrainBlocked, msg)},
+	}}
+}
+
+// Releases lift the Shim's disruption of the nodes it no longer changes
+// now: a node with the Shim's record whose Job is not running and that
+// this plan neither starts nor cordons nor drains (its change is done,
+// it failed, the rollout halted or paused, the Shim is gone from it).
+func Releases(s *Snapshot, busy map[string]bool) []Action {
+	var out Together
+	for i := range s.Views {
+		v := &s.Views[i]
+		rec, ok := record.DisruptedBy(v.Node, s.Shim.Name)
+		if !ok || busy[v.Node.Name] || v.Held || v.Job != nil && v.Job.Running() {
+			continue
+		}
+		out = append(out, Release{Node: v.Node.Name, Shim: s.Shim.Name, Uncordon: rec.Cordoned})
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return []Action{out}
+}
+
+// Evict evicts a pod of a node being drained, with the drain's grace
+// period (nil: the pod's own).
+type Evict struct {
+	Shim *v1alpha1.Shim
+	Eviction
+	GracePeriodSeconds *int64
+}
+
+func (Evict) action() {}
+
+// disruptStarts applies the Shim's disruption policy to the plan's starts:
+// a node not yet cordoned, or not yet drained, does not start; the
+// actions that get it there (or fail it at the drain's timeout) come
+// instead; and the nodes the Shim disrupted that it no longer changes
+// now are released. held: a start waits for its node's disruption.
+func disruptStarts(s *Snapshot, starts []Start) (kept []Start, acts []Action, held bool) {
+	busy := make(map[string]bool, len(starts))
+	for _, st := range starts {
+		busy[st.View.Node.Name] = true
+		if st.Op == jobview.OpVerify {
+			kept = append(kept, st)
+			continue
+		}
+		ready, a := disruptStep(s, st.View, st.Op)
+		if ready {
+			kept = append(kept, st)
+			continue
+		}
+		acts, held = append(acts, a...), true
+	}
+	return kept, append(acts, Releases(s, busy)...), held
+}
