@@ -52,6 +52,9 @@ func TestCluster(t *testing.T) {
 		g.run("gvisor", true, func(t *testing.T) { testGVisor(t, c, ownNode(t, c, dump, images)) })
 		g.run("refusal", true, func(t *testing.T) { testRefusal(t, c, ownNode(t, c, dump, images), build) })
 		g.run("workloads", true, func(t *testing.T) { testWorkloads(t, c, ownNode(t, c, dump, images), build) })
+		g.run("drain", true, func(t *testing.T) {
+			testDrain(t, c, ownNode(t, c, dump, images), ownNode(t, c, dump, images), build)
+		})
 		g.run("crio", true, func(t *testing.T) { testCRIOFleet(t, c, dump, images) })
 		g.wait()
 	})

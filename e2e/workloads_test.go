@@ -102,7 +102,7 @@ func testWorkloads(t *testing.T, c *testutil.Cluster, node testutil.ClusterNode,
 	if err := c.Client.Get(ctx, client.ObjectKey{Name: node.Name}, n); err != nil || n.Labels["shim.containerd.x-k8s.io/keep"] != "uninstalling" {
 		t.Errorf("the node's label while it waits: %q (%v), want uninstalling", n.Labels["shim.containerd.x-k8s.io/keep"], err)
 	}
-	time.Sleep(15 * time.Second) // past a recheck: it holds
+	time.Sleep(11 * time.Second) // past a recheck (decide.InUseRecheck): it holds
 	for _, p := range []string{v1Dir + "/containerd-shim-keep-v2", "/opt/shimkit/keep/current/containerd-shim-keep-v2"} {
 		if _, err := os.Stat(node.Local(p)); err != nil {
 			t.Errorf("%s while the pods run: %v", p, err)

@@ -188,16 +188,19 @@ func drainFailed(s *Snapshot, v *NodeView, op string, rec record.Disrupted, left
 	}}
 }
 
-// Releases lift the Shim's disruption of the nodes it no longer changes
-// now: a node with the Shim's record whose Job is not running and that
-// this plan neither starts nor cordons nor drains (its change is done,
-// it failed, the rollout halted or paused, the Shim is gone from it).
-func Releases(s *Snapshot, busy map[string]bool) []Action {
+// Releases lift the Shim's disruption of the nodes it no longer goes on
+// changing: a node with the Shim's record whose Job is not running and
+// that is not started now, once it is where the rollout wants it, failed,
+// or the rollout holds (halted, paused, outside its window, baking, a
+// refused spec). A node the rollout still means to change keeps its
+// cordon while the start waits (for the node gate, the other Shims'
+// offers), so that it is not cordoned twice.
+func Releases(s *Snapshot, d *Decision, busy map[string]bool) []Action {
 	var out Together
 	for i := range s.Views {
 		v := &s.Views[i]
 		rec, ok := record.DisruptedBy(v.Node, s.Shim.Name)
-		if !ok || busy[v.Node.Name] || v.Held || v.Job != nil && v.Job.Running() {
+		if !ok || busy[v.Node.Name] || v.Held || v.Job != nil && v.Job.Running() || stillToChange(s, d, v) {
 			continue
 		}
 		out = append(out, Release{Node: v.Node.Name, Shim: s.Shim.Name, Uncordon: rec.Cordoned})
@@ -206,6 +209,18 @@ func Releases(s *Snapshot, busy map[string]bool) []Action {
 		return nil
 	}
 	return []Action{out}
+}
+
+// stillToChange: the rollout goes on and means to change the node: an
+// install it lacks, or the removal of the Shim it has.
+func stillToChange(s *Snapshot, d *Decision, v *NodeView) bool {
+	if v.FailedNode() || d.Delivered.Hold != HoldNone {
+		return false
+	}
+	if !s.Shim.DeletionTimestamp.IsZero() || !v.Targeted() {
+		return v.Touched() && !d.Removal.Halted && !v.Preinstalled
+	}
+	return v.NeedsInstall(s.Hash) && !d.Rollin.Halted && s.Refusal == nil
 }
 
 // Evict evicts a pod of a node being drained, with the drain's grace
@@ -222,8 +237,9 @@ func (Evict) action() {}
 // a node not yet cordoned, or not yet drained, does not start; the
 // actions that get it there (or fail it at the drain's timeout) come
 // instead; and the nodes the Shim disrupted that it no longer changes
-// now are released. held: a start waits for its node's disruption.
-func disruptStarts(s *Snapshot, starts []Start) (kept []Start, acts []Action, held bool) {
+// on changing are released (Releases). held: a start waits for its
+// node's disruption.
+func disruptStarts(s *Snapshot, d *Decision, starts []Start) (kept []Start, acts []Action, held bool) {
 	busy := make(map[string]bool, len(starts))
 	for _, st := range starts {
 		busy[st.View.Node.Name] = true
@@ -238,5 +254,5 @@ func disruptStarts(s *Snapshot, starts []Start) (kept []Start, acts []Action, he
 		}
 		acts, held = append(acts, a...), true
 	}
-	return kept, append(acts, Releases(s, busy)...), held
+	return kept, append(acts, Releases(s, d, busy)...), held
 }

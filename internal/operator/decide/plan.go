@@ -130,7 +130,7 @@ func PlanInstall(obs *Snapshot, records []Action, r Rules) (*Plan, error) {
 	}
 	p.Starts = append(p.Starts, removals...)
 	var disrupting bool
-	p.Starts, p.Disrupt, disrupting = disruptStarts(obs, p.Starts)
+	p.Starts, p.Disrupt, disrupting = disruptStarts(obs, &d, p.Starts)
 	waiting = waiting || disrupting
 	p.Taints = Taints(obs)
 	p.Rollout = RecordRollout(obs, d.Delivered, FailedNodes(obs, d.Rollin, rollout.Plan{}))
@@ -163,7 +163,7 @@ func PlanRemoval(obs *Snapshot, records []Action, planner rollout.Planner, r Rul
 		return nil, err
 	}
 	var disrupting bool
-	p.Starts, p.Disrupt, disrupting = disruptStarts(obs, p.Starts)
+	p.Starts, p.Disrupt, disrupting = disruptStarts(obs, &d, p.Starts)
 	p.Evict = Evictions(obs, &d, len(p.Starts))
 	p.Decision = d
 	p.Status.Settled = d.Removal.Done || d.Removal.Halted
