@@ -235,7 +235,7 @@ func TestWorkloadFailures(t *testing.T) {
 		p.Status.ContainerStatuses[0].State.Terminated.Message != `{"result":"ok"}` {
 		t.Errorf("installer pod from the cache: %+v (%v)", p, err)
 	}
-	if err := mgr.GetClient().Get(ctx, client.ObjectKey{Namespace: "default", Name: "web-1"}, &p); err != nil || p.Labels != nil || p.Spec.Containers != nil || p.Status.ContainerStatuses[0].Image != "" ||
+	if err := mgr.GetClient().Get(ctx, client.ObjectKey{Namespace: "default", Name: "web-1"}, &p); err != nil || p.Labels["app"] != "web-1" || len(p.Labels) != 1 || p.Spec.Containers != nil || p.Status.ContainerStatuses[0].Image != "" ||
 		p.Status.ContainerStatuses[0].State.Waiting.Reason != "CreateContainerError" || *p.Spec.RuntimeClassName != "wasm-a" || p.Spec.NodeName != "n1" {
 		t.Errorf("workload pod from the cache: %+v (%v)", p, err)
 	}
