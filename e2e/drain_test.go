@@ -78,7 +78,7 @@ func testDrain(t *testing.T, c *testutil.Cluster, a, b testutil.ClusterNode, bui
 		FetchStrategy: v1alpha1.FetchStrategy{Type: v1alpha1.FetchAnonHTTP, AnonHTTP: &v1alpha1.AnonHTTPFetch{Location: srv.Add("/drained.tar.gz", art.Data), SHA256: art.SHA256}},
 		RuntimeClass:  v1alpha1.RuntimeClassSpec{Name: "drained", Handler: "drained"},
 		RolloutStrategy: &v1alpha1.RolloutStrategy{Type: v1alpha1.RolloutRolling, Rolling: &v1alpha1.RollingUpdate{MaxUpdate: &one32},
-			Disruption: &v1alpha1.Disruption{Policy: v1alpha1.DisruptDrain, Timeout: &metav1.Duration{Duration: 20 * time.Second}}},
+			Disruption: &v1alpha1.Disruption{Policy: v1alpha1.DisruptDrain, Timeout: &metav1.Duration{Duration: 10 * time.Second}}},
 	}}
 	before := restartWindows(t, []testutil.ClusterNode{a})
 	start := time.Now()

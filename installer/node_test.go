@@ -229,7 +229,7 @@ func TestSystemdConcurrentShims(t *testing.T) {
 	}
 }
 
-func runtimeClient(t *testing.T, sock string) runtimeapi.RuntimeServiceClient {
+func runtimeClient(t testing.TB, sock string) runtimeapi.RuntimeServiceClient {
 	t.Helper()
 	c := &testutil.Containerd{Socket: sock}
 	return c.Runtime(t)
