@@ -17,10 +17,10 @@ type loadedPod struct{ sandbox, container string }
 
 // runLoad runs n pod sandboxes with the handler, each with a pause
 // container, on the node's containerd.
-func runLoad(ctx context.Context, b *testing.B, rt runtimeapi.RuntimeServiceClient, handler string, n int) []loadedPod {
+func runLoad(ctx context.Context, b *testing.B, rt runtimeapi.RuntimeServiceClient, handler string, from, n int) []loadedPod {
 	b.Helper()
 	pods := make([]loadedPod, 0, n)
-	for i := range n {
+	for i := from; i < from+n; i++ {
 		name := fmt.Sprintf("load-%03d", i)
 		cfg := &runtimeapi.PodSandboxConfig{
 			Metadata: &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "default", Uid: name + "-uid"},
@@ -56,7 +56,7 @@ func checkLoad(ctx context.Context, rt runtimeapi.RuntimeServiceClient, pods []l
 			broken++
 			continue
 		}
-		if _, err := rt.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: p.container, Cmd: []string{"/pause", "-v"}, Timeout: 5}); err == nil {
+		if _, err := rt.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: p.container, Cmd: []string{"/pause", "exit", "0"}, Timeout: 5}); err == nil {
 			execOK++
 		}
 	}
@@ -79,9 +79,9 @@ func BenchmarkRestartUnderLoad(b *testing.B) {
 	}{{"containerd-1.6", nil}, {"containerd-" + builds[2].Name, &builds[2]}} {
 		b.Run(nc.name, func(b *testing.B) {
 			n := testutil.StartNode(b, testutil.NodeOptions{Containerd: nc.build})
-			shim := "/usr/bin/containerd-shim-runc-v2"
+			shim := "/usr/bin/containerd-shim-runc-v2" // Debian's, for its containerd
 			if nc.build != nil {
-				shim = "/usr/local/bin/containerd-shim-runc-v2"
+				shim = nc.build.Binary("containerd-shim-runc-v2")
 			}
 			srv := testutil.StartFileServer(b)
 			inst := &installer.Installer{HostRoot: n.Root}
@@ -94,7 +94,7 @@ func BenchmarkRestartUnderLoad(b *testing.B) {
 			health := &installer.CRIHealth{Socket: n.Socket(), Timeout: 2 * time.Minute}
 			var pods []loadedPod
 			for _, load := range []int{0, 50, 100} {
-				pods = append(pods, runLoad(ctx, b, rt, "demo", load-len(pods))...)
+				pods = append(pods, runLoad(ctx, b, rt, "demo", len(pods), load-len(pods))...)
 				b.Run(fmt.Sprintf("pods-%d", load), func(b *testing.B) {
 					var broken, execOK int
 					for b.Loop() {
