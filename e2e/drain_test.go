@@ -40,9 +40,9 @@ func plainPod(name string, node testutil.ClusterNode) *corev1.Pod {
 //     drain is refused until its timeout, a fails with DrainBlocked
 //     quoting the budget, containerd there is not restarted, and a is
 //     uncordoned;
-//   - a retried: cordoned again; the operator, killed mid-drain, resumes
-//     with the same cordon; once the budget allows it, a's pod is
-//     evicted, containerd restarted, a uncordoned;
+//   - a retried (its timeout raised): cordoned again; the operator,
+//     killed mid-drain, resumes with the same cordon; once the budget
+//     allows it, a's pod is evicted, containerd restarted, a uncordoned;
 //   - b, cordoned by an admin beforehand: drained, installed, and still
 //     cordoned after (shimkit lifts only its own cordons).
 func testDrain(t *testing.T, c *testutil.Cluster, a, b testutil.ClusterNode, build testutil.ContainerdBuild) {
@@ -124,8 +124,10 @@ func testDrain(t *testing.T, c *testutil.Cluster, a, b testutil.ClusterNode, bui
 	}
 	c.WaitPodRunning(t, "default", "web-a")
 
-	// Retried: cordoned again; the operator killed mid-drain resumes
-	// with the same cordon.
+	// Retried, with a timeout that outlasts an operator's restart:
+	// cordoned again; the operator killed mid-drain resumes with the same
+	// cordon.
+	kubectl(t, c, "patch", "shim", "drained", "--type=merge", "-p", `{"spec":{"rolloutStrategy":{"disruption":{"timeout":"5m"}}}}`)
 	kubectl(t, c, "annotate", "shim", "drained", "--overwrite", v1alpha1.RetryAnnotation+"=all@drain")
 	var first record.Disrupted
 	waitFor(t, 30*time.Second, a.Name+" cordoned again", func() bool {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -169,15 +170,17 @@ func TestSystemdStartLimitIsReset(t *testing.T) {
 	// Restart until systemd refuses (a restart can also end otherwise
 	// under load, so count until the limit shows).
 	var out []byte
-	for range 10 {
-		_, _ = n.Exec(ctx, "systemctl", "restart", "containerd")
+	var tried []string
+	for range 20 {
+		restart, err := n.Exec(ctx, "systemctl", "restart", "containerd")
 		out, _ = n.Exec(ctx, "systemctl", "show", "-p", "Result", "--value", "containerd")
+		tried = append(tried, fmt.Sprintf("%s (%v %s)", strings.TrimSpace(string(out)), err, strings.TrimSpace(string(restart))))
 		if strings.TrimSpace(string(out)) == "start-limit-hit" {
 			break
 		}
 	}
 	if strings.TrimSpace(string(out)) != "start-limit-hit" {
-		t.Fatalf("could not drive the unit into its start limit: %s", out)
+		t.Fatalf("could not drive the unit into its start limit: %s\nrestarts: %s\n%s", out, strings.Join(tried, "; "), n.Journal("containerd"))
 	}
 	inst := &installer.Installer{HostRoot: n.Root}
 	srv := testutil.StartFileServer(t)
