@@ -139,34 +139,26 @@ func checkWorkloads(t *testing.T, obs *Snapshot, p *Plan, policy v1alpha1.Disrup
 			}
 		}
 	}
-	var walk func([]Action)
-	walk = func(acts []Action) {
-		for _, a := range acts {
-			switch a := a.(type) {
-			case Together:
-				walk(a)
-			case InOrder:
-				walk(a)
-			case Cordon:
-				if _, ok := record.DisruptedBy(a.Node, obs.Shim.Name); ok {
-					t.Errorf("node %s cordoned twice", a.Node.Name)
-				}
-				if a.Disrupted.Cordoned && a.Node.Spec.Unschedulable {
-					t.Errorf("node %s: someone else's cordon taken as the Shim's", a.Node.Name)
-				}
-			case Release:
-				rec, ok := record.DisruptedBy(byName[a.Node].Node, obs.Shim.Name)
-				if !ok || a.Uncordon && !rec.Cordoned {
-					t.Errorf("node %s uncordoned: its record %+v (%v) says the cordon is not the Shim's", a.Node, rec, ok)
-				}
-			case Evict:
-				if _, ok := record.DisruptedBy(byName[a.Node].Node, obs.Shim.Name); !ok {
-					t.Errorf("pod %s/%s evicted from %s, a node the Shim does not drain", a.Namespace, a.Name, a.Node)
-				}
+	for _, a := range flatten(p.Disrupt) {
+		switch a := a.(type) {
+		case Cordon:
+			if _, ok := record.DisruptedBy(a.Node, obs.Shim.Name); ok {
+				t.Errorf("node %s cordoned twice", a.Node.Name)
+			}
+			if a.Disrupted.Cordoned && a.Node.Spec.Unschedulable {
+				t.Errorf("node %s: someone else's cordon taken as the Shim's", a.Node.Name)
+			}
+		case Release:
+			rec, ok := record.DisruptedBy(byName[a.Node].Node, obs.Shim.Name)
+			if !ok || a.Uncordon && !rec.Cordoned {
+				t.Errorf("node %s uncordoned: its record %+v (%v) says the cordon is not the Shim's", a.Node, rec, ok)
+			}
+		case Evict:
+			if _, ok := record.DisruptedBy(byName[a.Node].Node, obs.Shim.Name); !ok {
+				t.Errorf("pod %s/%s evicted from %s, a node the Shim does not drain", a.Namespace, a.Name, a.Node)
 			}
 		}
 	}
-	walk(p.Disrupt)
 	for _, e := range p.Evict {
 		if obs.Shim.DeletionTimestamp.IsZero() || obs.Shim.Spec.DeletePolicy != v1alpha1.DeleteEvict || len(obs.Pods[e.Node]) == 0 {
 			t.Errorf("pod %s/%s evicted from %s: the Shim is not deleted with deletePolicy Evict, or runs no pod there", e.Namespace, e.Name, e.Node)

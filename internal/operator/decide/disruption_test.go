@@ -118,15 +118,28 @@ func planDrain(t *testing.T, obs *Snapshot) *Plan {
 	return p
 }
 
-// describeDisrupt names the plan's disruption actions.
-func describeDisrupt(acts []Action) []string {
-	var out []string
+// flatten returns the actions of acts that write or emit, in order, out
+// of their Together and InOrder groups.
+func flatten(acts []Action) []Action {
+	var out []Action
 	for _, a := range acts {
 		switch a := a.(type) {
 		case Together:
-			out = append(out, describeDisrupt(a)...)
+			out = append(out, flatten(a)...)
 		case InOrder:
-			out = append(out, describeDisrupt(a)...)
+			out = append(out, flatten(a)...)
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// describeDisrupt names the plan's disruption actions.
+func describeDisrupt(acts []Action) []string {
+	var out []string
+	for _, a := range flatten(acts) {
+		switch a := a.(type) {
 		case Cordon:
 			out = append(out, fmt.Sprintf("cordon %s own=%v", a.Node.Name, a.Disrupted.Cordoned))
 		case Release:
@@ -217,20 +230,11 @@ func TestDrainBlockedNamesTheBudget(t *testing.T) {
 		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}}
 	p := planDrain(t, obs)
 	var f *MarkFailed
-	var walk func([]Action)
-	walk = func(acts []Action) {
-		for _, a := range acts {
-			switch a := a.(type) {
-			case Together:
-				walk(a)
-			case InOrder:
-				walk(a)
-			case MarkFailed:
-				f = &a
-			}
+	for _, a := range flatten(p.Disrupt) {
+		if m, ok := a.(MarkFailed); ok {
+			f = &m
 		}
 	}
-	walk(p.Disrupt)
 	if f == nil || f.Failure.Reason != v1alpha1.ReasonDrainBlocked || !strings.Contains(f.Failure.Message, "PodDisruptionBudget default/web allows no disruption") {
 		t.Fatalf("failure %+v", f)
 	}
