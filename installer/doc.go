@@ -74,9 +74,10 @@
 //     $(BUNDLE_DIR) in handler options, runtime paths, sandboxer commands and
 //     substituted files resolves to <BundleRoot>/<shim>/current, so an
 //     upgrade that changes only files changes no config and restarts
-//     nothing. A rollback switches the link back; old versions are removed
-//     after commit; a running shim keeps its (unlinked) file. Nothing is
-//     ever truncated in place. Two Shims never share a file.
+//     nothing. A rollback switches the link back; an old version stays
+//     while a ready sandbox created while it was current runs, then goes;
+//     a handler a ready sandbox uses is never removed (ErrHandlerInUse).
+//     Nothing is ever truncated in place. Two Shims never share a file.
 //   - Files get exactly the plan's modes; only files the plan names leave
 //     staging; a bundle file the artifact lacks fails the install before
 //     the node is touched (ErrMissingFile).

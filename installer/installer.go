@@ -111,12 +111,9 @@ type Installer struct {
 	// Health defaults to CRI on the preset's socket (CRI-O's on CRI-O),
 	// with the plan's timeout.
 	Health HealthChecker
-	// Sandboxes lists the runtime's pod sandboxes: a handler one uses is
-	// never removed (ErrHandlerInUse), and a Shim's old bundle versions
-	// stay while a sandbox started from one runs. Default: CRI on the
-	// runtime's socket, as Health's default; with Runtime or Health set,
-	// or Offline, none unless set (nothing is then known to use a
-	// handler).
+	// Sandboxes lists the runtime's pod sandboxes, which hold handlers
+	// and bundle versions (ErrHandlerInUse). Default: CRI on the runtime's
+	// socket; none with Runtime, Health or Offline set, unless set.
 	Sandboxes SandboxLister
 	// Units defaults to systemd over D-Bus.
 	Units UnitManager

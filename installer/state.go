@@ -1,18 +1,11 @@
 package installer
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/shimkit/shimkit/internal/installer/bundle"
 	"github.com/shimkit/shimkit/internal/installer/layout"
-	"github.com/shimkit/shimkit/internal/installer/runtime"
 	"github.com/shimkit/shimkit/internal/installer/statefile"
 )
 
@@ -89,11 +82,7 @@ type ShimState struct {
 
 // RetiredVersion is a bundle version that was current from Since (zero:
 // from before records kept it) until Until.
-type RetiredVersion struct {
-	Version string    `json:"version"`
-	Since   time.Time `json:"since,omitzero"`
-	Until   time.Time `json:"until"`
-}
+type RetiredVersion = bundle.Window
 
 // handlers returns the handlers the record registered, old records too.
 func (s ShimState) handlers() []string {
@@ -104,76 +93,12 @@ func (s ShimState) handlers() []string {
 }
 
 // Pending describes an operation in flight: enough to undo it after a
-// crash.
-type Pending struct {
-	Op          string   `json:"op"` // install or uninstall
-	Shim        string   `json:"shim"`
-	ConfigFiles []string `json:"configFiles,omitempty"` // node paths that may have a .shimkit-journal
-	// Runtime is the runtime whose config the operation edits ("":
-	// containerd); Handlers, on CRI-O, the handlers whose journals it may
-	// have left.
-	Runtime  string   `json:"runtime,omitempty"`
-	Handlers []string `json:"handlers,omitempty"`
-	// BundleDir is the Shim's bundle directory; PrevVersion what "current"
-	// pointed to before ("" when nothing); NewVersion the version the
-	// operation may have created.
-	BundleDir   string `json:"bundleDir,omitempty"`
-	PrevVersion string `json:"prevVersion,omitempty"`
-	NewVersion  string `json:"newVersion,omitempty"`
-	// Units lists the unit files the operation may write; a backup sits
-	// next to those it replaces.
-	Units []string `json:"units,omitempty"`
-	// Written maps those unit files to the digest of what the operation
-	// writes: recovery restores or removes only a file that still holds it.
-	Written map[string]string `json:"written,omitempty"`
-	// Links maps the PATH links the operation may create to their target.
-	Links map[string]string `json:"links,omitempty"`
-}
+// crash (statefile.Pending).
+type Pending = statefile.Pending
 
 // Pendings are the records of one operation in flight, in the order its
-// Shims were changed. One record is written as a JSON object, as
-// installers before combined operations wrote (and read) it; several as
-// an array.
-type Pendings []*Pending
-
-// MarshalJSON writes one record as an object, several as an array.
-func (ps Pendings) MarshalJSON() ([]byte, error) {
-	if len(ps) == 1 {
-		return json.Marshal(ps[0])
-	}
-	return json.Marshal([]*Pending(ps))
-}
-
-// UnmarshalJSON reads an object (one record) or an array.
-func (ps *Pendings) UnmarshalJSON(data []byte) error {
-	data = bytes.TrimSpace(data)
-	if len(data) > 0 && data[0] == '{' {
-		p := &Pending{}
-		if err := json.Unmarshal(data, p); err != nil {
-			return err
-		}
-		*ps = Pendings{p}
-		return nil
-	}
-	return json.Unmarshal(data, (*[]*Pending)(ps))
-}
-
-// with returns ps with p added (once).
-func (ps Pendings) with(p *Pending) Pendings {
-	if slices.Contains(ps, p) {
-		return ps
-	}
-	return append(ps, p)
-}
-
-// without returns ps without p (nil when empty).
-func (ps Pendings) without(p *Pending) Pendings {
-	out := slices.DeleteFunc(slices.Clone(ps), func(q *Pending) bool { return q == p })
-	if len(out) == 0 {
-		return nil
-	}
-	return out
-}
+// Shims were changed (statefile.Pendings).
+type Pendings = statefile.Pendings
 
 // stateStore is the state role: the state file and the node lock in the
 // state directory.
@@ -211,44 +136,17 @@ func (st stateStore) lockShared(ctx context.Context) (func(), error) {
 // done is undone by the next one, before anything else.
 type recovery struct{ i *Installer }
 
-// recoverPending undoes what an operation that died left half done: config
-// backups put back, the bundle link switched back and the version it added
-// removed, units and links it wrote restored or removed. It reports whether
-// anything was pending, in which case the runtime must be restarted.
+// recoverPending undoes what an operation that died left half done
+// (statefile.Pendings.Undo). It reports whether anything was pending, in
+// which case the runtime must be restarted.
 func (rc recovery) recoverPending(ctx context.Context, s *State) (bool, error) {
 	i := rc.i
 	if len(s.Pending) == 0 {
 		return false, nil
 	}
-	var errs []error
-	restored := map[string]bool{} // config files: one journal holds every change of the operation
-	for k := len(s.Pending) - 1; k >= 0; k-- {
-		p := s.Pending[k]
-		i.log().Warn("recovering from an interrupted operation", "op", p.Op, "shim", p.Shim)
-		if err := rc.recoverOne(ctx, p, restored); err != nil {
-			errs = append(errs, fmt.Errorf("recover interrupted %s of %s: %w", p.Op, p.Shim, err))
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := s.Pending.Undo(ctx, i.paths(), i.runtimeOptions(), i.units(), i.log()); err != nil {
 		return true, err
 	}
 	s.Pending = nil
 	return true, i.store().write(s)
-}
-
-// recoverOne undoes one Shim's part of an interrupted operation.
-func (rc recovery) recoverOne(ctx context.Context, p *Pending, restored map[string]bool) error {
-	i := rc.i
-	l := i.paths()
-	errs := []error{runtime.Recover(i.runtimeOptions(), p.Runtime, p.ConfigFiles, p.Handlers, restored)}
-	if p.BundleDir != "" {
-		errs = append(errs, bundle.Restore(l.Local(p.BundleDir), p.PrevVersion, p.NewVersion))
-	}
-	for _, lk := range slices.Sorted(maps.Keys(p.Links)) {
-		errs = append(errs, bundle.UnlinkOurs(l.Local(lk), p.Links[lk]))
-	}
-	if len(p.Units) > 0 {
-		errs = append(errs, i.units().Restore(ctx, p.Units, p.Written))
-	}
-	return errors.Join(errs...)
 }

@@ -81,12 +81,12 @@ func (r *run) configChanged() bool { return r.config.Changed() }
 
 // savePending writes the pending record before a step touches the node.
 func (r *run) savePending() error {
-	r.state.Pending = r.state.Pending.with(r.pending)
+	r.state.Pending = r.state.Pending.With(r.pending)
 	return r.i.store().write(r.state)
 }
 
 // clearPending drops the run's pending record (written with the state).
-func (r *run) clearPending() { r.state.Pending = r.state.Pending.without(r.pending) }
+func (r *run) clearPending() { r.state.Pending = r.state.Pending.Without(r.pending) }
 
 // executor is the step executor role: it runs an operation's steps and,
 // when one fails, rolls back.

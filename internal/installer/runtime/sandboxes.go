@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -146,5 +147,33 @@ func CheckNotInUse(ctx context.Context, l SandboxLister, handlers []string) erro
 		slices.Sort(used)
 		return &InUseError{Handlers: used, Sandboxes: using}
 	}
+	return nil
+}
+
+// Dropped are the handlers of had that keep lacks.
+func Dropped(had, keep []string) []string {
+	var out []string
+	for _, h := range had {
+		if !slices.Contains(keep, h) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// Guard refuses (InUseError) to remove handlers that a ready sandbox the
+// lister lists runs with. When the runtime does not answer (it is down,
+// and an uninstall may be what repairs it), its shims outlive it: the
+// processes still running from the Shim's bundle (running: their pids)
+// hold the handlers; with none, the handlers go, and log says so.
+func Guard(ctx context.Context, l SandboxLister, handlers []string, running func() []int, log *slog.Logger) error {
+	err := CheckNotInUse(ctx, l, handlers)
+	if !errors.Is(err, ErrNoAnswer) {
+		return err
+	}
+	if pids := running(); len(pids) > 0 {
+		return &InUseError{Handlers: handlers, Pids: pids}
+	}
+	log.Warn("the runtime does not answer, and no shim process runs from the Shim's bundle: removing its handlers", "handlers", handlers, "err", err)
 	return nil
 }
