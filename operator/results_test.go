@@ -84,7 +84,7 @@ func TestJobCarriesPlan(t *testing.T) {
 		c.TerminationMessagePolicy != corev1.TerminationMessageReadFile {
 		t.Errorf("the result does not go to the termination message: args %v, path %q, policy %q", c.Args, c.TerminationMessagePath, c.TerminationMessagePolicy)
 	}
-	if r := j.Spec.PodFailurePolicy.Rules[0]; !slices.Equal(r.OnExitCodes.Values, []int32{2, 3, 4, 5}) || r.Action != batchv1.PodFailurePolicyActionFailJob {
+	if r := j.Spec.PodFailurePolicy.Rules[0]; !slices.Equal(r.OnExitCodes.Values, []int32{2, 3, 4, 5, 6}) || r.Action != batchv1.PodFailurePolicyActionFailJob {
 		t.Errorf("pod failure policy %+v", r)
 	}
 }
