@@ -137,7 +137,13 @@
 // the sandboxes the node's installer found: HandlerInUse) is held: its
 // label turns to "uninstalling" and its uninstall waits for them, the
 // Shim's Ready and Reconciling conditions naming the nodes and pods
-// (reason HandlerInUse), while the other nodes go on.
+// (reason HandlerInUse), while the other nodes go on; with
+// spec.deletePolicy Evict their pods are evicted through the Eviction API.
+//
+// Disruption: with rolloutStrategy.disruption Cordon or Drain, a node is
+// cordoned (and drained, under its pods' PodDisruptionBudgets) before its
+// Job starts, and uncordoned after it only when the Shim set the cordon;
+// a drain not done by its timeout fails the node (DrainBlocked) unchanged.
 //
 // Jobs are named from the shim, the node and the spec hash, length-safe
 // with a hash suffix, and owned by the Shim, so an operator that restarts
