@@ -66,26 +66,9 @@ func Failures(ctx context.Context, r client.Reader, classes []string, nodes map[
 	for _, c := range classes {
 		classSet[c] = true
 	}
-	var pods []*corev1.Pod
-	for _, c := range slices.Sorted(maps.Keys(classSet)) {
-		var list corev1.PodList
-		err := r.List(ctx, &list, client.MatchingFields{PodRuntimeClassField: c}, client.UnsafeDisableDeepCopy)
-		if apierrors.IsBadRequest(err) { // the API server's "field label not supported"
-			if err = r.List(ctx, &list); err != nil {
-				return nil, workloadErr("pods", err)
-			}
-			pods = pods[:0]
-			for i := range list.Items {
-				pods = append(pods, &list.Items[i])
-			}
-			break
-		}
-		if err != nil {
-			return nil, workloadErr(fmt.Sprintf("pods of RuntimeClass %s", c), err)
-		}
-		for i := range list.Items {
-			pods = append(pods, &list.Items[i])
-		}
+	pods, err := classPods(ctx, r, classSet)
+	if err != nil {
+		return nil, err
 	}
 	var events corev1.EventList
 	if err := r.List(ctx, &events, client.MatchingFields{EventReasonField: health.ReasonSandboxFailed}, client.UnsafeDisableDeepCopy); err != nil {
@@ -114,32 +97,16 @@ func PodsOn(ctx context.Context, r client.Reader, classes []string) (map[string]
 	for _, c := range classes {
 		want[c] = true
 	}
-	add := func(p *corev1.Pod) {
+	pods, err := classPods(ctx, r, want)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pods {
 		if p.Spec.NodeName == "" || p.Spec.RuntimeClassName == nil || !want[*p.Spec.RuntimeClassName] ||
 			p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			return
+			continue
 		}
 		out[p.Spec.NodeName] = append(out[p.Spec.NodeName], p.Namespace+"/"+p.Name)
-	}
-	for _, c := range slices.Sorted(maps.Keys(want)) {
-		var list corev1.PodList
-		err := r.List(ctx, &list, client.MatchingFields{PodRuntimeClassField: c}, client.UnsafeDisableDeepCopy)
-		if apierrors.IsBadRequest(err) { // the API server itself: every pod
-			clear(out)
-			if err = r.List(ctx, &list); err != nil {
-				return nil, workloadErr("pods", err)
-			}
-			for i := range list.Items {
-				add(&list.Items[i])
-			}
-			break
-		}
-		if err != nil {
-			return nil, workloadErr(fmt.Sprintf("pods of RuntimeClass %s", c), err)
-		}
-		for i := range list.Items {
-			add(&list.Items[i])
-		}
 	}
 	for _, pods := range out {
 		slices.Sort(pods)
@@ -178,6 +145,34 @@ func Budgets(ctx context.Context, r client.Reader) ([]*policyv1.PodDisruptionBud
 		out[i] = &list.Items[i]
 	}
 	return out, nil
+}
+
+// classPods lists the pods of the classes by the cache's RuntimeClass
+// index; a client reading the API server itself (which selects no pods by
+// RuntimeClass) lists every pod instead, for the caller to filter.
+func classPods(ctx context.Context, r client.Reader, classes map[string]bool) ([]*corev1.Pod, error) {
+	var pods []*corev1.Pod
+	for _, c := range slices.Sorted(maps.Keys(classes)) {
+		var list corev1.PodList
+		err := r.List(ctx, &list, client.MatchingFields{PodRuntimeClassField: c}, client.UnsafeDisableDeepCopy)
+		if apierrors.IsBadRequest(err) { // the API server's "field label not supported"
+			if err = r.List(ctx, &list); err != nil {
+				return nil, workloadErr("pods", err)
+			}
+			pods = pods[:0]
+			for i := range list.Items {
+				pods = append(pods, &list.Items[i])
+			}
+			return pods, nil
+		}
+		if err != nil {
+			return nil, workloadErr(fmt.Sprintf("pods of RuntimeClass %s", c), err)
+		}
+		for i := range list.Items {
+			pods = append(pods, &list.Items[i])
+		}
+	}
+	return pods, nil
 }
 
 // workloadErr says what could not be read, and why it may be so.
