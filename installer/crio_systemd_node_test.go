@@ -123,6 +123,10 @@ func TestCRIOSystemdNodeRollsBack(t *testing.T) {
 	if !errors.Is(err, installer.ErrRolledBack) || installer.ReasonOf(err) != plan.ReasonRestartFailed {
 		t.Fatalf("install: %v (reason %s), want rolled back after a failed restart\n%s", err, installer.ReasonOf(err), n.Journal("crio"))
 	}
+	// The failure says what the node showed: the unit still starting.
+	if h := installer.Report(p, nil, err).Hang; h == nil || h.Unit != "crio.service" || h.ActiveState != "activating" {
+		t.Errorf("result's hang: %+v, want crio.service activating", h)
+	}
 	if st := n.UnitProp(t, "crio", "ActiveState"); st != "active" {
 		t.Errorf("crio.service is %s after the rollback\n%s", st, n.Journal("crio"))
 	}

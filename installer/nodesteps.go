@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/shimkit/shimkit/internal/installer/runtime"
@@ -73,12 +74,11 @@ func (s *restartRuntime) do(ctx context.Context, r *run) error {
 	if len(runs) == 0 {
 		runs = []*run{r}
 	}
-	need := false
-	for _, x := range runs {
-		need = need || x.configChanged() || x.recovered
-	}
-	if !need || !r.rt.Restarts {
+	if need := slices.ContainsFunc(runs, func(x *run) bool { return x.configChanged() || x.recovered }); !need || !r.rt.Restarts {
 		return nil
+	}
+	if err := r.rt.CheckShims(ctx); err != nil { // a stuck shim would lose its pod: no restart
+		return err
 	}
 	start := time.Now()
 	defer func() {

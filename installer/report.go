@@ -5,6 +5,7 @@ import (
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/installer/outcome"
+	"github.com/shimkit/shimkit/internal/installer/runtime"
 )
 
 // Report turns what an operation returned into the plan's typed result:
@@ -29,9 +30,7 @@ func Report(p *plan.NodePlan, res *Result, err error) *plan.NodeResult {
 		out.Outcome = plan.Failed
 	}
 	out.Reason, out.Message = ReasonOf(err), err.Error()
-	if ie := (*InUseError)(nil); errors.As(err, &ie) {
-		out.InUse = ie.Sandboxes
-	}
+	out.InUse, out.Hang = runtime.Details(err)
 	return out
 }
 

@@ -17,7 +17,7 @@ type loadedPod struct{ sandbox, container string }
 
 // runLoad runs n pod sandboxes with the handler, each with a pause
 // container, on the node's containerd.
-func runLoad(ctx context.Context, b *testing.B, rt runtimeapi.RuntimeServiceClient, handler string, from, n int) []loadedPod {
+func runLoad(ctx context.Context, b testing.TB, rt runtimeapi.RuntimeServiceClient, handler string, from, n int) []loadedPod {
 	b.Helper()
 	pods := make([]loadedPod, 0, n)
 	for i := from; i < from+n; i++ {

@@ -3,6 +3,7 @@ package plan
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -113,6 +114,15 @@ const (
 	// ListPodSandbox, the ready ones); NodeResult.InUse names them. Nothing changed: the handler, its binary and its bundle stay
 	// until the last of them is gone.
 	ReasonHandlerInUse Reason = "HandlerInUse"
+	// ReasonShimStuck: a shim process of another pod on the node is
+	// stopped (SIGSTOP, a debugger) or stuck in the kernel, and the
+	// operation needed containerd restarted: at its start containerd
+	// deletes the task of a shim that does not answer in 5 s (its pod's
+	// containers end) or waits for ever on one that answers in part.
+	// NodeResult.Hang names the processes and their pods. Nothing was
+	// restarted and the node's files are as they were; the same plan
+	// succeeds once the shim answers again.
+	ReasonShimStuck Reason = "ShimStuck"
 )
 
 // Permanent reports whether retrying the same plan on the same node cannot
@@ -195,6 +205,10 @@ type NodeResult struct {
 	// when EncodeResult had to leave some out.
 	InUse      []Sandbox `json:"inUse,omitempty"`
 	InUseCount int       `json:"inUseCount,omitempty"`
+	// Hang is what the node showed when its runtime did not come back
+	// from a restart (ReasonRestartFailed): the unit's state and the shim
+	// processes that cannot answer. Absent when nothing looked stuck.
+	Hang *Hang `json:"hang,omitempty"`
 	// CanaryDuration is how long the plan's canary pod took to pass (absent
 	// when none ran).
 	CanaryDuration Duration `json:"canaryDuration,omitzero"`
@@ -226,6 +240,73 @@ func (s Sandbox) String() string {
 	return s.Namespace + "/" + s.Name + " (stopped)"
 }
 
+// Hang is what a node showed when its runtime did not come back from a
+// restart: the runtime's unit as systemd saw it, and the shim processes
+// that cannot answer the runtime (containerd 2.2 waits at start-up for
+// every shim it had, and one that is stopped keeps it from starting).
+type Hang struct {
+	// Unit is the runtime's systemd unit; ActiveState and SubState are
+	// its states ("activating", "start": still starting).
+	Unit        string `json:"unit,omitempty"`
+	ActiveState string `json:"activeState,omitempty"`
+	SubState    string `json:"subState,omitempty"`
+	// Shims are the shim processes stopped (SIGSTOP, a debugger) or in an
+	// uninterruptible sleep; ShimCount how many there were, when
+	// EncodeResult had to leave some out.
+	Shims     []StuckShim `json:"shims,omitempty"`
+	ShimCount int         `json:"shimCount,omitempty"`
+}
+
+// StuckShim is a shim process that cannot answer its runtime.
+type StuckShim struct {
+	// PID is the process id on the node.
+	PID int `json:"pid"`
+	// Command is the process's name (containerd-shim-runc-v2, conmon).
+	Command string `json:"command"`
+	// State is the kernel's ("T (stopped)", "t (tracing stop)", "D (disk
+	// sleep)").
+	State string `json:"state"`
+	// ID is the task (the pod's sandbox) the shim serves; Pod the pod, as
+	// "<namespace>/<name>", when the runtime's bundle names it.
+	ID  string `json:"id,omitempty"`
+	Pod string `json:"pod,omitempty"`
+}
+
+// String names the process and what it serves:
+// "pid 4242 containerd-shim-runc-v2 (T (stopped), pod default/web-1)".
+func (s StuckShim) String() string {
+	what := s.State
+	switch {
+	case s.Pod != "":
+		what += ", pod " + s.Pod
+	case s.ID != "":
+		what += ", task " + s.ID
+	}
+	return fmt.Sprintf("pid %d %s (%s)", s.PID, s.Command, what)
+}
+
+// String says it in one line: "containerd.service activating (start);
+// shim processes that cannot answer: pid ... (...)".
+func (h Hang) String() string {
+	var b strings.Builder
+	if h.Unit != "" {
+		fmt.Fprintf(&b, "%s %s (%s)", h.Unit, h.ActiveState, h.SubState)
+	}
+	if len(h.Shims) > 0 {
+		if b.Len() > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString("shim processes that cannot answer: ")
+		for k, s := range h.Shims {
+			if k > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(s.String())
+		}
+	}
+	return b.String()
+}
+
 // NewResult returns a result for the plan, not yet with an outcome.
 func NewResult(p *NodePlan) *NodeResult {
 	return &NodeResult{APIVersion: APIVersion, Kind: KindNodeResult, Shim: p.Shim, Node: p.Node, Operation: p.Operation, SpecHash: p.SpecHash}
@@ -237,7 +318,7 @@ const MaxTerminationMessage = 4096
 
 // EncodeResult writes the result as compact JSON of at most max bytes,
 // shortening the file list, then the sandboxes in use (InUseCount keeps
-// their number), then the drift (its first entries kept, and one saying
+// their number), then the stuck shims (Hang.ShimCount keeps theirs), then the drift (its first entries kept, and one saying
 // how many more there were), then the message when needed;
 // never the outcome, reason or digest.
 func EncodeResult(r *NodeResult, maxBytes int) ([]byte, error) {
@@ -257,6 +338,11 @@ func EncodeResult(r *NodeResult, maxBytes int) ([]byte, error) {
 		case len(c.InUse) > 1:
 			c.InUseCount = max(c.InUseCount, len(r.InUse))
 			c.InUse = c.InUse[:len(c.InUse)/2]
+		case c.Hang != nil && len(c.Hang.Shims) > 1:
+			h := *c.Hang
+			h.ShimCount = max(h.ShimCount, len(r.Hang.Shims))
+			h.Shims = h.Shims[:len(h.Shims)/2]
+			c.Hang = &h
 		case drift.keep > 0:
 			c.Drift = drift.halve()
 		case len(c.Message) > 0:

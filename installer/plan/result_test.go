@@ -164,7 +164,7 @@ func TestPermanentReasons(t *testing.T) {
 		plan.ReasonInsecureTransport: true,
 		plan.ReasonFetchFailed:       false, plan.ReasonConcurrentEdit: false, plan.ReasonUnitFailed: false,
 		plan.ReasonRestartFailed: false, plan.ReasonNodeError: false, plan.ReasonInterrupted: false,
-		plan.ReasonCanaryFailed: false, plan.ReasonSiblingFailed: false,
+		plan.ReasonCanaryFailed: false, plan.ReasonSiblingFailed: false, plan.ReasonShimStuck: false,
 	} {
 		if got := r.Permanent(); got != want {
 			t.Errorf("%s.Permanent() = %v, want %v", r, got, want)
@@ -172,5 +172,53 @@ func TestPermanentReasons(t *testing.T) {
 	}
 	if got := plan.FinalExitCodes(); !slices.Equal(got, []int32{2, 3, 4, 5, 6}) || slices.Contains(got, plan.ExitFailed) {
 		t.Errorf("FinalExitCodes() = %v", got)
+	}
+}
+
+// hungResult is what an installer reports when containerd did not come
+// back from its restart because a pod's shim was stopped.
+func hungResult(shims int) *plan.NodeResult {
+	r := plan.NewResult(verifyPlan())
+	r.Operation, r.Outcome, r.Reason = plan.OpInstall, plan.RollbackFailed, plan.ReasonRestartFailed
+	r.Hang = &plan.Hang{Unit: "containerd.service", ActiveState: "activating", SubState: "start"}
+	for k := range shims {
+		r.Hang.Shims = append(r.Hang.Shims, plan.StuckShim{PID: 4242 + k, Command: "containerd-shim-runc-v2", State: "T (stopped)",
+			ID: fmt.Sprintf("%064d", k), Pod: fmt.Sprintf("default/web-%d", k)})
+	}
+	r.Message = "restart failed; on the node: " + r.Hang.String()
+	return r
+}
+
+// TestHangResult pins the wire format of a hung restart's result, and
+// shows a node with more stuck shims than the termination message holds:
+// the first ones are kept, with how many there were.
+func TestHangResult(t *testing.T) {
+	r := hungResult(1)
+	data, err := plan.EncodeResult(r, plan.MaxTerminationMessage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := assertGolden(t, "hung-result.json", append(data, '\n'))
+	back, err := plan.DecodeResult(bytes.TrimSpace(want))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(r, back); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+
+	many := hungResult(60)
+	many.Message = "restart failed"
+	data, err = plan.EncodeResult(many, plan.MaxTerminationMessage)
+	if err != nil || len(data) > plan.MaxTerminationMessage {
+		t.Fatalf("%d bytes: %v", len(data), err)
+	}
+	back, err = plan.DecodeResult(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := back.Hang
+	if h == nil || h.ShimCount != 60 || len(h.Shims) == 0 || len(h.Shims) >= 60 || h.Shims[0] != many.Hang.Shims[0] || back.Message != many.Message {
+		t.Errorf("shortened hang: %+v, message %q", h, back.Message)
 	}
 }

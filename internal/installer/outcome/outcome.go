@@ -83,6 +83,7 @@ var reasons = []struct {
 	{containerdconfig.ErrUnknownPreset, plan.ReasonConfigInvalid},
 	{systemd.ErrUnitFailed, plan.ReasonUnitFailed},
 	{ErrCanaryFailed, plan.ReasonCanaryFailed},
+	{runtime.ErrShimStuck, plan.ReasonShimStuck},
 	{systemd.ErrRestartFailed, plan.ReasonRestartFailed},
 	{systemd.ErrNoUnit, plan.ReasonRestartFailed},
 	{runtime.ErrUnhealthy, plan.ReasonRestartFailed},

@@ -53,6 +53,11 @@ type Node struct {
 	// Sandboxes lists the pod sandboxes the runtime has (nil: it runs
 	// none, as an offline root filesystem).
 	Sandboxes SandboxLister
+	// Host is the node's / as seen here, whose /proc a failed restart's
+	// diagnosis reads for stuck shims; Unit tells the runtime unit's
+	// state. Neither: a failed restart says only what failed.
+	Host string
+	Unit UnitStater
 }
 
 // For resolves the node's runtime for a plan's runtime (kind: "" detects
@@ -98,6 +103,7 @@ func containerdNode(o Options, root string, r plan.Restart, timeout time.Duratio
 	restarts := !o.Offline && (o.Restarter != nil || len(t.Preset.Units) > 0)
 	n := &Node{Runtime: c, Kind: plan.RuntimeContainerd, Containerd: t, Restarts: restarts}
 	n.Sandboxes = o.sandboxes(t.LocalPath(t.Preset.Socket))
+	n.Host, n.Unit = o.diagnosis(root, c.restarter)
 	return n, nil
 }
 
@@ -113,7 +119,21 @@ func crioNode(o Options, timeout time.Duration) *Node {
 	if c.health == nil {
 		c.health = &CRIHealth{Socket: o.Layout.Local(crioSocket), Timeout: timeout}
 	}
-	return &Node{Runtime: c, Kind: plan.RuntimeCRIO, CRIO: t, Restarts: !o.Offline, Sandboxes: o.sandboxes(o.Layout.Local(crioSocket))}
+	n := &Node{Runtime: c, Kind: plan.RuntimeCRIO, CRIO: t, Restarts: !o.Offline, Sandboxes: o.sandboxes(o.Layout.Local(crioSocket))}
+	n.Host, n.Unit = o.diagnosis(o.Layout.Root(), c.restarter)
+	return n
+}
+
+// diagnosis is what a failed restart's diagnosis looks at: the node's
+// /proc under root, and the restarter's unit when it can tell its state;
+// nothing offline, nor for a caller's own health check (a process
+// supervisor's, a test's root without the node's processes).
+func (o Options) diagnosis(root string, r Restarter) (string, UnitStater) {
+	if o.Offline || o.Health != nil {
+		return "", nil
+	}
+	u, _ := r.(UnitStater)
+	return root, u
 }
 
 // sandboxes is the Options' SandboxLister, else CRI on socket when the

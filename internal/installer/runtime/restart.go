@@ -8,26 +8,35 @@ import (
 // RestartHealthy restarts the runtime and waits until it is ready
 // (whatever handlers it has). A unit at its start limit is reset by the
 // systemd Restarter itself.
+//
+// A failure says what the node shows when something there is stuck (a
+// *HangError): the unit still starting, a shim stopped.
 func (n *Node) RestartHealthy(ctx context.Context) error {
 	if err := n.Restart(ctx); err != nil {
-		return err
+		return n.diagnosed(ctx, err)
 	}
-	return n.Check(ctx, "", true)
+	return n.diagnosed(ctx, n.Check(ctx, "", true))
 }
 
 // RestartWithin restarts the runtime, the restart job bounded by timeout:
 // CRI-O's crio.service has TimeoutStartSec=0, so a CRI-O that hangs in
 // its start (a runtime_path that never answers --version) would keep the
 // job running for ever.
+// A failure is diagnosed as RestartHealthy's.
 func (n *Node) RestartWithin(ctx context.Context, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return n.Restart(ctx)
+	return n.diagnosed(ctx, n.Restart(rctx))
 }
 
 // Await checks that the runtime came back with every handler of present
-// and without those of absent; with neither, that it is ready.
+// and without those of absent; with neither, that it is ready. A failure
+// is diagnosed as RestartHealthy's.
 func (n *Node) Await(ctx context.Context, present, absent []string) error {
+	return n.diagnosed(ctx, n.await(ctx, present, absent))
+}
+
+func (n *Node) await(ctx context.Context, present, absent []string) error {
 	if len(present)+len(absent) == 0 {
 		return n.Check(ctx, "", true)
 	}

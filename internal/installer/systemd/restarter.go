@@ -192,3 +192,20 @@ func restart(ctx context.Context, conn *sddbus.Conn, unit string) error {
 		return fmt.Errorf("%w: waiting for the restart of %s: %w", ErrRestartFailed, unit, ctx.Err())
 	}
 }
+
+// UnitState returns the unit that runs the runtime and its ActiveState
+// and SubState ("activating", "start": a start that has not finished),
+// for a failure's diagnosis.
+func (s *Restarter) UnitState(ctx context.Context) (unit, active, sub string, err error) {
+	err = s.onUnit(ctx, func(conn *sddbus.Conn, name string) error {
+		props, err := conn.GetUnitPropertiesContext(ctx, name)
+		if err != nil {
+			return fmt.Errorf("properties of %s: %w", name, err)
+		}
+		unit = name
+		active, _ = props["ActiveState"].(string)
+		sub, _ = props["SubState"].(string)
+		return nil
+	})
+	return unit, active, sub, err
+}
