@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/testutil"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
@@ -90,6 +93,7 @@ func testWorkloads(t *testing.T, c *testutil.Cluster, node testutil.ClusterNode,
 		running := c.WaitPodRunning(t, "default", name)
 		cids[name] = strings.TrimPrefix(running.Status.ContainerStatuses[0].ContainerID, "containerd://")
 	}
+	stuckShimRefused(t, c, node, podSandboxOf(t, node, cids["keeper-2"]))
 	v1Dir := resolved(t, node, "/opt/shimkit/keep/current")
 	upgradeUnder(t, c, node, shim, srv.Add("/keep-2.tar.gz", v2.Data), v2.SHA256, v1Dir, cids["keeper-1"])
 
@@ -153,6 +157,50 @@ func testWorkloads(t *testing.T, c *testutil.Cluster, node testutil.ClusterNode,
 	}
 	if err := c.Client.Get(ctx, client.ObjectKey{Name: node.Name}, n); err != nil || n.Labels["shim.containerd.x-k8s.io/keep"] != "" {
 		t.Errorf("the node's label after the uninstall: %q (%v)", n.Labels["shim.containerd.x-k8s.io/keep"], err)
+	}
+}
+
+// stuckShimRefused: keeper-2's shim stopped (SIGSTOP), a change of keep
+// that needs containerd restarted fails on the node with ShimStuck,
+// naming the pod, with containerd not restarted and its config as it
+// was; the shim let go on, the change taken back, keep is Ready again and
+// the pod runs on.
+func stuckShimRefused(t *testing.T, c *testutil.Cluster, node testutil.ClusterNode, sandbox string) {
+	t.Helper()
+	ctx := context.Background()
+	cfg, _ := os.ReadFile(node.Local("/etc/containerd/config.toml"))
+	starts := node.ContainerdStarts(t)
+	pid := testutil.ShimPID(t, sandbox)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	cont := func() { _ = syscall.Kill(pid, syscall.SIGCONT) }
+	defer cont()
+	kubectl(t, c, "patch", "shim", "keep", "--type=merge", "-p", `{"spec":{"runtimeOptions":{"SystemdCgroup":false}}}`)
+	var f v1alpha1.NodeFailure
+	waitFor(t, 120*time.Second, "keep failing on the stuck shim", func() bool {
+		s := &v1alpha1.Shim{}
+		if c.Client.Get(ctx, client.ObjectKey{Name: "keep"}, s) != nil || len(s.Status.FailingNodes) == 0 {
+			return false
+		}
+		f = s.Status.FailingNodes[0]
+		return true
+	})
+	t.Logf("failing: %s: %s", f.Reason, f.Message)
+	if f.Node != node.Name || f.Reason != string(plan.ReasonShimStuck) || !strings.Contains(f.Message, fmt.Sprintf("pid %d containerd-shim-keep-v2 (T (stopped), pod default/keeper-2)", pid)) {
+		t.Errorf("failing node %+v, want %s ShimStuck naming pid %d and default/keeper-2", f, node.Name, pid)
+	}
+	if got := node.ContainerdStarts(t); got != starts {
+		t.Errorf("containerd started %d times with a shim stopped", got-starts)
+	}
+	if got, _ := os.ReadFile(node.Local("/etc/containerd/config.toml")); !bytes.Equal(got, cfg) {
+		t.Errorf("config after the refusal:\n%s", got)
+	}
+	cont()
+	kubectl(t, c, "patch", "shim", "keep", "--type=json", "-p", `[{"op":"remove","path":"/spec/runtimeOptions"}]`)
+	kubectl(t, c, "wait", "--for=condition=Ready", "shim/keep", "--timeout=60s")
+	if out := kubectl(t, c, "exec", "keeper-2", "--", "/bin/busybox", "echo", "alive"); strings.TrimSpace(out) != "alive" {
+		t.Errorf("exec into keeper-2 after its shim went on: %q", out)
 	}
 }
 

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -46,7 +44,7 @@ func TestStoppedShimRefusesRestart(t *testing.T) {
 	testutil.ImportPause(t, "/usr/bin/ctr", n.Socket())
 	rt := runtimeClient(t, n.Socket())
 	pods := runLoad(ctx, t, rt, "demo", 0, 1)
-	pid := shimOf(t, pods[0].sandbox)
+	pid := testutil.ShimPID(t, pods[0].sandbox)
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -84,22 +82,4 @@ func TestStoppedShimRefusesRestart(t *testing.T) {
 	if broken, execOK := checkLoad(ctx, rt, pods); broken != 0 || execOK != 1 {
 		t.Errorf("the pod after the install: %d broken, %d answering exec; want it whole", broken, execOK)
 	}
-}
-
-// shimOf returns the pid (as seen here) of the shim process that serves
-// a sandbox: the one started with -id <sandbox>.
-func shimOf(t *testing.T, sandbox string) int {
-	t.Helper()
-	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, c := range cmdlines {
-		data, err := os.ReadFile(c)
-		if err != nil || !strings.Contains(string(data), "\x00-id\x00"+sandbox+"\x00") {
-			continue
-		}
-		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(c))); err == nil {
-			return pid
-		}
-	}
-	t.Fatalf("no shim process serves sandbox %s", sandbox)
-	return 0
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,11 +50,33 @@ func MarkOn(ctx context.Context, c client.Client, node *corev1.Node, shim string
 	return patch(ctx, c, node.Name, shim, Installed, specHash, Verification{ShimUID: uid, Machine: record.Machine(node)})
 }
 
-// SetState changes only the value of the shim's label, for example to
-// "uninstalling" so that a RuntimeClass selecting "installed" no longer
-// schedules onto the node while the shim is removed.
-func SetState(ctx context.Context, c client.Client, node, shim, state string) error {
-	return mergePatch(ctx, c, node, map[string]any{"labels": map[string]any{Key(shim): state}}, Key(shim)+"="+state)
+// SetState changes only the value of the shim's label, from the value
+// the caller read (from) to state; for example to "uninstalling" so that
+// a RuntimeClass selecting "installed" no longer schedules onto the node
+// while the shim is removed. A node whose label is no longer from is left
+// as it is: a state never brings back a label that an uninstall removed
+// meanwhile (a JSON patch that tests the value, then replaces it).
+func SetState(ctx context.Context, c client.Client, node, shim, from, state string) error {
+	path := "/metadata/labels/" + jsonPointerEscape(Key(shim))
+	body, err := json.Marshal([]map[string]string{{"op": "test", "path": path, "value": from}, {"op": "replace", "path": path, "value": state}})
+	if err != nil {
+		return err
+	}
+	n := &corev1.Node{}
+	n.Name = node
+	err = c.Patch(ctx, n, client.RawPatch(types.JSONPatchType, body))
+	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+		return nil // the label is not from any more: nothing to change
+	}
+	if err != nil {
+		return fmt.Errorf("patch node %s (%s=%s): %w", node, Key(shim), state, err)
+	}
+	return nil
+}
+
+// jsonPointerEscape escapes a map key for a JSON pointer (RFC 6901).
+func jsonPointerEscape(key string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
 }
 
 // Unmark removes the shim's label and annotation from the node (nothing

@@ -64,6 +64,31 @@ func TestMarkAndUnmark(t *testing.T) {
 	if err := nodelabel.Unmark(ctx, env.Client, "n1", "spin"); err != nil {
 		t.Errorf("Unmark twice: %v", err)
 	}
+	// A state set after the uninstall removed the label (a stale view of
+	// the node) does not bring it back.
+	if err := nodelabel.SetState(ctx, env.Client, "n1", "spin", nodelabel.Installed, "uninstalling"); err != nil {
+		t.Errorf("SetState on a node without the label: %v", err)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(node), got); err != nil || got.Labels[nodelabel.Key("spin")] != "" {
+		t.Errorf("SetState brought the label back: %q (%v)", got.Labels[nodelabel.Key("spin")], err)
+	}
+	bare := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "bare"}} // no labels at all
+	if err := env.Client.Create(ctx, bare); err != nil {
+		t.Fatal(err)
+	}
+	if err := nodelabel.SetState(ctx, env.Client, "bare", "spin", nodelabel.Installed, "uninstalling"); err != nil {
+		t.Errorf("SetState on a node without labels: %v", err)
+	}
+	// On a labelled node it changes the value only.
+	if err := nodelabel.Mark(ctx, env.Client, "n1", "spin", "uid-1", "hash-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := nodelabel.SetState(ctx, env.Client, "n1", "spin", nodelabel.Installed, "uninstalling"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(node), got); err != nil || got.Labels[nodelabel.Key("spin")] != "uninstalling" || got.Annotations[nodelabel.Key("spin")] != "hash-1" {
+		t.Errorf("SetState: label %q, annotation %q (%v)", got.Labels[nodelabel.Key("spin")], got.Annotations[nodelabel.Key("spin")], err)
+	}
 }
 
 // TestMarkOnRecordsTheMachine: MarkOn records the machine the node is

@@ -55,7 +55,7 @@ func (r *executor) do(ctx context.Context, a decide.Action) error {
 	case decide.Unmark:
 		return nodelabel.Unmark(ctx, r.client, a.Node, a.Shim)
 	case decide.Fence:
-		return nodelabel.SetState(ctx, r.client, a.Node, a.Shim, decide.LabelUninstalling)
+		return nodelabel.SetState(ctx, r.client, a.Node, a.Shim, nodelabel.Installed, decide.LabelUninstalling)
 	case decide.DropRecords:
 		return nodelabel.DropRecords(ctx, r.client, a.Node, a.Keys...)
 	case decide.Untaint:

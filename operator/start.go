@@ -68,7 +68,7 @@ func (r *jobStarter) start(ctx context.Context, obs *observed, st decide.Start) 
 		r.drifted(ctx, obs.Shim, v.Node, v.Drifted)
 	}
 	if st.Unlabel {
-		if err := nodelabel.SetState(ctx, r.client, v.Node.Name, obs.Shim.Name, decide.LabelUninstalling); err != nil {
+		if err := nodelabel.SetState(ctx, r.client, v.Node.Name, obs.Shim.Name, v.Label, decide.LabelUninstalling); err != nil {
 			return err
 		}
 		v.Label = decide.LabelUninstalling

@@ -311,11 +311,27 @@ func runtimeReady(ctx context.Context, rt runtimeapi.RuntimeServiceClient) error
 // ShimOf returns the path of the shim binary running a pod sandbox (as
 // the node sees it), found among the processes that name the sandbox.
 func ShimOf(sandboxID string) (string, bool) {
+	_, exe, ok := shimProcess(sandboxID)
+	return exe, ok
+}
+
+// ShimPID returns the pid (as seen here) of the shim process that serves
+// a pod sandbox; t fails when there is none.
+func ShimPID(t testing.TB, sandboxID string) int {
+	t.Helper()
+	pid, _, ok := shimProcess(sandboxID)
+	if !ok {
+		t.Fatalf("no shim process serves sandbox %s", sandboxID)
+	}
+	return pid
+}
+
+func shimProcess(sandboxID string) (int, string, bool) {
 	for _, pid := range ProcessesMentioning(sandboxID) {
 		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 		if err == nil && strings.Contains(filepath.Base(exe), "containerd-shim") {
-			return exe, true
+			return pid, exe, true
 		}
 	}
-	return "", false
+	return 0, "", false
 }
