@@ -4,21 +4,27 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/internal/operator/plugin"
 	"github.com/shimkit/shimkit/internal/operator/report"
 	"github.com/shimkit/shimkit/internal/testutil"
+	"github.com/shimkit/shimkit/operator"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
@@ -83,6 +89,66 @@ func TestPluginPlanIsWhatTheOperatorDoes(t *testing.T) {
 	if code, _, stderr := pluginRun(kubeconfig, "plan", "-f", writeShimFile(t, bad)); code != 1 || !bytes.Contains(stderr, []byte("the API server refuses it")) {
 		t.Errorf("plan of a refused spec: exit %d, %s", code, stderr)
 	}
+	planDeletion(t, env, kubeconfig)
+}
+
+// planDeletion: kubectl shimkit plan --delete of pl, with two pods of its
+// RuntimeClass on p-1, one under a PodDisruptionBudget that allows no
+// disruption, under deletePolicy Evict: p-1 waits for both pods and the
+// budget is quoted, maxUpdate nodes are uninstalled at once and the rest
+// after, the RuntimeClass last; deleted, the Shim then says it waits for
+// p-1's pods, as planned.
+func planDeletion(t *testing.T, env *testutil.Env, kubeconfig string) {
+	ctx := context.Background()
+	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}
+	workloadPod(t, env, "web-1", "p-0001", "pl-rc", running)
+	workloadPod(t, env, "web-2", "p-0001", "pl-rc", running)
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-1"},
+		Spec: policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web-1"}}}}
+	if err := env.Client.Create(ctx, pdb); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "web-1"}, pod); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(pod.DeepCopy())
+	pod.Labels = map[string]string{"app": "web-1"}
+	if err := env.Client.Patch(ctx, pod, patch); err != nil {
+		t.Fatal(err)
+	}
+	pdb.Status = policyv1.PodDisruptionBudgetStatus{CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 1}
+	if err := env.Client.Status().Update(ctx, pdb); err != nil {
+		t.Fatal(err)
+	}
+	updateShim(t, env.Client, "pl", func(s *v1alpha1.Shim) { s.Spec.DeletePolicy = v1alpha1.DeleteEvict })
+	waitFor(t, 30*time.Second, "Evict Ready", ready(env.Client, "pl"))
+
+	var rp operator.RemovalPreview
+	runPlugin(t, &rp, kubeconfig, "plan", "--delete", "pl", "-o", "json")
+	t.Logf("plan --delete: %+v", rp)
+	if len(rp.Waiting) != 1 || rp.Waiting[0].Node != "p-0001" || !slices.Equal(rp.Waiting[0].Pods, []string{"default/web-1", "default/web-2"}) || !rp.Evict ||
+		len(rp.Waiting[0].Blocked) != 1 || rp.Waiting[0].Blocked[0].Pod != "default/web-1" || !strings.Contains(rp.Waiting[0].Blocked[0].Why, "PodDisruptionBudget default/web-1 allows no disruption") {
+		t.Errorf("waiting: %+v, want p-1 waiting for default/web-1 (its budget quoted) and default/web-2", rp.Waiting)
+	}
+	if len(rp.Uninstall) != 2 || len(rp.Later) != 2 || slices.Contains(append(rp.Uninstall, rp.Later...), "p-0001") || !slices.Equal(rp.RuntimeClasses, []string{"pl-rc"}) {
+		t.Errorf("plan --delete: uninstall %v, later %v, RuntimeClasses %v; want 2 and 2 of the other nodes, pl-rc last", rp.Uninstall, rp.Later, rp.RuntimeClasses)
+	}
+	code, text, _ := pluginRun(kubeconfig, "plan", "--delete", "pl")
+	if code != 0 || !bytes.Contains(text, []byte("p-0001: 2 pods run with the shim: default/web-1, default/web-2; evicts them first")) {
+		t.Errorf("plan --delete as text (exit %d):\n%s", code, text)
+	}
+	if err := env.Client.Delete(ctx, getShim(t, env.Client, "pl")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the deleted Shim waiting for p-1's pods", func() (bool, string) {
+		s := &v1alpha1.Shim{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: "pl"}, s); err != nil {
+			return false, err.Error()
+		}
+		c := condition(s, v1alpha1.ConditionReady)
+		return c != nil && c.Reason == v1alpha1.ReasonHandlerInUse && strings.Contains(c.Message, "node p-0001: default/web-1, default/web-2"), fmt.Sprintf("%+v", c)
+	})
 }
 
 func pluginStatus(t testing.TB, kubeconfig, name string) []report.NodeRow {

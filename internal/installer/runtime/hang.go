@@ -89,7 +89,7 @@ const diagnoseTimeout = 5 * time.Second
 // diagnosed returns err with what the node shows (a *HangError) when the
 // runtime's unit is not running or a shim process is stuck; err as it is
 // otherwise, or when the node cannot be looked at.
-func (n *Node) diagnosed(ctx context.Context, err error) error {
+func diagnosed(ctx context.Context, n *Node, err error) error {
 	if err == nil || n.Host == "" && n.Unit == nil {
 		return err
 	}

@@ -111,7 +111,7 @@ func TestDiagnosed(t *testing.T) {
 		{"a stopped shim, no unit", Node{Host: stuck}, failed, "shim processes that cannot answer: pid 40 containerd-shim-runc-v2 (T (stopped), task aaa)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			err := c.node.diagnosed(context.Background(), c.err)
+			err := diagnosed(context.Background(), &c.node, c.err)
 			_, h := Details(err)
 			ok := h != nil
 			switch {

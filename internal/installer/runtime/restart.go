@@ -13,9 +13,9 @@ import (
 // *HangError): the unit still starting, a shim stopped.
 func (n *Node) RestartHealthy(ctx context.Context) error {
 	if err := n.Restart(ctx); err != nil {
-		return n.diagnosed(ctx, err)
+		return diagnosed(ctx, n, err)
 	}
-	return n.diagnosed(ctx, n.Check(ctx, "", true))
+	return diagnosed(ctx, n, n.Check(ctx, "", true))
 }
 
 // RestartWithin restarts the runtime, the restart job bounded by timeout:
@@ -26,17 +26,17 @@ func (n *Node) RestartHealthy(ctx context.Context) error {
 func (n *Node) RestartWithin(ctx context.Context, timeout time.Duration) error {
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return n.diagnosed(ctx, n.Restart(rctx))
+	return diagnosed(ctx, n, n.Restart(rctx))
 }
 
 // Await checks that the runtime came back with every handler of present
 // and without those of absent; with neither, that it is ready. A failure
 // is diagnosed as RestartHealthy's.
 func (n *Node) Await(ctx context.Context, present, absent []string) error {
-	return n.diagnosed(ctx, n.await(ctx, present, absent))
+	return diagnosed(ctx, n, await(ctx, n, present, absent))
 }
 
-func (n *Node) await(ctx context.Context, present, absent []string) error {
+func await(ctx context.Context, n *Node, present, absent []string) error {
 	if len(present)+len(absent) == 0 {
 		return n.Check(ctx, "", true)
 	}

@@ -98,7 +98,7 @@ func DrainPods(pods []*corev1.Pod, d *v1alpha1.Disruption, budgets []*policyv1.P
 		case hasEmptyDir(p) && !d.DeleteEmptyDirData:
 			blocked = append(blocked, Blocked{Pod: name, Why: "emptyDir data (set deleteEmptyDirData)"})
 		default:
-			if why := budgetBlocks(p, budgets); why != "" {
+			if why := BudgetBlocks(p, budgets); why != "" {
 				blocked = append(blocked, Blocked{Pod: name, Why: why})
 			}
 			evict = append(evict, p)
@@ -117,9 +117,9 @@ func hasEmptyDir(p *corev1.Pod) bool {
 	return slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return v.EmptyDir != nil })
 }
 
-// budgetBlocks says which PodDisruptionBudget of the pod's namespace that
+// BudgetBlocks says which PodDisruptionBudget of the pod's namespace that
 // selects it allows no disruption now ("": none).
-func budgetBlocks(p *corev1.Pod, budgets []*policyv1.PodDisruptionBudget) string {
+func BudgetBlocks(p *corev1.Pod, budgets []*policyv1.PodDisruptionBudget) string {
 	for _, b := range budgets {
 		if b.Namespace != p.Namespace || b.Spec.Selector == nil {
 			continue

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -30,6 +32,7 @@ const usage = `kubectl shimkit: what the shimkit operator sees and would do, wri
   kubectl shimkit status NAME [-o wide|json|yaml]     a row per node of the Shim
   kubectl shimkit plan NAME [-o json|yaml]            what the operator does with the live spec
   kubectl shimkit plan -f shim.yaml [-o json|yaml]    what applying the file would do
+  kubectl shimkit plan --delete NAME [-o json|yaml]   what deleting the Shim would do, and the pods it waits for
   kubectl shimkit --version
 
 Flags (after the command):
@@ -54,6 +57,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	namespace := fs.String("namespace", "shimkit-system", "the operator's namespace, where its Jobs run")
 	output := fs.String("o", "", "output format: wide (status), json or yaml")
 	file := fs.String("f", "", "plan: a file with the Shim to apply (YAML or JSON)")
+	del := fs.Bool("delete", false, "plan: what deleting the Shim would do")
 	if err := fs.Parse(reorder(args[1:])); err != nil {
 		return 2
 	}
@@ -62,16 +66,19 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case cmd != "status" && cmd != "plan":
 		fmt.Fprintf(stderr, "kubectl shimkit: unknown command %q\n\n%s", cmd, usage)
 		return 2
-	case fs.NArg() > 1, cmd == "status" && name == "", cmd == "plan" && (name == "") == (*file == ""):
+	case fs.NArg() > 1, cmd == "status" && name == "", cmd == "plan" && (name == "") == (*file == ""), *del && (cmd != "plan" || name == ""):
 		fmt.Fprintf(stderr, "kubectl shimkit %s: want %s\n", cmd, map[string]string{"status": "NAME", "plan": "NAME or -f FILE"}[cmd])
 		return 2
 	}
 	c, err := manager.NewClient(*kubeconfig)
 	if err == nil {
 		r := reader{c: c, namespace: *namespace}
-		if cmd == "status" {
+		switch {
+		case cmd == "status":
 			err = r.status(ctx, stdout, name, *output)
-		} else {
+		case *del:
+			err = r.removal(ctx, stdout, name, *output)
+		default:
 			err = r.plan(ctx, stdout, name, *file, *output)
 		}
 	}
@@ -91,7 +98,7 @@ func reorder(args []string) []string {
 		switch {
 		case len(a) > 1 && a[0] == '-':
 			flags = append(flags, a)
-			if !hasValue(a) && i+1 < len(args) {
+			if !hasValue(a) && !boolFlags[strings.TrimLeft(a, "-")] && i+1 < len(args) {
 				flags = append(flags, args[i+1])
 				i++
 			}
@@ -101,6 +108,9 @@ func reorder(args []string) []string {
 	}
 	return append(flags, rest...)
 }
+
+// boolFlags take no value.
+var boolFlags = map[string]bool{"delete": true}
 
 // hasValue: the flag carries its value (-o=json, --kubeconfig=x).
 func hasValue(flag string) bool {
@@ -183,11 +193,61 @@ func (r reader) plan(ctx context.Context, w io.Writer, name, file, output string
 		return fmt.Errorf("list RuntimeClasses: %w", err)
 	}
 	now := time.Now()
-	p, err := operator.PreviewRollout(shim, nodes, jobs, results, classes.Items, operator.Options{InstallerImage: "-", Namespace: r.namespace}, now)
+	opts := operator.Options{InstallerImage: "-", Namespace: r.namespace}
+	p, err := operator.PreviewRollout(shim, nodes, jobs, results, classes.Items, opts, now)
 	if err != nil {
 		return err
 	}
-	return report.WritePlan(w, report.Plan(p), output, now)
+	rep := report.Plan(p)
+	if rs := shim.Spec.RolloutStrategy; rs != nil && rs.Disruption != nil && rs.Disruption.Policy == v1alpha1.DisruptDrain {
+		wl, err := r.workloads(ctx)
+		if err != nil {
+			return err
+		}
+		rep.Drains = operator.PreviewDrains(p, wl, opts)
+	}
+	return report.WritePlan(w, rep, output, now)
+}
+
+// removal writes what deleting the live Shim would do.
+func (r reader) removal(ctx context.Context, w io.Writer, name, output string) error {
+	shim := &v1alpha1.Shim{}
+	if err := r.c.Get(ctx, client.ObjectKey{Name: name}, shim); err != nil {
+		return fmt.Errorf("Shim %s: %w", name, err)
+	}
+	nodes, jobs, results, err := r.fleet(ctx, shim.Name)
+	if err != nil {
+		return err
+	}
+	wl, err := r.workloads(ctx)
+	if err != nil {
+		return err
+	}
+	p, err := operator.PreviewRemoval(shim, nodes, jobs, results, wl, operator.Options{InstallerImage: "-", Namespace: r.namespace}, time.Now())
+	if err != nil {
+		return err
+	}
+	return report.WriteRemoval(w, p, output)
+}
+
+// workloads lists the cluster's pods and PodDisruptionBudgets.
+func (r reader) workloads(ctx context.Context) (operator.Workloads, error) {
+	var pods corev1.PodList
+	if err := r.c.List(ctx, &pods); err != nil {
+		return operator.Workloads{}, fmt.Errorf("list pods: %w", err)
+	}
+	var budgets policyv1.PodDisruptionBudgetList
+	if err := r.c.List(ctx, &budgets); err != nil {
+		return operator.Workloads{}, fmt.Errorf("list PodDisruptionBudgets: %w", err)
+	}
+	var wl operator.Workloads
+	for i := range pods.Items {
+		wl.Pods = append(wl.Pods, &pods.Items[i])
+	}
+	for i := range budgets.Items {
+		wl.Budgets = append(wl.Budgets, &budgets.Items[i])
+	}
+	return wl, nil
 }
 
 // shimToPlan is the live Shim, or the file's with the live one's

@@ -31,6 +31,9 @@ type PlanReport struct {
 	Halt           string                  `json:"halt,omitempty"`
 	Skipped        []SkippedNode           `json:"skipped,omitempty"`
 	RuntimeClasses []operator.ClassPreview `json:"runtimeClasses"`
+	// Drains are what draining each node would do now, before its change
+	// (rolloutStrategy.disruption Drain), in wave order.
+	Drains []operator.NodeDrain `json:"drains,omitempty"`
 }
 
 // PlanWave is one wave: when it starts, its step, the nodes it installs
@@ -123,6 +126,7 @@ func writePlanText(w io.Writer, r PlanReport, now time.Time) error {
 		if len(wv.Uninstall) > 0 {
 			fmt.Fprintf(w, "  uninstall  %s\n", strings.Join(wv.Uninstall, ", "))
 		}
+		writeDrains(w, r.Drains, wv.Install)
 	}
 	if r.Stopped != "" {
 		fmt.Fprintf(w, "Then it stops: %s", r.Stopped)
@@ -153,6 +157,33 @@ func writePlanText(w io.Writer, r PlanReport, now time.Time) error {
 	}
 	_, err := fmt.Fprintln(w, "Not in this plan: other Shims that would share a node's installer run, and the health gate's verdict on workloads.")
 	return err
+}
+
+// writeDrains writes what draining each of the nodes would do.
+func writeDrains(w io.Writer, drains []operator.NodeDrain, nodes []string) {
+	for _, d := range drains {
+		if !slices.Contains(nodes, d.Node) {
+			continue
+		}
+		fmt.Fprintf(w, "  drain %s: ", d.Node)
+		if len(d.Evict) == 0 {
+			fmt.Fprint(w, "no pod to evict")
+		} else {
+			fmt.Fprintf(w, "evict %s", strings.Join(d.Evict, ", "))
+		}
+		if len(d.Waiting) > 0 {
+			fmt.Fprintf(w, "; waits for %s", strings.Join(d.Waiting, ", "))
+		}
+		fmt.Fprintln(w)
+		writeBlocked(w, d.Blocked)
+	}
+}
+
+// writeBlocked writes the pods kept from an eviction now, and why.
+func writeBlocked(w io.Writer, blocked []decide.Blocked) {
+	for _, b := range blocked {
+		fmt.Fprintf(w, "    blocked %s: %s\n", b.Pod, b.Why)
+	}
 }
 
 // when says when a wave starts: now, or at a time.

@@ -101,8 +101,15 @@ func PodsOn(ctx context.Context, r client.Reader, classes []string) (map[string]
 	if err != nil {
 		return nil, err
 	}
+	return ByNode(pods, classes), nil
+}
+
+// ByNode sorts the pods of the RuntimeClasses classes that have not ended
+// by node, as PodsOn returns them (pods not bound to a node left out).
+func ByNode(pods []*corev1.Pod, classes []string) map[string][]string {
+	out := map[string][]string{}
 	for _, p := range pods {
-		if p.Spec.NodeName == "" || p.Spec.RuntimeClassName == nil || !want[*p.Spec.RuntimeClassName] ||
+		if p.Spec.NodeName == "" || p.Spec.RuntimeClassName == nil || !slices.Contains(classes, *p.Spec.RuntimeClassName) ||
 			p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
@@ -111,7 +118,7 @@ func PodsOn(ctx context.Context, r client.Reader, classes []string) (map[string]
 	for _, pods := range out {
 		slices.Sort(pods)
 	}
-	return out, nil
+	return out
 }
 
 // PodsOfNode returns the pods bound to the node (the cache's drain view

@@ -1,0 +1,71 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/shimkit/shimkit/operator"
+)
+
+// WriteRemoval writes what deleting a Shim would do now (a
+// RemovalPreview) as text, JSON or YAML: the nodes uninstalled at once
+// and after, the nodes that wait for their pods (naming them, and the
+// PodDisruptionBudgets that would refuse their eviction), and the
+// RuntimeClasses deleted last.
+func WriteRemoval(w io.Writer, r *operator.RemovalPreview, format string) error {
+	switch format {
+	case FormatJSON:
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	case FormatYAML:
+		data, err := yaml.Marshal(r)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(data)
+		return err
+	case FormatTable:
+		return writeRemovalText(w, r)
+	}
+	return fmt.Errorf("output format %q: want json or yaml", format)
+}
+
+func writeRemovalText(w io.Writer, r *operator.RemovalPreview) error {
+	fmt.Fprintf(w, "Delete Shim %s:\n", r.Shim)
+	if len(r.Uninstall)+len(r.Later)+len(r.Waiting) == 0 {
+		fmt.Fprintln(w, "  no node has the shim")
+	}
+	if len(r.Uninstall) > 0 {
+		fmt.Fprintf(w, "  uninstall now    %s\n", strings.Join(r.Uninstall, ", "))
+	}
+	if len(r.Later) > 0 {
+		fmt.Fprintf(w, "  uninstall after  %s\n", strings.Join(r.Later, ", "))
+	}
+	for _, n := range r.Waiting {
+		what := "waits until they are gone (deletePolicy Wait)"
+		if r.Evict {
+			what = "evicts them first (deletePolicy Evict)"
+		}
+		fmt.Fprintf(w, "  %s: %d pods run with the shim: %s; %s\n", n.Node, len(n.Pods), strings.Join(n.Pods, ", "), what)
+		if r.Evict {
+			writeBlocked(w, n.Blocked)
+		}
+	}
+	if len(r.RuntimeClasses) > 0 {
+		fmt.Fprintf(w, "  then delete RuntimeClass %s, once every node is clean\n", strings.Join(r.RuntimeClasses, ", "))
+	}
+	if len(r.Waiting) == 0 {
+		return nil
+	}
+	note := "Pods are never stopped for you under deletePolicy Wait: move or delete them, and each node's uninstall goes on within seconds."
+	if r.Evict {
+		note = "Evictions go through the Eviction API, maxUpdate nodes at a time: a PodDisruptionBudget that refuses one keeps its node waiting."
+	}
+	_, err := fmt.Fprintln(w, note)
+	return err
+}
