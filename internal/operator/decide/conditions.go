@@ -32,6 +32,9 @@ type Rollup struct {
 	// nodes, or the nodes that failed).
 	Reverted string
 	Cause    *Trip
+	// Draining says which nodes are being drained and what is left on
+	// them (DrainNote; "": none).
+	Draining string
 }
 
 // Refusal is why a spec is rolled out to no node: a reason constant of
@@ -204,8 +207,12 @@ func progressingCondition(u Rollup) metav1.Condition {
 	case u.hold() == HoldBaking:
 		return condition(t, true, string(u.hold()), holdNote(u))
 	case !u.done():
-		return condition(t, true, v1alpha1.ReasonNodesChanging, fmt.Sprintf("%d nodes changing (maxUpdate %d), %d to go",
-			u.Install.InFlight+u.Removal.InFlight, max(u.Install.Budget, u.Removal.Budget), u.Install.Remaining+u.Removal.Remaining))
+		msg := fmt.Sprintf("%d nodes changing (maxUpdate %d), %d to go",
+			u.Install.InFlight+u.Removal.InFlight, max(u.Install.Budget, u.Removal.Budget), u.Install.Remaining+u.Removal.Remaining)
+		if u.Draining != "" {
+			msg += "; " + u.Draining
+		}
+		return condition(t, true, v1alpha1.ReasonNodesChanging, msg)
 	}
 	return condition(t, false, v1alpha1.ReasonIdle, "every node is done")
 }

@@ -168,6 +168,52 @@ func disruptStep(s *Snapshot, v *NodeView, op string) (ready bool, acts []Action
 	return false, []Action{out}
 }
 
+// DrainNote says which nodes the Shim is draining now and what is left
+// on each (the pods still to go, and what keeps them, with the drain's
+// deadline), for the status while the drain runs: "draining n1 until
+// 12:05:00Z: 2 pods left (default/web-1, default/web-2); default/web-1:
+// PodDisruptionBudget ... allows no disruption now". "": none drains.
+func DrainNote(s *Snapshot) string {
+	d := disruptionOf(s.Shim)
+	if d == nil || d.Policy != v1alpha1.DisruptDrain {
+		return ""
+	}
+	var notes []string
+	for i := range s.Views {
+		v := &s.Views[i]
+		rec, ok := record.DisruptedBy(v.Node, s.Shim.Name)
+		if !ok || v.Job != nil && v.Job.Running() {
+			continue
+		}
+		evict, waiting, blocked := DrainPods(s.NodePods[v.Node.Name], d, s.Budgets, s.OperatorNamespace)
+		left := append(waiting, podNames(evict)...)
+		for _, b := range blocked {
+			if !slices.Contains(left, b.Pod) {
+				left = append(left, b.Pod)
+			}
+		}
+		if len(left) == 0 {
+			continue
+		}
+		slices.Sort(left)
+		note := fmt.Sprintf("draining %s until %s: %d pods left (%s)", v.Node.Name, rec.Since.Add(drainTimeout(d)).UTC().Format(time.RFC3339),
+			len(left), strings.Join(left[:min(len(left), maxPodsNamed)], ", "))
+		for _, b := range blocked[:min(len(blocked), maxPodsNamed)] {
+			note += "; " + b.Pod + ": " + b.Why
+		}
+		notes = append(notes, note)
+	}
+	return strings.Join(notes, "; ")
+}
+
+func podNames(pods []*corev1.Pod) []string {
+	out := make([]string, len(pods))
+	for i, p := range pods {
+		out[i] = p.Namespace + "/" + p.Name
+	}
+	return out
+}
+
 // drainFailed fails the node whose drain timed out (DrainBlocked, naming
 // the pods left and what keeps them) and releases it: it is not changed.
 func drainFailed(s *Snapshot, v *NodeView, op string, rec record.Disrupted, left int, blocked []Blocked) []Action {

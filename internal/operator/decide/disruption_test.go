@@ -239,3 +239,37 @@ func TestDrainBlockedNamesTheBudget(t *testing.T) {
 		t.Fatalf("failure %+v", f)
 	}
 }
+
+// TestDrainNoteInStatus: while a node drains, Progressing names it, its
+// deadline, the pods left and the budget that keeps one; once drained,
+// nothing is said.
+func TestDrainNoteInStatus(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	draining := func(n *corev1.Node) {
+		n.Spec.Unschedulable = true
+		n.Annotations[record.DisruptionKey("spin")] = record.Disrupted{Since: now.Add(-30 * time.Second), Cordoned: true}.Value()
+	}
+	obs := drainObs(v1alpha1.DisruptDrain, now, draining, []*corev1.Pod{pod("default", "web", nil), pod("default", "api", nil)})
+	one := intstr.FromInt32(1)
+	obs.Budgets = []*policyv1.PodDisruptionBudget{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}}
+	p := planDrain(t, obs)
+	c := findCondition(p.Status.Status.Conditions, v1alpha1.ConditionProgressing)
+	want := "draining n1 until 2026-11-28T12:00:30Z: 2 pods left (default/api, default/web); default/web: PodDisruptionBudget default/web allows no disruption now (0 healthy, 0 desired)"
+	if c == nil || !strings.HasSuffix(c.Message, want) {
+		t.Errorf("Progressing while n1 drains: %+v\nwant it to end with %q", c, want)
+	}
+	obs = drainObs(v1alpha1.DisruptDrain, now, draining, []*corev1.Pod{})
+	if c := findCondition(planDrain(t, obs).Status.Status.Conditions, v1alpha1.ConditionProgressing); c == nil || strings.Contains(c.Message, "draining") {
+		t.Errorf("Progressing once n1 is drained: %+v", c)
+	}
+}
+
+func findCondition(cs []metav1.Condition, t string) *metav1.Condition {
+	for i := range cs {
+		if cs[i].Type == t {
+			return &cs[i]
+		}
+	}
+	return nil
+}

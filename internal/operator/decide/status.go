@@ -75,7 +75,7 @@ func statusOf(obs *Snapshot, in statusIn) StatusPlan {
 	if ref := obs.Refusal; ref != nil {
 		u.Refusal = &Refusal{Reason: ref.Reason, Message: ref.Message}
 	}
-	u.Delivered, u.Reverted = in.delivered, obs.Reverted
+	u.Delivered, u.Reverted, u.Draining = in.delivered, obs.Reverted, DrainNote(obs)
 	st.Rollout, st.Revisions = shim.Status.Rollout, shim.Status.Revisions
 	if in.rollout != nil {
 		st.Rollout = in.rollout
