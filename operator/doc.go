@@ -262,8 +262,9 @@
 // Options.HostRoot: /etc, /var, /run and /opt read-write (containerd's
 // configs and sockets of every preset, the state, the bundles, the
 // units), /usr, /bin and /sbin read-only (containerd's PATH, so that no
-// link shadows a binary there) and /usr/local/bin read-write (containerd
-// 1.6's PATH links). Only /usr/local/bin may be created by the kubelet:
+// link shadows a binary there), /proc read-only (the node's shim
+// processes: a stopped one refuses a restart) and /usr/local/bin
+// read-write (containerd 1.6's PATH links). Only /usr/local/bin may be created by the kubelet:
 // nothing it creates can change what preset detection finds. It runs in
 // its own PID namespace (restarts go over the system D-Bus socket;
 // Options.HostPID for nodes without one), and its grace period covers a

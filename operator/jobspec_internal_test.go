@@ -77,7 +77,7 @@ func TestInstallerPodPrivileges(t *testing.T) {
 
 func checkHostMounts(t *testing.T, pod corev1.PodSpec, hostRoot string) {
 	t.Helper()
-	writable := map[string]bool{"/etc": true, "/var": true, "/run": true, "/opt": true, "/usr/local/bin": true, "/usr": false, "/bin": false, "/sbin": false}
+	writable := map[string]bool{"/etc": true, "/var": true, "/run": true, "/opt": true, "/usr/local/bin": true, "/usr": false, "/bin": false, "/sbin": false, "/proc": false}
 	seen := map[string]bool{}
 	var order []string
 	for _, m := range pod.Containers[0].VolumeMounts {

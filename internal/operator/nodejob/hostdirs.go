@@ -49,6 +49,11 @@ func HostDirs() []HostDir {
 		// The one writable directory of that PATH: the links containerd
 		// 1.6 needs for pod sandboxes.
 		{Path: "/usr/local/bin", Create: true},
+		// The node's processes, read only: the shims a restart would hang
+		// on or end (a stopped one refuses the restart, ShimStuck), and
+		// those still running from a bundle when the runtime does not
+		// answer. The pod keeps its own PID namespace.
+		{Path: "/proc", ReadOnly: true},
 	}
 }
 
