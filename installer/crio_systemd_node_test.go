@@ -20,7 +20,7 @@ import (
 // crunPlan is a Shim that ships an OCI runtime binary as its bundle's
 // crun, an oci handler on CRI-O (options.BinaryName, in containerd's
 // terms). The plan names no runtime: the installer detects the node's.
-func crunPlan(t testing.TB, srv *testutil.FileServer, shim string, binary []byte) *plan.NodePlan {
+func crunPlan(t *testing.T, srv *testutil.FileServer, shim string, binary []byte) *plan.NodePlan {
 	t.Helper()
 	a := testutil.NewArchive(t, testutil.ArchiveFile{Name: "bin/crun", Mode: 0o755, Data: binary})
 	p := plan.New(plan.ShimRef{Name: shim, UID: "uid-" + shim}, plan.OpInstall)

@@ -21,7 +21,7 @@ import (
 // ociRuntimePlan installs an OCI runtime binary (as crun, runsc or youki
 // are) as a handler under containerd's runc shim (options.BinaryName),
 // which is an oci handler on CRI-O. binary is what the artifact holds.
-func ociRuntimePlan(t *testing.T, srv *testutil.FileServer, shim string, binary []byte, mode int64) *plan.NodePlan {
+func ociRuntimePlan(t testing.TB, srv *testutil.FileServer, shim string, binary []byte, mode int64) *plan.NodePlan {
 	t.Helper()
 	a := testutil.NewArchive(t, testutil.ArchiveFile{Name: "bin/runc", Mode: mode, Data: binary})
 	p := plan.New(plan.ShimRef{Name: shim, UID: "uid-" + shim}, plan.OpInstall)
