@@ -167,12 +167,18 @@ func (r reader) fleet(ctx context.Context, shim string) ([]*corev1.Node, []*batc
 	return ns, js, results, err
 }
 
-func (r reader) status(ctx context.Context, w io.Writer, name, output string) error {
+// liveFleet reads the live Shim, then its fleet (fleet).
+func (r reader) liveFleet(ctx context.Context, name string) (*v1alpha1.Shim, []*corev1.Node, []*batchv1.Job, func(*batchv1.Job) *plan.NodeResult, error) {
 	shim := &v1alpha1.Shim{}
 	if err := r.c.Get(ctx, client.ObjectKey{Name: name}, shim); err != nil {
-		return fmt.Errorf("Shim %s: %w", name, err)
+		return nil, nil, nil, nil, fmt.Errorf("Shim %s: %w", name, err)
 	}
 	nodes, jobs, results, err := r.fleet(ctx, shim.Name)
+	return shim, nodes, jobs, results, err
+}
+
+func (r reader) status(ctx context.Context, w io.Writer, name, output string) error {
+	shim, nodes, jobs, results, err := r.liveFleet(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -211,11 +217,7 @@ func (r reader) plan(ctx context.Context, w io.Writer, name, file, output string
 
 // removal writes what deleting the live Shim would do.
 func (r reader) removal(ctx context.Context, w io.Writer, name, output string) error {
-	shim := &v1alpha1.Shim{}
-	if err := r.c.Get(ctx, client.ObjectKey{Name: name}, shim); err != nil {
-		return fmt.Errorf("Shim %s: %w", name, err)
-	}
-	nodes, jobs, results, err := r.fleet(ctx, shim.Name)
+	shim, nodes, jobs, results, err := r.liveFleet(ctx, name)
 	if err != nil {
 		return err
 	}

@@ -1,14 +1,11 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
 	"time"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/operator"
@@ -81,22 +78,7 @@ func Plan(p *operator.Preview) PlanReport {
 
 // WritePlan writes the plan as text (relative to now), JSON or YAML.
 func WritePlan(w io.Writer, r PlanReport, format string, now time.Time) error {
-	switch format {
-	case FormatJSON:
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
-	case FormatYAML:
-		data, err := yaml.Marshal(r)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(data)
-		return err
-	case FormatTable:
-		return writePlanText(w, r, now)
-	}
-	return fmt.Errorf("output format %q: want json or yaml", format)
+	return encode(w, r, format, "json or yaml", func() error { return writePlanText(w, r, now) })
 }
 
 func writePlanText(w io.Writer, r PlanReport, now time.Time) error {

@@ -1,12 +1,9 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/shimkit/shimkit/operator"
 )
@@ -17,22 +14,7 @@ import (
 // PodDisruptionBudgets that would refuse their eviction), and the
 // RuntimeClasses deleted last.
 func WriteRemoval(w io.Writer, r *operator.RemovalPreview, format string) error {
-	switch format {
-	case FormatJSON:
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
-	case FormatYAML:
-		data, err := yaml.Marshal(r)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(data)
-		return err
-	case FormatTable:
-		return writeRemovalText(w, r)
-	}
-	return fmt.Errorf("output format %q: want json or yaml", format)
+	return encode(w, r, format, "json or yaml", func() error { return writeRemovalText(w, r) })
 }
 
 func writeRemovalText(w io.Writer, r *operator.RemovalPreview) error {

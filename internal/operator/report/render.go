@@ -40,22 +40,31 @@ func Write(w io.Writer, shim *v1alpha1.Shim, rows []NodeRow, format string, now 
 	if c := meta.FindStatusCondition(shim.Status.Conditions, v1alpha1.ConditionReady); c != nil {
 		rep.Ready, rep.Reason, rep.Message = string(c.Status), c.Reason, c.Message
 	}
+	if format == FormatWide {
+		return writeTable(w, rep, true, now)
+	}
+	return encode(w, rep, format, "wide, json or yaml", func() error { return writeTable(w, rep, false, now) })
+}
+
+// encode writes v as JSON or YAML for machines, or as text (FormatTable)
+// with text; want says which formats there are, for an unknown one.
+func encode(w io.Writer, v any, format, want string, text func() error) error {
 	switch format {
 	case FormatJSON:
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return enc.Encode(v)
 	case FormatYAML:
-		data, err := yaml.Marshal(rep)
+		data, err := yaml.Marshal(v)
 		if err != nil {
 			return err
 		}
 		_, err = w.Write(data)
 		return err
-	case FormatTable, FormatWide:
-		return writeTable(w, rep, format == FormatWide, now)
+	case FormatTable:
+		return text()
 	}
-	return fmt.Errorf("output format %q: want wide, json or yaml", format)
+	return fmt.Errorf("output format %q: want %s", format, want)
 }
 
 func writeTable(w io.Writer, rep StatusReport, wide bool, now time.Time) error {
