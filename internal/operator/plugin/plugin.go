@@ -98,7 +98,7 @@ func reorder(args []string) []string {
 		switch {
 		case len(a) > 1 && a[0] == '-':
 			flags = append(flags, a)
-			if !hasValue(a) && !boolFlags[strings.TrimLeft(a, "-")] && i+1 < len(args) {
+			if !hasValue(a) && !boolFlag(a) && i+1 < len(args) {
 				flags = append(flags, args[i+1])
 				i++
 			}
@@ -109,8 +109,8 @@ func reorder(args []string) []string {
 	return append(flags, rest...)
 }
 
-// boolFlags take no value.
-var boolFlags = map[string]bool{"delete": true}
+// boolFlag: the flag takes no value.
+func boolFlag(flag string) bool { return strings.TrimLeft(flag, "-") == "delete" }
 
 // hasValue: the flag carries its value (-o=json, --kubeconfig=x).
 func hasValue(flag string) bool {
