@@ -127,3 +127,24 @@ func TestDiagnosed(t *testing.T) {
 		})
 	}
 }
+
+// FuzzStuckShim: whatever a process's stat and command line hold,
+// reading it never fails the caller, and a shim it reports is stuck.
+func FuzzStuckShim(f *testing.F) {
+	f.Add("40 (containerd-shim) T 1 1 1 0 -1\n", "/usr/bin/containerd-shim-runc-v2\x00-id\x00aaa\x00-address\x00/run/containerd/containerd.sock\x00")
+	f.Add("42 (conmon) D 1", "/usr/bin/conmon\x00-c\x00ccc\x00-b\x00/run/x\x00")
+	f.Add("43 (a) b) (containerd-shim) t", "")
+	f.Add("(", "-id")
+	f.Add("44 (containerd-shim) ", "-namespace=k8s.io\x00-id=\x00")
+	f.Fuzz(func(t *testing.T, stat, cmdline string) {
+		root := t.TempDir()
+		dir := filepath.Join(root, "proc", "44")
+		must(t, os.MkdirAll(dir, 0o755))
+		must(t, os.WriteFile(filepath.Join(dir, "stat"), []byte(stat), 0o644))
+		must(t, os.WriteFile(filepath.Join(dir, "cmdline"), []byte(cmdline), 0o644))
+		s, ok := stuckShim(root, dir)
+		if ok && (s.PID != 44 || s.State == "") {
+			t.Fatalf("stuck shim %+v from stat %q", s, stat)
+		}
+	})
+}
