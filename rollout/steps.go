@@ -41,7 +41,7 @@ func (s Step) Count(total int) (int, error) {
 
 // Stage is where a staged rollout stands: its current step (len(steps):
 // past the last) and, once the step's nodes are updated, when its bake
-// ends.
+// ends (a whole second, never before the bake asked for: see Advance).
 type Stage struct {
 	Step      int
 	BakeUntil time.Time
@@ -69,7 +69,8 @@ type Staged struct {
 type Steps []Step
 
 // Advance moves a stage on at now: a step whose nodes are all updated
-// starts its bake, and a bake that has ended (and was not held: healthy)
+// starts its bake (ending at now plus the bake, rounded up to a whole
+// second, as the API stores it), and a bake that has ended (and was not held: healthy)
 // moves to the next step. It returns the stage and how many nodes may
 // start now.
 func (ss Steps) Advance(st Stage, p Progress, now time.Time, healthy bool) (Staged, error) {
@@ -87,7 +88,7 @@ func (ss Steps) Advance(st Stage, p Progress, now time.Time, healthy bool) (Stag
 		}
 		if s.Bake > 0 {
 			if st.BakeUntil.IsZero() {
-				st.BakeUntil = now.Add(s.Bake)
+				st.BakeUntil = bakeEnd(now, s.Bake)
 			}
 			if now.Before(st.BakeUntil) || !healthy {
 				return Staged{Stage: st, Baking: true}, nil
@@ -96,6 +97,17 @@ func (ss Steps) Advance(st Stage, p Progress, now time.Time, healthy bool) (Stag
 		st = Stage{Step: st.Step + 1}
 	}
 	return Staged{Stage: st, Allowed: -1}, nil
+}
+
+// bakeEnd is when a bake of d started at now ends, rounded up to a whole
+// second: the API stores times to the second (metav1.Time), and a bake
+// stored rounded down would end up to a second early.
+func bakeEnd(now time.Time, d time.Duration) time.Time {
+	end := now.Add(d)
+	if t := end.Truncate(time.Second); t.Before(end) {
+		return t.Add(time.Second)
+	}
+	return end
 }
 
 // Done: every step is behind the stage.

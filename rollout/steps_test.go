@@ -52,6 +52,8 @@ func TestStepsAdvance(t *testing.T) {
 		{"first step's node changing", canary, Stage{}, Progress{Total: 10, InFlight: 1}, t0, true, Staged{}},
 		{"first step done: the bake starts", canary, Stage{}, Progress{Total: 10, Updated: 1}, t0, true,
 			Staged{Stage: Stage{BakeUntil: t0.Add(30 * time.Minute)}, Baking: true}},
+		{"a bake that starts mid-second ends on the next whole second", canary, Stage{}, Progress{Total: 10, Updated: 1}, t0.Add(400 * time.Millisecond), true,
+			Staged{Stage: Stage{BakeUntil: t0.Add(30*time.Minute + time.Second)}, Baking: true}},
 		{"baking", canary, Stage{BakeUntil: t0.Add(time.Minute)}, Progress{Total: 10, Updated: 1}, t0, true,
 			Staged{Stage: Stage{BakeUntil: t0.Add(time.Minute)}, Baking: true}},
 		{"bake over: the next step's nodes", canary, Stage{BakeUntil: t0}, Progress{Total: 10, Updated: 1}, t0, true,
