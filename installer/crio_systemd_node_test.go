@@ -61,6 +61,9 @@ func TestCRIOSystemdNode(t *testing.T) {
 	if newPID := n.UnitProp(t, "crio", "MainPID"); !res.Restarted || newPID == pid || newPID == "0" {
 		t.Errorf("crio.service was not restarted by systemd: %+v, main pid %s then %s", res, pid, newPID)
 	}
+	if res.Runtime != plan.RuntimeCRIO || res.RestartedUnit != "crio.service" {
+		t.Errorf("the result names runtime %q, unit %q; want %q, crio.service", res.Runtime, res.RestartedUnit, plan.RuntimeCRIO)
+	}
 	if !slices.Contains(hs, "crun-shimkit") {
 		t.Fatalf("CRI-O serves %v, want crun-shimkit\n%s", hs, n.Journal("crio"))
 	}
@@ -84,7 +87,7 @@ func TestCRIOSystemdNode(t *testing.T) {
 	}
 
 	res, err = inst.Uninstall(ctx, uninstallPlan("crun-shimkit"))
-	if err != nil || !res.Restarted {
+	if err != nil || !res.Restarted || res.RestartedUnit != "crio.service" {
 		t.Fatalf("uninstall: %+v, %v\n%s", res, err, n.Journal("crio"))
 	}
 	if hs := (testutil.CRIEndpoint{Socket: n.Socket()}).Handlers(t); slices.Contains(hs, "crun-shimkit") {

@@ -112,8 +112,9 @@ func sharedRestart(runs []*run) *restartRuntime {
 
 // result is what a committed install run did.
 func (r *run) result(start time.Time) *Result {
-	res := &Result{Shim: r.plan.Shim.Name, Upgrade: r.had && r.prev.SpecHash != r.plan.SpecHash}
+	res := &Result{Shim: r.plan.Shim.Name, Upgrade: r.had && r.prev.SpecHash != r.plan.SpecHash, Runtime: r.rt.Kind}
 	res.Changed, res.Restarted, res.RestartDuration, res.CanaryDuration = r.configChanged(), r.restart.done, r.restart.dur, r.restart.canary
+	res.RestartedUnit = r.restart.unit
 	res.Digest, res.Files, res.VerifiedBy, res.Drift = r.rec.Digest, r.rec.Files, r.rec.VerifiedBy, r.drift.found
 	res.Duration = time.Since(start)
 	r.i.step("done", "shim", res.Shim, "changed", res.Changed, "restarted", res.Restarted)

@@ -149,9 +149,15 @@ type Installer struct {
 
 // Result says what an operation did.
 type Result struct {
-	Shim      string
-	Changed   bool // the config changed
-	Restarted bool
+	Shim string
+	// Runtime is the node's container runtime (plan.RuntimeContainerd
+	// or plan.RuntimeCRIO); RestartedUnit the systemd unit restarted
+	// (containerd.service, k3s.service, crio.service, ...), when the
+	// runtime was restarted through systemd.
+	Runtime       string
+	RestartedUnit string
+	Changed       bool // the config changed
+	Restarted     bool
 	Upgrade   bool // the Shim was installed before with another spec
 	Digest    string
 	// VerifiedBy names what verified the artifact's signature.

@@ -90,10 +90,14 @@ func (s *restartRuntime) do(ctx context.Context, r *run) error {
 	if err := r.rt.RestartWithin(ctx, r.plan.Restart.HealthTimeout()); err != nil {
 		return err
 	}
-	for _, x := range runs {
-		x.restart.done = true
+	unit := ""
+	if r.rt.Unit != nil {
+		unit, _, _, _ = r.rt.Unit.UnitState(ctx) // which unit was restarted, for the result
 	}
-	r.i.step("restarted-" + cmp.Or(r.rt.Kind, "runtime"))
+	for _, x := range runs {
+		x.restart.done, x.restart.unit = true, unit
+	}
+	r.i.step("restarted-"+cmp.Or(r.rt.Kind, "runtime"), "unit", unit)
 	return r.rt.Await(ctx, s.present, s.absent)
 }
 

@@ -15,6 +15,7 @@ func Report(p *plan.NodePlan, res *Result, err error) *plan.NodeResult {
 	if res != nil {
 		out.Digest, out.Files, out.VerifiedBy, out.Drift = res.Digest, res.Files, res.VerifiedBy, res.Drift
 		out.Changed, out.Restarted = res.Changed, res.Restarted
+		out.Runtime, out.RestartedUnit = res.Runtime, res.RestartedUnit
 		out.RestartDuration, out.Duration = plan.Duration(res.RestartDuration), plan.Duration(res.Duration)
 		out.CanaryDuration = plan.Duration(res.CanaryDuration)
 	}

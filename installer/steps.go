@@ -69,12 +69,14 @@ type driftState struct {
 
 // restartState is what the restart and the canary did: the runtime was
 // restarted with the new config, in dur, and answered again at backAt;
-// the canary passed in canary.
+// the canary passed in canary; unit is the unit restarted, when the
+// restarter tells it.
 type restartState struct {
 	done   bool
 	dur    time.Duration
 	backAt time.Time
 	canary time.Duration
+	unit   string
 }
 
 func (r *run) configChanged() bool { return r.config.Changed() }

@@ -49,6 +49,7 @@ func (i *Installer) Uninstall(ctx context.Context, p *plan.NodePlan) (*Result, e
 		return nil, fmt.Errorf("uninstall %s: %w", name, err)
 	}
 	res.Changed, res.Restarted, res.RestartDuration = r.configChanged(), r.restart.done, r.restart.dur
+	res.Runtime, res.RestartedUnit = r.rt.Kind, r.restart.unit
 	res.Duration = time.Since(start)
 	i.step("done", "shim", name, "changed", res.Changed, "restarted", res.Restarted)
 	return res, nil

@@ -35,8 +35,8 @@ func TestMetricsFinishedJobsCountedOnce(t *testing.T) {
 	}
 	c := b.Build()
 	jobs := func() map[string]*jobview.View {
-		install := kittest.FinishedJob("j-ok", jobview.OpInstall, false, &plan.NodeResult{Outcome: plan.Succeeded, Restarted: true, Duration: plan.Duration(9 * time.Second)})
-		failed := kittest.FinishedJob("j-bad", jobview.OpInstall, true, &plan.NodeResult{Outcome: plan.RolledBack, Reason: plan.ReasonRestartFailed, Restarted: true, Duration: plan.Duration(60 * time.Second)})
+		install := kittest.FinishedJob("j-ok", jobview.OpInstall, false, &plan.NodeResult{Outcome: plan.Succeeded, Runtime: plan.RuntimeContainerd, Restarted: true, Duration: plan.Duration(9 * time.Second)})
+		failed := kittest.FinishedJob("j-bad", jobview.OpInstall, true, &plan.NodeResult{Outcome: plan.RolledBack, Reason: plan.ReasonRestartFailed, Runtime: plan.RuntimeCRIO, Restarted: true, Duration: plan.Duration(60 * time.Second)})
 		verify := kittest.FinishedJob("j-checked", jobview.OpVerify, false, &plan.NodeResult{Outcome: plan.Succeeded, Drift: []string{"not installed"}})
 		for i, j := range []*jobview.View{install, failed, verify} {
 			j.SpecHash = "h1"
@@ -78,14 +78,15 @@ func TestMetricsFinishedJobsCountedOnce(t *testing.T) {
 			reconcile(r)
 		}
 		want := `
-# HELP shimkit_containerd_restarts_total Restarts of containerd on a node by an installer Job of the Shim.
-# TYPE shimkit_containerd_restarts_total counter
-shimkit_containerd_restarts_total{shim="spin"} 2
+# HELP shimkit_runtime_restarts_total Restarts of a node's container runtime (containerd, CRI-O) by an installer Job of the Shim.
+# TYPE shimkit_runtime_restarts_total counter
+shimkit_runtime_restarts_total{runtime="containerd",shim="spin"} 1
+shimkit_runtime_restarts_total{runtime="cri-o",shim="spin"} 1
 # HELP shimkit_node_failures_total Installer Jobs that failed on a node, by operation and failure reason.
 # TYPE shimkit_node_failures_total counter
 shimkit_node_failures_total{op="install",reason="RestartFailed",shim="spin"} 1
 `
-		if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "shimkit_containerd_restarts_total", "shimkit_node_failures_total"); err != nil {
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "shimkit_runtime_restarts_total", "shimkit_node_failures_total"); err != nil {
 			t.Errorf("after restart %d: %v", restart, err)
 		}
 		for _, labels := range []map[string]string{

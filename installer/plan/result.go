@@ -195,10 +195,15 @@ type NodeResult struct {
 	// in containerd's config", "not installed", ...), or what an install
 	// of the same spec found and repaired. Empty: the node is as recorded.
 	Drift []string `json:"drift,omitempty"`
-	// Changed: containerd's config changed; Restarted: containerd was
-	// restarted.
+	// Runtime is the node's container runtime the operation changed
+	// (RuntimeContainerd, RuntimeCRIO).
+	Runtime string `json:"runtime,omitempty"`
+	// Changed: the runtime's config changed; Restarted: the runtime was
+	// restarted, through RestartedUnit when it is a systemd unit
+	// (containerd.service, k3s.service, rke2-agent.service, crio.service).
 	Changed         bool     `json:"changed,omitempty"`
 	Restarted       bool     `json:"restarted,omitempty"`
+	RestartedUnit   string   `json:"restartedUnit,omitempty"`
 	RestartDuration Duration `json:"restartDuration,omitzero"`
 	// InUse are the pod sandboxes that use a handler the operation would
 	// have removed (ReasonHandlerInUse); InUseCount how many there were,

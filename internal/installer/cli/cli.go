@@ -275,7 +275,7 @@ func summary(op string, r *installer.Result) string {
 	case op == string(plan.OpVerify):
 		return fmt.Sprintf("%d not as recorded", len(r.Drift))
 	case r.Restarted:
-		return "done; containerd restarted in " + r.RestartDuration.Round(time.Millisecond).String()
+		return "done; " + restarted(r) + " restarted in " + r.RestartDuration.Round(time.Millisecond).String()
 	case r.Changed:
 		return "done; no restart needed"
 	case r.Upgrade:
@@ -284,6 +284,23 @@ func summary(op string, r *installer.Result) string {
 		return "repaired; config unchanged, no restart needed"
 	}
 	return "nothing to do"
+}
+
+// restarted names what was restarted: the runtime, and its unit when
+// the result tells it ("CRI-O (crio.service)", "containerd
+// (k3s.service)").
+func restarted(r *installer.Result) string {
+	name := "the container runtime"
+	switch r.Runtime {
+	case plan.RuntimeContainerd:
+		name = "containerd"
+	case plan.RuntimeCRIO:
+		name = "CRI-O"
+	}
+	if r.RestartedUnit != "" {
+		name += " (" + r.RestartedUnit + ")"
+	}
+	return name
 }
 
 // flags holds the parsed command line.

@@ -32,7 +32,7 @@ func exportedMetrics(t *testing.T) map[string][]string {
 	m.Observe(&v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "spin"}}, v1alpha1.ShimStatus{SpecHash: "h"}, false)
 	m.Observe(&v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "spin"}}, v1alpha1.ShimStatus{SpecHash: "h"}, true)
 	m.NodeOperation("spin", "install", resultFailed, "RestartFailed", time.Second)
-	m.ContainerdRestarted("spin")
+	m.RuntimeRestarted("spin", "containerd")
 	m.DriftDetected("spin", "n1")
 	m.GateTripped("spin", "WorkloadFailures")
 	m.RolloutStep("spin", 0)

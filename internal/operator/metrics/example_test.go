@@ -16,13 +16,13 @@ func ExampleMetrics_Register() {
 	if err := m.Register(reg); err != nil {
 		fmt.Println(err)
 	}
-	m.ContainerdRestarted("spin")
+	m.RuntimeRestarted("spin", "containerd")
 	m.DriftDetected("spin", "node-1")
 	mfs, _ := reg.Gather()
 	for _, mf := range mfs {
 		fmt.Println(mf.GetName(), len(mf.GetMetric()))
 	}
 	// Output:
-	// shimkit_containerd_restarts_total 1
 	// shimkit_drift_detected_total 1
+	// shimkit_runtime_restarts_total 1
 }

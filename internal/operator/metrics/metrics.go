@@ -87,8 +87,8 @@ func New() *Metrics {
 			Name: "shimkit_node_failures_total", Help: "Installer Jobs that failed on a node, by operation and failure reason.",
 		}, []string{"shim", "op", "reason"}),
 		restarts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "shimkit_containerd_restarts_total", Help: "Restarts of containerd on a node by an installer Job of the Shim.",
-		}, []string{"shim"}),
+			Name: "shimkit_runtime_restarts_total", Help: "Restarts of a node's container runtime (containerd, CRI-O) by an installer Job of the Shim.",
+		}, []string{"shim", "runtime"}),
 		drift: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shimkit_drift_detected_total", Help: "Times a node's installed shim was found to differ from what the operator installed.",
 		}, []string{"shim", "node"}),
@@ -195,7 +195,7 @@ func (m *Metrics) JobFinished(shim string, j *jobview.View) {
 	}
 	m.NodeOperation(shim, j.Op, result, reason, jobDuration(j))
 	if j.Result != nil && j.Result.Restarted {
-		m.ContainerdRestarted(shim)
+		m.RuntimeRestarted(shim, j.Result.Runtime)
 	}
 }
 
@@ -239,9 +239,11 @@ func jobDuration(j *jobview.View) time.Duration {
 	return end.Sub(st.StartTime.Time)
 }
 
-// containerdRestarted counts one restart of containerd by a Job of shim.
-func (m *Metrics) ContainerdRestarted(shim string) {
-	m.restarts.WithLabelValues(shim).Inc()
+// RuntimeRestarted counts one restart of a node's container runtime
+// (plan.RuntimeContainerd, plan.RuntimeCRIO; "" when the installer did
+// not say) by a Job of shim.
+func (m *Metrics) RuntimeRestarted(shim, runtime string) {
+	m.restarts.WithLabelValues(shim, runtime).Inc()
 }
 
 // driftDetected counts one detection of drift of shim on node.

@@ -101,18 +101,18 @@ shimkit_node_failures_total{op="uninstall",reason="NodeError",shim="spin"} 1
 
 func TestMetricsCounters(t *testing.T) {
 	m, reg := registered(t)
-	m.ContainerdRestarted("spin")
-	m.ContainerdRestarted("spin")
-	m.ContainerdRestarted("kata")
+	m.RuntimeRestarted("spin", "containerd")
+	m.RuntimeRestarted("spin", "containerd")
+	m.RuntimeRestarted("kata", "containerd")
 	m.DriftDetected("spin", "n1")
 	m.DriftDetected("spin", "n1")
 	m.DriftDetected("spin", "n2")
 	m.GateTripped("spin", "WorkloadFailures")
 	want := `
-# HELP shimkit_containerd_restarts_total Restarts of containerd on a node by an installer Job of the Shim.
-# TYPE shimkit_containerd_restarts_total counter
-shimkit_containerd_restarts_total{shim="kata"} 1
-shimkit_containerd_restarts_total{shim="spin"} 2
+# HELP shimkit_runtime_restarts_total Restarts of a node's container runtime (containerd, CRI-O) by an installer Job of the Shim.
+# TYPE shimkit_runtime_restarts_total counter
+shimkit_runtime_restarts_total{runtime="containerd",shim="kata"} 1
+shimkit_runtime_restarts_total{runtime="containerd",shim="spin"} 2
 # HELP shimkit_drift_detected_total Times a node's installed shim was found to differ from what the operator installed.
 # TYPE shimkit_drift_detected_total counter
 shimkit_drift_detected_total{node="n1",shim="spin"} 2
@@ -121,7 +121,7 @@ shimkit_drift_detected_total{node="n2",shim="spin"} 1
 # TYPE shimkit_workload_gate_trips_total counter
 shimkit_workload_gate_trips_total{reason="WorkloadFailures",shim="spin"} 1
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "shimkit_containerd_restarts_total", "shimkit_drift_detected_total", "shimkit_workload_gate_trips_total"); err != nil {
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "shimkit_runtime_restarts_total", "shimkit_drift_detected_total", "shimkit_workload_gate_trips_total"); err != nil {
 		t.Error(err)
 	}
 }
@@ -192,11 +192,11 @@ shimkit_shim_condition{shim="spin",status="Unknown",type="Ready"} 0
 
 // TestMetricsJobFinished: each finished Job counts once, with the
 // installer's duration (else the Job's), its failure reason (else the Job
-// condition's), and containerd's restart.
+// condition's), and the runtime's restart, by runtime.
 func TestMetricsJobFinished(t *testing.T) {
 	m, reg := registered(t)
-	ok := kittest.FinishedJob("u1", jobview.OpInstall, false, &plan.NodeResult{Outcome: plan.Succeeded, Restarted: true, Duration: plan.Duration(12 * time.Second)})
-	canary := kittest.FinishedJob("u2", jobview.OpInstall, true, &plan.NodeResult{Outcome: plan.RolledBack, Reason: plan.ReasonCanaryFailed, Restarted: true, Duration: plan.Duration(30 * time.Second)})
+	ok := kittest.FinishedJob("u1", jobview.OpInstall, false, &plan.NodeResult{Outcome: plan.Succeeded, Runtime: plan.RuntimeContainerd, Restarted: true, Duration: plan.Duration(12 * time.Second)})
+	canary := kittest.FinishedJob("u2", jobview.OpInstall, true, &plan.NodeResult{Outcome: plan.RolledBack, Reason: plan.ReasonCanaryFailed, Runtime: plan.RuntimeCRIO, Restarted: true, Duration: plan.Duration(30 * time.Second)})
 	noResult := kittest.FinishedJob("u3", jobview.OpUninstall, true, nil)
 	verify := kittest.FinishedJob("u4", jobview.OpVerify, false, &plan.NodeResult{Outcome: plan.Succeeded, Drift: []string{"not installed"}})
 	for range 3 { // reconciles
@@ -208,16 +208,17 @@ func TestMetricsJobFinished(t *testing.T) {
 	m.JobFinished("spin", nil)
 
 	want := `
-# HELP shimkit_containerd_restarts_total Restarts of containerd on a node by an installer Job of the Shim.
-# TYPE shimkit_containerd_restarts_total counter
-shimkit_containerd_restarts_total{shim="kata"} 1
-shimkit_containerd_restarts_total{shim="spin"} 2
+# HELP shimkit_runtime_restarts_total Restarts of a node's container runtime (containerd, CRI-O) by an installer Job of the Shim.
+# TYPE shimkit_runtime_restarts_total counter
+shimkit_runtime_restarts_total{runtime="containerd",shim="kata"} 1
+shimkit_runtime_restarts_total{runtime="containerd",shim="spin"} 1
+shimkit_runtime_restarts_total{runtime="cri-o",shim="spin"} 1
 # HELP shimkit_node_failures_total Installer Jobs that failed on a node, by operation and failure reason.
 # TYPE shimkit_node_failures_total counter
 shimkit_node_failures_total{op="install",reason="CanaryFailed",shim="spin"} 1
 shimkit_node_failures_total{op="uninstall",reason="BackoffLimitExceeded",shim="spin"} 1
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "shimkit_containerd_restarts_total", "shimkit_node_failures_total"); err != nil {
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "shimkit_runtime_restarts_total", "shimkit_node_failures_total"); err != nil {
 		t.Error(err)
 	}
 	for _, tc := range []struct {
@@ -263,7 +264,7 @@ func TestMetricsForget(t *testing.T) {
 		st.UpdatedNodes = 3
 		m.Observe(&v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: shim}}, st, true)
 		m.NodeOperation(shim, "install", resultFailed, "RestartFailed", time.Second)
-		m.ContainerdRestarted(shim)
+		m.RuntimeRestarted(shim, "containerd")
 		m.DriftDetected(shim, "n1")
 		m.GateTripped(shim, "WorkloadFailures")
 		m.RolloutStep(shim, 1)
