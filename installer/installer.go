@@ -158,8 +158,8 @@ type Result struct {
 	RestartedUnit string
 	Changed       bool // the config changed
 	Restarted     bool
-	Upgrade   bool // the Shim was installed before with another spec
-	Digest    string
+	Upgrade       bool // the Shim was installed before with another spec
+	Digest        string
 	// VerifiedBy names what verified the artifact's signature.
 	VerifiedBy string
 	// Files are the node paths of the bundle's files.
