@@ -13,6 +13,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -28,7 +29,7 @@ import (
 func kubectlShimkit(t *testing.T, c *testutil.Cluster, out any, args ...string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	if code := plugin.Run(context.Background(), append(args, "--kubeconfig", c.Kubeconfig, "-o", "json"), func(string) string { return "" }, &stdout, &stderr); code != 0 {
+	if code := plugin.Run(context.Background(), append(args, "--kubeconfig", c.Kubeconfig, "-o", "json"), genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &stdout, ErrOut: &stderr}); code != 0 {
 		t.Fatalf("kubectl shimkit %v: exit %d: %s", args, code, stderr.String())
 	}
 	if err := json.Unmarshal(stdout.Bytes(), out); err != nil {
@@ -66,7 +67,7 @@ func assertFirstJobs(t *testing.T, c *testutil.Cluster, name string, since time.
 	if len(p.Waves) == 0 {
 		t.Fatalf("plan of %s: no wave", name)
 	}
-	want := slices.Sorted(slices.Values(p.Waves[0].Install))
+	want := slices.Sorted(slices.Values(p.Waves[0].Targets()))
 	var got []string
 	waitFor(t, 60*time.Second, "the first Jobs of "+name+" after the change", func() bool {
 		jobs := &batchv1.JobList{}

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -53,7 +54,7 @@ func TestPluginPlanIsWhatTheOperatorDoes(t *testing.T) {
 	file := writeShimFile(t, &v1alpha1.Shim{Spec: v2.Spec, ObjectMeta: metav1.ObjectMeta{Name: "pl"}})
 	var plan report.PlanReport
 	runPlugin(t, &plan, kubeconfig, "plan", "-f", file, "-o", "json")
-	if len(plan.Waves) != 3 || len(plan.Waves[0].Install) != 2 {
+	if len(plan.Waves) != 3 || len(plan.Waves[0].Upgrade) != 2 {
 		t.Fatalf("plan: %+v, want 3 waves of at most 2 (maxUpdate 2, 5 nodes)", plan)
 	}
 	if len(jobsOf(t, env.Client, "pl")) != 5 {
@@ -73,7 +74,7 @@ func TestPluginPlanIsWhatTheOperatorDoes(t *testing.T) {
 		t.Fatalf("%d Jobs of the plan's target %s, want 5", len(v2Jobs), plan.Target)
 	}
 	first := []string{jobview.NodeOf(&v2Jobs[0]), jobview.NodeOf(&v2Jobs[1])}
-	want := slices.Clone(plan.Waves[0].Install)
+	want := slices.Clone(plan.Waves[0].Upgrade)
 	slices.Sort(first)
 	slices.Sort(want)
 	t.Logf("plan: first wave %v of %d; the operator started %v first", want, len(plan.Waves), first)
@@ -86,7 +87,7 @@ func TestPluginPlanIsWhatTheOperatorDoes(t *testing.T) {
 	// A spec the API server refuses is no plan.
 	bad := &v1alpha1.Shim{Spec: v2.Spec, ObjectMeta: metav1.ObjectMeta{Name: "pl"}}
 	bad.Spec.RuntimeClass.Name = "Not_A_Name"
-	if code, _, stderr := pluginRun(kubeconfig, "plan", "-f", writeShimFile(t, bad)); code != 1 || !bytes.Contains(stderr, []byte("the API server refuses it")) {
+	if code, _, stderr := pluginRun(kubeconfig, "plan", "-f", writeShimFile(t, bad)); code != plugin.ExitFailed || !bytes.Contains(stderr, []byte("the API server refuses it")) {
 		t.Errorf("plan of a refused spec: exit %d, %s", code, stderr)
 	}
 	planDeletion(t, env, kubeconfig)
@@ -171,7 +172,7 @@ func runPlugin(t testing.TB, into any, kubeconfig string, args ...string) {
 
 func pluginRun(kubeconfig string, args ...string) (int, []byte, []byte) {
 	var stdout, stderr bytes.Buffer
-	code := plugin.Run(context.Background(), append(args, "--kubeconfig", kubeconfig), func(string) string { return "" }, &stdout, &stderr)
+	code := plugin.Run(context.Background(), append(args, "--kubeconfig", kubeconfig), genericiooptions.IOStreams{In: strings.NewReader(""), Out: &stdout, ErrOut: &stderr})
 	return code, stdout.Bytes(), stderr.Bytes()
 }
 

@@ -41,13 +41,14 @@ type Preview struct {
 // ClassPreview is one RuntimeClass of the Shim and what the rollout does
 // with it.
 type ClassPreview struct {
-	Name, Handler string
+	Name    string `json:"name"`
+	Handler string `json:"handler"`
 	// Action: Create (once the first node has the shim), Update,
 	// Unchanged, TakeOver, Delete, or Conflict (not the Shim's: never touched; the Shim is
 	// Degraded RuntimeClassConflict), with Owner naming its controller
 	// ("": none, an admin's or another tool's).
-	Action string
-	Owner  string
+	Action string `json:"action"`
+	Owner  string `json:"owner,omitempty"`
 }
 
 // RuntimeClass preview actions.

@@ -1,6 +1,7 @@
 // Command kubectl-shimkit is the kubectl plugin kubectl shimkit (package
-// operator/plugin): put it on the PATH and run kubectl shimkit status NAME
-// or kubectl shimkit plan -f shim.yaml.
+// internal/operator/plugin): put it on the PATH and run kubectl shimkit
+// status NAME, kubectl shimkit plan -f shim.yaml, or kubectl shimkit
+// --help.
 package main
 
 import (
@@ -9,12 +10,14 @@ import (
 	"os/signal"
 	"syscall"
 
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
 	"github.com/shimkit/shimkit/internal/operator/plugin"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := plugin.Run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	code := plugin.Run(ctx, os.Args[1:], genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
 	stop()
 	os.Exit(code)
 }

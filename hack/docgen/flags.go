@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"strings"
 
 	"github.com/shimkit/shimkit/internal/installer/cli"
@@ -48,9 +49,15 @@ func helps() ([]helpText, error) {
 			out = append(out, helpText{"shimkit-installer " + cmd + " --help", "shimkit-installer " + cmd, text})
 		}
 	}
-	var po, pe bytes.Buffer
-	plugin.Run(ctx, []string{"status", "--help"}, noEnv, &po, &pe)
-	out = append(out, helpText{"kubectl shimkit status|plan --help", "kubectl shimkit", po.String() + pe.String()})
+	for _, args := range [][]string{{"--help"}, {"options"}, {"status", "--help"}, {"plan", "--help"}, {"logs", "--help"}, {"pause", "--help"}, {"resume", "--help"}, {"rerun", "--help"}} {
+		var po, pe bytes.Buffer
+		plugin.Run(ctx, args, genericiooptions.IOStreams{In: strings.NewReader(""), Out: &po, ErrOut: &pe})
+		anchor := "kubectl shimkit"
+		if args[0] != "--help" {
+			anchor += " " + args[0]
+		}
+		out = append(out, helpText{"kubectl shimkit " + strings.Join(args, " "), anchor, po.String() + pe.String()})
+	}
 	for _, h := range out {
 		if !strings.Contains(h.text, "-") || len(h.text) < 40 {
 			return nil, fmt.Errorf("%s: no help text: %q", h.command, h.text)

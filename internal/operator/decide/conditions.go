@@ -39,7 +39,10 @@ type Rollup struct {
 
 // Refusal is why a spec is rolled out to no node: a reason constant of
 // package v1alpha1 and a message naming the field.
-type Refusal struct{ Reason, Message string }
+type Refusal struct {
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
 
 // ClassStatus is where the Shim's RuntimeClasses stand.
 type ClassStatus struct {

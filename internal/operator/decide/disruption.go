@@ -64,7 +64,8 @@ func drainTimeout(d *v1alpha1.Disruption) time.Duration {
 
 // Blocked is a pod a drain cannot evict now, and why.
 type Blocked struct {
-	Pod, Why string
+	Pod string `json:"pod"`
+	Why string `json:"why"`
 }
 
 // DrainPods sorts the pods of a node a drain under d looks at: those to

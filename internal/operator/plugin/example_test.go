@@ -6,13 +6,16 @@ import (
 	"io"
 	"os"
 
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
 	"github.com/shimkit/shimkit/internal/operator/plugin"
 )
 
 // Run is the whole of kubectl-shimkit's main; a wrong command line is
-// exit code 2, with the usage on stderr.
+// ExitUsage, found before the plugin connects to any cluster.
 func ExampleRun() {
-	code := plugin.Run(context.Background(), []string{"status"}, os.Getenv, os.Stdout, io.Discard)
+	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: io.Discard}
+	code := plugin.Run(context.Background(), []string{"status", "spin", "-o", "xml"}, streams)
 	fmt.Println("exit", code)
 	// Output:
 	// exit 2

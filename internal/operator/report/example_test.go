@@ -27,9 +27,9 @@ func ExampleStatus() {
 	crio := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}}
 	crio.Status.NodeInfo.ContainerRuntimeVersion = "cri-o://1.34.0"
 	rows := report.Status(shim, operator.NodeViews(shim, []*corev1.Node{done, crio}, nil, nil))
-	_ = report.Write(os.Stdout, shim, rows, report.FormatTable, time.Now())
+	_ = report.WriteStatus(os.Stdout, report.StatusOf(shim, rows), false, time.Now())
 	// Output:
-	// Shim spin: Ready=Unknown
+	// Shim spin: 2 nodes: 1 Current, 1 Skipped; Ready=Unknown
 	// NODE  RUNTIME             STATE    REVISION          SINCE  REASON
 	// n1    containerd://2.2.0  Current  5d41402abc4b2a76  -      -
 	// n2    cri-o://1.34.0      Skipped  -                 -      RuntimeNotSupported

@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"time"
@@ -11,15 +10,20 @@ import (
 	"github.com/shimkit/shimkit/operator"
 )
 
-// PlanReport is what kubectl shimkit plan shows of a preview: the waves
-// of nodes the rollout changes, in order, what stops it, the nodes it
-// skips and why, and its RuntimeClasses.
+// PlanReport is what kubectl shimkit plan shows of a preview: what
+// changes in the spec (old → new), how many nodes it installs, upgrades
+// and uninstalls, the waves of nodes the rollout changes, in order, what
+// stops it, the nodes it skips and why, and its RuntimeClasses.
 type PlanReport struct {
 	Shim   string `json:"shim"`
 	Target string `json:"target"`
 	// Pinned: the target includes the pinned artifact; else the operator
 	// resolves it when it rolls the spec out.
-	Pinned  bool            `json:"pinned"`
+	Pinned  bool        `json:"pinned"`
+	Summary PlanSummary `json:"summary"`
+	// Changes are the spec's fields that change, old → new (none for the
+	// live spec once it is rolled out).
+	Changes []Change        `json:"changes,omitempty"`
 	Refused *decide.Refusal `json:"refused,omitempty"`
 	Waves   []PlanWave      `json:"waves"`
 	// Stopped says why the rollout stops before every node is done
@@ -33,16 +37,34 @@ type PlanReport struct {
 	Drains []operator.NodeDrain `json:"drains,omitempty"`
 }
 
+// PlanSummary counts what the plan does: the nodes it installs (they
+// have no revision of the Shim), upgrades (they have another) and
+// uninstalls, the selected nodes it skips, and the RuntimeClasses it
+// creates, updates, takes over or deletes.
+type PlanSummary struct {
+	Install        int `json:"install"`
+	Upgrade        int `json:"upgrade"`
+	Uninstall      int `json:"uninstall"`
+	Skipped        int `json:"skipped"`
+	RuntimeClasses int `json:"runtimeClasses"`
+}
+
 // PlanWave is one wave: when it starts, its step, the nodes it installs
-// (or labels, for preinstalled nodes) and those it uninstalls.
+// (or labels, for preinstalled nodes), those it upgrades from another
+// revision, and those it uninstalls.
 type PlanWave struct {
 	At   time.Time `json:"at"`
 	Step *int      `json:"step,omitempty"`
 	// AfterRunning: the wave waits for the Jobs running before it.
 	AfterRunning bool     `json:"afterRunning,omitempty"`
 	Install      []string `json:"install,omitempty"`
+	Upgrade      []string `json:"upgrade,omitempty"`
 	Uninstall    []string `json:"uninstall,omitempty"`
 }
+
+// Targets are the nodes the wave brings to the target: installs and
+// upgrades.
+func (w PlanWave) Targets() []string { return append(slices.Clone(w.Install), w.Upgrade...) }
 
 // SkippedNode is a selected node the rollout leaves alone, and why.
 type SkippedNode struct {
@@ -55,12 +77,31 @@ type SkippedNode struct {
 // Plan is the report of a preview.
 func Plan(p *operator.Preview) PlanReport {
 	r := PlanReport{Shim: p.Shim.Name, Target: p.Target, Pinned: p.Pinned, Refused: p.Refusal, RuntimeClasses: p.Classes, Waves: []PlanWave{}}
+	if r.RuntimeClasses == nil {
+		r.RuntimeClasses = []operator.ClassPreview{}
+	}
+	installed := map[string]bool{}
+	for i := range p.Views {
+		if v := &p.Views[i]; v.Installed() {
+			installed[v.Node.Name] = true
+		}
+	}
 	for _, w := range p.Simulation.Waves {
-		pw := PlanWave{At: w.At.UTC(), Install: w.Install, Uninstall: w.Remove, AfterRunning: w.AfterRunning}
+		pw := PlanWave{At: w.At.UTC(), Uninstall: w.Remove, AfterRunning: w.AfterRunning}
+		for _, n := range w.Install {
+			if installed[n] {
+				pw.Upgrade = append(pw.Upgrade, n)
+			} else {
+				pw.Install = append(pw.Install, n)
+			}
+		}
 		if w.Step >= 0 {
 			step := w.Step + 1
 			pw.Step = &step
 		}
+		r.Summary.Install += len(pw.Install)
+		r.Summary.Upgrade += len(pw.Upgrade)
+		r.Summary.Uninstall += len(pw.Uninstall)
 		r.Waves = append(r.Waves, pw)
 	}
 	r.Stopped = string(p.Simulation.Stopped)
@@ -73,105 +114,64 @@ func Plan(p *operator.Preview) PlanReport {
 		}
 	}
 	slices.SortFunc(r.Skipped, func(a, b SkippedNode) int { return strings.Compare(a.Node, b.Node) })
+	r.Summary.Skipped = len(r.Skipped)
+	for _, c := range r.RuntimeClasses {
+		if classChanges(c.Action) {
+			r.Summary.RuntimeClasses++
+		}
+	}
 	return r
 }
 
-// WritePlan writes the plan as text (relative to now), JSON or YAML.
-func WritePlan(w io.Writer, r PlanReport, format string, now time.Time) error {
-	return encode(w, r, format, "json or yaml", func() error { return writePlanText(w, r, now) })
+// classChanges: the action writes the RuntimeClass.
+func classChanges(action string) bool {
+	switch action {
+	case operator.ClassCreate, operator.ClassUpdate, operator.ClassTakeOver, operator.ClassDelete:
+		return true
+	}
+	return false
 }
 
-func writePlanText(w io.Writer, r PlanReport, now time.Time) error {
-	artifact := "the artifact pinned"
-	if !r.Pinned {
-		artifact = "the artifact resolved when the operator rolls it out"
-	}
-	fmt.Fprintf(w, "Shim %s: target %s (%s)\n", r.Shim, r.Target, artifact)
-	if r.Refused != nil {
-		fmt.Fprintf(w, "Refused: %s: %s\n  No node is installed until the spec is fixed; uninstalls go on.\n", r.Refused.Reason, r.Refused.Message)
+// HasChanges reports whether applying the plan changes anything: a field of
+// the spec, a node, or a RuntimeClass (kubectl shimkit plan
+// --exit-code).
+func (r PlanReport) HasChanges() bool {
+	s := r.Summary
+	return len(r.Changes) > 0 || s.Install+s.Upgrade+s.Uninstall+s.RuntimeClasses > 0
+}
+
+// Next says in one line what the rollout of the plan does next: its first
+// wave and when, or why nothing starts.
+func Next(r PlanReport, now time.Time) string {
+	stop := ""
+	if r.Stopped != "" {
+		stop = "it stops: " + r.Stopped
+		if r.Halt != "" {
+			stop += " (" + r.Halt + ")"
+		}
 	}
 	if len(r.Waves) == 0 {
-		fmt.Fprintln(w, "No node changes.")
+		if stop != "" {
+			return "Next: no node starts; " + stop
+		}
+		return "Next: nothing; every node is as the spec says"
 	}
-	for i, wv := range r.Waves {
-		fmt.Fprintf(w, "Wave %d, %s", i+1, when(wv.At, now))
-		if wv.AfterRunning {
-			fmt.Fprint(w, ", once the Jobs running end")
+	w := r.Waves[0]
+	var parts []string
+	for _, l := range []struct {
+		label string
+		nodes []string
+	}{{"install", w.Install}, {"upgrade", w.Upgrade}, {"uninstall", w.Uninstall}} {
+		if len(l.nodes) > 0 {
+			parts = append(parts, l.label+" "+names(l.nodes, false))
 		}
-		if wv.Step != nil {
-			fmt.Fprintf(w, ", step %d", *wv.Step)
-		}
-		fmt.Fprintln(w, ":")
-		if len(wv.Install) > 0 {
-			fmt.Fprintf(w, "  install    %s\n", strings.Join(wv.Install, ", "))
-		}
-		if len(wv.Uninstall) > 0 {
-			fmt.Fprintf(w, "  uninstall  %s\n", strings.Join(wv.Uninstall, ", "))
-		}
-		writeDrains(w, r.Drains, wv.Install)
 	}
-	if r.Stopped != "" {
-		fmt.Fprintf(w, "Then it stops: %s", r.Stopped)
-		if r.Halt != "" {
-			fmt.Fprintf(w, " (%s)", r.Halt)
-		}
-		fmt.Fprintln(w)
+	line := "Next: " + when(w.At, now) + ", " + strings.Join(parts, "; ")
+	if len(r.Waves) > 1 {
+		line += fmt.Sprintf(", then %d more waves", len(r.Waves)-1)
 	}
-	for _, s := range r.Skipped {
-		fmt.Fprintf(w, "Skipped %s: %s (%s)", s.Node, s.Reason, s.Detail)
-		if s.Hint != "" {
-			fmt.Fprintf(w, "; %s", s.Hint)
-		}
-		fmt.Fprintln(w)
+	if stop != "" {
+		line += "; then " + stop
 	}
-	for _, c := range r.RuntimeClasses {
-		fmt.Fprintf(w, "RuntimeClass %s (handler %s): %s", c.Name, c.Handler, c.Action)
-		switch {
-		case c.Action == operator.ClassConflict && c.Owner != "":
-			fmt.Fprintf(w, ", controlled by %s: left as it is", c.Owner)
-		case c.Action == operator.ClassConflict:
-			fmt.Fprint(w, ", not the Shim's (no controller: an admin's or another tool's): left as it is")
-		}
-		if c.Action == operator.ClassCreate {
-			fmt.Fprint(w, " once the first node has the shim")
-		}
-		fmt.Fprintln(w)
-	}
-	_, err := fmt.Fprintln(w, "Not in this plan: other Shims that would share a node's installer run, and the health gate's verdict on workloads.")
-	return err
-}
-
-// writeDrains writes what draining each of the nodes would do.
-func writeDrains(w io.Writer, drains []operator.NodeDrain, nodes []string) {
-	for _, d := range drains {
-		if !slices.Contains(nodes, d.Node) {
-			continue
-		}
-		fmt.Fprintf(w, "  drain %s: ", d.Node)
-		if len(d.Evict) == 0 {
-			fmt.Fprint(w, "no pod to evict")
-		} else {
-			fmt.Fprintf(w, "evict %s", strings.Join(d.Evict, ", "))
-		}
-		if len(d.Waiting) > 0 {
-			fmt.Fprintf(w, "; waits for %s", strings.Join(d.Waiting, ", "))
-		}
-		fmt.Fprintln(w)
-		writeBlocked(w, d.Blocked)
-	}
-}
-
-// writeBlocked writes the pods kept from an eviction now, and why.
-func writeBlocked(w io.Writer, blocked []decide.Blocked) {
-	for _, b := range blocked {
-		fmt.Fprintf(w, "    blocked %s: %s\n", b.Pod, b.Why)
-	}
-}
-
-// when says when a wave starts: now, or at a time.
-func when(at, now time.Time) string {
-	if !at.After(now) {
-		return "now"
-	}
-	return "at " + at.UTC().Format(time.RFC3339) + " (in " + at.Sub(now).Round(time.Minute).String() + ")"
+	return line
 }

@@ -30,15 +30,23 @@ func TestPlanGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, format := range []string{report.FormatTable, report.FormatJSON, report.FormatYAML} {
+	r := report.Plan(p)
+	old := shim.DeepCopy()
+	old.Spec.FetchStrategy = v1alpha1.FetchStrategy{Type: v1alpha1.FetchAnonHTTP, AnonHTTP: &v1alpha1.AnonHTTPFetch{Location: "https://artifacts.invalid/spin-v2.tar.gz", SHA256: "2222222222222222222222222222222222222222222222222222222222222222"}}
+	old.Spec.RolloutStrategy = nil
+	if r.Changes, err = report.SpecChanges(report.Version{Spec: &old.Spec, Artifact: shim.Status.Artifact}, report.Version{Spec: &shim.Spec}); err != nil {
+		t.Fatal(err)
+	}
+	for _, wide := range []bool{false, true} {
 		var b bytes.Buffer
-		if err := report.WritePlan(&b, report.Plan(p), format, now); err != nil {
+		if err := report.WritePlan(&b, r, wide, now); err != nil {
 			t.Fatal(err)
 		}
-		name := format
-		if name == "" {
-			name = "txt"
-		}
-		golden.Check(t, filepath.Join("testdata", "plan."+name), b.Bytes(), *update)
+		golden.Check(t, filepath.Join("testdata", map[bool]string{false: "plan.txt", true: "plan.wide"}[wide]), b.Bytes(), *update)
+	}
+	golden.Check(t, filepath.Join("testdata", "plan.json"), machine(t, report.KindPlan, r, "json"), *update)
+	golden.Check(t, filepath.Join("testdata", "plan.yaml"), machine(t, report.KindPlan, r, "yaml"), *update)
+	if !r.HasChanges() {
+		t.Error("a plan of a new artifact: no changes")
 	}
 }

@@ -9,24 +9,21 @@ import (
 )
 
 // WriteRemoval writes what deleting a Shim would do now (a
-// RemovalPreview) as text, JSON or YAML: the nodes uninstalled at once
-// and after, the nodes that wait for their pods (naming them, and the
+// RemovalPreview) as text: the nodes uninstalled at once and after, the
+// nodes that wait for their pods (naming them, and the
 // PodDisruptionBudgets that would refuse their eviction), and the
-// RuntimeClasses deleted last.
-func WriteRemoval(w io.Writer, r *operator.RemovalPreview, format string) error {
-	return encode(w, r, format, "json or yaml", func() error { return writeRemovalText(w, r) })
-}
-
-func writeRemovalText(w io.Writer, r *operator.RemovalPreview) error {
+// RuntimeClasses deleted last. wide lists every node; else each list
+// shows ShortList names.
+func WriteRemoval(w io.Writer, r *operator.RemovalPreview, wide bool) error {
 	fmt.Fprintf(w, "Delete Shim %s:\n", r.Shim)
 	if len(r.Uninstall)+len(r.Later)+len(r.Waiting) == 0 {
 		fmt.Fprintln(w, "  no node has the shim")
 	}
 	if len(r.Uninstall) > 0 {
-		fmt.Fprintf(w, "  uninstall now    %s\n", strings.Join(r.Uninstall, ", "))
+		fmt.Fprintf(w, "  uninstall now    %s\n", names(r.Uninstall, wide))
 	}
 	if len(r.Later) > 0 {
-		fmt.Fprintf(w, "  uninstall after  %s\n", strings.Join(r.Later, ", "))
+		fmt.Fprintf(w, "  uninstall after  %s\n", names(r.Later, wide))
 	}
 	for _, n := range r.Waiting {
 		what := "waits until they are gone (deletePolicy Wait)"

@@ -36,10 +36,14 @@ type NodeRow struct {
 	Runtime string `json:"runtime,omitempty"`
 	State   string `json:"state"`
 	// Revision is the spec hash the node has installed (the Shim's
-	// status.specHash when Current); Digest the artifact pinned for it,
-	// when the status still names that revision.
-	Revision string `json:"revision,omitempty"`
-	Digest   string `json:"digest,omitempty"`
+	// status.specHash when Current; for an Installing node, the one its
+	// Job installs); Digest the artifact pinned for it, when the status
+	// still names that revision. Attempted is, for a Failed node, the
+	// revision its failed operation tried, when it is not Revision (a
+	// node rolled back keeps the revision it had).
+	Revision  string `json:"revision,omitempty"`
+	Digest    string `json:"digest,omitempty"`
+	Attempted string `json:"attempted,omitempty"`
 	// Since is when the node entered its state, when known: its Job's
 	// start, success or failure, or the failure's record.
 	Since   *metav1.Time `json:"since,omitempty"`
@@ -107,16 +111,19 @@ func failedRow(v *decide.NodeView) NodeRow {
 	if f := v.Failure; f != nil {
 		t := metav1.NewTime(f.Time)
 		row.Reason, row.Message, row.Since = f.Reason, f.Message, &t
-		row.Revision = cmp.Or(f.SpecHash, row.Revision)
+		row.Attempted = f.SpecHash
 	}
 	if j := v.Job; j != nil && j.Failed() {
-		row.Revision = cmp.Or(j.SpecHash, row.Revision)
+		row.Attempted = cmp.Or(row.Attempted, j.SpecHash)
 		if reason, msg := j.Failure(); reason != "" && row.Reason == "" {
 			row.Reason, row.Message = reason, msg
 		}
 		if c := j.Condition(batchv1.JobFailed); c != nil && row.Since == nil {
 			row.Since = &c.LastTransitionTime
 		}
+	}
+	if row.Attempted == row.Revision {
+		row.Attempted = ""
 	}
 	return row
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/golden"
@@ -103,21 +105,53 @@ func results(j *batchv1.Job) *plan.NodeResult {
 // YAML for a fleet with a node of every state.
 func TestStatusGolden(t *testing.T) {
 	shim, nodes, jobs := fleetOf()
-	rows := report.Status(shim, operator.NodeViews(shim, nodes, jobs, results))
-	for _, format := range []string{report.FormatTable, report.FormatWide, report.FormatJSON, report.FormatYAML} {
+	rep := report.StatusOf(shim, report.Status(shim, operator.NodeViews(shim, nodes, jobs, results)))
+	for _, wide := range []bool{false, true} {
 		var b bytes.Buffer
-		if err := report.Write(&b, shim, rows, format, now); err != nil {
+		if err := report.WriteStatus(&b, rep, wide, now); err != nil {
 			t.Fatal(err)
 		}
-		name := format
-		if name == "" {
-			name = "table"
-		}
-		golden.Check(t, filepath.Join("testdata", "status."+name), b.Bytes(), *update)
+		golden.Check(t, filepath.Join("testdata", map[bool]string{false: "status.table", true: "status.wide"}[wide]), b.Bytes(), *update)
 	}
-	if err := report.Write(&bytes.Buffer{}, shim, rows, "xml", now); err == nil {
-		t.Error("output format xml: no error")
+	golden.Check(t, filepath.Join("testdata", "status.json"), machine(t, report.KindStatus, rep, "json"), *update)
+	golden.Check(t, filepath.Join("testdata", "status.yaml"), machine(t, report.KindStatus, rep, "yaml"), *update)
+	var names bytes.Buffer
+	if err := report.WriteNames(&names, rep); err != nil || !strings.HasPrefix(names.String(), "node/n-crio\nnode/n-current\n") {
+		t.Errorf("names: %v\n%s", err, names.String())
 	}
+	// The first line counts the rows below it.
+	if want := "Shim spin: 8 nodes: 1 Current, 1 Outdated, 1 Installing, 1 Failed, 1 Pending, 1 ToRemove, 2 Skipped; Ready=False (RollingOut)"; rep.Summary() == "" || !strings.HasPrefix(firstLine(t, rep), want) {
+		t.Errorf("header %q, want %q", firstLine(t, rep), want)
+	}
+}
+
+// machine is v as kubectl shimkit prints it for machines (-o json|yaml):
+// cli-runtime's printers on report.Document.
+func machine(t *testing.T, kind string, v any, format string) []byte {
+	t.Helper()
+	doc, err := report.Document(kind, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p printers.ResourcePrinter = &printers.JSONPrinter{}
+	if format == "yaml" {
+		p = &printers.YAMLPrinter{}
+	}
+	var b bytes.Buffer
+	if err := p.PrintObj(doc, &b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func firstLine(t *testing.T, rep report.StatusReport) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := report.WriteStatus(&b, rep, false, now); err != nil {
+		t.Fatal(err)
+	}
+	line, _, _ := strings.Cut(b.String(), "\n")
+	return line
 }
 
 // TestStatusStates: each node's state and reason.

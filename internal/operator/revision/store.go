@@ -129,8 +129,14 @@ func (r *Store) deleteRevision(ctx context.Context, obs *decide.Snapshot, name s
 // loadRevision reads a revision's spec and pinned artifact back from its
 // ControllerRevision, which must be the Shim's.
 func (r *Store) loadRevision(ctx context.Context, shim *v1alpha1.Shim, rev v1alpha1.Revision) (*Data, error) {
+	return Load(ctx, r.reader, r.namespace, shim, rev)
+}
+
+// Load reads a revision of the Shim from its ControllerRevision in the
+// operator's namespace, refusing one that is not the Shim's (by UID).
+func Load(ctx context.Context, reader client.Reader, namespace string, shim *v1alpha1.Shim, rev v1alpha1.Revision) (*Data, error) {
 	cr := &appsv1.ControllerRevision{}
-	if err := r.reader.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: rev.ControllerRevision}, cr); err != nil {
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: rev.ControllerRevision}, cr); err != nil {
 		return nil, fmt.Errorf("shim %s: revision %s: %w", shim.Name, rev.ControllerRevision, err)
 	}
 	if !ownedBy(cr, shim) {

@@ -1,0 +1,102 @@
+package joblog
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shimkit/shimkit/internal/operator/jobview"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+)
+
+// MaxBytes bounds a copy: the end of the log, where a failure is told.
+const MaxBytes = 64 << 10
+
+// The copy's key, labels and annotations.
+const (
+	Key              = "installer.log"
+	LabelKind        = "shim.containerd.x-k8s.io/log"
+	AnnotationJob    = "shim.containerd.x-k8s.io/job"
+	AnnotationReason = "shim.containerd.x-k8s.io/reason"
+	AnnotationTime   = "shim.containerd.x-k8s.io/time"
+)
+
+// Copy is a kept log: of which Job, why it failed, when it was kept.
+type Copy struct {
+	Job, Reason string
+	Time        time.Time
+	Log         string
+}
+
+// Name is the ConfigMap of the shim's copy for the node.
+func Name(shim, node string) string {
+	sum := sha256.Sum256([]byte(shim + "\x00" + node))
+	return "shimkit-log-" + hex.EncodeToString(sum[:10])
+}
+
+// Tail is the end of log within MaxBytes, from a line's start, with a
+// first line that says how much was left out.
+func Tail(log []byte) []byte {
+	if len(log) <= MaxBytes {
+		return log
+	}
+	cut := log[len(log)-MaxBytes+128:]
+	if i := bytes.IndexByte(cut, '\n'); i >= 0 {
+		cut = cut[i+1:]
+	}
+	head := fmt.Appendf(nil, "(the first %d bytes of the log are left out)\n", len(log)-len(cut))
+	return append(head, cut...)
+}
+
+// Keep writes the copy of a failed Job's log for the shim on the node
+// (replacing the node's earlier one).
+func Keep(ctx context.Context, c client.Client, namespace string, shim *v1alpha1.Shim, node string, cp Copy) error {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: Name(shim.Name, node)}}
+	want := func() {
+		cm.Labels = map[string]string{LabelKind: "installer", jobview.LabelManagedBy: jobview.ManagedBy,
+			jobview.LabelShim: jobview.LabelValue(shim.Name), jobview.LabelNode: jobview.LabelValue(node)}
+		cm.Annotations = map[string]string{AnnotationJob: cp.Job, AnnotationReason: cp.Reason, AnnotationTime: cp.Time.UTC().Format(time.RFC3339)}
+		cm.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(shim, v1alpha1.GroupVersion.WithKind("Shim"))}
+		cm.Data = map[string]string{Key: string(Tail([]byte(cp.Log)))}
+	}
+	err := c.Get(ctx, client.ObjectKeyFromObject(cm), cm)
+	switch {
+	case apierrors.IsNotFound(err):
+		want()
+		err = c.Create(ctx, cm)
+	case err == nil && !metav1.IsControlledBy(cm, shim):
+		return fmt.Errorf("log copy %s/%s of node %s: another object's", namespace, cm.Name, node)
+	case err == nil:
+		want()
+		err = c.Update(ctx, cm)
+	}
+	if err != nil {
+		return fmt.Errorf("log copy %s/%s of node %s: %w", namespace, cm.Name, node, err)
+	}
+	return nil
+}
+
+// Read returns the shim's copy for the node (nil: none, or not the
+// Shim's).
+func Read(ctx context.Context, c client.Reader, namespace string, shim *v1alpha1.Shim, node string) (*Copy, error) {
+	cm := &corev1.ConfigMap{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: Name(shim.Name, node)}, cm)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("log copy of node %s: %w", node, err)
+	case !metav1.IsControlledBy(cm, shim):
+		return nil, nil
+	}
+	at, _ := time.Parse(time.RFC3339, cm.Annotations[AnnotationTime])
+	return &Copy{Job: cm.Annotations[AnnotationJob], Reason: cm.Annotations[AnnotationReason], Time: at, Log: cm.Data[Key]}, nil
+}

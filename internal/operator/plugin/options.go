@@ -1,0 +1,166 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"time"
+
+	"github.com/spf13/cobra"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shimkit/shimkit/internal/operator/manager"
+)
+
+// DefaultNamespace is the operator's namespace unless -n names another.
+const DefaultNamespace = "shimkit-system"
+
+// The operator as the chart deploys it: its pods' label, and the Lease
+// its leader holds.
+const (
+	operatorLease = "shimkit-operator.containerd.x-k8s.io"
+)
+
+var operatorLabels = map[string]string{"app.kubernetes.io/name": "shimkit-operator"}
+
+// options are what every command shares: kubectl's connection flags, the
+// operator's namespace, the streams, and the exit code a command sets.
+type options struct {
+	streams genericiooptions.IOStreams
+	config  *genericclioptions.ConfigFlags
+	exit    int
+}
+
+func newOptions(streams genericiooptions.IOStreams) *options {
+	return &options{streams: streams, config: genericclioptions.NewConfigFlags(false)}
+}
+
+// addConnectionFlags adds kubectl's flags (--kubeconfig, --context,
+// --cluster, --user, --as, --request-timeout, -n, ...) to every command.
+func (o *options) addConnectionFlags(root *cobra.Command) {
+	o.config.AddFlags(root.PersistentFlags())
+	if f := root.PersistentFlags().Lookup("namespace"); f != nil {
+		f.Usage = "the operator's namespace, where its installer Jobs run (Shims are cluster-scoped)"
+		f.DefValue = DefaultNamespace
+	}
+	if f := root.PersistentFlags().Lookup("cache-dir"); f != nil {
+		f.DefValue = "$HOME/.kube/cache" // the help says where, not this machine's path
+	}
+}
+
+// namespace is the operator's namespace: -n, else DefaultNamespace (not
+// the kubeconfig context's namespace: Shims are cluster-scoped, and the
+// operator lives in its own).
+func (o *options) namespace() string {
+	if ns := *o.config.Namespace; ns != "" {
+		return ns
+	}
+	return DefaultNamespace
+}
+
+// contextName is the kubeconfig context the command uses.
+func (o *options) contextName() string {
+	if c := *o.config.Context; c != "" {
+		return c
+	}
+	raw, err := o.config.ToRawKubeConfigLoader().RawConfig()
+	if err != nil || raw.CurrentContext == "" {
+		return "(none)"
+	}
+	return raw.CurrentContext
+}
+
+// reader connects to the cluster with the flags' kubeconfig.
+func (o *options) reader() (reader, error) {
+	cfg, err := o.config.ToRESTConfig()
+	if err != nil {
+		return reader{}, fmt.Errorf("kubeconfig: %w", err)
+	}
+	scheme, err := manager.Scheme()
+	if err != nil {
+		return reader{}, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return reader{}, o.explain(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return reader{}, err
+	}
+	return reader{c: c, cs: cs, namespace: o.namespace()}, nil
+}
+
+// explain says what an error from the cluster means for the command:
+// the cluster cannot be reached, the Shim API is not installed, the user
+// may not read what it needs, each naming the kubeconfig context.
+func (o *options) explain(err error) error {
+	var urlErr *url.Error
+	var netErr *net.OpError
+	switch {
+	case err == nil:
+		return nil
+	case meta.IsNoMatchError(err), isNoShimAPI(err):
+		return fmt.Errorf("the Shim API (shims.containerd.x-k8s.io) is not installed in the cluster of context %q: install shimkit's chart: %w", o.contextName(), err)
+	case errors.As(err, &urlErr), errors.As(err, &netErr), apierrors.IsTimeout(err):
+		return fmt.Errorf("cannot reach the cluster of context %q: %w", o.contextName(), err)
+	case apierrors.IsUnauthorized(err), apierrors.IsForbidden(err):
+		return fmt.Errorf("context %q: %w", o.contextName(), err)
+	}
+	return err
+}
+
+// isNoShimAPI: the API server has no Shim resource (a 404 of the list
+// itself, not of one Shim).
+func isNoShimAPI(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || !apierrors.IsNotFound(err) {
+		return false
+	}
+	d := status.Status().Details
+	return d == nil || d.Name == ""
+}
+
+// warnNoOperator writes a warning when nothing shows an operator in the
+// namespace: no running pod of the chart's operator and no fresh leader
+// Lease. What cannot be read (RBAC) warns of nothing.
+func (o *options) warnNoOperator(ctx context.Context, r reader, what string) {
+	var pods corev1.PodList
+	if err := r.c.List(ctx, &pods, client.InNamespace(r.namespace), client.MatchingLabels(operatorLabels)); err != nil {
+		return
+	}
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodRunning {
+			return
+		}
+	}
+	lease := &coordinationv1.Lease{}
+	switch err := r.c.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: operatorLease}, lease); {
+	case err == nil && fresh(lease, time.Now()):
+		return
+	case err != nil && !apierrors.IsNotFound(err):
+		return
+	}
+	fmt.Fprintf(o.streams.ErrOut, "warning: no shimkit operator runs in namespace %s of context %q (-n names its namespace): %s\n", r.namespace, o.contextName(), what)
+}
+
+// fresh: the Lease was renewed within twice its duration.
+func fresh(l *coordinationv1.Lease, now time.Time) bool {
+	if l.Spec.RenewTime == nil {
+		return false
+	}
+	d := 15 * time.Second
+	if l.Spec.LeaseDurationSeconds != nil {
+		d = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+	}
+	return now.Sub(l.Spec.RenewTime.Time) < 2*d
+}
