@@ -78,6 +78,8 @@ func (r *executor) do(ctx context.Context, a decide.Action) error {
 		a.Events.Add(a.Reason, a.Action, a.Detail)
 	case decide.CountJob:
 		r.metrics.JobFinished(a.Shim, a.Job)
+	case decide.KeepLog:
+		r.keepLog(ctx, a)
 	case decide.RememberRetry:
 		for _, uid := range a.Jobs {
 			r.retries.forgetJob(a.Shim, uid)

@@ -2,6 +2,7 @@ package operator_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/testutil"
+	"github.com/shimkit/shimkit/operator"
 )
 
 // kubelet stands in for the nodes: after a delay it marks each Job of the
@@ -42,7 +44,22 @@ type kubelet struct {
 	maxNode  map[string]int       // most Jobs (of any Shim) running at once on a node
 	maxTotal int                  // most Jobs running at once
 	seen     map[string]time.Time // when each Job was first seen (creation timestamps have 1s granularity)
+	logs     map[string][]byte    // what each Job's pod wrote, by the Job's UID
 	finished atomic.Int64
+}
+
+var _ operator.JobLogs = (*kubelet)(nil)
+
+// JobLog serves what the Job's pod wrote, as the kubelet serves a
+// container's log (the whole of it: the runs here are short).
+func (k *kubelet) JobLog(_ context.Context, j *batchv1.Job) ([]byte, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	log, ok := k.logs[string(j.UID)]
+	if !ok {
+		return nil, fmt.Errorf("Job %s: no pod has run", j.Name)
+	}
+	return log, nil
 }
 
 // runningJob is what the counts need of an unfinished Job.
@@ -193,6 +210,12 @@ func (k *kubelet) finish(ctx context.Context, j *batchv1.Job) bool {
 	}
 	if k.pod != nil {
 		run := k.pod(ctx, j)
+		k.mu.Lock()
+		if k.logs == nil {
+			k.logs = map[string][]byte{}
+		}
+		k.logs[string(j.UID)] = run.Log
+		k.mu.Unlock()
 		if err := testutil.CreateJobPod(ctx, k.c, j, run); err != nil {
 			return false
 		}

@@ -31,8 +31,15 @@ type Options struct {
 	// OCI pull secret must be in this namespace: a Shim whose
 	// pullSecretRef names another one is refused (PullSecretNamespace).
 	Namespace string
-	// JobTTL is how long finished Jobs are kept; default 1h.
-	JobTTL time.Duration
+	// JobTTL is how long finished Jobs (and their pods' logs) are kept;
+	// default 1h. FailedJobTTL is how long a failed one is kept; default
+	// 24h (never less than JobTTL).
+	JobTTL       time.Duration
+	FailedJobTTL time.Duration
+	// Logs reads an installer Job's log, to keep a copy of a failed run's
+	// (kubectl shimkit logs shows it once the Job is gone; shimkit-operator
+	// sets ClientsetLogs); nil: no copy is kept.
+	Logs JobLogs
 	// JobDeadline bounds one Job; default 10m.
 	JobDeadline time.Duration
 	// JobBackoffLimit is how often a failed installer pod is retried;
@@ -137,6 +144,10 @@ func (o Options) withDefaults() Options {
 	if o.JobTTL == 0 {
 		o.JobTTL = time.Hour
 	}
+	if o.FailedJobTTL == 0 {
+		o.FailedJobTTL = 24 * time.Hour
+	}
+	o.FailedJobTTL = max(o.FailedJobTTL, o.JobTTL)
 	if o.JobDeadline == 0 {
 		o.JobDeadline = 10 * time.Minute
 	}

@@ -1,6 +1,7 @@
 package operator_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -20,6 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/internal/operator/joblog"
+	"github.com/shimkit/shimkit/internal/operator/plugin"
 	"github.com/shimkit/shimkit/internal/testutil"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator"
@@ -266,8 +269,8 @@ func TestRealInstallerFailureInStatus(t *testing.T) {
 	env := startCluster(t)
 	ctx := context.Background()
 	createNodes(t, env.Client, 1, nil, "n")
-	startPodKubelet(t, env, 0, run)
-	startOperator(t, env)
+	k := startPodKubelet(t, env, 0, run)
+	startOperatorWith(t, env, env.Config, func(o *operator.Options) { o.Logs = k })
 	shim := newShim("spin", "spin", "1", nil)
 	shim.Spec.FetchStrategy.AnonHTTP.Location, shim.Spec.FetchStrategy.AnonHTTP.SHA256 = url, art.SHA256
 	if err := env.Client.Create(ctx, shim); err != nil {
@@ -289,5 +292,32 @@ func TestRealInstallerFailureInStatus(t *testing.T) {
 	})
 	if data, err := os.ReadFile(cfg); err != nil || string(data) != "version = 2\n\n[plugins\n" {
 		t.Errorf("the node's config changed: %q, %v", data, err)
+	}
+	failedLogKept(t, env, getShim(t, env.Client, "spin"), "n-0000")
+}
+
+// failedLogKept: the failed Job is kept a day, and once it is gone
+// kubectl shimkit logs prints the operator's copy of its installer's log.
+func failedLogKept(t *testing.T, env *testutil.Env, shim *v1alpha1.Shim, node string) {
+	ctx := context.Background()
+	var job batchv1.Job
+	waitFor(t, 10*time.Second, "the failed Job kept 24h and its log copied", func() (bool, string) {
+		jobs := jobsOf(t, env.Client, shim.Name)
+		if len(jobs) != 1 {
+			return false, fmt.Sprintf("%d Jobs", len(jobs))
+		}
+		job = jobs[0]
+		kept, err := joblog.Read(ctx, env.Client, jobNamespace, shim, node)
+		ttl := job.Spec.TTLSecondsAfterFinished
+		return ttl != nil && *ttl == 86400 && kept != nil, fmt.Sprintf("ttl %v, copy %v (%v)", ttl, kept != nil, err)
+	})
+	if err := env.Client.Delete(ctx, &job, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := testutil.WriteKubeconfig(t, env.Config, filepath.Join(t.TempDir(), "kubeconfig"))
+	code, out, errOut := pluginRun(kubeconfig, "logs", shim.Name, "--node", node, "-n", jobNamespace)
+	t.Logf("kubectl shimkit logs: exit %d\n%s%s", code, errOut, out)
+	if code != plugin.ExitOK || !bytes.Contains(out, []byte("(ConfigInvalid: retrying cannot change this)")) || !bytes.Contains(errOut, []byte("the operator's copy of the log of Job "+job.Name)) {
+		t.Errorf("logs after the Job is gone: exit %d, want the copy of %s's log with its ConfigInvalid", code, job.Name)
 	}
 }

@@ -30,6 +30,7 @@ import (
 type PodRun struct {
 	ExitCode int32
 	Message  string // the container's termination message
+	Log      []byte // what the container wrote (its log, as the kubelet serves it)
 }
 
 // ResultRun is a pod that wrote r as its termination message.
@@ -185,7 +186,7 @@ func RealInstaller(t testing.TB, rootOf func(*batchv1.Job) string, extra ...stri
 		}
 		t.Logf("installer %v: exit %d\n%s", c.Args, code, out)
 		data, _ := os.ReadFile(message)
-		return PodRun{ExitCode: code, Message: string(data)}
+		return PodRun{ExitCode: code, Message: string(data), Log: out}
 	}
 }
 

@@ -86,9 +86,10 @@
   - ""
   resources:
   - configmaps
-  - secrets
   verbs:
+  - create
   - get
+  - patch
 - apiGroups:
   - ""
   resources:
@@ -96,6 +97,13 @@
   verbs:
   - get
   - list
+- apiGroups:
+  - ""
+  resources:
+  - pods/log
+  - secrets
+  verbs:
+  - get
 - apiGroups:
   - apps
   resources:

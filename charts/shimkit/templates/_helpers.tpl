@@ -62,6 +62,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- with .Values.installer.jobTTL }}
 - {{ printf "--job-ttl=%v" . | quote }}
 {{- end }}
+{{- with .Values.installer.failedJobTTL }}
+- {{ printf "--failed-job-ttl=%v" . | quote }}
+{{- end }}
 {{- with .Values.installer.jobDeadline }}
 - {{ printf "--job-deadline=%v" . | quote }}
 {{- end }}

@@ -1,6 +1,8 @@
 package decide
 
 import (
+	"time"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -77,6 +79,16 @@ type MarkFailed struct {
 	Failure    record.Failure
 }
 
+// KeepLog keeps what a failed installer Job leaves for kubectl shimkit
+// logs: the Job, longer (the operator's FailedJobTTL), and a copy of its
+// log's end (package joblog), Reason and At saying which failure.
+type KeepLog struct {
+	Shim         *v1alpha1.Shim
+	Node, Reason string
+	Job          *batchv1.Job
+	At           time.Time
+}
+
 // ClearFailure removes the Shim's failure record from the node.
 type ClearFailure struct{ Node, Shim string }
 
@@ -117,6 +129,7 @@ type RememberRetry struct {
 func (Together) action()      {}
 func (InOrder) action()       {}
 func (DeleteJob) action()     {}
+func (KeepLog) action()       {}
 func (PatchJob) action()      {}
 func (MarkInstalled) action() {}
 func (Unmark) action()        {}

@@ -99,7 +99,8 @@ func recordFailure(obs *Snapshot, v *NodeView) []Action {
 	}
 	f := record.Failure{ShimUID: obs.Shim.UID, Op: j.Op, SpecHash: j.SpecHash, Reason: reason, Message: msg, Canary: canary, Job: j.Object.Name, Time: obs.Now.UTC().Truncate(time.Second), Machine: record.Machine(v.Node)}
 	v.Failure = &f
-	return []Action{MarkFailed{Node: v.Node.Name, Shim: obs.Shim.Name, Failure: f}, CountJob{Shim: obs.Shim.Name, Job: j}}
+	return []Action{MarkFailed{Node: v.Node.Name, Shim: obs.Shim.Name, Failure: f}, CountJob{Shim: obs.Shim.Name, Job: j},
+		KeepLog{Shim: obs.Shim, Node: v.Node.Name, Reason: reason, Job: j.Object, At: f.Time}}
 }
 
 // FailureNote says why a node failed, for events and conditions:

@@ -56,6 +56,8 @@ func describeActs(acts []Action) []string {
 			out = append(out, "note "+a.Reason+": "+a.Detail)
 		case CountJob:
 			out = append(out, "count Job "+a.Job.Object.Name)
+		case KeepLog:
+			out = append(out, "keep log of "+a.Job.Name+" ("+a.Reason+")")
 		case DropRecords:
 			out = append(out, fmt.Sprintf("drop records %v of %s", a.Keys, a.Node))
 		case Untaint:
@@ -139,7 +141,7 @@ func TestDecideRecords(t *testing.T) {
 			want:   []string{"together: [unmark n1 note Uninstalled: node n1 count Job job-n1]"},
 			labels: map[string]string{"n1": ""}},
 		{name: "install failed, result read now: reported once", shim: shim, fresh: true, jobs: map[string]*jobview.View{"n1": failed(plan.ReasonConfigInvalid)},
-			want:   []string{"together: [event Warning InstallFailed: node n1: ConfigInvalid mark n1 failed: ConfigInvalid count Job job-n1]"},
+			want:   []string{"together: [event Warning InstallFailed: node n1: ConfigInvalid mark n1 failed: ConfigInvalid count Job job-n1 keep log of job-n1 (ConfigInvalid)]"},
 			labels: map[string]string{"n1": ""}, failedOn: []string{"n1"}},
 		{name: "failure already recorded: nothing", shim: shim,
 			jobs:     map[string]*jobview.View{"n1": failed(plan.ReasonRestartFailed)},

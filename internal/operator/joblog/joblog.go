@@ -29,6 +29,9 @@ const (
 	AnnotationTime   = "shim.containerd.x-k8s.io/time"
 )
 
+// FieldOwner is the field manager of the copies.
+const FieldOwner = "shimkit-operator"
+
 // Copy is a kept log: of which Job, why it failed, when it was kept.
 type Copy struct {
 	Job, Reason string
@@ -57,28 +60,19 @@ func Tail(log []byte) []byte {
 }
 
 // Keep writes the copy of a failed Job's log for the shim on the node
-// (replacing the node's earlier one).
+// (replacing the node's earlier one), by server-side apply: nothing is
+// read first.
 func Keep(ctx context.Context, c client.Client, namespace string, shim *v1alpha1.Shim, node string, cp Copy) error {
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: Name(shim.Name, node)}}
-	want := func() {
-		cm.Labels = map[string]string{LabelKind: "installer", jobview.LabelManagedBy: jobview.ManagedBy,
-			jobview.LabelShim: jobview.LabelValue(shim.Name), jobview.LabelNode: jobview.LabelValue(node)}
-		cm.Annotations = map[string]string{AnnotationJob: cp.Job, AnnotationReason: cp.Reason, AnnotationTime: cp.Time.UTC().Format(time.RFC3339)}
-		cm.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(shim, v1alpha1.GroupVersion.WithKind("Shim"))}
-		cm.Data = map[string]string{Key: string(Tail([]byte(cp.Log)))}
+	cm := &corev1.ConfigMap{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: Name(shim.Name, node),
+			Labels: map[string]string{LabelKind: "installer", jobview.LabelManagedBy: jobview.ManagedBy,
+				jobview.LabelShim: jobview.LabelValue(shim.Name), jobview.LabelNode: jobview.LabelValue(node)},
+			Annotations:     map[string]string{AnnotationJob: cp.Job, AnnotationReason: cp.Reason, AnnotationTime: cp.Time.UTC().Format(time.RFC3339)},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(shim, v1alpha1.GroupVersion.WithKind("Shim"))}},
+		Data: map[string]string{Key: string(Tail([]byte(cp.Log)))},
 	}
-	err := c.Get(ctx, client.ObjectKeyFromObject(cm), cm)
-	switch {
-	case apierrors.IsNotFound(err):
-		want()
-		err = c.Create(ctx, cm)
-	case err == nil && !metav1.IsControlledBy(cm, shim):
-		return fmt.Errorf("log copy %s/%s of node %s: another object's", namespace, cm.Name, node)
-	case err == nil:
-		want()
-		err = c.Update(ctx, cm)
-	}
-	if err != nil {
+	if err := c.Patch(ctx, cm, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return fmt.Errorf("log copy %s/%s of node %s: %w", namespace, cm.Name, node, err)
 	}
 	return nil

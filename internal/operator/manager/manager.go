@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -63,7 +64,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	fs.StringVar(&m.memoryLimit, "memory-limit", "auto", `soft memory limit of the Go runtime, as a quantity (230Mi); "auto": 90% of the container's memory limit (its cgroup's), unless GOMEMLIMIT is set; "0": none`)
 	fs.StringVar(&opts.InstallerImage, "installer-image", env("SHIMKIT_INSTALLER_IMAGE", ""), "image of shimkit-installer [SHIMKIT_INSTALLER_IMAGE]")
 	fs.StringVar(&opts.Namespace, "namespace", env("POD_NAMESPACE", "shimkit-system"), "namespace of the per-node Jobs [POD_NAMESPACE]")
-	fs.DurationVar(&opts.JobTTL, "job-ttl", time.Hour, "how long finished Jobs are kept")
+	fs.DurationVar(&opts.JobTTL, "job-ttl", time.Hour, "how long finished installer Jobs (and their logs) are kept")
+	fs.DurationVar(&opts.FailedJobTTL, "failed-job-ttl", 24*time.Hour, "how long failed installer Jobs (and their logs) are kept; a copy of each node's last failed log stays as long as the Shim")
 	fs.DurationVar(&opts.JobDeadline, "job-deadline", 10*time.Minute, "how long one node's Job may run")
 	fs.StringVar(&opts.ImagePullPolicy, "installer-pull-policy", "IfNotPresent", "pull policy of the installer image")
 	fs.StringVar(&opts.Preset, "containerd-preset", "", "the nodes' distribution: containerd, k3s, rke2, microk8s, k0s (default: detected on each node)")
@@ -209,6 +211,11 @@ func run(ctx context.Context, opts operator.Options, m managerFlags) error {
 	if err != nil {
 		return err
 	}
+	cs, err := kubernetes.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	opts.Logs = &operator.ClientsetLogs{Clientset: cs}
 	r, err := operator.New(mgr.GetClient(), mgr.GetEventRecorder("shimkit-operator"), opts)
 	if err != nil {
 		return err

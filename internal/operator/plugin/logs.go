@@ -77,10 +77,10 @@ func (o *options) logs(ctx context.Context, r reader, name string, f *logsFlags)
 	if f.previous {
 		i = 1
 	}
+	podErr := errNoLog
 	if i < len(jobs) {
-		err := r.podLog(ctx, jobs[i], f.follow, o.streams.Out)
-		if !errors.Is(err, errNoLog) {
-			return err
+		if podErr = r.podLog(ctx, jobs[i], f.follow, o.streams.Out); podErr == nil {
+			return nil
 		}
 	}
 	kept, err := joblog.Read(ctx, r.c, r.namespace, shim, f.node)
@@ -88,9 +88,15 @@ func (o *options) logs(ctx context.Context, r reader, name string, f *logsFlags)
 	case err != nil:
 		return err
 	case kept != nil && (i >= len(jobs) || kept.Job == jobs[i].Name):
+		if !errors.Is(podErr, errNoLog) {
+			fmt.Fprintf(o.streams.ErrOut, "(the pod's log: %v)\n", podErr)
+		}
 		fmt.Fprintf(o.streams.ErrOut, "(the operator's copy of the log of Job %s, which failed %s at %s)\n", kept.Job, kept.Reason, kept.Time.Format(time.RFC3339))
 		_, err := io.WriteString(o.streams.Out, kept.Log)
 		return err
+	}
+	if !errors.Is(podErr, errNoLog) {
+		return podErr
 	}
 	return fmt.Errorf("node %s: %w of the Shim %s (%d installer Jobs kept; a successful run's log goes with its Job)", f.node, errNoLog, name, len(jobs))
 }
@@ -117,7 +123,8 @@ func (r reader) nodeJobs(ctx context.Context, shim *v1alpha1.Shim, node string) 
 	return out, nil
 }
 
-// podLog copies the log of the Job's newest pod (errNoLog: it has none).
+// podLog copies the log of the Job's newest pod (errNoLog: it has none;
+// another error: it cannot be read now, the kubelet being away).
 func (r reader) podLog(ctx context.Context, j *batchv1.Job, follow bool, w io.Writer) error {
 	var pods corev1.PodList
 	if err := r.c.List(ctx, &pods, client.InNamespace(r.namespace), client.MatchingLabels{nodejob.LabelControllerUID: string(j.UID)}); err != nil {

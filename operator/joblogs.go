@@ -1,0 +1,83 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shimkit/shimkit/internal/operator/decide"
+	"github.com/shimkit/shimkit/internal/operator/joblog"
+	"github.com/shimkit/shimkit/internal/operator/nodejob"
+)
+
+// +kubebuilder:rbac:groups="",resources=pods/log,verbs=get,namespace=shimkit-system
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=create;patch,namespace=shimkit-system
+
+// JobLogs reads the end of the log of a Job's newest pod's installer.
+type JobLogs interface {
+	JobLog(ctx context.Context, job *batchv1.Job) ([]byte, error)
+}
+
+// tailLines is how many lines of a failed installer's log are read: more
+// than joblog.MaxBytes holds of the installer's JSON lines.
+const tailLines = 2000
+
+// ClientsetLogs reads installer logs through the API server (which asks
+// the node's kubelet).
+type ClientsetLogs struct {
+	Clientset kubernetes.Interface
+}
+
+var _ JobLogs = (*ClientsetLogs)(nil)
+
+// JobLog reads the last lines of the installer container of the Job's
+// newest pod.
+func (l *ClientsetLogs) JobLog(ctx context.Context, job *batchv1.Job) ([]byte, error) {
+	pods, err := l.Clientset.CoreV1().Pods(job.Namespace).List(ctx, metav1.ListOptions{LabelSelector: nodejob.LabelControllerUID + "=" + string(job.UID)})
+	if err != nil {
+		return nil, fmt.Errorf("pods of Job %s: %w", job.Name, err)
+	}
+	if len(pods.Items) == 0 {
+		return nil, fmt.Errorf("Job %s has no pod left", job.Name)
+	}
+	pod := slices.MaxFunc(pods.Items, func(x, y corev1.Pod) int { return x.CreationTimestamp.Compare(y.CreationTimestamp.Time) })
+	stream, err := l.Clientset.CoreV1().Pods(job.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: nodejob.Container, TailLines: ptr.To(int64(tailLines))}).Stream(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("log of pod %s: %w", pod.Name, err)
+	}
+	defer stream.Close()
+	return io.ReadAll(io.LimitReader(stream, 4*joblog.MaxBytes))
+}
+
+// keepLog keeps what a failed installer run leaves: its Job for
+// FailedJobTTL (its pod's log with it), and a copy of the log's end
+// (package joblog). Neither is the run's record, which the node has: what
+// cannot be kept is told in a Warning Event, and the reconcile goes on.
+func (r *executor) keepLog(ctx context.Context, a decide.KeepLog) {
+	if ttl := int32(r.opts.FailedJobTTL / time.Second); a.Job.Spec.TTLSecondsAfterFinished == nil || *a.Job.Spec.TTLSecondsAfterFinished < ttl {
+		patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"ttlSecondsAfterFinished":%d}}`, ttl))
+		if err := r.client.Patch(ctx, a.Job.DeepCopy(), patch); client.IgnoreNotFound(err) != nil {
+			r.event(ctx, a.Shim, nil, corev1.EventTypeWarning, "LogNotKept", "Install", "node %s: Job %s kept only %v: %v", a.Node, a.Job.Name, r.opts.JobTTL, err)
+		}
+	}
+	if r.opts.Logs == nil {
+		return
+	}
+	log, err := r.opts.Logs.JobLog(ctx, a.Job)
+	if err == nil {
+		err = joblog.Keep(ctx, r.client, a.Job.Namespace, a.Shim, a.Node, joblog.Copy{Job: a.Job.Name, Reason: a.Reason, Time: a.At, Log: string(log)})
+	}
+	if err != nil {
+		r.event(ctx, a.Shim, nil, corev1.EventTypeWarning, "LogNotKept", "Install", "node %s: no copy of Job %s's log: %v", a.Node, a.Job.Name, err)
+	}
+}
