@@ -11,13 +11,17 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/internal/operator/jobview"
+	"github.com/shimkit/shimkit/internal/operator/plugin"
 	"github.com/shimkit/shimkit/internal/operator/report"
 	"github.com/shimkit/shimkit/internal/testutil"
 	"github.com/shimkit/shimkit/nodelabel"
@@ -83,10 +87,13 @@ func testNodes(t *testing.T, c *testutil.Cluster, dump *dumper, nodes []testutil
 		assertLabelled(t, c, n.Name, "duo", true)
 	}
 
-	// A shim that crashes on start until the node is fixed.
+	// A shim that crashes on start until the node is fixed, two nodes at
+	// a time.
 	stalledAt := nodeConfigs(t, nodes)
 	before := restartWindows(t, nodes)
 	flaky := flakyShim(t, srv, runcShim, pool)
+	two := intstr.FromInt32(2)
+	flaky.Spec.RolloutStrategy = &v1alpha1.RolloutStrategy{Type: v1alpha1.RolloutRolling, Rolling: &v1alpha1.RollingUpdate{MaxUpdate: &two}}
 	if err := c.Client.Create(ctx, flaky); err != nil {
 		t.Fatal(err)
 	}
@@ -96,10 +103,11 @@ func testNodes(t *testing.T, c *testutil.Cluster, dump *dumper, nodes []testutil
 		t.Fatal(err)
 	}
 	failing := flaky.Status.FailingNodes
-	if len(failing) != 1 || failing[0].Reason != string(plan.ReasonCanaryFailed) {
-		t.Fatalf("failing nodes %+v, want one with CanaryFailed", failing)
+	if len(failing) != 2 || failing[0].Reason != string(plan.ReasonCanaryFailed) || failing[1].Reason != string(plan.ReasonCanaryFailed) {
+		t.Fatalf("failing nodes %+v, want two with CanaryFailed", failing)
 	}
-	t.Logf("flaky halted on %s: %s", failing[0].Node, failing[0].Message)
+	failed := map[string]bool{failing[0].Node: true, failing[1].Node: true}
+	t.Logf("flaky halted on %s and %s: %s", failing[0].Node, failing[1].Node, failing[0].Message)
 	// Why, from the kubelet's events: the runtime could not start the
 	// sandbox (the wrapper exits before the runc shim).
 	if !strings.Contains(failing[0].Message, "FailedCreatePodSandBox") {
@@ -115,24 +123,27 @@ func testNodes(t *testing.T, c *testutil.Cluster, dump *dumper, nodes []testutil
 		if _, err := os.Stat(n.Local("/opt/shimkit/flaky")); !os.IsNotExist(err) {
 			t.Errorf("%s: the crashing shim's bundle is there: %v", n.Name, err)
 		}
-		if restarted := now[i].enter != before[i].enter; restarted != (n.Name == failing[0].Node) {
-			t.Errorf("%s: containerd restarted %v during the halted rollout (failed node %s)", n.Name, restarted, failing[0].Node)
+		if restarted := now[i].enter != before[i].enter; restarted != failed[n.Name] {
+			t.Errorf("%s: containerd restarted %v during the halted rollout (failed nodes %v)", n.Name, restarted, failed)
 		}
 	}
+	failedLogs(t, c, failing[0].Node)
+	rerunOne(t, c, nodes, failing[0].Node, failing[1].Node)
 	for _, n := range nodes {
 		if err := os.MkdirAll(filepath.Dir(n.Local(readyMarker)), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		writeFile(t, n.Local(readyMarker), "fixed\n")
 	}
-	// kubectl shimkit status shows the failed node and why, the others
-	// waiting; its plan of the change below names the node the operator
+	// kubectl shimkit status shows the failed node and why, the other
+	// waiting; its plan of the change below names the nodes the operator
 	// then starts first.
 	var st report.StatusReport
 	kubectlShimkit(t, c, &st, "status", "flaky")
 	for _, r := range st.Nodes {
-		if failed := r.Node == failing[0].Node; failed != (r.State == report.StateFailed && r.Reason == string(plan.ReasonCanaryFailed)) || !failed && r.State != report.StatePending {
-			t.Errorf("kubectl shimkit status flaky: %+v (failed node %s)", r, failing[0].Node)
+		if r.Node == failing[0].Node && r.State != report.StateCurrent || r.Node == failing[1].Node && (r.State != report.StateFailed || r.Reason != string(plan.ReasonCanaryFailed)) ||
+			!failed[r.Node] && r.State != report.StatePending {
+			t.Errorf("kubectl shimkit status flaky: %+v (%s retried, %s failed)", r, failing[0].Node, failing[1].Node)
 		}
 	}
 	timeout := &metav1.Duration{Duration: 40 * time.Second}
@@ -357,4 +368,71 @@ func hasShimLabels(n *corev1.Node) bool {
 		}
 	}
 	return false
+}
+
+// failedLogs: kubectl shimkit logs prints the failed node's installer log
+// from its pod (through the API server and the node's kubelet), and once
+// its Job is gone, from the operator's copy.
+func failedLogs(t *testing.T, c *testutil.Cluster, node string) {
+	t.Helper()
+	code, out, _ := shimkit(t, c, "logs", "flaky", "--node", node)
+	if code != plugin.ExitOK || !strings.Contains(out, "CanaryFailed") {
+		t.Errorf("logs of %s while its Job is kept: exit %d, want its CanaryFailed", node, code)
+	}
+	jobs := &batchv1.JobList{}
+	if err := c.Client.List(context.Background(), jobs, client.InNamespace("shimkit-system"), client.MatchingLabels{jobview.LabelShim: "flaky", jobview.LabelNode: jobview.LabelValue(node)}); err != nil || len(jobs.Items) != 1 {
+		t.Fatalf("flaky's Jobs on %s: %d (%v)", node, len(jobs.Items), err)
+	}
+	job := &jobs.Items[0]
+	if ttl := job.Spec.TTLSecondsAfterFinished; ttl == nil || *ttl != 86400 {
+		t.Errorf("the failed Job %s is kept %v s, want a day", job.Name, ttl)
+	}
+	kubectl(t, c, "-n", "shimkit-system", "delete", "job", job.Name, "--cascade=foreground")
+	code, out, errOut := shimkit(t, c, "logs", "flaky", "--node", node)
+	if code != plugin.ExitOK || !strings.Contains(out, "CanaryFailed") || !strings.Contains(errOut, "the operator's copy of the log of Job "+job.Name) {
+		t.Errorf("logs of %s once its Job is gone: exit %d, want the operator's copy with its CanaryFailed", node, code)
+	}
+}
+
+// rerunOne: with node fixed and other not, kubectl shimkit rerun of node
+// installs it, and only it: other stays failed, the halt holds.
+func rerunOne(t *testing.T, c *testutil.Cluster, nodes []testutil.ClusterNode, node, other string) {
+	t.Helper()
+	if code, _, errOut := shimkit(t, c, "rerun", "flaky", "--node", "no-such-node"); code != plugin.ExitFailed || !strings.Contains(errOut, "neither selects it") {
+		t.Errorf("rerun of an unknown node: exit %d, %s", code, errOut)
+	}
+	for _, n := range nodes {
+		if n.Name == node {
+			if err := os.MkdirAll(filepath.Dir(n.Local(readyMarker)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, n.Local(readyMarker), "fixed\n")
+		}
+	}
+	if code, out, _ := shimkit(t, c, "rerun", "flaky", "--node", node); code != plugin.ExitOK || !strings.Contains(out, "node "+node+" retried") {
+		t.Fatalf("rerun %s: exit %d", node, code)
+	}
+	waitFor(t, 120*time.Second, node+" installed by the rerun", func() bool {
+		n := &corev1.Node{}
+		_ = c.Client.Get(context.Background(), client.ObjectKey{Name: node}, n)
+		ok, _ := nodelabel.State(n, "flaky")
+		return ok
+	})
+	time.Sleep(3 * time.Second) // the halt holds: nothing else starts
+	s := &v1alpha1.Shim{}
+	if err := c.Client.Get(context.Background(), client.ObjectKey{Name: "flaky"}, s); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Status.FailingNodes) != 1 || s.Status.FailingNodes[0].Node != other {
+		t.Errorf("after the rerun of %s: failing %+v, want %s alone", node, s.Status.FailingNodes, other)
+	}
+	jobs := &batchv1.JobList{}
+	if err := c.Client.List(context.Background(), jobs, client.InNamespace("shimkit-system"), client.MatchingLabels{jobview.LabelShim: "flaky"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs.Items {
+		if n := jobview.NodeOf(&j); n != node && n != other {
+			t.Errorf("Job %s on %s after the rerun of %s alone", j.Name, n, node)
+		}
+	}
 }

@@ -37,6 +37,31 @@ func kubectlShimkit(t *testing.T, c *testutil.Cluster, out any, args ...string) 
 	}
 }
 
+// shimkit runs kubectl shimkit against the cluster: its exit code, its
+// output and its errors.
+func shimkit(t *testing.T, c *testutil.Cluster, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := plugin.Run(context.Background(), append(args, "--kubeconfig", c.Kubeconfig), genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &stdout, ErrOut: &stderr})
+	t.Logf("kubectl shimkit %v: exit %d\n%s%s", args, code, stderr.String(), stdout.String())
+	return code, stdout.String(), stderr.String()
+}
+
+// shimFile writes the Shim as a file an admin would apply.
+func shimFile(t *testing.T, s *v1alpha1.Shim) string {
+	t.Helper()
+	s.TypeMeta = metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Shim"}
+	data, err := yaml.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), s.Name+".yaml")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
 // planChange is kubectl shimkit plan -f of the Shim with its spec changed
 // by change (the file an admin would apply).
 func planChange(t *testing.T, c *testutil.Cluster, name string, change func(*v1alpha1.Shim)) report.PlanReport {
@@ -45,18 +70,10 @@ func planChange(t *testing.T, c *testutil.Cluster, name string, change func(*v1a
 	if err := c.Client.Get(context.Background(), client.ObjectKey{Name: name}, live); err != nil {
 		t.Fatal(err)
 	}
-	s := &v1alpha1.Shim{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Shim"}, ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: live.Spec}
+	s := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: live.Spec}
 	change(s)
-	data, err := yaml.Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), name+".yaml")
-	if err := os.WriteFile(file, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	var p report.PlanReport
-	kubectlShimkit(t, c, &p, "plan", "-f", file)
+	kubectlShimkit(t, c, &p, "plan", "-f", shimFile(t, s))
 	return p
 }
 

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shimkit/shimkit/internal/operator/jobview"
+	"github.com/shimkit/shimkit/internal/operator/plugin"
+	"github.com/shimkit/shimkit/internal/operator/report"
 	"github.com/shimkit/shimkit/internal/testutil"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
@@ -180,9 +183,17 @@ func testProgressive(t *testing.T, c *testutil.Cluster, nodes []testutil.Cluster
 	for _, n := range nodes {
 		before[n.Name] = nodeFiles(t, n.Node, "gated")
 	}
+	// Paused by kubectl shimkit pause, which the spec change keeps.
+	if code, out, _ := shimkit(t, c, "pause", "gated"); code != plugin.ExitOK || !strings.Contains(out, "gated paused") {
+		t.Fatalf("kubectl shimkit pause: exit %d", code)
+	}
 	v3 := gatedShim(t, srv, runc, "v3", false)
-	v3.RolloutStrategy.Paused = true
-	updateSpec(t, c, "gated", func(s *v1alpha1.ShimSpec) { *s = v3 })
+	v3.RolloutStrategy.Steps = []v1alpha1.RolloutStep{{Nodes: intstr.FromInt32(1), Bake: &metav1.Duration{Duration: 20 * time.Second}}, {Nodes: intstr.FromString("100%")}}
+	updateSpec(t, c, "gated", func(s *v1alpha1.ShimSpec) {
+		paused := s.RolloutStrategy.Paused
+		*s = v3
+		s.RolloutStrategy.Paused = paused
+	})
 	var v3Hash string
 	waitFor(t, 30*time.Second, "Paused", func() bool {
 		s := getShimStatus(t, c, "gated")
@@ -194,11 +205,15 @@ func testProgressive(t *testing.T, c *testutil.Cluster, nodes []testutil.Cluster
 	}
 	time.Sleep(5 * time.Second) // a paused Shim's reconciles pass
 	assertNothingStarted(t, c, nodes, v3Hash, before, starts, "while paused")
+	planExitCodes(t, c, "gated")
 	// The next minute at least 12s on (what is checked before it opens
-	// takes a few seconds).
+	// takes a few seconds); resumed by kubectl shimkit resume.
 	open := time.Now().UTC().Add(72 * time.Second).Truncate(time.Minute)
-	window := fmt.Sprintf(`{"spec":{"rolloutStrategy":{"paused":false,"windows":[{"start":%q,"end":%q}]}}}`, open.Format("15:04"), open.Add(10*time.Minute).Format("15:04"))
+	window := fmt.Sprintf(`{"spec":{"rolloutStrategy":{"windows":[{"start":%q,"end":%q}]}}}`, open.Format("15:04"), open.Add(10*time.Minute).Format("15:04"))
 	kubectl(t, c, "patch", "shim", "gated", "--type=merge", "-p", window)
+	if code, out, _ := shimkit(t, c, "resume", "gated"); code != plugin.ExitOK || !strings.Contains(out, "gated resumed") || !strings.Contains(out, "Next: at "+open.Format(time.RFC3339)) {
+		t.Errorf("kubectl shimkit resume: exit %d, want the next wave at %s", code, open.Format(time.RFC3339))
+	}
 	waitFor(t, 30*time.Second, "WaitingForWindow", func() bool {
 		s := getShimStatus(t, c, "gated")
 		return conditionReason(s, v1alpha1.ConditionReady) == v1alpha1.ReasonWaitingForWindow && s.Rollout != nil && s.Rollout.NextWindow != nil
@@ -208,6 +223,7 @@ func testProgressive(t *testing.T, c *testutil.Cluster, nodes []testutil.Cluster
 	}
 	time.Sleep(time.Until(open) - 2*time.Second)
 	assertNothingStarted(t, c, nodes, v3Hash, before, starts, "before the window opened")
+	planBakeHolds(t, c, nodes, v3Hash)
 	kubectl(t, c, "wait", "--for=condition=Ready", "shim/gated", "--timeout=180s")
 	// On time: the first of v3's Jobs started once the window was open,
 	// within the reconcile the operator schedules for the opening.
@@ -386,5 +402,68 @@ func workloadPod(name, node, class string) *corev1.Pod {
 			TerminationGracePeriodSeconds: ptr.To(int64(1)),
 			Containers:                    []corev1.Container{{Name: "pause", Image: testutil.PauseImageRef, ImagePullPolicy: corev1.PullNever}},
 		},
+	}
+}
+
+// planExitCodes: plan --exit-code is 0 for a file of the live spec (a
+// no-op apply) and 1 for one that changes it.
+func planExitCodes(t *testing.T, c *testutil.Cluster, name string) {
+	t.Helper()
+	live := &v1alpha1.Shim{}
+	if err := c.Client.Get(context.Background(), client.ObjectKey{Name: name}, live); err != nil {
+		t.Fatal(err)
+	}
+	same := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: live.Spec}
+	if code, out, _ := shimkit(t, c, "plan", "-f", shimFile(t, same), "--exit-code"); code != 0 {
+		t.Errorf("plan --exit-code of the live spec: exit %d, want 0\n%s", code, out)
+	}
+	changed := same.DeepCopy()
+	changed.Spec.Canary = &v1alpha1.Canary{Timeout: &metav1.Duration{Duration: 45 * time.Second}}
+	if code, out, _ := shimkit(t, c, "plan", "-f", shimFile(t, changed), "--exit-code"); code != plugin.ExitChanges || !strings.Contains(out, "canary.timeout") {
+		t.Errorf("plan --exit-code of a changed canary: exit %d, want %d naming canary.timeout", code, plugin.ExitChanges)
+	}
+}
+
+// planBakeHolds: once v3's first step is on its node and bakes, the live
+// Shim's plan names the other two nodes for the next wave, at the bake's
+// end; the operator then starts those two nodes, and not before then.
+func planBakeHolds(t *testing.T, c *testutil.Cluster, nodes []testutil.ClusterNode, hash string) {
+	t.Helper()
+	waitFor(t, 120*time.Second, "v3's first step to bake", func() bool {
+		s := getShimStatus(t, c, "gated")
+		return conditionReason(s, v1alpha1.ConditionReconciling) == v1alpha1.ReasonBaking
+	})
+	var p report.PlanReport
+	kubectlShimkit(t, c, &p, "plan", "gated")
+	first := nodeAt(t, c, "gated", hash)
+	var rest []string
+	for _, n := range nodes {
+		if n.Name != first {
+			rest = append(rest, n.Name)
+		}
+	}
+	slices.Sort(rest)
+	if len(p.Waves) != 1 || !slices.Equal(slices.Sorted(slices.Values(p.Waves[0].Targets())), rest) || p.Waves[0].Step == nil || *p.Waves[0].Step != 2 {
+		t.Fatalf("plan while baking: %+v, want one wave of %v at step 2", p.Waves, rest)
+	}
+	bakeEnd := p.Waves[0].At
+	t.Logf("baking on %s; the plan: %v at %s", first, rest, bakeEnd.Format(time.RFC3339))
+	kubectl(t, c, "wait", "--for=condition=Ready", "shim/gated", "--timeout=180s")
+	jobs := &batchv1.JobList{}
+	if err := c.Client.List(context.Background(), jobs, client.InNamespace("shimkit-system"), client.MatchingLabels{jobview.LabelShim: "gated", jobview.LabelSpecHash: hash}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, j := range jobs.Items {
+		at, err := time.Parse(time.RFC3339Nano, j.Annotations[jobview.AnnotationCreated])
+		if n := jobview.NodeOf(&j); n != first {
+			got = append(got, n)
+			if err != nil || at.Before(bakeEnd) {
+				t.Errorf("Job %s on %s created at %s, before the bake's end %s (%v)", j.Name, n, at, bakeEnd, err)
+			}
+		}
+	}
+	if slices.Sort(got); !slices.Equal(got, rest) {
+		t.Errorf("after the bake the operator started %v, the plan said %v", got, rest)
 	}
 }
