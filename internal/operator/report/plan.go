@@ -168,7 +168,7 @@ func Next(r PlanReport, now time.Time) string {
 	}
 	line := "Next: " + when(w.At, now) + ", " + strings.Join(parts, "; ")
 	if len(r.Waves) > 1 {
-		line += fmt.Sprintf(", then %d more waves", len(r.Waves)-1)
+		line += fmt.Sprintf(", then %d more %s", len(r.Waves)-1, plural(len(r.Waves)-1, "wave", "waves"))
 	}
 	if stop != "" {
 		line += "; then " + stop
