@@ -235,10 +235,10 @@ func (f *flags) writeResults(stderr io.Writer, rs []*plan.NodeResult) {
 func report(stdout, stderr io.Writer, op string, res []*installer.Result, err error) int {
 	switch {
 	case errors.Is(err, installer.ErrRollbackFailed):
-		fmt.Fprintf(stderr, "shimkit-installer: %s %v\n", op, err)
+		fmt.Fprintf(stderr, "shimkit-installer: %s: %v\n", installer.ReasonOf(err), err) // err names the operation
 		return ExitRollbackFailed
 	case errors.Is(err, installer.ErrRolledBack):
-		fmt.Fprintf(stderr, "shimkit-installer: %s %v\n", op, err)
+		fmt.Fprintf(stderr, "shimkit-installer: %s: %v\n", installer.ReasonOf(err), err) // err names the operation
 		return ExitRolledBack
 	case errors.Is(err, plan.ErrInvalid), errors.Is(err, plan.ErrVersion):
 		fmt.Fprintf(stderr, "shimkit-installer: %s refused, node unchanged: %v\n", op, err)

@@ -70,13 +70,15 @@ func (o *options) rerunCommand() *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{
 		Use:   "rerun NAME --node NODE",
-		Short: "Retry one failed node of the Shim now",
-		Long: `rerun clears the failure of one node and has the operator retry it now,
-through the Shim's retry annotation (shim.containerd.x-k8s.io/retry) that
-the operator honours: only that node starts again, under maxUpdate. A
-node that has not failed is refused, and so is a failure that a retry of
-the same spec cannot change (Conflict, DigestMismatch, ConfigInvalid, ...:
-the reason's Permanent) until you fixed its cause and say so with --force.`,
+		Short: "Clear one failed node's failure: the rollout installs it again",
+		Long: `rerun clears the failure of one node, and only its, through the Shim's
+retry annotation (shim.containerd.x-k8s.io/retry) that the operator
+honours: the node is installed again as the rollout goes on, under
+maxUpdate: at once when no other failed node halts the rollout, else once
+that halt clears too. A node that has not failed is refused, and so is a
+failure that a retry of the same spec cannot change (Conflict,
+DigestMismatch, ConfigInvalid, ...) until you fixed its cause and say so
+with --force.`,
 		Example: "  kubectl shimkit rerun spin --node worker-3",
 		Args:    exactlyName,
 		PreRunE: func(*cobra.Command, []string) error {
