@@ -3,6 +3,8 @@ package plugin_test
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -87,5 +89,33 @@ func TestFailureExitCode(t *testing.T) {
 	}
 	if code, out, _ := run("--version"); code != plugin.ExitOK || !strings.HasPrefix(out, "kubectl-shimkit ") {
 		t.Errorf("--version: exit %d, %q", code, out)
+	}
+}
+
+// TestUnreachableClusterNamesContext: a cluster that does not answer is
+// a failure naming the kubeconfig context.
+func TestUnreachableClusterNamesContext(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: lab, context: {cluster: c, user: u}}, {name: prod, context: {cluster: c, user: u}}]
+current-context: lab
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		ctx  string
+	}{
+		{[]string{"status", "spin"}, "lab"},
+		{[]string{"plan", "spin", "--context", "prod"}, "prod"},
+	} {
+		var out, errOut bytes.Buffer
+		code := plugin.Run(context.Background(), append(tc.args, "--kubeconfig", kubeconfig, "--request-timeout", "5s"), genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+		if code != plugin.ExitFailed || !strings.Contains(errOut.String(), `cannot reach the cluster of context "`+tc.ctx+`"`) {
+			t.Errorf("%v: exit %d, %q; want a failure naming context %s", tc.args, code, errOut.String(), tc.ctx)
+		}
 	}
 }
