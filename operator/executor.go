@@ -84,7 +84,7 @@ func (r *executor) do(ctx context.Context, a decide.Action) error {
 		for _, uid := range a.Jobs {
 			r.retries.forgetJob(a.Shim, uid)
 		}
-		r.retries.put(a.Shim, a.Request)
+		r.retries.put(a.Shim, a.Request, a.Hash)
 	default:
 		return fmt.Errorf("operator: no executor for action %T", a)
 	}

@@ -156,7 +156,8 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 		return nil, fmt.Errorf("list Shims: %w", err)
 	}
 	obs := decide.NewSnapshot(shim, r.opts.settings(), now, r.opts.Clock.Now())
-	obs.Retried, obs.Jobs, obs.Shims, obs.Gate = r.retries.latest(shim), jobs, shims.Items, gate
+	obs.Retried, obs.RetriedHash = r.retries.latest(shim)
+	obs.Jobs, obs.Shims, obs.Gate = jobs, shims.Items, gate
 	obs.StatusWritten = r.report.LastWritten(shim.Name)
 	var art *v1alpha1.ResolvedArtifact
 	switch {

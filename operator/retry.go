@@ -19,6 +19,7 @@ type retries struct {
 type retried struct {
 	uid   types.UID
 	value string
+	hash  string // the target the request was acted on at ("": unknown)
 	jobs  map[types.UID]bool
 }
 
@@ -34,16 +35,20 @@ func (rs *retries) entry(shim *v1alpha1.Shim) *retried {
 	return e
 }
 
-func (rs *retries) latest(shim *v1alpha1.Shim) string {
+// latest is the retry request acted on and the target it was acted on
+// at ("" after a restart: the status keeps the request alone).
+func (rs *retries) latest(shim *v1alpha1.Shim) (request, hash string) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	return rs.entry(shim).value
+	e := rs.entry(shim)
+	return e.value, e.hash
 }
 
-func (rs *retries) put(shim *v1alpha1.Shim, value string) {
+func (rs *retries) put(shim *v1alpha1.Shim, value, hash string) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	rs.entry(shim).value = value
+	e := rs.entry(shim)
+	e.value, e.hash = value, hash
 }
 
 // forgetJob records a Job deleted by a retry.

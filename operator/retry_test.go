@@ -174,3 +174,58 @@ func TestCanaryChangeRetriesCanaryFailures(t *testing.T) {
 		t.Errorf("the failure stayed on %s: %+v", bad, f)
 	}
 }
+
+// TestRetryOneOfTwoFailedNodes: two nodes fail at once (maxUpdate 2) and
+// halt the rollout; a retry of one of them installs it at once, while
+// the other's failure still halts every other node.
+func TestRetryOneOfTwoFailedNodes(t *testing.T) {
+	env := startCluster(t)
+	ctx := context.Background()
+	createNodes(t, env.Client, 4, map[string]string{"two": "true"}, "two")
+	var mu sync.Mutex
+	bad := map[string]bool{}
+	startKubelet(t, env, 50*time.Millisecond, func(j *batchv1.Job) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		node := j.Spec.Template.Spec.NodeName
+		if len(bad) < 2 && !bad[node] {
+			bad[node] = true
+		}
+		return bad[node]
+	})
+	startOperator(t, env)
+	if err := env.Client.Create(ctx, newShim("two", "two", "2", map[string]string{"two": "true"})); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "halted on two nodes", func() (bool, string) {
+		s := getShim(t, env.Client, "two")
+		return len(s.Status.FailingNodes) == 2, fmt.Sprintf("%+v", s.Status.FailingNodes)
+	})
+	failed := getShim(t, env.Client, "two").Status.FailingNodes
+	fixed, other := failed[0].Node, failed[1].Node
+	mu.Lock()
+	bad[fixed] = false
+	mu.Unlock()
+	s := getShim(t, env.Client, "two")
+	patch := client.MergeFrom(s.DeepCopy())
+	s.Annotations = map[string]string{v1alpha1.RetryAnnotation: fixed + "@1"}
+	if err := env.Client.Patch(ctx, s, patch); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, fixed+" installed by the retry", func() (bool, string) {
+		n := &corev1.Node{}
+		_ = env.Client.Get(ctx, client.ObjectKey{Name: fixed}, n)
+		ok, _ := nodelabel.State(n, "two")
+		return ok, fmt.Sprint(n.Labels)
+	})
+	time.Sleep(3 * time.Second) // two resync periods: the halt holds
+	s = getShim(t, env.Client, "two")
+	if len(s.Status.FailingNodes) != 1 || s.Status.FailingNodes[0].Node != other {
+		t.Errorf("failing after the retry of %s: %+v, want %s alone", fixed, s.Status.FailingNodes, other)
+	}
+	for _, j := range jobsOf(t, env.Client, "two") {
+		if n := j.Spec.Template.Spec.NodeName; n != fixed && n != other {
+			t.Errorf("Job %s on %s: the halt of %s let another node start", j.Name, n, other)
+		}
+	}
+}

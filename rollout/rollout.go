@@ -55,6 +55,10 @@ type Node struct {
 	// (a removal waits for the pods that run with the shim there). It
 	// counts as remaining, not as changing: other nodes go on.
 	Held bool
+	// Retried: an admin asked for this node again (a retry of its
+	// failure): it starts within the budget even while other failed
+	// nodes halt the rollout, which then holds for every other node.
+	Retried bool
 }
 
 // Strategy is the Shim's rollout strategy.
@@ -161,7 +165,7 @@ func (p Planner) plan(nodes []Node, done, halts func(Node) bool) (Plan, error) {
 	plan.Halted = len(plan.Failed) > 0
 	plan.Done = plan.Remaining == 0
 	if plan.Halted {
-		return plan, nil
+		candidates = slices.DeleteFunc(candidates, func(n Node) bool { return !n.Retried })
 	}
 	free := budget - plan.InFlight
 	if free <= 0 || len(candidates) == 0 {

@@ -117,6 +117,32 @@ func TestHeldNodesWait(t *testing.T) {
 	}
 }
 
+// TestRetriedStartsWhileHalted: a node an admin retried starts within
+// the budget while another failed node halts the rollout; the others
+// wait, and the plan stays halted.
+func TestRetriedStartsWhileHalted(t *testing.T) {
+	p := rollout.Planner{Strategy: rollout.Strategy{MaxUpdate: maxUpdate("2")}, ShimUID: "shim", SpecHash: "v2"}
+	ns := []rollout.Node{
+		{Name: "failed", State: rollout.Failed, SpecHash: "v2"},
+		{Name: "retried", State: rollout.Installed, SpecHash: "v1", Retried: true},
+		{Name: "waiting", State: rollout.Installed, SpecHash: "v1"},
+	}
+	plan, err := p.Install(ns)
+	if err != nil || !plan.Halted || !slices.Equal(plan.Start, []string{"retried"}) || !slices.Equal(plan.Failed, []string{"failed"}) {
+		t.Errorf("halted with a retried node: %+v %v; want retried started alone", plan, err)
+	}
+	ns[1].Retried = false
+	if plan, _ := p.Install(ns); len(plan.Start) != 0 {
+		t.Errorf("halted, nothing retried: %+v; want nothing started", plan)
+	}
+	ns[1].Retried = true
+	p.Strategy.MaxUpdate = maxUpdate("1")
+	ns = append(ns, rollout.Node{Name: "busy", State: rollout.Installing, SpecHash: "v2"})
+	if plan, _ := p.Install(ns); len(plan.Start) != 0 {
+		t.Errorf("no budget left: %+v; want the retried node waiting", plan)
+	}
+}
+
 // TestOrderIsDeterministicButSpread: the same inputs give the same order;
 // another shim or spec gives another.
 func TestOrderIsDeterministicButSpread(t *testing.T) {

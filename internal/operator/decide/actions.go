@@ -118,12 +118,12 @@ type CountJob struct {
 	Job  *jobview.View
 }
 
-// RememberRetry records the retry request acted on and the Jobs it
-// deleted, once they are deleted.
+// RememberRetry records the retry request acted on, the target it was
+// acted on at (Hash), and the Jobs it deleted, once they are deleted.
 type RememberRetry struct {
-	Shim    *v1alpha1.Shim
-	Request string
-	Jobs    []types.UID
+	Shim          *v1alpha1.Shim
+	Request, Hash string
+	Jobs          []types.UID
 }
 
 func (Together) action()      {}

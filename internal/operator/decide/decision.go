@@ -78,6 +78,7 @@ func Decide(s *Snapshot, p Policy) (Decision, error) {
 				}
 			}
 			n := v.PlannerNode(s.Hash, false)
+			n.Retried = s.retriedNode(v.Node.Name)
 			s.Hold(v, &n, false)
 			if p.Shared[n.Name] {
 				n.Priority = 1

@@ -38,7 +38,7 @@ func Retry(obs *Snapshot) []Action {
 	all, names := RetrySelection(req)
 	var writes Together
 	var retried []string
-	remember := RememberRetry{Shim: shim, Request: req}
+	remember := RememberRetry{Shim: shim, Request: req, Hash: obs.Hash}
 	for i := range obs.Views {
 		v := &obs.Views[i]
 		if !v.FailedNode() || !all && !names[v.Node.Name] {
@@ -57,11 +57,22 @@ func Retry(obs *Snapshot) []Action {
 		writes = append(writes, steps)
 		retried = append(retried, v.Node.Name)
 	}
-	obs.Retried = req
+	obs.Retried, obs.RetriedHash = req, obs.Hash
 	acts := []Action{writes, remember}
 	if len(retried) > 0 {
 		acts = append(acts, EmitEvent{Shim: shim, Type: corev1.EventTypeNormal, Reason: "Retry", Action: "Install",
 			Note: fmt.Sprintf("retrying %d failed nodes (%s): %s", len(retried), req, strings.Join(retried[:min(len(retried), 10)], ", "))})
 	}
 	return acts
+}
+
+// retriedNode: a node-specific retry request acted on at the rollout's
+// target names the node (a retry of "all" clears every failure, so no
+// halt is left to pass).
+func (o *Snapshot) retriedNode(name string) bool {
+	if o.Retried == "" || o.RetriedHash != o.Hash {
+		return false
+	}
+	all, nodes := RetrySelection(o.Retried)
+	return !all && nodes[name]
 }

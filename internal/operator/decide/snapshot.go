@@ -31,8 +31,12 @@ type Snapshot struct {
 	// art is the artifact pinned for the rollout (nil: none, the spec is
 	// refused); shown is what the status shows of it.
 	Art, Shown *v1alpha1.ResolvedArtifact
-	// retried is the retry request acted on (status.retried).
-	Retried string
+	// retried is the retry request acted on (status.retried);
+	// RetriedHash the target it was acted on at ("": not known, as after
+	// an operator's restart). The nodes a request names start again at
+	// that target even while other failed nodes halt the rollout.
+	Retried     string
+	RetriedHash string
 	// Views are the views of every node of the cluster for the Shim
 	// (BuildViews); the rollout's decision (Decide) fills in their plans.
 	Views []NodeView

@@ -18,7 +18,7 @@ import (
 
 // pauseCommand is pause (paused true) or resume (false): a patch of
 // spec.rolloutStrategy.paused, then what the rollout does next.
-func (o *options) pauseCommand(paused bool) *cobra.Command {
+func pauseCommand(o *options, paused bool) *cobra.Command {
 	verb, short := "pause", "Stop the Shim's rollout: no node starts; the installer Jobs running finish"
 	if !paused {
 		verb, short = "resume", "Go on with the Shim's rollout where it stopped"
@@ -34,12 +34,12 @@ func (o *options) pauseCommand(paused bool) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return o.explain(o.setPaused(cmd.Context(), r, args[0], paused))
+			return o.explain(setPaused(cmd.Context(), o, r, args[0], paused))
 		},
 	}
 }
 
-func (o *options) setPaused(ctx context.Context, r reader, name string, paused bool) error {
+func setPaused(ctx context.Context, o *options, r reader, name string, paused bool) error {
 	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"rolloutStrategy": map[string]any{"paused": paused}}})
 	shim := &v1alpha1.Shim{}
 	shim.Name = name
@@ -52,12 +52,12 @@ func (o *options) setPaused(ctx context.Context, r reader, name string, paused b
 	}
 	fmt.Fprintf(o.streams.Out, "shim.%s/%s %s\n", v1alpha1.GroupVersion.Group, name, state)
 	o.warnNoOperator(ctx, r, "nothing carries the rollout out")
-	return o.next(ctx, r, shim)
+	return printNext(ctx, o, r, shim)
 }
 
 // next says what the Shim's rollout does next, from its plan.
-func (o *options) next(ctx context.Context, r reader, shim *v1alpha1.Shim) error {
-	rep, err := o.planReport(ctx, r, shim, shim, false)
+func printNext(ctx context.Context, o *options, r reader, shim *v1alpha1.Shim) error {
+	rep, err := planReport(ctx, r, shim, shim, false)
 	if err != nil {
 		return err
 	}
@@ -65,20 +65,19 @@ func (o *options) next(ctx context.Context, r reader, shim *v1alpha1.Shim) error
 	return nil
 }
 
-func (o *options) rerunCommand() *cobra.Command {
+func rerunCommand(o *options) *cobra.Command {
 	var node string
 	var force bool
 	cmd := &cobra.Command{
 		Use:   "rerun NAME --node NODE",
-		Short: "Clear one failed node's failure: the rollout installs it again",
+		Short: "Retry one failed node of the Shim now, and only it",
 		Long: `rerun clears the failure of one node, and only its, through the Shim's
 retry annotation (shim.containerd.x-k8s.io/retry) that the operator
-honours: the node is installed again as the rollout goes on, under
-maxUpdate: at once when no other failed node halts the rollout, else once
-that halt clears too. A node that has not failed is refused, and so is a
-failure that a retry of the same spec cannot change (Conflict,
-DigestMismatch, ConfigInvalid, ...) until you fixed its cause and say so
-with --force.`,
+honours: the node starts again now, within maxUpdate, also while another
+failed node halts the rollout (which still holds for every other node). A
+node that has not failed is refused, and so is a failure that a retry of
+the same spec cannot change (Conflict, DigestMismatch, ConfigInvalid, ...)
+until you fixed its cause and say so with --force.`,
 		Example: "  kubectl shimkit rerun spin --node worker-3",
 		Args:    exactlyName,
 		PreRunE: func(*cobra.Command, []string) error {
@@ -92,7 +91,7 @@ with --force.`,
 			if err != nil {
 				return err
 			}
-			return o.explain(o.rerun(cmd.Context(), r, args[0], node, force))
+			return o.explain(runRerun(cmd.Context(), o, r, args[0], node, force))
 		},
 	}
 	cmd.Flags().StringVar(&node, "node", "", "the failed node to retry")
@@ -100,7 +99,7 @@ with --force.`,
 	return cmd
 }
 
-func (o *options) rerun(ctx context.Context, r reader, name, node string, force bool) error {
+func runRerun(ctx context.Context, o *options, r reader, name, node string, force bool) error {
 	rep, err := statusOf(ctx, r, name)
 	if err != nil {
 		return err

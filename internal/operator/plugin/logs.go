@@ -27,7 +27,7 @@ type logsFlags struct {
 	follow   bool
 }
 
-func (o *options) logsCommand() *cobra.Command {
+func logsCommand(o *options) *cobra.Command {
 	f := &logsFlags{}
 	cmd := &cobra.Command{
 		Use:   "logs NAME --node NODE",
@@ -52,7 +52,7 @@ deleted with the Shim).`,
 			if err != nil {
 				return err
 			}
-			return o.explain(o.logs(cmd.Context(), r, args[0], f))
+			return o.explain(runLogs(cmd.Context(), o, r, args[0], f))
 		},
 	}
 	cmd.Flags().StringVar(&f.node, "node", "", "the node whose installer log to print")
@@ -64,7 +64,7 @@ deleted with the Shim).`,
 // errNoLog: neither a Job's pod nor a retained copy holds the run's log.
 var errNoLog = errors.New("no installer log")
 
-func (o *options) logs(ctx context.Context, r reader, name string, f *logsFlags) error {
+func runLogs(ctx context.Context, o *options, r reader, name string, f *logsFlags) error {
 	shim := &v1alpha1.Shim{}
 	if err := r.c.Get(ctx, client.ObjectKey{Name: name}, shim); err != nil {
 		return fmt.Errorf("Shim %s: %w", name, err)

@@ -20,7 +20,7 @@ type planFlags struct {
 	out      *output
 }
 
-func (o *options) planCommand() *cobra.Command {
+func planCommand(o *options) *cobra.Command {
 	f := &planFlags{}
 	cmd := &cobra.Command{
 		Use:   "plan (NAME | -f FILE | --delete NAME)",
@@ -64,7 +64,7 @@ exit above 1.`,
 			if err != nil {
 				return err
 			}
-			changes, err := o.plan(cmd.Context(), r, f, name)
+			changes, err := runPlan(cmd.Context(), o, r, f, name)
 			if err != nil {
 				return o.explain(err)
 			}
@@ -82,16 +82,16 @@ exit above 1.`,
 }
 
 // plan writes the plan and says whether it changes anything.
-func (o *options) plan(ctx context.Context, r reader, f *planFlags, name string) (bool, error) {
+func runPlan(ctx context.Context, o *options, r reader, f *planFlags, name string) (bool, error) {
 	if f.remove {
-		return o.removal(ctx, r, f.out, name)
+		return runRemoval(ctx, o, r, f.out, name)
 	}
 	shim, live, err := r.shimToPlan(ctx, name, f.file, o.streams.In)
 	if err != nil {
 		return false, err
 	}
 	o.warnNoOperator(ctx, r, "nothing carries this plan out")
-	rep, err := o.planReport(ctx, r, shim, live, f.file != "")
+	rep, err := planReport(ctx, r, shim, live, f.file != "")
 	if err != nil {
 		return false, err
 	}
@@ -103,7 +103,7 @@ func (o *options) plan(ctx context.Context, r reader, f *planFlags, name string)
 
 // planReport decides the rollout of shim as the operator would, with
 // what changes from before.
-func (o *options) planReport(ctx context.Context, r reader, shim, live *v1alpha1.Shim, fromFile bool) (report.PlanReport, error) {
+func planReport(ctx context.Context, r reader, shim, live *v1alpha1.Shim, fromFile bool) (report.PlanReport, error) {
 	nodes, jobs, results, err := r.fleet(ctx, shim.Name)
 	if err != nil {
 		return report.PlanReport{}, err
@@ -139,7 +139,7 @@ func (o *options) planReport(ctx context.Context, r reader, shim, live *v1alpha1
 
 // removal writes what deleting the live Shim would do, and says whether
 // it changes anything (it does while the Shim exists).
-func (o *options) removal(ctx context.Context, r reader, out *output, name string) (bool, error) {
+func runRemoval(ctx context.Context, o *options, r reader, out *output, name string) (bool, error) {
 	shim, nodes, jobs, results, err := r.liveFleet(ctx, name)
 	if err != nil {
 		return false, err

@@ -17,7 +17,7 @@ import (
 // watchEvery is how often status --watch reads the cluster again.
 const watchEvery = 2 * time.Second
 
-func (o *options) statusCommand() *cobra.Command {
+func statusCommand(o *options) *cobra.Command {
 	var watch bool
 	var out *output
 	cmd := &cobra.Command{
@@ -41,9 +41,9 @@ per row; --watch prints the table again each time it changes.`,
 				return err
 			}
 			if !watch {
-				return o.explain(o.status(cmd.Context(), r, out, args[0], o.streams.Out))
+				return o.explain(runStatus(cmd.Context(), o, r, out, args[0], o.streams.Out))
 			}
-			return o.explain(o.watchStatus(cmd.Context(), r, out, args[0]))
+			return o.explain(watchStatus(cmd.Context(), o, r, out, args[0]))
 		},
 	}
 	out = addOutput(cmd, formatWide, formatName)
@@ -52,7 +52,7 @@ per row; --watch prints the table again each time it changes.`,
 }
 
 // status writes the Shim's status once.
-func (o *options) status(ctx context.Context, r reader, out *output, name string, w io.Writer) error {
+func runStatus(ctx context.Context, o *options, r reader, out *output, name string, w io.Writer) error {
 	rep, err := statusOf(ctx, r, name)
 	if err != nil {
 		return err
@@ -79,7 +79,7 @@ func writeStatus(w io.Writer, out *output, rep report.StatusReport) error {
 
 // watchStatus writes the status, then again each time it changes (a
 // row, a count, the condition; not the ages), until ctx ends.
-func (o *options) watchStatus(ctx context.Context, r reader, out *output, name string) error {
+func watchStatus(ctx context.Context, o *options, r reader, out *output, name string) error {
 	var last []byte
 	tick := time.NewTicker(watchEvery)
 	defer tick.Stop()
