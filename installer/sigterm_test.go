@@ -124,7 +124,7 @@ func TestSIGTERMAtEveryStep(t *testing.T) {
 	for _, step := range []string{"locked", "checked", "configured", "restarted-containerd", "restarted", "removed"} {
 		t.Run("uninstall/"+step, func(t *testing.T) {
 			if _, err := inst.Install(ctx, crashPlan(url, a.SHA256)); err != nil {
-				t.Fatal(err)
+				t.Fatalf("%v\ncontainerd's journal:\n%s", err, n.Journal("containerd"))
 			}
 			r, took := runSIGTERMed(t, n, "uninstall", step, url, a.SHA256)
 			check(t, r, took, clean, installed, false)

@@ -138,14 +138,17 @@ func (s *Restarter) onUnit(ctx context.Context, fn func(conn *sddbus.Conn, unit 
 	return fn(conn, unit)
 }
 
-// Restart restarts the unit and waits for the job's result. When systemd
-// refuses because the unit hit its start limit (StartLimitBurst counts
-// manual restarts too, so a few installs in a row reach it), the failed
-// state is reset and the restart tried once more.
+// Restart restarts the unit and waits for the job's result. When the job
+// fails, the failed state and the start-limit counter are reset and the
+// restart tried once more: systemd refuses a unit at its start limit
+// (StartLimitBurst counts manual restarts too, so a few installs in a row
+// reach it), and then its Result is start-limit-hit only when the unit's
+// last run ended well: after a stop that exited non-zero it stays
+// exit-code, so the job's failure is what tells.
 func (s *Restarter) Restart(ctx context.Context) error {
 	return s.onUnit(ctx, func(conn *sddbus.Conn, unit string) error {
 		err := restart(ctx, conn, unit)
-		if err == nil || !startLimitHit(ctx, conn, unit) {
+		if err == nil || !errors.Is(err, errJobFailed) && !startLimitHit(ctx, conn, unit) {
 			return err
 		}
 		if rerr := conn.ResetFailedUnitContext(ctx, unit); rerr != nil {
@@ -166,6 +169,10 @@ func (s *Restarter) ResetFailed(ctx context.Context) error {
 	})
 }
 
+// errJobFailed: a restart job ended "failed" (a start refused at the
+// unit's start limit, or a start that failed).
+var errJobFailed = errors.New("the unit did not start")
+
 // startLimitHit reports whether the unit's last start was refused by its
 // start limit.
 func startLimitHit(ctx context.Context, conn *sddbus.Conn, unit string) bool {
@@ -184,10 +191,13 @@ func restart(ctx context.Context, conn *sddbus.Conn, unit string) error {
 	}
 	select {
 	case result := <-done:
-		if result != "done" {
-			return fmt.Errorf("%w: restart job of %s ended %q", ErrRestartFailed, unit, result)
+		switch result {
+		case "done":
+			return nil
+		case "failed":
+			return fmt.Errorf("%w: restart job of %s ended %q: %w", ErrRestartFailed, unit, result, errJobFailed)
 		}
-		return nil
+		return fmt.Errorf("%w: restart job of %s ended %q", ErrRestartFailed, unit, result)
 	case <-ctx.Done():
 		return fmt.Errorf("%w: waiting for the restart of %s: %w", ErrRestartFailed, unit, ctx.Err())
 	}
