@@ -131,9 +131,10 @@ func onNode(n testutil.ClusterNode) map[string]string {
 }
 
 // loadImages builds the operator and installer images without Docker,
-// imports them into every node's containerd, and returns the installer's
-// archive, all that nodes that join later need (JoinOptions.Images): the
-// operator runs on the cluster's first nodes.
+// imports them into every node's containerd, and returns both archives,
+// for the nodes that join later (JoinOptions.Images): an operator pod
+// deleted mid-test (the drain scenario's) may be scheduled onto one of
+// them, where it found no image once (ErrImageNeverPull).
 func loadImages(t *testing.T, c *testutil.Cluster) []string {
 	t.Helper()
 	dir := t.TempDir()
@@ -153,7 +154,7 @@ func loadImages(t *testing.T, c *testutil.Cluster) []string {
 			testutil.ImportImage(t, "/usr/bin/ctr", n.Socket(), tar)
 		}
 	}
-	return tars[1:]
+	return tars
 }
 
 // grepLines returns the first n lines of text that contain s.
