@@ -163,7 +163,7 @@ func Next(r PlanReport, now time.Time) string {
 		nodes []string
 	}{{"install", w.Install}, {"upgrade", w.Upgrade}, {"uninstall", w.Uninstall}} {
 		if len(l.nodes) > 0 {
-			parts = append(parts, l.label+" "+names(l.nodes, false))
+			parts = append(parts, l.label+" "+shortNames(l.nodes))
 		}
 	}
 	line := "Next: " + when(w.At, now) + ", " + strings.Join(parts, "; ")

@@ -127,7 +127,15 @@ func names(nodes []string, wide bool) string {
 	if wide || len(nodes) <= ShortList {
 		return strings.Join(nodes, ", ")
 	}
-	return fmt.Sprintf("%s and %d more (-o wide lists them)", strings.Join(nodes[:ShortList], ", "), len(nodes)-ShortList)
+	return shortNames(nodes) + " (-o wide lists them)"
+}
+
+// shortNames joins the first ShortList nodes, and says how many more.
+func shortNames(nodes []string) string {
+	if len(nodes) <= ShortList {
+		return strings.Join(nodes, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(nodes[:ShortList], ", "), len(nodes)-ShortList)
 }
 
 // writeSkipped writes the nodes skipped, ShortList of them unless wide.
