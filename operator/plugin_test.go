@@ -14,10 +14,12 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -52,6 +54,7 @@ func TestPluginPlanIsWhatTheOperatorDoes(t *testing.T) {
 	v2 := getShim(t, env.Client, "pl")
 	v2.Spec.FetchStrategy.AnonHTTP.Location = "https://artifacts.invalid/pl-v2.tar.gz"
 	file := writeShimFile(t, &v1alpha1.Shim{Spec: v2.Spec, ObjectMeta: metav1.ObjectMeta{Name: "pl"}})
+	noOperatorWarning(t, env, kubeconfig, file)
 	var plan report.PlanReport
 	runPlugin(t, &plan, kubeconfig, "plan", "-f", file, "-o", "json")
 	if len(plan.Waves) != 3 || len(plan.Waves[0].Upgrade) != 2 {
@@ -216,5 +219,26 @@ func BenchmarkPluginPlan5000Nodes(b *testing.B) {
 		if len(plan.Waves) != 10 {
 			b.Fatalf("%d waves, want 10", len(plan.Waves))
 		}
+	}
+}
+
+// noOperatorWarning: with no operator pod and no fresh leader Lease in
+// its namespace (the operator here runs in the test, without leader
+// election), plan warns that nothing carries it out; once a leader
+// renews the Lease, it does not.
+func noOperatorWarning(t *testing.T, env *testutil.Env, kubeconfig, file string) {
+	t.Helper()
+	const warning = "warning: no shimkit operator runs in namespace shimkit-system"
+	if code, _, stderr := pluginRun(kubeconfig, "plan", "-f", file); code != plugin.ExitOK || !bytes.Contains(stderr, []byte(warning)) {
+		t.Errorf("plan without an operator in its namespace: exit %d, stderr %q; want the warning", code, stderr)
+	}
+	now := metav1.NewMicroTime(time.Now())
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: jobNamespace, Name: "shimkit-operator.containerd.x-k8s.io"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("operator-0"), LeaseDurationSeconds: ptr.To[int32](15), RenewTime: &now}}
+	if err := env.Client.Create(context.Background(), lease); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := pluginRun(kubeconfig, "plan", "-f", file); code != plugin.ExitOK || bytes.Contains(stderr, []byte(warning)) {
+		t.Errorf("plan with a fresh leader Lease: exit %d, stderr %q; want no warning", code, stderr)
 	}
 }
