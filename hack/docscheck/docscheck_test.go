@@ -97,6 +97,7 @@ func TestRepositoryDocs(t *testing.T) {
 		"nav":     checkNav(root),
 		"reasons": checkReasons(root),
 		"shims":   checkShims(root),
+		"paths":   checkMachinePaths(root),
 	} {
 		for _, err := range errs {
 			t.Errorf("%s: %v", name, err)
@@ -112,5 +113,16 @@ func TestCheckReasonsMissingRow(t *testing.T) {
 	errs := checkReasons(dir)
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "BrandNew") {
 		t.Errorf("checkReasons: %v, want BrandNew alone", errs)
+	}
+}
+
+// A command with a machine's directory is named, file and line.
+func TestCheckMachinePaths(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "BENCHMARKS.md", "| a | b | `git clone REPO warm` |\n| c | d | `cd /tmp/warm14 && make test` |\n")
+	write(t, dir, "docs/guides/x.md", "# X\n\nRun `go test ./...` from /work/main.\n")
+	errs := checkMachinePaths(dir)
+	if len(errs) != 2 || !strings.Contains(errs[0].Error(), "BENCHMARKS.md:2") || !strings.Contains(errs[1].Error(), "docs/guides/x.md:3") {
+		t.Errorf("checkMachinePaths: %v, want BENCHMARKS.md:2 and docs/guides/x.md:3", errs)
 	}
 }

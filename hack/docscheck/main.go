@@ -8,7 +8,8 @@
 // was cut (readme-sections.txt) is no heading of the site; when a status
 // reason of the generated reference has no "what to do" row in the
 // troubleshooting guide; and when a whole Shim in README.md or docs/ does
-// not decode strictly as the API type (an unknown or misspelt field).
+// not decode strictly as the API type (an unknown or misspelt field); and
+// when a page names a machine's directory (/tmp/, /work/).
 //
 //	docscheck -site site
 package main
@@ -43,5 +44,6 @@ func checkAll(root, site string) []error {
 	errs = append(errs, checkSections(root, s)...)
 	errs = append(errs, checkReasons(root)...)
 	errs = append(errs, checkShims(root)...)
+	errs = append(errs, checkMachinePaths(root)...)
 	return errs
 }
