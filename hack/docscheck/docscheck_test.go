@@ -98,6 +98,7 @@ func TestRepositoryDocs(t *testing.T) {
 		"reasons": checkReasons(root),
 		"shims":   checkShims(root),
 		"paths":   checkMachinePaths(root),
+		"pages":   checkPages(root),
 	} {
 		for _, err := range errs {
 			t.Errorf("%s: %v", name, err)
@@ -124,5 +125,34 @@ func TestCheckMachinePaths(t *testing.T) {
 	errs := checkMachinePaths(dir)
 	if len(errs) != 2 || !strings.Contains(errs[0].Error(), "BENCHMARKS.md:2") || !strings.Contains(errs[1].Error(), "docs/guides/x.md:3") {
 		t.Errorf("checkMachinePaths: %v, want BENCHMARKS.md:2 and docs/guides/x.md:3", errs)
+	}
+}
+
+// A guide without sections and a long table cell are named; a fenced
+// block's lines are not judged.
+func TestCheckPage(t *testing.T) {
+	long := strings.Repeat("word ", 400)
+	cell := "| a | " + strings.Repeat("x", 700) + " |"
+	for _, tc := range []struct {
+		name, text string
+		guide      bool
+		want       []string
+	}{
+		{"flat guide", "# G\n\n" + long, true, []string{"a guide of 402 words with 0 sections"}},
+		{"guide with sections", "# G\n\n## A\n\n" + long + "\n\n## B\n", true, nil},
+		{"short guide", "# G\n\nshort", true, nil},
+		{"long cell", "# P\n\n" + cell + "\n", false, []string{"p.md:3: a table cell of 702 characters"}},
+		{"fenced", "# P\n\n```\n" + cell + "\n```\n", false, nil},
+	} {
+		errs := checkPage("p.md", tc.text, tc.guide)
+		if len(errs) != len(tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, errs, tc.want)
+			continue
+		}
+		for i, w := range tc.want {
+			if !strings.Contains(errs[i].Error(), w) {
+				t.Errorf("%s: %v, want %q", tc.name, errs[i], w)
+			}
+		}
 	}
 }

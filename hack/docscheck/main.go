@@ -7,9 +7,11 @@
 // resolve, anchor included; when a section title of the README before it
 // was cut (readme-sections.txt) is no heading of the site; when a status
 // reason of the generated reference has no "what to do" row in the
-// troubleshooting guide; and when a whole Shim in README.md or docs/ does
-// not decode strictly as the API type (an unknown or misspelt field); and
-// when a page names a machine's directory (/tmp/, /work/).
+// troubleshooting guide; when a whole Shim in README.md or docs/ does
+// not decode strictly as the API type (an unknown or misspelt field);
+// when a page names a machine's directory (/tmp/, /work/); and when a
+// guide of over 300 words has fewer than two sections or a hand-written
+// page has a table cell over 600 characters.
 //
 //	docscheck -site site
 package main
@@ -45,5 +47,6 @@ func checkAll(root, site string) []error {
 	errs = append(errs, checkReasons(root)...)
 	errs = append(errs, checkShims(root)...)
 	errs = append(errs, checkMachinePaths(root)...)
+	errs = append(errs, checkPages(root)...)
 	return errs
 }
