@@ -28,12 +28,18 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 {{- end }}
 
+{{/* An image reference: repository:tag, and @digest when one pins it. */}}
+{{- define "shimkit.image" -}}
+{{- printf "%s:%s" .image.repository (default .appVersion .image.tag) -}}
+{{- with .image.digest }}{{ printf "@%s" . }}{{ end -}}
+{{- end }}
+
 {{- define "shimkit.operatorImage" -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- include "shimkit.image" (dict "image" .Values.image "appVersion" .Chart.AppVersion) -}}
 {{- end }}
 
 {{- define "shimkit.installerImage" -}}
-{{- printf "%s:%s" .Values.installer.image.repository (default .Chart.AppVersion .Values.installer.image.tag) -}}
+{{- include "shimkit.image" (dict "image" .Values.installer.image "appVersion" .Chart.AppVersion) -}}
 {{- end }}
 
 {{/* The operator's flags, in the order of operator/config/manager. */}}
