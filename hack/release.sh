@@ -4,6 +4,8 @@
 #   shimkit-$VERSION.tgz                        the chart: version = appVersion = $VERSION (the images' default tag)
 #   shimkit-{operator,installer}-$VERSION.cdx.json  a CycloneDX SBOM of each image's binary
 #   kubectl-shimkit-$VERSION-linux-amd64        the kubectl plugin (static), and its SBOM (.cdx.json)
+#   release-notes.md                            CHANGELOG.md's section of $VERSION (or, before it is
+#                                               written, its Unreleased section)
 #   sha256sums.txt                              the sha256 of each file above (sha256sum -c reads it)
 # Environment: VERSION (required, semver with a leading v), DIST (default dist),
 # IMAGE_PREFIX (e.g. registry.example/shimkit/: prefixed to both images' names,
@@ -28,7 +30,7 @@ fi
 
 # Only the files of a release are replaced: DIST may be any directory.
 mkdir -p "$DIST"
-rm -f "$DIST"/shimkit-*.tar "$DIST"/shimkit-*.tgz "$DIST"/shimkit-*.cdx.json "$DIST"/kubectl-shimkit-* "$DIST"/sha256sums.txt
+rm -f "$DIST"/shimkit-*.tar "$DIST"/shimkit-*.tgz "$DIST"/shimkit-*.cdx.json "$DIST"/kubectl-shimkit-* "$DIST"/sha256sums.txt "$DIST"/release-notes.md
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -68,6 +70,24 @@ if [[ -n $IMAGE_PREFIX ]]; then
 fi
 "$HELM" package "$work/shimkit" --version "$VERSION" --app-version "$VERSION" --destination "$DIST" >/dev/null
 
-(cd "$DIST" && sha256sum -- shimkit-*.tar shimkit-*.tgz shimkit-*.cdx.json kubectl-shimkit-* >sha256sums.txt)
+# The release notes: the CHANGELOG's section of the version (## [vX.Y.Z]),
+# else its Unreleased one, under the version's title.
+section=$(awk -v v="## [${VERSION#v}]" -v vv="## [$VERSION]" '
+	/^## \[/ { on = (index($0, v) == 1 || index($0, vv) == 1) }
+	on' CHANGELOG.md)
+if [[ -z $section ]]; then
+	section=$(awk '/^## \[/ { on = (index($0, "## [Unreleased]") == 1) } on' CHANGELOG.md)
+fi
+if [[ -z $section ]]; then
+	echo "release: CHANGELOG.md has no section for $VERSION nor an Unreleased one" >&2
+	exit 1
+fi
+{
+	echo "# shimkit $VERSION"
+	echo
+	printf '%s\n' "$section" | tail -n +2
+} >"$DIST/release-notes.md"
+
+(cd "$DIST" && sha256sum -- shimkit-*.tar shimkit-*.tgz shimkit-*.cdx.json kubectl-shimkit-* release-notes.md >sha256sums.txt)
 echo "release $VERSION in $DIST:"
 ls -l "$DIST"

@@ -75,6 +75,7 @@ func TestRelease(t *testing.T) {
 		"shimkit-operator-" + version + ".tar",
 		"kubectl-shimkit-" + version + "-linux-amd64",
 		"kubectl-shimkit-" + version + "-linux-amd64.cdx.json",
+		"release-notes.md",
 	}
 	entries, err := os.ReadDir(dist)
 	if err != nil {
@@ -102,6 +103,12 @@ func TestRelease(t *testing.T) {
 			checkSBOM(t, filepath.Join(dist, bin+"-"+version+".cdx.json"), bin)
 		})
 	}
+	t.Run("release notes", func(t *testing.T) {
+		notes, err := os.ReadFile(filepath.Join(dist, "release-notes.md"))
+		if err != nil || !strings.HasPrefix(string(notes), "# shimkit "+version+"\n") || !strings.Contains(string(notes), "\n### Added\n") || strings.Contains(string(notes), "## [Unreleased]") {
+			t.Errorf("release-notes.md: %v\n%.300s", err, notes)
+		}
+	})
 	t.Run("kubectl-shimkit", func(t *testing.T) {
 		plugin := filepath.Join(dist, "kubectl-shimkit-"+version+"-linux-amd64")
 		checkVersion(t, plugin, "kubectl-shimkit")
