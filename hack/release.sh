@@ -4,6 +4,9 @@
 #   shimkit-$VERSION.tgz                        the chart: version = appVersion = $VERSION (the images' default tag)
 #   shimkit-{operator,installer}-$VERSION.cdx.json  a CycloneDX SBOM of each image's binary
 #   kubectl-shimkit-$VERSION-linux-amd64        the kubectl plugin (static), and its SBOM (.cdx.json)
+#   kubectl-shimkit-$VERSION-{linux,darwin}-{amd64,arm64}.tar.gz  the plugin for each platform, as krew installs it
+#   kubectl-shimkit.krew.yaml                   the krew manifest of those archives (RELEASE_URL: where they are
+#                                               downloaded from; default the project's release page of $VERSION)
 #   release-notes.md                            CHANGELOG.md's section of $VERSION (or, before it is
 #                                               written, its Unreleased section)
 #   sha256sums.txt                              the sha256 of each file above (sha256sum -c reads it)
@@ -16,6 +19,7 @@ cd "$(dirname "$0")/.."
 : "${VERSION:?VERSION=vX.Y.Z is required}"
 DIST=${DIST:-dist}
 IMAGE_PREFIX=${IMAGE_PREFIX:-}
+RELEASE_URL=${RELEASE_URL:-https://github.com/shimkit/shimkit/releases/download/$VERSION}
 GO=${GO:-go}
 HELM=${HELM:-bin/helm}
 CYCLONEDX_GOMOD=${CYCLONEDX_GOMOD:-bin/cyclonedx-gomod}
@@ -30,7 +34,7 @@ fi
 
 # Only the files of a release are replaced: DIST may be any directory.
 mkdir -p "$DIST"
-rm -f "$DIST"/shimkit-*.tar "$DIST"/shimkit-*.tgz "$DIST"/shimkit-*.cdx.json "$DIST"/kubectl-shimkit-* "$DIST"/sha256sums.txt "$DIST"/release-notes.md
+rm -f "$DIST"/shimkit-*.tar "$DIST"/shimkit-*.tgz "$DIST"/shimkit-*.cdx.json "$DIST"/kubectl-shimkit-* "$DIST"/sha256sums.txt "$DIST"/release-notes.md "$DIST"/kubectl-shimkit.krew.yaml
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -49,9 +53,47 @@ CGO_ENABLED=0 $GO run ./hack/imagebuild -binary "$work/shimkit-operator" -name s
 CGO_ENABLED=0 $GO run ./hack/imagebuild -binary "$work/shimkit-installer" -name shimkit-installer \
 	-ref "${IMAGE_PREFIX}shimkit-installer:$VERSION" -out "$DIST/shimkit-installer-$VERSION.tar"
 
-# The kubectl plugin, as a plain binary (krew's platforms: linux/amd64 here).
+# The kubectl plugin, as a plain binary (linux/amd64), and an archive per
+# platform with the krew manifest that installs them.
 plugin="kubectl-shimkit-$VERSION-linux-amd64"
 cp "$work/kubectl-shimkit" "$DIST/$plugin"
+platforms=(linux/amd64 linux/arm64 darwin/amd64 darwin/arm64)
+for platform in "${platforms[@]}"; do
+	os=${platform%/*} arch=${platform#*/}
+	mkdir -p "$work/$os-$arch"
+	CGO_ENABLED=0 GOOS=$os GOARCH=$arch $GO build -trimpath -ldflags "$ldflags" -o "$work/$os-$arch/kubectl-shimkit" ./cmd/kubectl-shimkit
+	tar -C "$work/$os-$arch" --owner=0 --group=0 --mtime=@0 -czf "$DIST/kubectl-shimkit-$VERSION-$os-$arch.tar.gz" kubectl-shimkit
+done
+{
+	cat <<EOF
+apiVersion: krew.googlecontainertools.github.com/v1alpha2
+kind: Plugin
+metadata:
+  name: shimkit
+spec:
+  version: $VERSION
+  homepage: https://github.com/shimkit/shimkit
+  shortDescription: See and steer shimkit's rollouts of container runtime shims
+  description: |
+    kubectl shimkit shows what the shimkit operator sees of a Shim on each
+    node (status), what it would do with a spec, a file or a deletion (plan),
+    an installer's log (logs), and pauses, resumes or retries a rollout.
+  platforms:
+EOF
+	for platform in "${platforms[@]}"; do
+		os=${platform%/*} arch=${platform#*/}
+		archive="kubectl-shimkit-$VERSION-$os-$arch.tar.gz"
+		cat <<EOF
+  - selector:
+      matchLabels:
+        os: $os
+        arch: $arch
+    uri: $RELEASE_URL/$archive
+    sha256: $(sha256sum "$DIST/$archive" | cut -d' ' -f1)
+    bin: kubectl-shimkit
+EOF
+	done
+} >"$DIST/kubectl-shimkit.krew.yaml"
 
 # The SBOMs: every module linked into each binary, read from its build info.
 for bin in shimkit-operator shimkit-installer; do
@@ -88,6 +130,6 @@ fi
 	printf '%s\n' "$section" | tail -n +2
 } >"$DIST/release-notes.md"
 
-(cd "$DIST" && sha256sum -- shimkit-*.tar shimkit-*.tgz shimkit-*.cdx.json kubectl-shimkit-* release-notes.md >sha256sums.txt)
+(cd "$DIST" && sha256sum -- shimkit-*.tar shimkit-*.tgz shimkit-*.cdx.json kubectl-shimkit-* kubectl-shimkit.krew.yaml release-notes.md >sha256sums.txt)
 echo "release $VERSION in $DIST:"
 ls -l "$DIST"

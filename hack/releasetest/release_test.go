@@ -75,6 +75,11 @@ func TestRelease(t *testing.T) {
 		"shimkit-operator-" + version + ".tar",
 		"kubectl-shimkit-" + version + "-linux-amd64",
 		"kubectl-shimkit-" + version + "-linux-amd64.cdx.json",
+		"kubectl-shimkit-" + version + "-darwin-amd64.tar.gz",
+		"kubectl-shimkit-" + version + "-darwin-arm64.tar.gz",
+		"kubectl-shimkit-" + version + "-linux-amd64.tar.gz",
+		"kubectl-shimkit-" + version + "-linux-arm64.tar.gz",
+		"kubectl-shimkit.krew.yaml",
 		"release-notes.md",
 	}
 	entries, err := os.ReadDir(dist)
@@ -103,6 +108,7 @@ func TestRelease(t *testing.T) {
 			checkSBOM(t, filepath.Join(dist, bin+"-"+version+".cdx.json"), bin)
 		})
 	}
+	t.Run("krew", func(t *testing.T) { checkKrew(t, dist) })
 	t.Run("release notes", func(t *testing.T) {
 		notes, err := os.ReadFile(filepath.Join(dist, "release-notes.md"))
 		if err != nil || !strings.HasPrefix(string(notes), "# shimkit "+version+"\n") || !strings.Contains(string(notes), "\n### Added\n") || strings.Contains(string(notes), "## [Unreleased]") {
