@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -47,10 +46,10 @@ func (l *ClientsetLogs) JobLog(ctx context.Context, job *batchv1.Job) ([]byte, e
 	if err != nil {
 		return nil, fmt.Errorf("pods of Job %s: %w", job.Name, err)
 	}
-	if len(pods.Items) == 0 {
+	pod := nodejob.NewestPod(pods.Items)
+	if pod == nil {
 		return nil, fmt.Errorf("Job %s has no pod left", job.Name)
 	}
-	pod := slices.MaxFunc(pods.Items, func(x, y corev1.Pod) int { return x.CreationTimestamp.Compare(y.CreationTimestamp.Time) })
 	stream, err := l.Clientset.CoreV1().Pods(job.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: nodejob.Container, TailLines: ptr.To(int64(tailLines))}).Stream(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("log of pod %s: %w", pod.Name, err)

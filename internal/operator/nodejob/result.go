@@ -55,6 +55,18 @@ func podResult(pod *corev1.Pod, shim string) *plan.NodeResult {
 	return nil
 }
 
+// NewestPod is the Job's pod the installer ran last (nil: none), by
+// creation, then name: the one whose log and result count.
+func NewestPod(pods []corev1.Pod) *corev1.Pod {
+	var newest *corev1.Pod
+	for i := range pods {
+		if newest == nil || newerPod(&pods[i], newest) {
+			newest = &pods[i]
+		}
+	}
+	return newest
+}
+
 func newerPod(a, b *corev1.Pod) bool {
 	return a.CreationTimestamp.After(b.CreationTimestamp.Time) ||
 		a.CreationTimestamp.Equal(&b.CreationTimestamp) && a.Name > b.Name

@@ -130,10 +130,10 @@ func (r reader) podLog(ctx context.Context, j *batchv1.Job, follow bool, w io.Wr
 	if err := r.c.List(ctx, &pods, client.InNamespace(r.namespace), client.MatchingLabels{nodejob.LabelControllerUID: string(j.UID)}); err != nil {
 		return fmt.Errorf("pods of Job %s: %w", j.Name, err)
 	}
-	if len(pods.Items) == 0 {
+	newest := nodejob.NewestPod(pods.Items)
+	if newest == nil {
 		return errNoLog
 	}
-	newest := slices.MaxFunc(pods.Items, func(a, b corev1.Pod) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
 	stream, err := r.cs.CoreV1().Pods(r.namespace).GetLogs(newest.Name, &corev1.PodLogOptions{Container: nodejob.Container, Follow: follow}).Stream(ctx)
 	if apierrors.IsNotFound(err) || apierrors.IsBadRequest(err) {
 		return errNoLog // gone, or its container never started
