@@ -1,7 +1,10 @@
 // Package imagebuild makes the reference container images without a Docker
 // engine: a static binary (and the build host's CA bundle, for HTTPS) in a
-// single layer, written as an image tarball that `ctr images import`,
-// `docker load` and `kind load image-archive` all read.
+// single layer. Write makes one image for one platform, as an image tarball
+// that `ctr images import`, `docker load` and `kind load image-archive` all
+// read; WriteIndex makes a multi-platform image index, as an OCI image
+// layout archive (index.go), and Push copies such an archive to a registry
+// (push.go). The same inputs always give the same digests.
 package imagebuild
 
 import (
@@ -9,8 +12,10 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,6 +24,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // caBundle is where Debian keeps the CA certificates.
@@ -41,9 +47,23 @@ type Image struct {
 
 // Write builds the image and writes it as a tarball to out.
 func Write(img Image, out string) error {
-	bin, err := os.ReadFile(img.Binary)
+	image, err := build(img, false)
 	if err != nil {
 		return err
+	}
+	tag, err := name.NewTag(img.Ref)
+	if err != nil {
+		return fmt.Errorf("image name %q: %w", img.Ref, err)
+	}
+	return tarball.WriteToFile(out, tag, image)
+}
+
+// build makes the image of img: with oci, of OCI media types (an image
+// index's member), else of Docker's (what docker load reads).
+func build(img Image, oci bool) (v1.Image, error) {
+	bin, err := os.ReadFile(img.Binary)
+	if err != nil {
+		return nil, err
 	}
 	files := map[string]fileEntry{"/" + img.Name: {data: bin, mode: 0o755}}
 	if ca, err := os.ReadFile(caBundle); err == nil {
@@ -52,19 +72,25 @@ func Write(img Image, out string) error {
 	files["/tmp/"] = fileEntry{mode: 0o1777} // a directory: programs expect a /tmp
 	layerTar, err := tarOf(files)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(layerTar)), nil })
-	if err != nil {
-		return err
+	var layerOpts []tarball.LayerOption
+	base := empty.Image
+	if oci {
+		layerOpts = append(layerOpts, tarball.WithMediaType(types.OCILayer))
+		base = mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
 	}
-	image, err := mutate.AppendLayers(empty.Image, layer)
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(layerTar)), nil }, layerOpts...)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	image, err := mutate.AppendLayers(base, layer)
+	if err != nil {
+		return nil, err
 	}
 	cf, err := image.ConfigFile()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cf = cf.DeepCopy()
 	arch := img.Arch
@@ -75,14 +101,7 @@ func Write(img Image, out string) error {
 	cf.Created = v1.Time{Time: time.Unix(0, 0).UTC()} // reproducible
 	cf.Config = v1.Config{Entrypoint: []string{"/" + img.Name}, Cmd: img.Args, User: img.User,
 		Env: []string{"SSL_CERT_FILE=" + caBundle}, Labels: map[string]string{"org.opencontainers.image.source": "https://github.com/shimkit/shimkit"}}
-	if image, err = mutate.ConfigFile(image, cf); err != nil {
-		return err
-	}
-	tag, err := name.NewTag(img.Ref)
-	if err != nil {
-		return fmt.Errorf("image name %q: %w", img.Ref, err)
-	}
-	return tarball.WriteToFile(out, tag, image)
+	return mutate.ConfigFile(image, cf)
 }
 
 type fileEntry struct {
@@ -94,7 +113,8 @@ func tarOf(files map[string]fileEntry) ([]byte, error) {
 	var b bytes.Buffer
 	tw := tar.NewWriter(&b)
 	dirs := map[string]bool{}
-	for p, f := range files {
+	for _, p := range slices.Sorted(maps.Keys(files)) {
+		f := files[p]
 		if strings.HasSuffix(p, "/") {
 			if err := tw.WriteHeader(&tar.Header{Name: p[1:], Typeflag: tar.TypeDir, Mode: f.mode, ModTime: time.Unix(0, 0)}); err != nil {
 				return nil, err
