@@ -29,6 +29,9 @@ INSTALLER_IMG ?= shimkit-installer:$(IMAGE_TAG)
 VERSION ?= $(shell git describe --tags --dirty 2>/dev/null)
 DIST ?= dist
 IMAGE_PREFIX ?=
+CHART_REPO ?=
+IMAGE_PLATFORMS ?=
+PLAIN_HTTP ?=
 # Stamped into the binaries of make image and make release (--version).
 VERSION_LDFLAGS = -X github.com/shimkit/shimkit/internal/version.version=$(VERSION)
 
@@ -37,7 +40,7 @@ KUBECTL ?= kubectl
 
 .PHONY: all help tools test e2e demo plugin test-unit lint bins fuzz bench generate verify-generate verify-manifests api \
 	image images docker-build chart verify-chart helm-lint install uninstall deploy undeploy run \
-	docs docs-gen verify-docs release
+	docs docs-gen verify-docs release publish
 
 ## all: lint and test.
 all: lint test
@@ -159,11 +162,17 @@ images: image
 ## docker-build: the same as image (no Docker engine needed either).
 docker-build: image
 
-## release: VERSION=vX.Y.Z: the versioned images, the chart, an SBOM per image and sha256sums.txt in DIST (dist/).
-# IMAGE_PREFIX=registry.example/shimkit/ names the images (and the chart's defaults) under a registry.
+## release: VERSION=vX.Y.Z: multi-platform image indexes, the chart pinning them, plugin archives, SBOMs, sha256sums.txt in DIST (dist/).
+# IMAGE_PREFIX=registry.example/shimkit/ names the images (and the chart's defaults) under a registry;
+# IMAGE_PLATFORMS= (default linux/amd64 linux/arm64) the images' platforms.
 release: $(HELM) $(CYCLONEDX_GOMOD)
 	@if [ -z "$(VERSION)" ]; then echo "release: VERSION=vX.Y.Z is required (no tag for git describe)"; exit 2; fi
-	VERSION='$(VERSION)' DIST='$(DIST)' IMAGE_PREFIX='$(IMAGE_PREFIX)' GO='$(GO)' HELM='$(HELM)' CYCLONEDX_GOMOD='$(CYCLONEDX_GOMOD)' hack/release.sh
+	VERSION='$(VERSION)' DIST='$(DIST)' IMAGE_PREFIX='$(IMAGE_PREFIX)' IMAGE_PLATFORMS='$(IMAGE_PLATFORMS)' GO='$(GO)' HELM='$(HELM)' CYCLONEDX_GOMOD='$(CYCLONEDX_GOMOD)' hack/release.sh
+
+## publish: push the release of make release (same VERSION, IMAGE_PREFIX, DIST) to its registry: images, then the chart to oci://CHART_REPO.
+# CHART_REPO defaults to IMAGE_PREFIX's registry and path, then charts; PLAIN_HTTP=1 for a loopback registry.
+publish: $(HELM)
+	VERSION='$(VERSION)' DIST='$(DIST)' IMAGE_PREFIX='$(IMAGE_PREFIX)' CHART_REPO='$(CHART_REPO)' PLAIN_HTTP='$(PLAIN_HTTP)' GO='$(GO)' HELM='$(HELM)' hack/publish.sh
 
 ## bench: the benchmarks behind BENCHMARKS.md.
 bench: bins

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Writes a release of shimkit into $DIST (make release VERSION=vX.Y.Z):
-#   shimkit-{operator,installer}-$VERSION.tar   the images, tagged $VERSION, binaries stamped with it
-#   shimkit-$VERSION.tgz                        the chart: version = appVersion = $VERSION (the images' default tag)
-#   shimkit-{operator,installer}-$VERSION.cdx.json  a CycloneDX SBOM of each image's binary
+#   shimkit-{operator,installer}-$VERSION.oci.tar  the images: each a multi-platform OCI image index
+#                                               (IMAGE_PLATFORMS, default linux/amd64 and linux/arm64)
+#                                               tagged $VERSION, as an OCI image layout archive
+#                                               (make publish, or oras/skopeo/crane, push it)
+#   shimkit-{operator,installer}-$VERSION-linux-$ARCH.cdx.json  a CycloneDX SBOM of each platform's image
+#   shimkit-$VERSION.tgz                        the chart: version = appVersion = $VERSION, the images
+#                                               pinned to the indexes' digests (image.digest)
+#   images.txt                                  each image as name:tag@digest
 #   kubectl-shimkit-$VERSION-linux-amd64        the kubectl plugin (static), and its SBOM (.cdx.json)
 #   kubectl-shimkit-$VERSION-{linux,darwin}-{amd64,arm64}.tar.gz  the plugin for each platform, as krew installs it
 #   kubectl-shimkit.krew.yaml                   the krew manifest of those archives (RELEASE_URL: where they are
@@ -11,6 +16,7 @@
 #                                               written, its Unreleased section)
 #   sha256sums.txt                              the sha256 of each file above (sha256sum -c reads it)
 # Environment: VERSION (required, semver with a leading v), DIST (default dist),
+# IMAGE_PLATFORMS (default "linux/amd64 linux/arm64"),
 # IMAGE_PREFIX (e.g. registry.example/shimkit/: prefixed to both images' names,
 # in their tags and in the chart's default repositories), GO, HELM, CYCLONEDX_GOMOD.
 set -euo pipefail
@@ -24,6 +30,7 @@ GO=${GO:-go}
 HELM=${HELM:-bin/helm}
 CYCLONEDX_GOMOD=${CYCLONEDX_GOMOD:-bin/cyclonedx-gomod}
 CHART=charts/shimkit
+IMAGE_PLATFORMS=${IMAGE_PLATFORMS:-linux/amd64 linux/arm64}
 
 # Semantic Versioning 2.0.0 with the leading v of Go module tags.
 semver='^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$'
@@ -34,7 +41,8 @@ fi
 
 # Only the files of a release are replaced: DIST may be any directory.
 mkdir -p "$DIST"
-rm -f "$DIST"/shimkit-*.tar "$DIST"/shimkit-*.tgz "$DIST"/shimkit-*.cdx.json "$DIST"/kubectl-shimkit-* "$DIST"/sha256sums.txt "$DIST"/release-notes.md "$DIST"/kubectl-shimkit.krew.yaml
+rm -f "$DIST"/shimkit-*.tar "$DIST"/shimkit-*.tgz "$DIST"/shimkit-*.cdx.json "$DIST"/kubectl-shimkit-* "$DIST"/sha256sums.txt \
+	"$DIST"/release-notes.md "$DIST"/kubectl-shimkit.krew.yaml "$DIST"/images.txt
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -47,11 +55,34 @@ for bin in shimkit-operator shimkit-installer kubectl-shimkit; do
 	fi
 done
 
-# The images: the operator runs as a non-root user, as operator/config has it.
-CGO_ENABLED=0 $GO run ./hack/imagebuild -binary "$work/shimkit-operator" -name shimkit-operator -user 65532 \
-	-ref "${IMAGE_PREFIX}shimkit-operator:$VERSION" -out "$DIST/shimkit-operator-$VERSION.tar"
-CGO_ENABLED=0 $GO run ./hack/imagebuild -binary "$work/shimkit-installer" -name shimkit-installer \
-	-ref "${IMAGE_PREFIX}shimkit-installer:$VERSION" -out "$DIST/shimkit-installer-$VERSION.tar"
+# The images: an index of each image's platforms, with an SBOM of each
+# platform's binary; the operator runs as a non-root user, as operator/config
+# has it.
+declare -A digest
+for bin in shimkit-operator shimkit-installer; do
+	members=()
+	for platform in $IMAGE_PLATFORMS; do
+		os=${platform%/*} arch=${platform#*/}
+		if [[ $os != linux ]]; then
+			echo "release: IMAGE_PLATFORMS: $platform: images are for linux" >&2
+			exit 2
+		fi
+		mkdir -p "$work/$os-$arch"
+		if [[ $platform == "$($GO env GOOS)/$($GO env GOARCH)" ]]; then
+			cp "$work/$bin" "$work/$os-$arch/$bin" # built above, --version checked
+		else
+			CGO_ENABLED=0 GOOS=$os GOARCH=$arch $GO build -trimpath -ldflags "$ldflags" -o "$work/$os-$arch/$bin" "./cmd/$bin"
+		fi
+		members+=(-platform "$platform=$work/$os-$arch/$bin")
+		# Its packages URLs name the platform (goarch=, goos=): from the environment.
+		GOOS=$os GOARCH=$arch "$CYCLONEDX_GOMOD" bin -json -version "$VERSION" -output "$DIST/$bin-$VERSION-$os-$arch.cdx.json" "$work/$os-$arch/$bin"
+	done
+	user=()
+	[[ $bin == shimkit-operator ]] && user=(-user 65532)
+	digest[$bin]=$(CGO_ENABLED=0 $GO run ./hack/imagebuild "${members[@]}" -name "$bin" "${user[@]}" \
+		-ref "${IMAGE_PREFIX}$bin:$VERSION" -out "$DIST/$bin-$VERSION.oci.tar")
+	echo "${IMAGE_PREFIX}$bin:$VERSION@${digest[$bin]}" >>"$DIST/images.txt"
+done
 
 # The kubectl plugin, as a plain binary (linux/amd64), and an archive per
 # platform with the krew manifest that installs them.
@@ -95,15 +126,17 @@ EOF
 	done
 } >"$DIST/kubectl-shimkit.krew.yaml"
 
-# The SBOMs: every module linked into each binary, read from its build info.
-for bin in shimkit-operator shimkit-installer; do
-	"$CYCLONEDX_GOMOD" bin -json -version "$VERSION" -output "$DIST/$bin-$VERSION.cdx.json" "$work/$bin"
-done
+# The plugin's SBOM: every module linked into it, read from its build info.
 "$CYCLONEDX_GOMOD" bin -json -version "$VERSION" -output "$DIST/$plugin.cdx.json" "$work/kubectl-shimkit"
 
-# The chart: its images' tags default to appVersion; with IMAGE_PREFIX, its
-# repositories name the prefixed images.
+# The chart: its images' tags default to appVersion, their digests pin the
+# release's indexes; with IMAGE_PREFIX, its repositories name the prefixed
+# images.
 cp -r "$CHART" "$work/shimkit"
+sed -i -e "/^image:\$/,/^[^ ]/ s|^  digest: \"\"\$|  digest: \"${digest[shimkit-operator]}\"|" \
+	-e "/^installer:\$/,/^[^ ]/ s|^    digest: \"\"\$|    digest: \"${digest[shimkit-installer]}\"|" "$work/shimkit/values.yaml"
+grep -q "^  digest: \"${digest[shimkit-operator]}\"\$" "$work/shimkit/values.yaml"
+grep -q "^    digest: \"${digest[shimkit-installer]}\"\$" "$work/shimkit/values.yaml"
 if [[ -n $IMAGE_PREFIX ]]; then
 	sed -i -e "s|^  repository: shimkit-operator\$|  repository: ${IMAGE_PREFIX}shimkit-operator|" \
 		-e "s|^    repository: shimkit-installer\$|    repository: ${IMAGE_PREFIX}shimkit-installer|" "$work/shimkit/values.yaml"
@@ -130,6 +163,6 @@ fi
 	printf '%s\n' "$section" | tail -n +2
 } >"$DIST/release-notes.md"
 
-(cd "$DIST" && sha256sum -- shimkit-*.tar shimkit-*.tgz shimkit-*.cdx.json kubectl-shimkit-* kubectl-shimkit.krew.yaml release-notes.md >sha256sums.txt)
+(cd "$DIST" && sha256sum -- shimkit-*.oci.tar shimkit-*.tgz shimkit-*.cdx.json images.txt kubectl-shimkit-* kubectl-shimkit.krew.yaml release-notes.md >sha256sums.txt)
 echo "release $VERSION in $DIST:"
 ls -l "$DIST"

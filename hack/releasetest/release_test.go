@@ -9,7 +9,6 @@ package releasetest
 
 import (
 	"archive/tar"
-	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
@@ -24,8 +23,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"sigs.k8s.io/yaml"
 )
 
@@ -48,8 +45,11 @@ func release(t *testing.T, vars ...string) string {
 	return dist
 }
 
-func makeRelease(vars ...string) ([]byte, error) {
-	cmd := exec.Command("make", append([]string{"--no-print-directory", "release"}, vars...)...)
+func makeRelease(vars ...string) ([]byte, error) { return makeTarget("release", vars...) }
+
+// makeTarget runs a target of the repository's Makefile.
+func makeTarget(target string, vars ...string) ([]byte, error) {
+	cmd := exec.Command("make", append([]string{"--no-print-directory", target}, vars...)...)
 	cmd.Dir = repoRoot()
 	return cmd.CombinedOutput()
 }
@@ -68,11 +68,14 @@ func TestRelease(t *testing.T) {
 	dist := release(t)
 	files := []string{
 		"sha256sums.txt",
+		"images.txt",
 		"shimkit-" + version + ".tgz",
-		"shimkit-installer-" + version + ".cdx.json",
-		"shimkit-installer-" + version + ".tar",
-		"shimkit-operator-" + version + ".cdx.json",
-		"shimkit-operator-" + version + ".tar",
+		"shimkit-installer-" + version + "-linux-amd64.cdx.json",
+		"shimkit-installer-" + version + "-linux-arm64.cdx.json",
+		"shimkit-installer-" + version + ".oci.tar",
+		"shimkit-operator-" + version + "-linux-amd64.cdx.json",
+		"shimkit-operator-" + version + "-linux-arm64.cdx.json",
+		"shimkit-operator-" + version + ".oci.tar",
 		"kubectl-shimkit-" + version + "-linux-amd64",
 		"kubectl-shimkit-" + version + "-linux-amd64.cdx.json",
 		"kubectl-shimkit-" + version + "-darwin-amd64.tar.gz",
@@ -97,17 +100,25 @@ func TestRelease(t *testing.T) {
 	t.Run("checksums", func(t *testing.T) {
 		checkSums(t, dist, slices.DeleteFunc(slices.Clone(files), func(f string) bool { return f == "sha256sums.txt" }))
 	})
+	digests := map[string]string{}
+	for _, bin := range []string{"shimkit-operator", "shimkit-installer"} {
+		t.Run(bin, func(t *testing.T) {
+			digests[bin] = checkIndex(t, filepath.Join(dist, bin+"-"+version+".oci.tar"), "docker.io/library/"+bin+":"+version, bin)
+			for _, arch := range []string{"amd64", "arm64"} {
+				checkSBOM(t, filepath.Join(dist, bin+"-"+version+"-linux-"+arch+".cdx.json"), bin, arch)
+			}
+		})
+	}
 	t.Run("chart", func(t *testing.T) {
 		chart := filepath.Join(dist, "shimkit-"+version+".tgz")
 		checkChartYAML(t, chart)
-		checkRenderedImages(t, chart, "shimkit-operator:"+version, "shimkit-installer:"+version)
+		// The chart pins the images the release built, by their index's digest.
+		op, inst := "shimkit-operator:"+version+"@"+digests["shimkit-operator"], "shimkit-installer:"+version+"@"+digests["shimkit-installer"]
+		checkRenderedImages(t, chart, op, inst)
+		if images, err := os.ReadFile(filepath.Join(dist, "images.txt")); err != nil || string(images) != op+"\n"+inst+"\n" {
+			t.Errorf("images.txt: %v %q, want %q and %q", err, images, op, inst)
+		}
 	})
-	for _, bin := range []string{"shimkit-operator", "shimkit-installer"} {
-		t.Run(bin, func(t *testing.T) {
-			checkImage(t, filepath.Join(dist, bin+"-"+version+".tar"), bin+":"+version, bin)
-			checkSBOM(t, filepath.Join(dist, bin+"-"+version+".cdx.json"), bin)
-		})
-	}
 	t.Run("krew", func(t *testing.T) { checkKrew(t, dist) })
 	t.Run("release notes", func(t *testing.T) {
 		notes, err := os.ReadFile(filepath.Join(dist, "release-notes.md"))
@@ -118,20 +129,8 @@ func TestRelease(t *testing.T) {
 	t.Run("kubectl-shimkit", func(t *testing.T) {
 		plugin := filepath.Join(dist, "kubectl-shimkit-"+version+"-linux-amd64")
 		checkVersion(t, plugin, "kubectl-shimkit")
-		checkSBOM(t, plugin+".cdx.json", "kubectl-shimkit")
+		checkSBOM(t, plugin+".cdx.json", "kubectl-shimkit", "amd64")
 	})
-}
-
-// With IMAGE_PREFIX the images are named under the registry, and so are
-// the chart's default repositories.
-func TestReleaseImagePrefix(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a release; run without -short")
-	}
-	const prefix = "registry.example/shimkit/"
-	dist := release(t, "IMAGE_PREFIX="+prefix)
-	checkRenderedImages(t, filepath.Join(dist, "shimkit-"+version+".tgz"), prefix+"shimkit-operator:"+version, prefix+"shimkit-installer:"+version)
-	checkImage(t, filepath.Join(dist, "shimkit-installer-"+version+".tar"), prefix+"shimkit-installer:"+version, "shimkit-installer")
 }
 
 // A version that is not semver is refused before anything is written.
@@ -224,8 +223,8 @@ func fileInTgz(t *testing.T, tgz, name string) []byte {
 
 // checkRenderedImages renders the chart with its defaults and checks the
 // operator's image and the installer image it passes.
-func checkRenderedImages(t *testing.T, chart, operatorImage, installerImage string) {
-	out, err := exec.Command(helmBin(t), "template", "shimkit", chart, "--namespace", "shimkit-system").CombinedOutput()
+func checkRenderedImages(t *testing.T, chart, operatorImage, installerImage string, flags ...string) {
+	out, err := exec.Command(helmBin(t), append([]string{"template", "shimkit", chart, "--namespace", "shimkit-system"}, flags...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("helm template: %v\n%s", err, out)
 	}
@@ -270,55 +269,6 @@ func checkRenderedImages(t *testing.T, chart, operatorImage, installerImage stri
 	}
 }
 
-// checkImage reads the image tarball under its tag, takes its binary out
-// of the layer and runs its --version.
-func checkImage(t *testing.T, file, ref, binary string) {
-	tag, err := name.NewTag(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := tarball.ImageFromPath(file, &tag)
-	if err != nil {
-		t.Fatalf("%s: no image %s: %v", file, ref, err)
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []string{"/" + binary}; !slices.Equal(cf.Config.Entrypoint, want) {
-		t.Errorf("%s: entrypoint %q, want %q", ref, cf.Config.Entrypoint, want)
-	}
-	layers, err := img.Layers()
-	if err != nil || len(layers) != 1 {
-		t.Fatalf("%s: layers %d, %v; want one", ref, len(layers), err)
-	}
-	rc, err := layers[0].Uncompressed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	exe := filepath.Join(t.TempDir(), binary)
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err != nil {
-			t.Fatalf("%s: no /%s in the layer: %v", ref, binary, err)
-		}
-		if strings.TrimPrefix(h.Name, "/") != binary {
-			continue
-		}
-		var buf bytes.Buffer
-		if _, err := io.Copy(&buf, tr); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(exe, buf.Bytes(), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		break
-	}
-	checkVersion(t, exe, binary)
-}
-
 // checkVersion checks that the executable says it is the release's binary.
 func checkVersion(t *testing.T, exe, binary string) {
 	t.Helper()
@@ -330,7 +280,7 @@ func checkVersion(t *testing.T, exe, binary string) {
 
 // checkSBOM checks that the SBOM is CycloneDX, describes the binary at the
 // release's version and lists the modules it links.
-func checkSBOM(t *testing.T, file, binary string) {
+func checkSBOM(t *testing.T, file, binary, arch string) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
@@ -356,8 +306,9 @@ func checkSBOM(t *testing.T, file, binary string) {
 		t.Fatalf("%s: %v", file, err)
 	}
 	c := bom.Metadata.Component
-	if bom.BOMFormat != "CycloneDX" || c.Name != "github.com/shimkit/shimkit" || c.Version != version || !strings.HasSuffix(c.PURL, "#cmd/"+binary) {
-		t.Errorf("%s: format %q, component %+v; want CycloneDX, github.com/shimkit/shimkit %s, cmd/%s", file, bom.BOMFormat, c, version, binary)
+	if bom.BOMFormat != "CycloneDX" || c.Name != "github.com/shimkit/shimkit" || c.Version != version || !strings.HasSuffix(c.PURL, "#cmd/"+binary) ||
+		!strings.Contains(c.PURL, "goarch="+arch+"&") {
+		t.Errorf("%s: format %q, component %+v; want CycloneDX, github.com/shimkit/shimkit %s, cmd/%s, goarch=%s", file, bom.BOMFormat, c, version, binary, arch)
 	}
 	mods := map[string]bool{}
 	for _, m := range bom.Components {

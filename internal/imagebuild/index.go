@@ -76,7 +76,7 @@ func WriteIndex(ix Index, out string) (v1.Hash, error) {
 		return v1.Hash{}, err
 	}
 	if err := p.AppendIndex(idx, layout.WithAnnotations(map[string]string{
-		AnnotationRefName: tag.TagStr(), AnnotationImageName: tag.Name(),
+		AnnotationRefName: tag.TagStr(), AnnotationImageName: fullName(tag),
 	})); err != nil {
 		return v1.Hash{}, fmt.Errorf("image index %s: %w", ix.Ref, err)
 	}
@@ -84,6 +84,16 @@ func WriteIndex(ix Index, out string) (v1.Hash, error) {
 		return v1.Hash{}, fmt.Errorf("image index %s: %w", ix.Ref, err)
 	}
 	return digest, nil
+}
+
+// fullName is the reference as containerd and the kubelet name it:
+// docker.io/library/NAME:TAG for a bare NAME:TAG.
+func fullName(tag name.Tag) string {
+	registry := tag.RegistryStr()
+	if registry == name.DefaultRegistry {
+		registry = "docker.io"
+	}
+	return registry + "/" + tag.RepositoryStr() + ":" + tag.TagStr()
 }
 
 // tarDir writes the files under dir to the tar archive out, in a fixed

@@ -187,3 +187,11 @@ func TestIndexRunsInContainerd(t *testing.T) {
 		t.Errorf("status in the container: %v\n%s", err, out)
 	}
 }
+
+// A bare name is named as containerd and the kubelet pull it.
+func TestWriteIndexNamesBareReferences(t *testing.T) {
+	archive, _ := twoArchIndex(t, t.TempDir(), "prog:v1")
+	if got := readIndexJSON(t, archive).Manifests[0].Annotations[imagebuild.AnnotationImageName]; got != "docker.io/library/prog:v1" {
+		t.Errorf("prog:v1 is named %q, want docker.io/library/prog:v1", got)
+	}
+}
