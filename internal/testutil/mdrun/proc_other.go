@@ -1,0 +1,9 @@
+//go:build !unix
+
+package mdrun
+
+import "os/exec"
+
+func ownProcessGroup(*exec.Cmd) {}
+
+func killProcessGroup(*exec.Cmd) {}
