@@ -172,25 +172,23 @@ httpGet:
 {{- end }}
 
 {{- define "shimkit.generated.sampleShimName" -}}
-spin-v2
+spin
 {{- end }}
 
 {{- define "shimkit.generated.sampleShimSpec" -}}
 fetchStrategy:
   anonHttp:
     platforms:
-    - location: https://artifacts.example/spin/v0.19.0/containerd-shim-spin-v2-linux-x86_64.tar.gz
+    - location: https://github.com/spinframework/containerd-shim-spin/releases/download/v0.22.0/containerd-shim-spin-v2-linux-x86_64.tar.gz
       platform: linux/amd64
-      sha256: "0000000000000000000000000000000000000000000000000000000000000000"
-    - location: https://artifacts.example/spin/v0.19.0/containerd-shim-spin-v2-linux-aarch64.tar.gz
+    - location: https://github.com/spinframework/containerd-shim-spin/releases/download/v0.22.0/containerd-shim-spin-v2-linux-aarch64.tar.gz
       platform: linux/arm64
-      sha256: "1111111111111111111111111111111111111111111111111111111111111111"
   type: anonHttp
 nodeSelector:
-  wasm: "true"
+  runtime.shimkit.dev/spin: enabled
 rolloutStrategy:
   rolling:
-    maxUpdate: 10%
+    maxUpdate: 1
   type: rolling
 runtimeClass:
   handler: spin
