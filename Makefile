@@ -31,6 +31,7 @@ DIST ?= dist
 IMAGE_PREFIX ?=
 CHART_REPO ?=
 IMAGE_PLATFORMS ?=
+PLUGIN_PLATFORMS ?=
 PLAIN_HTTP ?=
 # Stamped into the binaries of make image and make release (--version).
 VERSION_LDFLAGS = -X github.com/shimkit/shimkit/internal/version.version=$(VERSION)
@@ -167,7 +168,7 @@ docker-build: image
 # IMAGE_PLATFORMS= (default linux/amd64 linux/arm64) the images' platforms.
 release: $(HELM) $(CYCLONEDX_GOMOD)
 	@if [ -z "$(VERSION)" ]; then echo "release: VERSION=vX.Y.Z is required (no tag for git describe)"; exit 2; fi
-	VERSION='$(VERSION)' DIST='$(DIST)' IMAGE_PREFIX='$(IMAGE_PREFIX)' IMAGE_PLATFORMS='$(IMAGE_PLATFORMS)' GO='$(GO)' HELM='$(HELM)' CYCLONEDX_GOMOD='$(CYCLONEDX_GOMOD)' hack/release.sh
+	VERSION='$(VERSION)' DIST='$(DIST)' IMAGE_PREFIX='$(IMAGE_PREFIX)' IMAGE_PLATFORMS='$(IMAGE_PLATFORMS)' PLUGIN_PLATFORMS='$(PLUGIN_PLATFORMS)' GO='$(GO)' HELM='$(HELM)' CYCLONEDX_GOMOD='$(CYCLONEDX_GOMOD)' hack/release.sh
 
 ## publish: push the release of make release (same VERSION, IMAGE_PREFIX, DIST) to its registry: images, then the chart to oci://CHART_REPO.
 # CHART_REPO defaults to IMAGE_PREFIX's registry and path, then charts; PLAIN_HTTP=1 for a loopback registry.

@@ -22,7 +22,8 @@ import (
 // leaving it as it found it: booting the cluster and building the images
 // once keeps the suite's time down. The scenarios run at once, each on
 // nodes it joins for itself (progressive delivery on the cluster's three
-// nodes); the Helm chart's and the make targets' replace the operator,
+// nodes); the release's (installed from its published chart by the
+// tutorial's commands) and the make targets' replace the operator,
 // after them.
 func TestCluster(t *testing.T) {
 	build := testutil.ContainerdMatrix(t)[2]
@@ -67,7 +68,7 @@ func TestCluster(t *testing.T) {
 	}
 
 	undeployOperator(t, c, overlay)
-	t.Run("chart", func(t *testing.T) { testChart(t, c, toolBinary(t, "HELM", "helm"), build) })
+	t.Run("release", func(t *testing.T) { testRelease(t, c, toolBinary(t, "HELM", "helm"), build) })
 	t.Run("make", func(t *testing.T) {
 		toolBinary(t, "", "kustomize") // the make targets' (not built inside the test)
 		testMakeTargets(t, c)

@@ -9,7 +9,8 @@
 #   oci://$CHART_REPO/shimkit --version $VERSION installs it).
 # The files are checked against sha256sums.txt first. Credentials: the
 # Docker config (docker login, helm registry login, oras login).
-# PLAIN_HTTP=1 talks HTTP to a loopback or cluster-local registry.
+# PLAIN_HTTP=1 talks HTTP instead of HTTPS to the registry (a test's or
+# a cluster's own): anyone on the path could change what is pushed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,7 +34,7 @@ fi
 
 plain=() helmPlain=()
 if [[ -n $PLAIN_HTTP ]]; then
-	plain=(-plain-http) helmPlain=(--plain-http)
+	plain=(-plain-http -insecure) helmPlain=(--plain-http)
 fi
 for bin in shimkit-operator shimkit-installer; do
 	want=$(grep "^${IMAGE_PREFIX}$bin:$VERSION@" "$DIST/images.txt" || true)

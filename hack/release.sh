@@ -16,7 +16,8 @@
 #                                               written, its Unreleased section)
 #   sha256sums.txt                              the sha256 of each file above (sha256sum -c reads it)
 # Environment: VERSION (required, semver with a leading v), DIST (default dist),
-# IMAGE_PLATFORMS (default "linux/amd64 linux/arm64"),
+# IMAGE_PLATFORMS (default "linux/amd64 linux/arm64"), PLUGIN_PLATFORMS (the
+# plugin's archives; default "linux/amd64 linux/arm64 darwin/amd64 darwin/arm64"),
 # IMAGE_PREFIX (e.g. registry.example/shimkit/: prefixed to both images' names,
 # in their tags and in the chart's default repositories), GO, HELM, CYCLONEDX_GOMOD.
 set -euo pipefail
@@ -31,6 +32,7 @@ HELM=${HELM:-bin/helm}
 CYCLONEDX_GOMOD=${CYCLONEDX_GOMOD:-bin/cyclonedx-gomod}
 CHART=charts/shimkit
 IMAGE_PLATFORMS=${IMAGE_PLATFORMS:-linux/amd64 linux/arm64}
+PLUGIN_PLATFORMS=${PLUGIN_PLATFORMS:-linux/amd64 linux/arm64 darwin/amd64 darwin/arm64}
 
 # Semantic Versioning 2.0.0 with the leading v of Go module tags.
 semver='^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$'
@@ -88,7 +90,7 @@ done
 # platform with the krew manifest that installs them.
 plugin="kubectl-shimkit-$VERSION-linux-amd64"
 cp "$work/kubectl-shimkit" "$DIST/$plugin"
-platforms=(linux/amd64 linux/arm64 darwin/amd64 darwin/arm64)
+read -r -a platforms <<<"$PLUGIN_PLATFORMS"
 for platform in "${platforms[@]}"; do
 	os=${platform%/*} arch=${platform#*/}
 	mkdir -p "$work/$os-$arch"

@@ -291,7 +291,10 @@ func (c *Cluster) bootNode(t testing.TB, i int, opts JoinOptions) ClusterNode {
 		files["/etc/kubernetes/kubelet.yaml"] = []byte(strings.Replace(kubeletConfig, "unix:///run/containerd/containerd.sock", "unix://"+K3sSocket, 1))
 	} else {
 		files["/etc/systemd/system/kubelet.service"] = []byte(fmt.Sprintf(kubeletUnit, kubeletArgs))
-		files["/etc/containerd/config.toml"] = ClusterContainerdConfig(build)
+		// Registry hosts from RegistryHostsDir: a test's registry on the
+		// cluster's network is trusted by writing its hosts.toml there
+		// (TrustRegistry); containerd reads them at each pull.
+		files["/etc/containerd/config.toml"] = WithRegistryHosts(ClusterContainerdConfig(build), build)
 	}
 	nodeOpts := NodeOptions{Containerd: &build, Files: files, Executables: opts.Executables, K3s: opts.K3s, ReadOnly: opts.ReadOnly}
 	if opts.CRIO {
@@ -425,6 +428,22 @@ const RegistryHostsDir = "/etc/containerd/certs.d"
 // mirror).
 func RegistryHosts(server, host string) []byte {
 	return []byte(fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", server, host))
+}
+
+// TrustRegistry lets the containerd of every node of the cluster pull from
+// reg over plain HTTP, from now on: it writes reg's hosts.toml into
+// RegistryHostsDir on each (a node that joins later does not get it).
+func (c *Cluster) TrustRegistry(t testing.TB, reg *Registry) {
+	t.Helper()
+	for _, n := range c.CurrentNodes() {
+		p := n.Local(RegistryHostsDir + "/" + reg.Host + "/hosts.toml")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, RegistryHosts("http://"+reg.Host, "http://"+reg.Host), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // ClusterContainerdConfig is a cluster node's config.toml: the build's

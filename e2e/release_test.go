@@ -1,0 +1,173 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shimkit/shimkit/internal/testutil"
+)
+
+// The two builds of a release the release scenario publishes: the
+// tutorial installs the first, the operator is upgraded to the second.
+const (
+	releaseV1 = "v0.0.0-e2e.1"
+	releaseV2 = "v0.0.0-e2e.2"
+)
+
+// published is a release pushed to the scenario's registry.
+type published struct {
+	version string
+	chart   string            // oci://HOST/shimkit/charts/shimkit
+	images  map[string]string // shimkit-operator → HOST/shimkit/shimkit-operator:VERSION@sha256:...
+	plugin  string            // its kubectl-shimkit for this machine
+}
+
+// publishRelease makes a release of version named under reg with make
+// release and pushes it there with make publish, as a maintainer does.
+// Only this machine's plugin is built: hack/releasetest checks the others.
+func publishRelease(t *testing.T, reg *testutil.Registry, version string) published {
+	t.Helper()
+	dist := t.TempDir()
+	prefix := reg.Host + "/shimkit/"
+	vars := []string{"VERSION=" + version, "DIST=" + dist, "IMAGE_PREFIX=" + prefix}
+	start := time.Now()
+	runMake(t, append(vars, "release", "PLUGIN_PLATFORMS=linux/"+runtime.GOARCH)...)
+	runMake(t, append(vars, "publish", "PLAIN_HTTP=1")...)
+	t.Logf("make release and make publish %s: %s", version, time.Since(start).Round(100*time.Millisecond))
+	p := published{version: version, chart: "oci://" + prefix + "charts/shimkit", images: map[string]string{},
+		plugin: filepath.Join(dist, "kubectl-shimkit-"+version+"-linux-"+runtime.GOARCH)}
+	data, err := os.ReadFile(filepath.Join(dist, "images.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Fields(string(data)) {
+		name, _, _ := strings.Cut(strings.TrimPrefix(line, prefix), ":")
+		p.images[name] = line
+	}
+	return p
+}
+
+// runMake runs make with args in the repository.
+func runMake(t *testing.T, args ...string) {
+	t.Helper()
+	cmd := exec.Command("make", append([]string{"--no-print-directory"}, args...)...)
+	cmd.Dir = testutil.RepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// userTools is a directory for the PATH of a user's shell: kubectl,
+// the release's kubectl-shimkit, and helm. helm is a wrapper that adds
+// what only this cluster needs: --plain-http (the scenario's registry
+// talks HTTP) and, to install and upgrade, values (the operator on the
+// host's network, as the cluster has no kube-proxy; see valuesFor).
+func userTools(t *testing.T, c *testutil.Cluster, helmBin, plugin, values string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, target := range map[string]string{"kubectl": c.Kubectl, "kubectl-shimkit": plugin} {
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wrapper := fmt.Sprintf(`#!/bin/bash
+case "$1" in
+install|upgrade) exec %[1]q "$@" --plain-http -f %[2]q ;;
+pull|show|template) exec %[1]q "$@" --plain-http ;;
+*) exec %[1]q "$@" ;;
+esac
+`, helmBin, values)
+	if err := os.WriteFile(filepath.Join(dir, "helm"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// valuesFor are the chart values this cluster needs and a user's does not:
+// without kube-proxy, pods reach the API server only over the host's
+// network, so the operator runs there, its probes on a port of its own.
+// The images are the release's: the chart pins them.
+func valuesFor(t *testing.T, c *testutil.Cluster) string {
+	t.Helper()
+	host, port, _ := strings.Cut(strings.TrimPrefix(c.Config.Host, "https://"), ":")
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	writeFile(t, values, fmt.Sprintf(`hostNetwork: true
+strategy: {type: Recreate}
+terminationGracePeriodSeconds: 1
+metrics: {enabled: false}
+healthProbe: {port: 18082}
+extraEnv:
+  - {name: KUBERNETES_SERVICE_HOST, value: %q}
+  - {name: KUBERNETES_SERVICE_PORT, value: %q}
+`, host, port))
+	return values
+}
+
+// testRelease installs shimkit from its published artifacts alone and
+// follows the tutorial verbatim: it publishes two builds of a release to a
+// registry on the cluster's network (make release, make publish), installs
+// the first from the OCI chart by the tutorial's commands, with the Spin
+// artifact served locally, and runs the page up to its upgrade of Spin.
+// With the Shim Ready on every node, it upgrades the operator to the second
+// build: no runtime restarts, no installer Job starts, Ready never flips.
+// Then the rest of the page: Spin upgraded, removed, shimkit uninstalled;
+// the nodes are left as they were.
+func testRelease(t *testing.T, c *testutil.Cluster, helmBin string, build testutil.ContainerdBuild) {
+	// The chart's crds/ install the CRD (undeployOperator took the one of
+	// operator/config).
+	kubectl(t, c, "delete", "crd", crdName, "--wait", "--ignore-not-found")
+	reg := c.StartRegistry(t, "", "")
+	c.TrustRegistry(t, reg)
+	first, second := publishRelease(t, reg, releaseV1), publishRelease(t, reg, releaseV2)
+	nodes := c.CurrentNodes()
+	before := snapshotNodes(t, nodes)
+
+	values := valuesFor(t, c)
+	tools := userTools(t, c, helmBin, first.plugin, values)
+	srv := c.StartFileServer(t)
+	env := []string{"PATH=" + tools + ":/usr/sbin:/usr/bin:/sbin:/bin", "KUBECONFIG=" + c.Kubeconfig,
+		"SHIMKIT_VERSION=" + first.version, "SHIMKIT_CHART=" + first.chart,
+		"SPIN_RELEASES=" + srv.URL + "/spin", "SPIN_APP_IMAGE=" + testutil.PauseImageRef}
+	tu := readTutorial(t)
+	for i, v := range []string{tu.page["SPIN_VERSION"], tu.page["SPIN_NEXT_VERSION"]} {
+		if v == "" {
+			t.Fatalf("%s: its env block sets no SPIN_VERSION or SPIN_NEXT_VERSION: %v", tutorialPage, tu.page)
+		}
+		// Two builds of a spin shim (the node's runc shim under Spin's
+		// name), served where the page's URLs point.
+		art := testutil.NewShimArchive(t, "spin", build.Binary("containerd-shim-runc-v2"), map[string]string{"VERSION": v, "BUILD": fmt.Sprint(i)})
+		for _, arch := range []string{"x86_64", "aarch64"} {
+			srv.Add("/spin/"+v+"/containerd-shim-spin-v2-linux-"+arch+".tar.gz", art.Data)
+		}
+	}
+	env = append(env, "SPIN_VERSION="+tu.page["SPIN_VERSION"], "SPIN_NEXT_VERSION="+tu.page["SPIN_NEXT_VERSION"])
+	tu.start(t, env)
+	// The one line of the page this cluster cannot run: its Spin is the
+	// node's runc shim, which runs a container's command, and the app is
+	// the pause image; "/" is Spin's name for the component an image holds.
+	tu.replace(t, "          command: [\"/\"]\n", "")
+
+	start := time.Now()
+	tu.runUntil(t, "Upgrade Spin")
+	t.Logf("the tutorial, from helm install to a pinned Spin and its app: %s", time.Since(start).Round(time.Second))
+
+	var selector map[string]string
+	t.Run("operator upgrade", func(t *testing.T) { selector = testOperatorUpgrade(t, c, nodes, second, tools, env) })
+
+	start = time.Now()
+	tu.runUntil(t, "")
+	t.Logf("the tutorial, from the Spin upgrade to helm uninstall: %s", time.Since(start).Round(time.Second))
+	// The page unlabels the node it chose; the others were labelled here.
+	for _, n := range nodes {
+		for k := range selector {
+			kubectl(t, c, "label", "node", n.Name, k+"-")
+		}
+	}
+	checkUninstalled(t, c, nodes, before)
+}
