@@ -2,7 +2,9 @@
 // (docs/reference) from the code, so that they cannot drift from it:
 //
 //   - api.md: the Shim API, from the Go types of operator/api/v1alpha1
-//     (crd-ref-docs);
+//     (read by crd-ref-docs with templates/gv_list.tpl, laid out by
+//     api.go: Shim, its spec's types in the order a reader meets them,
+//     then the status), which fields are required read from its CRD;
 //   - metrics.md: every metric the operator registers, read from the
 //     registry its reconciler registers into (names, types, labels, help,
 //     buckets);
@@ -45,10 +47,11 @@ func main() {
 	out := flag.String("out", "docs/reference", "directory of the generated pages")
 	crdRefDocs := flag.String("crd-ref-docs", "bin/crd-ref-docs", "crd-ref-docs binary")
 	api := flag.String("api", "operator/api/v1alpha1", "the API types' package directory")
+	crd := flag.String("crd", "operator/config/crd/bases/containerd.x-k8s.io_shims.yaml", "the CRD generated from the API types (which fields are required)")
 	values := flag.String("values", "charts/shimkit/values.yaml", "the chart's values")
 	verify := flag.Bool("verify", false, "check the pages instead of writing them")
 	flag.Parse()
-	pages, err := generate(*crdRefDocs, *api, *values)
+	pages, err := generate(*crdRefDocs, *api, *crd, *values)
 	if err == nil {
 		err = write(pages, *out, *verify)
 	}
@@ -59,13 +62,13 @@ func main() {
 }
 
 // generate renders every page, by file name.
-func generate(crdRefDocs, api, values string) (map[string][]byte, error) {
+func generate(crdRefDocs, api, crd, values string) (map[string][]byte, error) {
 	pages := map[string][]byte{}
 	for _, g := range []struct {
 		file, source string
 		render       func() ([]byte, error)
 	}{
-		{"api.md", api + " (crd-ref-docs)", func() ([]byte, error) { return apiReference(crdRefDocs, api) }},
+		{"api.md", api + " (crd-ref-docs)", func() ([]byte, error) { return apiReference(crdRefDocs, api, crd) }},
 		{"metrics.md", "the operator's metrics registry", metricsReference},
 		{"flags.md", "the binaries' --help", flagsReference},
 		{"helm-values.md", values, func() ([]byte, error) { return valuesReference(values) }},
