@@ -280,3 +280,27 @@ func TestConstraints(t *testing.T) {
 		t.Errorf("constraints:\n got %s\nwant %s", got, want)
 	}
 }
+
+// Each metric has a section headed by its name, which the table links
+// to: a name is never squeezed into a narrow cell and cut mid-word (the
+// table's first column keeps it on one line, docs/assets/extra.css).
+func TestMetricsReference(t *testing.T) {
+	page, err := metricsReference()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| [`shimkit_shim_nodes`](#shimkit_shim_nodes) | gauge | `shim`, `state` |",
+		"\n## shimkit_shim_nodes\n\nGauge, labelled `shim`, `state`.\n",
+		"\n## shimkit_node_operation_duration_seconds\n",
+		"Buckets, upper bounds in seconds: 0.5, 1,",
+	} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("metrics page lacks %q", want)
+		}
+	}
+	css, err := os.ReadFile(filepath.Join("..", "..", "docs", "assets", "extra.css"))
+	if err != nil || !strings.Contains(string(css), "td:first-child code") || !strings.Contains(string(css), "white-space: nowrap") {
+		t.Errorf("docs/assets/extra.css does not keep first-column code on one line: %v", err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -49,11 +50,15 @@ func (r *recorder) MustRegister(cs ...prometheus.Collector) {
 	}
 }
 
-// operatorMetrics sets the operator's reconciler up with a manager (which
-// reaches for no API server until it starts) and returns every metric it
-// registered into controller-runtime's registry, the one the manager's
-// /metrics endpoint serves.
-func operatorMetrics() ([]metric, error) {
+// operatorMetrics are the operator's metrics, read once per process (a
+// second reconciler's controller of the same name is refused).
+var operatorMetrics = sync.OnceValues(readOperatorMetrics)
+
+// readOperatorMetrics sets the operator's reconciler up with a manager
+// (which reaches for no API server until it starts) and returns every
+// metric it registered into controller-runtime's registry, the one the
+// manager's /metrics endpoint serves.
+func readOperatorMetrics() ([]metric, error) {
 	rec := &recorder{Registry: prometheus.NewRegistry()}
 	saved := crmetrics.Registry
 	crmetrics.Registry = rec
@@ -174,7 +179,10 @@ func placeholders(n int) []string {
 	return l
 }
 
-// metricsReference is the metrics page.
+// metricsReference is the metrics page: a table of every metric, its
+// type and labels (names link to their sections; extra.css keeps a name
+// in a table's first column on one line), then a section per metric,
+// headed by its name, with its help and a histogram's buckets.
 func metricsReference() ([]byte, error) {
 	ms, err := operatorMetrics()
 	if err != nil {
@@ -186,31 +194,43 @@ func metricsReference() ([]byte, error) {
 	b.WriteString("the operator serves them on `--metrics-bind-address` (`:8080/metrics`) beside controller-runtime's own\n")
 	b.WriteString("(`controller_runtime_reconcile_*`, `workqueue_*`, `rest_client_*`) and the Go runtime's (`go_*`, `process_*`).\n")
 	b.WriteString("How to use them, the alerts and the dashboard: [Metrics and alerts](../guides/metrics.md).\n\n")
-	b.WriteString("| Metric | Type | Labels | Help |\n| --- | --- | --- | --- |\n")
+	b.WriteString("| Metric | Type | Labels |\n| --- | --- | --- |\n")
 	for _, m := range ms {
-		labels := make([]string, len(m.labels))
-		for i, l := range m.labels {
-			labels[i] = "`" + l + "`"
-		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", m.name, m.kind, strings.Join(labels, ", "), escapeCell(m.help))
+		fmt.Fprintf(&b, "| [`%s`](#%s) | %s | %s |\n", m.name, m.name, m.kind, codeLabels(m.labels))
 	}
-	var hist []metric
 	for _, m := range ms {
+		fmt.Fprintf(&b, "\n## %s\n\n", m.name)
+		if len(m.labels) > 0 {
+			fmt.Fprintf(&b, "%s, labelled %s.\n\n", titleCase(m.kind), codeLabels(m.labels))
+		} else {
+			fmt.Fprintf(&b, "%s, without labels.\n\n", titleCase(m.kind))
+		}
+		fmt.Fprintf(&b, "%s\n", escapeText(strings.Join(strings.Fields(m.help), " ")))
 		if len(m.buckets) > 0 {
-			hist = append(hist, m)
-		}
-	}
-	if len(hist) > 0 {
-		b.WriteString("\n## Histogram buckets\n\nUpper bounds in seconds (and `+Inf`):\n\n")
-		for _, m := range hist {
 			bounds := make([]string, len(m.buckets))
 			for i, v := range m.buckets {
 				bounds[i] = strconv.FormatFloat(v, 'g', -1, 64)
 			}
-			fmt.Fprintf(&b, "- `%s`: %s\n", m.name, strings.Join(bounds, ", "))
+			fmt.Fprintf(&b, "\nBuckets, upper bounds in seconds: %s and `+Inf`.\n", strings.Join(bounds, ", "))
 		}
 	}
 	return b.Bytes(), nil
+}
+
+// codeLabels lists label names as code.
+func codeLabels(labels []string) string {
+	out := make([]string, len(labels))
+	for i, l := range labels {
+		out[i] = "`" + l + "`"
+	}
+	return strings.Join(out, ", ")
+}
+
+func titleCase(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // escapeCell makes text safe in a Markdown table cell.
