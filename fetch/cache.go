@@ -37,6 +37,47 @@ func (c *Cache) Path(d digest.Digest) string {
 	return filepath.Join(c.dir, "blobs", d.Algorithm().String(), d.Encoded())
 }
 
+// Prune removes every blob of the cache whose digest is not in keep, and
+// returns the digests removed. An ingest in progress is not touched: what
+// is not yet verified is not under blobs/. Prune and a fetch of a digest
+// not in keep must not run at the same time (the fetch may find its blob
+// gone): callers hold their own lock around both, as the installer holds
+// the node lock.
+func (c *Cache) Prune(keep ...digest.Digest) ([]digest.Digest, error) {
+	kept := map[digest.Digest]bool{}
+	for _, d := range keep {
+		kept[d] = true
+	}
+	var removed []digest.Digest
+	var errs []error
+	algs, err := os.ReadDir(filepath.Join(c.dir, "blobs"))
+	if err != nil {
+		return nil, fmt.Errorf("cache %s: %w", c.dir, err)
+	}
+	for _, alg := range algs {
+		entries, err := os.ReadDir(filepath.Join(c.dir, "blobs", alg.Name()))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, e := range entries {
+			d := digest.NewDigestFromEncoded(digest.Algorithm(alg.Name()), e.Name())
+			if kept[d] {
+				continue
+			}
+			if err := os.Remove(filepath.Join(c.dir, "blobs", alg.Name(), e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, err)
+				continue
+			}
+			removed = append(removed, d)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return removed, fmt.Errorf("cache %s: %w", c.dir, err)
+	}
+	return removed, nil
+}
+
 // blob is a verified artifact on disk.
 type blob struct {
 	path   string

@@ -211,5 +211,5 @@ func (commitInstall) do(ctx context.Context, r *run) error {
 	}
 	r.state.Shims[r.plan.Shim.Name] = r.rec
 	r.clearPending()
-	return i.store().write(r.state)
+	return i.store().finish(r.state)
 }

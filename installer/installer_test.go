@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -124,6 +125,11 @@ func TestLifecycle(t *testing.T) {
 			if err != nil || len(status) != 1 || len(status[0].Problems) != 0 || status[0].State.Digest != res.Digest {
 				t.Errorf("status: %+v %v", status, err)
 			}
+			// The cache keeps the installed artifact only.
+			cache := filepath.Join(n.dir, "state", "cache")
+			if got, want := filesUnder(t, cache), []string{filepath.Join(cache, "blobs", "sha256", v2.SHA256)}; !slices.Equal(got, want) {
+				t.Errorf("the artifact cache after the upgrade holds %q, want %q", got, want)
+			}
 
 			// An uninstall while sandboxes run with the handler changes
 			// nothing, and names them.
@@ -176,6 +182,10 @@ func TestLifecycle(t *testing.T) {
 			}
 			if status, _ := inst.Status(ctx); len(status) != 0 {
 				t.Errorf("status after uninstall: %+v", status)
+			}
+			// No Shim left: nor is the state file, the cache or the lock.
+			if left := filesUnder(t, filepath.Join(n.dir, "state")); len(left) != 0 {
+				t.Errorf("the state directory after the last uninstall holds %q", left)
 			}
 			if _, _, err := testutil.RunSandbox(ctx, rt, "demo", "third"); err == nil {
 				t.Error("a sandbox still runs with the removed handler")

@@ -2,7 +2,15 @@ package installer
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
 	"time"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/shimkit/shimkit/fetch"
 
 	"github.com/shimkit/shimkit/internal/installer/bundle"
 	"github.com/shimkit/shimkit/internal/installer/layout"
@@ -119,6 +127,47 @@ func (st stateStore) read() (*State, error) {
 }
 
 func (st stateStore) write(s *State) error { return statefile.Write(st.l.StatePath(), s) }
+
+// finish writes the state an operation ends with, under the node lock,
+// and keeps no more than it records: the artifact cache keeps only the
+// artifacts of the installed Shims, and once no Shim, operation or
+// created directory is left, the state file, the cache and the lock file
+// go, so that the node is as it was before shimkit (the state directory
+// itself stays: an admin may have made it, or mounted it).
+func (st stateStore) finish(s *State) error {
+	if len(s.Shims) > 0 || len(s.Pending) > 0 || len(s.CreatedDirs) > 0 {
+		if err := st.write(s); err != nil {
+			return err
+		}
+		return st.pruneCache(s)
+	}
+	if err := os.RemoveAll(st.l.CachePath()); err != nil {
+		return fmt.Errorf("removing the artifact cache: %w", err)
+	}
+	if err := os.Remove(st.l.StatePath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return statefile.Remove(st.l.LockPath())
+}
+
+// pruneCache removes the cached artifacts no record of s names.
+func (st stateStore) pruneCache(s *State) error {
+	if _, err := os.Stat(st.l.CachePath()); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	cache, err := fetch.NewCache(st.l.CachePath())
+	if err != nil {
+		return err
+	}
+	var keep []digest.Digest
+	for _, rec := range s.Shims {
+		if rec.Digest != "" {
+			keep = append(keep, digest.Digest(rec.Digest))
+		}
+	}
+	_, err = cache.Prune(keep...)
+	return err
+}
 
 // lock takes the node lock, waiting until ctx is done: two installers
 // never edit the config or restart containerd at the same time.

@@ -121,7 +121,7 @@ func (removeFiles) do(ctx context.Context, r *run) error {
 	}
 	delete(r.state.Shims, r.plan.Shim.Name)
 	r.clearPending()
-	return i.store().write(r.state)
+	return i.store().finish(r.state)
 }
 
 // ShimStatus is what Status finds for one Shim.

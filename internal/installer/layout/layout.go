@@ -73,6 +73,9 @@ func (l Layout) CurrentDir(shim string) string { return path.Join(l.BundleDir(sh
 // StatePath is the state file, local.
 func (l Layout) StatePath() string { return l.Local(filepath.Join(l.StateDir(), "state.json")) }
 
+// CachePath is the artifact cache (fetch.Cache), local.
+func (l Layout) CachePath() string { return l.Local(filepath.Join(l.StateDir(), "cache")) }
+
 // LockPath is the node lock, local.
 func (l Layout) LockPath() string { return l.Local(filepath.Join(l.StateDir(), "lock")) }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path"
 	"strings"
 
 	"github.com/opencontainers/go-digest"
@@ -38,7 +37,7 @@ func Into(l layout.Layout, a *plan.Artifact, f fetch.Fetcher, platform fetch.Pla
 // directory), so that the same artifact is never downloaded twice and the
 // installer's image needs no /tmp.
 func Fetcher(l layout.Layout, a *plan.Artifact) (fetch.Fetcher, error) {
-	cache, err := fetch.NewCache(l.Local(path.Join(l.StateDir(), "cache")))
+	cache, err := fetch.NewCache(l.CachePath())
 	if err != nil {
 		return nil, err
 	}

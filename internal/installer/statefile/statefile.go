@@ -45,30 +45,65 @@ func Write(path string, v any) error {
 }
 
 // Lock takes the node lock at path exclusive, waiting until ctx is done,
-// and returns the unlock.
+// and returns the unlock. The lock file may be removed by its holder
+// (Remove, when the node has nothing of shimkit left): a lock taken on a
+// file that is no longer at path is let go and taken again on the new one.
 func Lock(ctx context.Context, path string) (func(), error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, err
+	for {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, err
+		}
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // its directory went between the two calls
+		}
+		if err != nil {
+			return nil, err
+		}
+		unlock, err := flock(ctx, f, unix.LOCK_EX)
+		if err != nil || stillAt(f, path) {
+			return unlock, err
+		}
+		unlock()
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	return flock(ctx, f, unix.LOCK_EX)
 }
 
 // LockShared takes the node lock at path shared, waiting until ctx is
 // done. It creates nothing: without a lock file there is nothing to wait
 // for.
 func LockShared(ctx context.Context, path string) (func(), error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return func() {}, nil
+	for {
+		f, err := os.Open(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return func() {}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		unlock, err := flock(ctx, f, unix.LOCK_SH)
+		if err != nil || stillAt(f, path) {
+			return unlock, err
+		}
+		unlock()
 	}
-	if err != nil {
-		return nil, err
+}
+
+// Remove removes the lock file at path, which the caller holds
+// exclusive: a waiter on it then finds it gone and locks a new one.
+func Remove(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
 	}
-	return flock(ctx, f, unix.LOCK_SH)
+	return nil
+}
+
+// stillAt reports whether the open file f is the one at path.
+func stillAt(f *os.File, path string) bool {
+	var open, named unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &open) != nil || unix.Stat(path, &named) != nil {
+		return false
+	}
+	return open.Dev == named.Dev && open.Ino == named.Ino
 }
 
 // flock locks f (how: LOCK_EX or LOCK_SH), waiting until ctx is done, and
