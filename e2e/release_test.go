@@ -158,7 +158,7 @@ func testRelease(t *testing.T, c *testutil.Cluster, helmBin string, build testut
 	t.Logf("the tutorial, from helm install to a pinned Spin and its app: %s", time.Since(start).Round(time.Second))
 
 	var selector map[string]string
-	t.Run("operator upgrade", func(t *testing.T) { selector = testOperatorUpgrade(t, c, nodes, second, tools, env) })
+	t.Run("operator upgrade", func(t *testing.T) { selector = testOperatorUpgrade(t, c, nodes, second, tools, tu.env) })
 
 	start = time.Now()
 	tu.runUntil(t, "")

@@ -23,6 +23,9 @@ type tutorial struct {
 	sess   *mdrun.Session
 	// page is what the page's env block exports.
 	page map[string]string
+	// env is the shell's environment (start's, with HOME and Helm's
+	// directories in the session's own).
+	env []string
 }
 
 // replace changes one line of the page's run blocks for this cluster, and
@@ -67,7 +70,8 @@ func readTutorial(t *testing.T) *tutorial {
 // page's env block, and gives the PATH and KUBECONFIG.
 func (tu *tutorial) start(t *testing.T, env []string) {
 	dir := t.TempDir()
-	tu.sess = mdrun.NewSession(dir, append(env, "HOME="+dir, "HELM_CONFIG_HOME="+dir+"/.helm", "HELM_CACHE_HOME="+dir+"/.helm", "HELM_DATA_HOME="+dir+"/.helm"))
+	tu.env = append(env, "HOME="+dir, "HELM_CONFIG_HOME="+dir+"/.helm", "HELM_CACHE_HOME="+dir+"/.helm", "HELM_DATA_HOME="+dir+"/.helm")
+	tu.sess = mdrun.NewSession(dir, tu.env)
 }
 
 // exportRE is an export of the env block: export NAME=value (quoted or not).
