@@ -11,7 +11,8 @@
 //	`make test` warm takes <!-- figure:make-test-warm -->11 m 41 s<!-- /figure -->
 //
 // (HTML comments: GitHub and MkDocs show the figure alone; a marker may
-// not start a line, where MkDocs would take it for an HTML block). The pages
+// not start a line, where MkDocs would take it for an HTML block; in code,
+// a fenced block or an inline code span, a marker is text). The pages
 // are README.md, CHANGELOG.md and docs/**/*.md, but not docs/reference
 // (generated from the code) nor docs/benchmarks/history.md (every figure
 // as it was).

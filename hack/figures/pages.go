@@ -79,20 +79,19 @@ const near = 80
 
 // scanSpans finds the page's marked spans; the problems are those of the
 // markers themselves (unclosed, nested, where MkDocs would not keep them
-// inline).
+// inline). A marker in code is text.
 func scanSpans(file, text string) ([]span, []problem) {
 	var spans []span
 	var probs []problem
 	bad := func(at int, format string, args ...any) {
 		probs = append(probs, problem{file: file, line: lineOf(text, at), msg: fmt.Sprintf(format, args...), at: at})
 	}
-	fences := fencedRanges(text)
+	code := codeRanges(text)
 	var cur *span
 	for _, m := range markerRE.FindAllStringSubmatchIndex(text, -1) {
 		closing := m[3] > m[2]
-		if inRanges(fences, m[0]) {
-			bad(m[0], "a figure marker in a code block shows as text")
-			continue
+		if inRanges(code, m[0]) {
+			continue // code shows a marker as text: no span (a page on the markers shows one)
 		}
 		if lineStart(text, m[0]) {
 			bad(m[0], "a figure marker starts the line: MkDocs takes it for an HTML block and splits the paragraph (put a word before it)")
@@ -202,8 +201,9 @@ func unmarked(file, text string, spans []span, t table) []problem {
 	return probs
 }
 
-// fencedRanges returns the byte ranges of the page's fenced code blocks.
-func fencedRanges(text string) [][2]int {
+// codeRanges returns the byte ranges of the page's code: its fenced code
+// blocks and, outside them, its inline code spans.
+func codeRanges(text string) [][2]int {
 	var out [][2]int
 	open, fence, at := -1, "", 0
 	for _, l := range strings.SplitAfter(text, "\n") {
@@ -219,6 +219,45 @@ func fencedRanges(text string) [][2]int {
 	}
 	if open >= 0 {
 		out = append(out, [2]int{open, len(text)})
+	}
+	return append(out, inlineCode(text, out)...)
+}
+
+// inlineCode returns the byte ranges of the inline code spans outside the
+// fenced blocks: a run of n backticks to the next run of exactly n, within
+// a paragraph.
+func inlineCode(text string, fences [][2]int) [][2]int {
+	var out [][2]int
+	run := func(i int) int {
+		n := 0
+		for i+n < len(text) && text[i+n] == '`' {
+			n++
+		}
+		return n
+	}
+	for i := 0; i < len(text); {
+		if text[i] != '`' || inRanges(fences, i) {
+			i++
+			continue
+		}
+		n := run(i)
+		end := -1
+		for j := i + n; j < len(text) && !strings.HasPrefix(text[j:], "\n\n"); {
+			if m := run(j); m == n {
+				end = j + m
+				break
+			} else if m > 0 {
+				j += m
+				continue
+			}
+			j++
+		}
+		if end < 0 {
+			i += n
+			continue
+		}
+		out = append(out, [2]int{i, end})
+		i = end
 	}
 	return out
 }
