@@ -191,17 +191,19 @@ chart: $(KUSTOMIZE)
 verify-chart: $(KUSTOMIZE) $(HELM)
 	CGO_ENABLED=0 $(GO) run ./hack/chartgen -verify -kustomize $(KUSTOMIZE) -helm $(HELM) -chart $(CHART)
 
-## docs-gen: write the site's generated references (docs/reference: API, metrics, flags, Helm values, reasons, examples) from the code.
+## docs-gen: write the site's generated references (docs/reference: API, metrics, flags, Helm values, reasons, examples) from the code, and the pages' figures from BENCHMARKS.md.
 docs-gen: $(CRD_REF_DOCS)
 	CGO_ENABLED=0 $(GO) run ./hack/docgen -crd-ref-docs $(CRD_REF_DOCS) -out docs/reference
+	CGO_ENABLED=0 $(GO) run ./hack/figures
 
 ## docs: the documentation site in site/ (mkdocs build --strict), its links, anchors and nav checked.
 docs:
 	$(MKDOCS) build --strict --quiet --site-dir site
 	CGO_ENABLED=0 $(GO) run ./hack/docscheck -site site
 
-## verify-docs: fail when a generated reference drifted from the code, or the site does not build (make docs).
+## verify-docs: fail when a page's figure is not BENCHMARKS.md's, a generated reference drifted from the code, or the site does not build (make docs).
 verify-docs: $(CRD_REF_DOCS)
+	CGO_ENABLED=0 $(GO) run ./hack/figures -verify
 	CGO_ENABLED=0 $(GO) run ./hack/docgen -verify -crd-ref-docs $(CRD_REF_DOCS) -out docs/reference
 	$(MAKE) --no-print-directory docs
 
