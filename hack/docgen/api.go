@@ -383,7 +383,7 @@ func writeShim(b *bytes.Buffer, shim *apiType, gv string) {
 	for _, f := range shim.Fields {
 		switch f.Name {
 		case "metadata":
-			fmt.Fprintf(b, "| `metadata` | %s | yes | The object's metadata: `metadata.name` names the Shim (and, by default, its RuntimeClass). |\n", fieldType(f.Type))
+			fmt.Fprintf(b, "| `metadata` | %s | yes | The object's metadata: `metadata.name` names the Shim. |\n", fieldType(f.Type))
 		case "spec":
 			fmt.Fprintf(b, "| `spec` | %s | yes | What you set: the desired state. |\n", fieldType(f.Type))
 		case "status":
