@@ -117,6 +117,12 @@ func classSet(shim *v1alpha1.Shim, existing []nodev1.RuntimeClass) *decide.Class
 // decision, on the RuntimeClasses as they are (the canary's left out: it
 // comes and goes with the installs).
 func previewClasses(shim *v1alpha1.Shim, existing []nodev1.RuntimeClass) []ClassPreview {
+	if shim.UID == "" {
+		// A spec not applied yet: the Shim it becomes owns what it creates
+		// (a RuntimeClass needs its owner's UID to be decided at all).
+		shim = shim.DeepCopy()
+		shim.UID = newShimUID
+	}
 	set := classSet(shim, existing)
 	installed := []decide.NodeView{{Node: &corev1.Node{}, Label: nodelabel.Installed}}
 	cp := decide.Classes(&decide.Snapshot{Shim: shim, Classes: set, Views: installed}, false)
@@ -149,6 +155,9 @@ func previewClasses(shim *v1alpha1.Shim, existing []nodev1.RuntimeClass) []Class
 	}
 	return out
 }
+
+// newShimUID stands for the UID of a Shim not created yet, in a preview.
+const newShimUID = "00000000-0000-4000-8000-000000000000"
 
 // classAction is the preview action of the class's publish step.
 func classAction(cp decide.ClassPlan, name string) string {

@@ -52,3 +52,30 @@ func TestPreviewClasses(t *testing.T) {
 		t.Errorf("classes\n got %s\nwant %s", got, want)
 	}
 }
+
+// A spec not applied yet (no UID) creates its RuntimeClass, and finds one
+// of the same name someone else made a conflict.
+func TestPreviewClassesOfANewShim(t *testing.T) {
+	shim := newShim("spin", "spin", "1", nil)
+	ctrl := true
+	for _, tc := range []struct {
+		classes []nodev1.RuntimeClass
+		want    []operator.ClassPreview
+	}{
+		{nil, []operator.ClassPreview{{Name: "spin-rc", Handler: "spin", Action: operator.ClassCreate}}},
+		{[]nodev1.RuntimeClass{{ObjectMeta: metav1.ObjectMeta{Name: "spin-rc", OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "apps/v1", Kind: "Deployment", Name: "someone", UID: "x", Controller: &ctrl}}}, Handler: "spin"}},
+			[]operator.ClassPreview{{Name: "spin-rc", Handler: "spin", Action: operator.ClassConflict, Owner: "Deployment someone"}}},
+	} {
+		p, err := operator.PreviewRollout(shim, nil, nil, nil, tc.classes, operator.Options{InstallerImage: "i", Namespace: "ns"}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := fmt.Sprint(p.Classes), fmt.Sprint(tc.want); got != want {
+			t.Errorf("classes\n got %s\nwant %s", got, want)
+		}
+		if shim.UID != "" {
+			t.Fatal("the preview changed its input")
+		}
+	}
+}
