@@ -40,6 +40,7 @@ func TestCluster(t *testing.T) {
 	// more at once, or more nodes, make each slower (an idle node takes
 	// ~2% of them).
 	base := slices.Clone(c.Nodes)
+	rel := publishReleases(t, c) // built beside the scenarios, for the release's
 	t.Run("concurrent", func(t *testing.T) {
 		g := scenarios{t: t, slots: make(chan struct{}, 2)}
 		g.run("base", false, func(t *testing.T) {
@@ -68,7 +69,7 @@ func TestCluster(t *testing.T) {
 	}
 
 	undeployOperator(t, c, overlay)
-	t.Run("release", func(t *testing.T) { testRelease(t, c, toolBinary(t, "HELM", "helm"), build) })
+	t.Run("release", func(t *testing.T) { testRelease(t, c, rel, toolBinary(t, "HELM", "helm"), build) })
 	t.Run("make", func(t *testing.T) {
 		toolBinary(t, "", "kustomize") // the make targets' (not built inside the test)
 		testMakeTargets(t, c)

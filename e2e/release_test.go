@@ -26,41 +26,84 @@ type published struct {
 	chart   string            // oci://HOST/shimkit/charts/shimkit
 	images  map[string]string // shimkit-operator → HOST/shimkit/shimkit-operator:VERSION@sha256:...
 	plugin  string            // its kubectl-shimkit for this machine
+	took    time.Duration     // make release and make publish
+}
+
+// releases are the two builds of a release, published to a registry on
+// the cluster's network while the other scenarios run: a release's
+// builds (both platforms of both images) are the scenario's longest part.
+type releases struct {
+	reg  *testutil.Registry
+	done chan struct{}
+	pub  [2]published
+	err  error
+}
+
+// publishReleases starts publishing releaseV1 and releaseV2 to a new
+// registry of the cluster; wait returns them.
+func publishReleases(t *testing.T, c *testutil.Cluster) *releases {
+	r := &releases{reg: c.StartRegistry(t, "", ""), done: make(chan struct{})}
+	dirs := [2]string{t.TempDir(), t.TempDir()}
+	t.Cleanup(func() { <-r.done }) // before its directories go
+	go func() {
+		defer close(r.done)
+		for i, v := range []string{releaseV1, releaseV2} {
+			if r.pub[i], r.err = publishRelease(r.reg, v, dirs[i]); r.err != nil {
+				return
+			}
+		}
+	}()
+	return r
+}
+
+// wait returns the two published builds, failing t if they are not.
+func (r *releases) wait(t *testing.T) (first, second published) {
+	t.Helper()
+	<-r.done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	for _, p := range r.pub {
+		t.Logf("make release and make publish %s: %s", p.version, p.took.Round(100*time.Millisecond))
+	}
+	return r.pub[0], r.pub[1]
 }
 
 // publishRelease makes a release of version named under reg with make
-// release and pushes it there with make publish, as a maintainer does.
-// Only this machine's plugin is built: hack/releasetest checks the others.
-func publishRelease(t *testing.T, reg *testutil.Registry, version string) published {
-	t.Helper()
-	dist := t.TempDir()
+// release into dist and pushes it there with make publish, as a
+// maintainer does. Only this machine's plugin is built: hack/releasetest
+// checks the others.
+func publishRelease(reg *testutil.Registry, version, dist string) (published, error) {
 	prefix := reg.Host + "/shimkit/"
 	vars := []string{"VERSION=" + version, "DIST=" + dist, "IMAGE_PREFIX=" + prefix}
 	start := time.Now()
-	runMake(t, append(vars, "release", "PLUGIN_PLATFORMS=linux/"+runtime.GOARCH)...)
-	runMake(t, append(vars, "publish", "PLAIN_HTTP=1")...)
-	t.Logf("make release and make publish %s: %s", version, time.Since(start).Round(100*time.Millisecond))
+	if err := runMake(append(vars, "release", "PLUGIN_PLATFORMS=linux/"+runtime.GOARCH)...); err != nil {
+		return published{}, err
+	}
+	if err := runMake(append(vars, "publish", "PLAIN_HTTP=1")...); err != nil {
+		return published{}, err
+	}
 	p := published{version: version, chart: "oci://" + prefix + "charts/shimkit", images: map[string]string{},
-		plugin: filepath.Join(dist, "kubectl-shimkit-"+version+"-linux-"+runtime.GOARCH)}
+		plugin: filepath.Join(dist, "kubectl-shimkit-"+version+"-linux-"+runtime.GOARCH), took: time.Since(start)}
 	data, err := os.ReadFile(filepath.Join(dist, "images.txt"))
 	if err != nil {
-		t.Fatal(err)
+		return published{}, err
 	}
 	for _, line := range strings.Fields(string(data)) {
 		name, _, _ := strings.Cut(strings.TrimPrefix(line, prefix), ":")
 		p.images[name] = line
 	}
-	return p
+	return p, nil
 }
 
 // runMake runs make with args in the repository.
-func runMake(t *testing.T, args ...string) {
-	t.Helper()
+func runMake(args ...string) error {
 	cmd := exec.Command("make", append([]string{"--no-print-directory"}, args...)...)
 	cmd.Dir = testutil.RepoRoot()
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("make %s: %v\n%s", strings.Join(args, " "), err, out)
+		return fmt.Errorf("make %s: %w\n%s", strings.Join(args, " "), err, out)
 	}
+	return nil
 }
 
 // userTools is a directory for the PATH of a user's shell: kubectl,
@@ -118,13 +161,12 @@ extraEnv:
 // build: no runtime restarts, no installer Job starts, Ready never flips.
 // Then the rest of the page: Spin upgraded, removed, shimkit uninstalled;
 // the nodes are left as they were.
-func testRelease(t *testing.T, c *testutil.Cluster, helmBin string, build testutil.ContainerdBuild) {
+func testRelease(t *testing.T, c *testutil.Cluster, rel *releases, helmBin string, build testutil.ContainerdBuild) {
 	// The chart's crds/ install the CRD (undeployOperator took the one of
 	// operator/config).
 	kubectl(t, c, "delete", "crd", crdName, "--wait", "--ignore-not-found")
-	reg := c.StartRegistry(t, "", "")
-	c.TrustRegistry(t, reg)
-	first, second := publishRelease(t, reg, releaseV1), publishRelease(t, reg, releaseV2)
+	first, second := rel.wait(t)
+	c.TrustRegistry(t, rel.reg)
 	nodes := c.CurrentNodes()
 	before := snapshotNodes(t, nodes)
 
