@@ -131,7 +131,7 @@ func StartClusterWith(t testing.TB, opts ClusterOptions) *Cluster {
 		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0")
 
 	for range max(opts.Nodes, 1) {
-		c.startNode(t, JoinOptions{})
+		c.startNode(t, JoinOptions{registryHosts: true})
 	}
 	for _, n := range c.Nodes {
 		if err := c.waitNodeReady(n.Name, 90*time.Second); err != nil {
@@ -168,6 +168,11 @@ type JoinOptions struct {
 	// crio.service, which pulls the pause image and Images from a registry
 	// of the test on the cluster's network (Containerd does not apply).
 	CRIO bool
+
+	// registryHosts gives containerd RegistryHostsDir (the cluster's
+	// first nodes: TrustRegistry); a node that joins later keeps the
+	// build's config, which its scenario may rely on.
+	registryHosts bool
 }
 
 // AddNode boots one more node, joins it to the cluster and waits for it to
@@ -291,10 +296,13 @@ func (c *Cluster) bootNode(t testing.TB, i int, opts JoinOptions) ClusterNode {
 		files["/etc/kubernetes/kubelet.yaml"] = []byte(strings.Replace(kubeletConfig, "unix:///run/containerd/containerd.sock", "unix://"+K3sSocket, 1))
 	} else {
 		files["/etc/systemd/system/kubelet.service"] = []byte(fmt.Sprintf(kubeletUnit, kubeletArgs))
-		// Registry hosts from RegistryHostsDir: a test's registry on the
-		// cluster's network is trusted by writing its hosts.toml there
-		// (TrustRegistry); containerd reads them at each pull.
-		files["/etc/containerd/config.toml"] = WithRegistryHosts(ClusterContainerdConfig(build), build)
+		files["/etc/containerd/config.toml"] = ClusterContainerdConfig(build)
+		if opts.registryHosts {
+			// Registry hosts from RegistryHostsDir: a test's registry on
+			// the cluster's network is trusted by writing its hosts.toml
+			// there (TrustRegistry); containerd reads them at each pull.
+			files["/etc/containerd/config.toml"] = WithRegistryHosts(files["/etc/containerd/config.toml"], build)
+		}
 	}
 	nodeOpts := NodeOptions{Containerd: &build, Files: files, Executables: opts.Executables, K3s: opts.K3s, ReadOnly: opts.ReadOnly}
 	if opts.CRIO {
@@ -430,12 +438,16 @@ func RegistryHosts(server, host string) []byte {
 	return []byte(fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", server, host))
 }
 
-// TrustRegistry lets the containerd of every node of the cluster pull from
-// reg over plain HTTP, from now on: it writes reg's hosts.toml into
-// RegistryHostsDir on each (a node that joins later does not get it).
+// TrustRegistry lets the containerd of the cluster's first nodes (those
+// StartClusterWith started) pull from reg over plain HTTP, from now on: it
+// writes reg's hosts.toml into RegistryHostsDir on each. A node that joined
+// later is left as it is.
 func (c *Cluster) TrustRegistry(t testing.TB, reg *Registry) {
 	t.Helper()
 	for _, n := range c.CurrentNodes() {
+		if !n.opts.registryHosts {
+			continue
+		}
 		p := n.Local(RegistryHostsDir + "/" + reg.Host + "/hosts.toml")
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
