@@ -215,7 +215,7 @@ func testNodes(t *testing.T, c *testutil.Cluster, dump *dumper, nodes []testutil
 		})
 	}
 	for i, n := range append(nodes, joined) {
-		want := orig[0] // the joined node's: no node-specific config
+		want := testutil.ClusterContainerdConfig(build) // the joined node's: as it booted
 		if i < len(orig) {
 			want = orig[i]
 		}
