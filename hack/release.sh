@@ -61,6 +61,7 @@ done
 # platform's binary; the operator runs as a non-root user, as operator/config
 # has it.
 declare -A digest
+native="$($GO env GOOS)/$($GO env GOARCH)" # the platform the binaries above were built for
 for bin in shimkit-operator shimkit-installer; do
 	members=()
 	for platform in $IMAGE_PLATFORMS; do
@@ -70,7 +71,7 @@ for bin in shimkit-operator shimkit-installer; do
 			exit 2
 		fi
 		mkdir -p "$work/$os-$arch"
-		if [[ $platform == "$($GO env GOOS)/$($GO env GOARCH)" ]]; then
+		if [[ $platform == "$native" ]]; then
 			cp "$work/$bin" "$work/$os-$arch/$bin" # built above, --version checked
 		else
 			CGO_ENABLED=0 GOOS=$os GOARCH=$arch $GO build -trimpath -ldflags "$ldflags" -o "$work/$os-$arch/$bin" "./cmd/$bin"
