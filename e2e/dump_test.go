@@ -15,12 +15,13 @@ import (
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
-// dumper tells what the cluster looked like when a test failed: a short
-// account in the test's log (the Shims' conditions and failures, the
-// shimkit pods, the warnings; what a CI log's tail shows next to the
-// failure), everything else (every node's kubelet journal, the pods'
-// logs) in a file the log names. The first failing test dumps; the
-// tests above it that fail with it do not say it again.
+// dumper tells what the cluster looked like when a test failed, in a file
+// the test's log names on one line: a short account first (the Shims'
+// conditions and failures, the shimkit pods, the warnings), then the
+// rest (every node's kubelet journal, the pods' logs). The test's log
+// keeps its own failures last, where a CI log's tail shows them (an
+// account there pushed them out of it). The first failing test dumps;
+// the tests above it that fail with it do not say it again.
 type dumper struct {
 	c    *testutil.Cluster
 	done atomic.Bool
@@ -34,18 +35,17 @@ func (d *dumper) onFailure(t *testing.T) {
 		if !t.Failed() || d.done.Swap(true) {
 			return
 		}
-		t.Logf("the cluster at the failure:\n%s", d.summary())
 		dir, err := os.MkdirTemp("", "shimkit-e2e-dump-")
 		if err != nil {
 			t.Logf("dump: %v", err)
 			return
 		}
 		path := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+".txt")
-		if err := os.WriteFile(path, d.full(), 0o644); err != nil {
+		if err := os.WriteFile(path, append([]byte(d.summary()), d.full()...), 0o644); err != nil {
 			t.Logf("dump: %v", err)
 			return
 		}
-		t.Logf("journals and pod logs: %s", path)
+		t.Logf("the cluster at the failure (Shims, pods, warnings, journals, pod logs): %s", path)
 	})
 }
 
@@ -76,6 +76,7 @@ func (d *dumper) summary() string {
 		warnings = bytes.Join(lines[len(lines)-20:], []byte("\n"))
 	}
 	b.Write(warnings)
+	b.WriteString("\n")
 	return b.String()
 }
 

@@ -109,7 +109,9 @@ func checkUninstalled(t *testing.T, c *testutil.Cluster, nodes []testutil.Cluste
 			t.Errorf("helm uninstall left %s in namespace %s", name, releaseNamespace)
 		}
 	}
-	kubectl(t, c, "delete", "namespace", releaseNamespace, "--ignore-not-found", "--wait=false")
+	// As the page says, and waited for: the next scenario creates the
+	// namespace again (its objects are refused while it terminates).
+	kubectl(t, c, "delete", "namespace", releaseNamespace, "--ignore-not-found", "--timeout=120s")
 }
 
 // mapKeys is the union of the maps' keys.
