@@ -379,10 +379,13 @@ func failedLogs(t *testing.T, c *testutil.Cluster, node string) {
 	if code != plugin.ExitOK || !strings.Contains(out, "shimkit-installer: CanaryFailed: install flaky: failed and rolled back") {
 		t.Errorf("logs of %s while its Job is kept: exit %d, want its canary's failure", node, code)
 	}
+	// Kept: the copy, then the Job marked (by the next operator, when the
+	// drain scenario's restart of it came in between).
 	jobs := &batchv1.JobList{}
-	if err := c.Client.List(context.Background(), jobs, client.InNamespace("shimkit-system"), client.MatchingLabels{jobview.LabelShim: "flaky", jobview.LabelNode: jobview.LabelValue(node)}); err != nil || len(jobs.Items) != 1 {
-		t.Fatalf("flaky's Jobs on %s: %d (%v)", node, len(jobs.Items), err)
-	}
+	waitFor(t, 60*time.Second, "flaky's failed Job on "+node+" kept", func() bool {
+		err := c.Client.List(context.Background(), jobs, client.InNamespace("shimkit-system"), client.MatchingLabels{jobview.LabelShim: "flaky", jobview.LabelNode: jobview.LabelValue(node)})
+		return err == nil && len(jobs.Items) == 1 && jobs.Items[0].Annotations[jobview.AnnotationLogKept] != ""
+	})
 	job := &jobs.Items[0]
 	if ttl := job.Spec.TTLSecondsAfterFinished; ttl == nil || *ttl != 86400 {
 		t.Errorf("the failed Job %s is kept %v s, want a day", job.Name, ttl)

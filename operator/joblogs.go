@@ -16,6 +16,7 @@ import (
 
 	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/internal/operator/joblog"
+	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/internal/operator/nodejob"
 )
 
@@ -58,25 +59,32 @@ func (l *ClientsetLogs) JobLog(ctx context.Context, job *batchv1.Job) ([]byte, e
 	return io.ReadAll(io.LimitReader(stream, 4*joblog.MaxBytes))
 }
 
-// keepLog keeps what a failed installer run leaves: its Job for
-// FailedJobTTL (its pod's log with it), and a copy of the log's end
-// (package joblog). Neither is the run's record, which the node has: what
-// cannot be kept is told in a Warning Event, and the reconcile goes on.
+// keepLog keeps what a failed installer run leaves: a copy of the log's
+// end (package joblog), then its Job for FailedJobTTL (its pod's log with
+// it), marked kept (jobview.AnnotationLogKept) in the same write: until
+// then, each reconcile decides to keep it again, so an operator stopped
+// in between leaves it to the next. Neither is the run's record, which
+// the node has: what cannot be kept is told in a Warning Event, and the
+// reconcile goes on.
 func (r *executor) keepLog(ctx context.Context, a decide.KeepLog) {
-	if ttl := int32(r.opts.FailedJobTTL / time.Second); a.Job.Spec.TTLSecondsAfterFinished == nil || *a.Job.Spec.TTLSecondsAfterFinished < ttl {
-		patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"ttlSecondsAfterFinished":%d}}`, ttl))
-		if err := r.client.Patch(ctx, a.Job.DeepCopy(), patch); client.IgnoreNotFound(err) != nil {
-			r.event(ctx, a.Shim, nil, corev1.EventTypeWarning, "LogNotKept", "Install", "node %s: Job %s kept only %v: %v", a.Node, a.Job.Name, r.opts.JobTTL, err)
+	if r.opts.Logs != nil {
+		log, err := r.opts.Logs.JobLog(ctx, a.Job)
+		if err == nil {
+			err = joblog.Keep(ctx, r.client, a.Job.Namespace, a.Shim, a.Node, joblog.Copy{Job: a.Job.Name, Reason: a.Reason, Time: a.At, Log: string(log)})
+		}
+		if ctx.Err() != nil {
+			return // stopping: the next reconcile keeps it
+		}
+		if err != nil {
+			r.event(ctx, a.Shim, nil, corev1.EventTypeWarning, "LogNotKept", "Install", "node %s: no copy of Job %s's log: %v", a.Node, a.Job.Name, err)
 		}
 	}
-	if r.opts.Logs == nil {
-		return
+	ttl := int32(r.opts.FailedJobTTL / time.Second)
+	if cur := a.Job.Spec.TTLSecondsAfterFinished; cur != nil {
+		ttl = max(ttl, *cur)
 	}
-	log, err := r.opts.Logs.JobLog(ctx, a.Job)
-	if err == nil {
-		err = joblog.Keep(ctx, r.client, a.Job.Namespace, a.Shim, a.Node, joblog.Copy{Job: a.Job.Name, Reason: a.Reason, Time: a.At, Log: string(log)})
-	}
-	if err != nil {
-		r.event(ctx, a.Shim, nil, corev1.EventTypeWarning, "LogNotKept", "Install", "node %s: no copy of Job %s's log: %v", a.Node, a.Job.Name, err)
+	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"true"}},"spec":{"ttlSecondsAfterFinished":%d}}`, jobview.AnnotationLogKept, ttl))
+	if err := r.client.Patch(ctx, a.Job.DeepCopy(), patch); client.IgnoreNotFound(err) != nil {
+		r.event(ctx, a.Shim, nil, corev1.EventTypeWarning, "LogNotKept", "Install", "node %s: Job %s kept only %v: %v", a.Node, a.Job.Name, r.opts.JobTTL, err)
 	}
 }

@@ -86,7 +86,9 @@ func recordJob(obs *Snapshot, v *NodeView, fresh bool) InOrder {
 }
 
 // recordFailure writes the failed Job's reason on the node, once, so that
-// the failure outlives the Job.
+// the failure outlives the Job, and keeps the Job's log until the Job says
+// it is kept: an operator that stopped between the two leaves the keeping
+// to the next one.
 func recordFailure(obs *Snapshot, v *NodeView) []Action {
 	j := v.Job
 	reason, msg := j.Failure()
@@ -95,7 +97,10 @@ func recordFailure(obs *Snapshot, v *NodeView) []Action {
 		canary = j.Canary
 	}
 	if f := v.Failure; f != nil && f.Job == j.Object.Name && f.Op == j.Op && f.SpecHash == j.SpecHash && f.Reason == reason && f.Canary == canary {
-		return nil
+		if j.LogKept {
+			return nil
+		}
+		return []Action{KeepLog{Shim: obs.Shim, Node: v.Node.Name, Reason: reason, Job: j.Object, At: f.Time}}
 	}
 	f := record.Failure{ShimUID: obs.Shim.UID, Op: j.Op, SpecHash: j.SpecHash, Reason: reason, Message: msg, Canary: canary, Job: j.Object.Name, Time: obs.Now.UTC().Truncate(time.Second), Machine: record.Machine(v.Node)}
 	v.Failure = &f

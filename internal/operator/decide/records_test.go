@@ -113,6 +113,13 @@ func failed(reason plan.Reason) *jobview.View {
 	return j
 }
 
+// logKept marks the failed Job's log kept (jobview.AnnotationLogKept).
+func logKept(j *jobview.View) *jobview.View {
+	j.Object.Annotations = map[string]string{jobview.AnnotationLogKept: "true"}
+	j.LogKept = true
+	return j
+}
+
 // TestDecideRecords: what a reconcile writes of the Jobs that finished and
 // of a retry request, decided from the snapshot alone, in order; and the
 // views left as those writes will leave the nodes.
@@ -143,10 +150,18 @@ func TestDecideRecords(t *testing.T) {
 		{name: "install failed, result read now: reported once", shim: shim, fresh: true, jobs: map[string]*jobview.View{"n1": failed(plan.ReasonConfigInvalid)},
 			want:   []string{"together: [event Warning InstallFailed: node n1: ConfigInvalid mark n1 failed: ConfigInvalid count Job job-n1 keep log of job-n1 (ConfigInvalid)]"},
 			labels: map[string]string{"n1": ""}, failedOn: []string{"n1"}},
-		{name: "failure already recorded: nothing", shim: shim,
-			jobs:     map[string]*jobview.View{"n1": failed(plan.ReasonRestartFailed)},
+		{name: "failure already recorded, its log kept: nothing", shim: shim,
+			jobs:     map[string]*jobview.View{"n1": logKept(failed(plan.ReasonRestartFailed))},
 			failures: map[string]*nodelabel.Failure{"n1": {ShimUID: shim.UID, Op: jobview.OpInstall, SpecHash: "h1", Reason: string(plan.ReasonRestartFailed), Job: "job-n1"}},
 			want:     []string{}, labels: map[string]string{"n1": ""}, failedOn: []string{"n1"}},
+		{name: "failure recorded by an operator that stopped before keeping its log: kept now", shim: shim,
+			jobs:     map[string]*jobview.View{"n1": failed(plan.ReasonRestartFailed)},
+			failures: map[string]*nodelabel.Failure{"n1": {ShimUID: shim.UID, Op: jobview.OpInstall, SpecHash: "h1", Reason: string(plan.ReasonRestartFailed), Job: "job-n1"}},
+			want:     []string{"together: [keep log of job-n1 (RestartFailed)]"}, labels: map[string]string{"n1": ""}, failedOn: []string{"n1"}},
+		{name: "an older failure recorded: the new one recorded, its log kept", shim: shim,
+			jobs:     map[string]*jobview.View{"n1": failed(plan.ReasonRestartFailed)},
+			failures: map[string]*nodelabel.Failure{"n1": oldFailure},
+			want:     []string{"together: [mark n1 failed: RestartFailed count Job job-n1 keep log of job-n1 (RestartFailed)]"}, labels: map[string]string{"n1": ""}, failedOn: []string{"n1"}},
 		{name: "verification found drift", shim: shim, jobs: map[string]*jobview.View{"n1": succeeded(jobview.OpVerify, &plan.NodeResult{Outcome: plan.Succeeded, Drift: []string{"/opt/shim changed"}})},
 			want:   []string{"together: [mark n1 verified (drift [/opt/shim changed]) count Job job-n1]"},
 			labels: map[string]string{"n1": ""}},

@@ -48,6 +48,11 @@ const (
 	// (record.Machine): a Job that ended on the machine a node had before
 	// a reimage under its name says nothing of the node now.
 	AnnotationMachine = "shim.containerd.x-k8s.io/machine"
+	// AnnotationLogKept on a failed Job says the operator has kept what it
+	// leaves (the Job for longer, a copy of its log): written last, so a
+	// failure recorded by an operator that stopped before is kept by the
+	// next one.
+	AnnotationLogKept = "shim.containerd.x-k8s.io/log-kept"
 )
 
 // View is what a Job says about its node's operation, as the operator reads it.
@@ -58,6 +63,7 @@ type View struct {
 	Digest   string // the pinned digest (AnnotationDigest)
 	Canary   string // the canary's hash (AnnotationCanary)
 	Machine  string // the node's machine it was made for (AnnotationMachine)
+	LogKept  bool   // a failed Job's log kept (AnnotationLogKept)
 	// Result is the installer's NodeResult, once read from a finished
 	// Job's pod (ResultRead: read, even when none was found).
 	Result     *plan.NodeResult
@@ -67,7 +73,7 @@ type View struct {
 }
 
 func ViewOf(j *batchv1.Job) *View {
-	return &View{Object: j, Op: j.Labels[LabelOp], SpecHash: j.Labels[LabelSpecHash], Digest: j.Annotations[AnnotationDigest], Canary: j.Annotations[AnnotationCanary], Machine: j.Annotations[AnnotationMachine]}
+	return &View{Object: j, Op: j.Labels[LabelOp], SpecHash: j.Labels[LabelSpecHash], Digest: j.Annotations[AnnotationDigest], Canary: j.Annotations[AnnotationCanary], Machine: j.Annotations[AnnotationMachine], LogKept: j.Annotations[AnnotationLogKept] != ""}
 }
 
 func (v *View) Condition(t batchv1.JobConditionType) *batchv1.JobCondition {
