@@ -55,6 +55,13 @@ func startOperatorAs(t testing.TB, env *testutil.Env, cfg *rest.Config) (stop fu
 // startOperatorWith runs the operator with options changed by mutate.
 func startOperatorWith(t testing.TB, env *testutil.Env, cfg *rest.Config, mutate func(*operator.Options)) (stop func()) {
 	t.Helper()
+	return startOperatorThrough(t, env, cfg, mutate, nil)
+}
+
+// startOperatorThrough runs the operator with its manager's client
+// wrapped by wrap (nil: as it is).
+func startOperatorThrough(t testing.TB, env *testutil.Env, cfg *rest.Config, mutate func(*operator.Options), wrap func(client.Client) client.Client) (stop func()) {
+	t.Helper()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -76,7 +83,11 @@ func startOperatorWith(t testing.TB, env *testutil.Env, cfg *rest.Config, mutate
 	if mutate != nil {
 		mutate(&opts)
 	}
-	r, err := operator.New(mgr.GetClient(), mgr.GetEventRecorder("shimkit"), opts)
+	c := mgr.GetClient()
+	if wrap != nil {
+		c = wrap(c)
+	}
+	r, err := operator.New(c, mgr.GetEventRecorder("shimkit"), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

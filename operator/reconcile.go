@@ -51,6 +51,7 @@ type Reconciler struct {
 	exec      *executor
 	gate      *nodegate.Gate
 	retries   retries
+	released  released
 	// nodes and jobs are the cache's own objects (SetupWithManager; nil:
 	// read through client).
 	nodes *watch.Store[*corev1.Node]
@@ -98,9 +99,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			r.resolve.Forget(req.Name)
 			r.retries.forget(req.Name)
 			r.report.Forget(req.Name)
+			r.released.forget(req.Name)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
+	}
+	if r.released.has(shim) {
+		return ctrl.Result{}, nil // gone, the cache behind
 	}
 	obs, err := r.observe(ctx, shim)
 	if err != nil {

@@ -2,15 +2,19 @@ package operator
 
 import (
 	"context"
+	"sync"
 
-	"github.com/shimkit/shimkit/internal/operator/decide"
-	"github.com/shimkit/shimkit/internal/operator/phase"
-	"github.com/shimkit/shimkit/internal/operator/shimspec"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/shimkit/shimkit/internal/operator/decide"
+	"github.com/shimkit/shimkit/internal/operator/phase"
+	"github.com/shimkit/shimkit/internal/operator/shimspec"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
 // uninstallAll removes the shim from every node that has it, rolling; then
@@ -70,8 +74,45 @@ func (r *Reconciler) carryOutRemoval(ctx context.Context, obs *observed, p *deci
 	if err := r.client.Patch(ctx, obs.Shim, patch); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}
+	r.released.add(obs.Shim)
 	log.FromContext(ctx).Info("shim removed from every node", "shim", obs.Shim.Name)
 	r.metrics.Forget(obs.Shim.Name)
 	r.reads.Keep(obs.Shim.Name, nil)
 	return ctrl.Result{}, nil
+}
+
+// released remembers the Shims whose finalizer this operator removed, by
+// UID, until the cache no longer has them. A reconcile that reads one from
+// a cache behind the release does nothing: the garbage collector deletes
+// the Shim's Jobs once it is gone, and their deletions come through
+// another watch, which can be ahead; read beside the Shim as it was, a
+// node whose uninstall Job went first would have its finished install Job
+// recorded again, then be uninstalled for a Shim that is no more.
+type released struct {
+	mu   sync.Mutex
+	uids map[string]types.UID
+}
+
+func (r *released) add(s *v1alpha1.Shim) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.uids == nil {
+		r.uids = map[string]types.UID{}
+	}
+	r.uids[s.Name] = s.UID
+}
+
+// has: s is one this operator released.
+func (r *released) has(s *v1alpha1.Shim) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	uid, ok := r.uids[s.Name]
+	return ok && uid == s.UID
+}
+
+// forget: the cache no longer has the Shim name.
+func (r *released) forget(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.uids, name)
 }
