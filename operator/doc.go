@@ -132,7 +132,8 @@
 // uninstalled, rolling under the same strategy (install Jobs still running
 // finish first). A node's label turns to "uninstalling" before its Job
 // starts, so no new pod lands there; the label goes when the Job succeeds.
-// Then the RuntimeClasses are deleted and the finalizer removed. A node
+// Then the RuntimeClasses are deleted and the finalizer removed; a Shim
+// released so is not read again, though the cache still has it. A node
 // where pods of the Shim's RuntimeClasses run (the API server's pods, or
 // the sandboxes the node's installer found: HandlerInUse) is held: its
 // label turns to "uninstalling" and its uninstall waits for them, the
