@@ -3,8 +3,6 @@ package operator_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shimkit/shimkit/internal/operator/jobview"
-	"github.com/shimkit/shimkit/internal/testutil"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator"
 )
@@ -39,27 +36,13 @@ var _ operator.JobLogs = (*stuckLogs)(nil)
 // leaves the keeping to the next one (the failure is not recorded twice;
 // the Job says when its log is kept).
 func TestFailedLogKeptByTheNextOperator(t *testing.T) {
-	hostRoot := t.TempDir()
-	cfg := filepath.Join(hostRoot, "etc/containerd/config.toml")
-	if err := os.MkdirAll(filepath.Dir(cfg), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(cfg, []byte("version = 2\n\n[plugins\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	art := testutil.NewShimArchive(t, "spin", "/bin/true", nil)
-	srv := testutil.StartFileServer(t)
-	url := srv.Add("/spin.tar.gz", art.Data)
-	run := testutil.RealInstaller(t, func(*batchv1.Job) string { return hostRoot })
-
+	shim, _, run := brokenConfigNode(t)
 	env := startCluster(t)
 	ctx := context.Background()
 	createNodes(t, env.Client, 1, nil, "n")
 	k := startPodKubelet(t, env, 0, run)
 	stuck := &stuckLogs{reading: make(chan struct{}, 1)}
 	stop := startOperatorWith(t, env, env.Config, func(o *operator.Options) { o.Logs = stuck })
-	shim := newShim("spin", "spin", "1", nil)
-	shim.Spec.FetchStrategy.AnonHTTP.Location, shim.Spec.FetchStrategy.AnonHTTP.SHA256 = url, art.SHA256
 	if err := env.Client.Create(ctx, shim); err != nil {
 		t.Fatal(err)
 	}

@@ -253,26 +253,12 @@ func eventsOf(t testing.TB, c client.Client, shim string) []eventsv1.Event {
 // pod against a node whose containerd config does not parse, fails; its
 // reason and message reach the Shim's status and Events.
 func TestRealInstallerFailureInStatus(t *testing.T) {
-	hostRoot := t.TempDir()
-	cfg := filepath.Join(hostRoot, "etc/containerd/config.toml")
-	if err := os.MkdirAll(filepath.Dir(cfg), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(cfg, []byte("version = 2\n\n[plugins\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	art := testutil.NewShimArchive(t, "spin", "/bin/true", nil)
-	srv := testutil.StartFileServer(t)
-	url := srv.Add("/spin.tar.gz", art.Data)
-	run := testutil.RealInstaller(t, func(*batchv1.Job) string { return hostRoot })
-
+	shim, cfg, run := brokenConfigNode(t)
 	env := startCluster(t)
 	ctx := context.Background()
 	createNodes(t, env.Client, 1, nil, "n")
 	k := startPodKubelet(t, env, 0, run)
 	startOperatorWith(t, env, env.Config, func(o *operator.Options) { o.Logs = k })
-	shim := newShim("spin", "spin", "1", nil)
-	shim.Spec.FetchStrategy.AnonHTTP.Location, shim.Spec.FetchStrategy.AnonHTTP.SHA256 = url, art.SHA256
 	if err := env.Client.Create(ctx, shim); err != nil {
 		t.Fatal(err)
 	}
@@ -294,6 +280,26 @@ func TestRealInstallerFailureInStatus(t *testing.T) {
 		t.Errorf("the node's config changed: %q, %v", data, err)
 	}
 	failedLogKept(t, env, getShim(t, env.Client, "spin"), "n-0000")
+}
+
+// brokenConfigNode is a node's root whose containerd config is not valid
+// TOML (at cfg), the real installer run on it, and a Shim spin of an
+// artifact served here: its install fails with ConfigInvalid.
+func brokenConfigNode(t *testing.T) (shim *v1alpha1.Shim, cfg string, run func(context.Context, *batchv1.Job) testutil.PodRun) {
+	t.Helper()
+	hostRoot := t.TempDir()
+	cfg = filepath.Join(hostRoot, "etc/containerd/config.toml")
+	if err := os.MkdirAll(filepath.Dir(cfg), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte("version = 2\n\n[plugins\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	art := testutil.NewShimArchive(t, "spin", "/bin/true", nil)
+	srv := testutil.StartFileServer(t)
+	shim = newShim("spin", "spin", "1", nil)
+	shim.Spec.FetchStrategy.AnonHTTP.Location, shim.Spec.FetchStrategy.AnonHTTP.SHA256 = srv.Add("/spin.tar.gz", art.Data), art.SHA256
+	return shim, cfg, testutil.RealInstaller(t, func(*batchv1.Job) string { return hostRoot })
 }
 
 // failedLogKept: the failed Job is kept a day, and once it is gone
