@@ -80,13 +80,13 @@ func (d *dumper) summary() string {
 	return b.String()
 }
 
-// full is everything: the Shims, Jobs, pods and events, each node's
-// kubelet journal and every pod's log (its end).
+// full is the rest, after the summary (which lists the Jobs and pods):
+// the Shims and every event, each node's kubelet journal and every pod's
+// log (its end).
 func (d *dumper) full() []byte {
 	var b bytes.Buffer
 	for _, args := range [][]string{
 		{"get", "shims", "-o", "yaml"},
-		{"-n", "shimkit-system", "get", "jobs,pods", "-o", "wide"},
 		{"get", "events", "-A", "--sort-by=.metadata.creationTimestamp"},
 	} {
 		fmt.Fprintf(&b, "### kubectl %s\n%s\n", strings.Join(args, " "), d.kubectl(args...))

@@ -103,7 +103,7 @@ func TestRewriteGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fixed, stale, probs := checkPage("page.md", string(in), repoTable(t))
+	fixed, _, stale, probs := checkPage("page.md", string(in), repoTable(t))
 	if len(probs) > 0 {
 		t.Fatalf("problems: %v", probs)
 	}
@@ -127,7 +127,7 @@ func TestRewriteGolden(t *testing.T) {
 	if fixed != string(wantText) {
 		t.Errorf("rewritten page:\n%s\nwant (%s):\n%s", fixed, golden, wantText)
 	}
-	again, stale, _ := checkPage("page.md", fixed, repoTable(t))
+	again, _, stale, _ := checkPage("page.md", fixed, repoTable(t))
 	if again != fixed || len(stale) > 0 {
 		t.Errorf("a second rewrite changed the page again: %v", stale)
 	}
@@ -190,7 +190,7 @@ func TestVerifyPage(t *testing.T) {
 			},
 		}[c.name]
 		t.Run(c.name, func(t *testing.T) {
-			_, stale, probs := checkPage("p.md", c.page, repoTable(t))
+			_, _, stale, probs := checkPage("p.md", c.page, repoTable(t))
 			all := append(stale, probs...)
 			sort.SliceStable(all, func(i, j int) bool { return all[i].at < all[j].at })
 			if got := errStrings(all); !reflect.DeepEqual(got, want) {

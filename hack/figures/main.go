@@ -87,11 +87,10 @@ func figures(root string, verify bool, log io.Writer) ([]error, error) {
 		if err != nil {
 			return nil, err
 		}
-		spans, _ := scanSpans(f, string(data))
+		fixed, spans, stale, other := checkPage(f, string(data), t)
 		for _, s := range spans {
 			quoted[s.key] = true
 		}
-		fixed, stale, other := checkPage(f, string(data), t)
 		if verify {
 			other = append(other, stale...)
 		}
@@ -111,11 +110,9 @@ func figures(root string, verify bool, log io.Writer) ([]error, error) {
 			}
 		}
 	}
-	if len(t.figures) > 0 {
-		for _, k := range t.keys {
-			if !quoted[k] {
-				probs = append(probs, problem{benchmarksFile, t.figures[k].line, fmt.Sprintf("key %q is quoted by no page: quote it or remove its row", k), 0})
-			}
+	for _, k := range t.keys {
+		if !quoted[k] {
+			probs = append(probs, problem{benchmarksFile, t.figures[k].line, fmt.Sprintf("key %q is quoted by no page: quote it or remove its row", k), 0})
 		}
 	}
 	return probs, nil

@@ -132,10 +132,10 @@ func scanSpans(file, text string) ([]span, []problem) {
 
 // checkPage checks one page's spans against the table and looks for
 // figures outside them. It returns the page with every span's value set to
-// the table's, and the spans that disagreed (fixed in the returned text)
-// apart from the other problems.
-func checkPage(file, text string, t table) (fixed string, stale, probs []problem) {
-	spans, probs := scanSpans(file, text)
+// the table's, its spans, and the spans that disagreed (fixed in the
+// returned text) apart from the other problems.
+func checkPage(file, text string, t table) (fixed string, spans []span, stale, probs []problem) {
+	spans, probs = scanSpans(file, text)
 	var b strings.Builder
 	last := 0
 	for _, s := range spans {
@@ -154,7 +154,7 @@ func checkPage(file, text string, t table) (fixed string, stale, probs []problem
 		last = s.end
 	}
 	b.WriteString(text[last:])
-	return b.String(), stale, append(probs, unmarked(file, text, spans, t)...)
+	return b.String(), spans, stale, append(probs, unmarked(file, text, spans, t)...)
 }
 
 // unmarked finds the figures a page quotes outside a span: a duration
@@ -189,11 +189,10 @@ func unmarked(file, text string, spans []span, t table) []problem {
 		}
 	}
 	for _, k := range t.keys {
-		v := t.figures[k].value
-		if !unitRE.MatchString(v) {
+		re := t.copies[k]
+		if re == nil {
 			continue
 		}
-		re := regexp.MustCompile(`(?:^|[^\w.,])(` + strings.Join(strings.Fields(regexp.QuoteMeta(v)), `\s+`) + `)(?:$|[^\w])`)
 		for _, r := range re.FindAllStringSubmatchIndex(m, -1) {
 			report(r[2], r[3], "is the figure "+k+" of "+benchmarksFile)
 		}

@@ -25,6 +25,9 @@ type figure struct {
 type table struct {
 	figures map[string]figure
 	keys    []string
+	// copies find on a page an unmarked copy of each figure of a unit
+	// (unitRE), by key.
+	copies map[string]*regexp.Regexp
 }
 
 var (
@@ -47,7 +50,7 @@ func parseTable(text string) (table, []error) {
 	if start < 0 {
 		return table{}, []error{problem{file: benchmarksFile, msg: fmt.Sprintf("no section %q", "## "+heading)}}
 	}
-	t := table{figures: map[string]figure{}}
+	t := table{figures: map[string]figure{}, copies: map[string]*regexp.Regexp{}}
 	var errs []error
 	bad := func(i int, format string, args ...any) {
 		errs = append(errs, problem{file: benchmarksFile, line: i + 1, msg: fmt.Sprintf(format, args...)})
@@ -84,6 +87,9 @@ func parseTable(text string) (table, []error) {
 		}
 		t.figures[f.key] = f
 		t.keys = append(t.keys, f.key)
+		if unitRE.MatchString(f.value) {
+			t.copies[f.key] = regexp.MustCompile(`(?:^|[^\w.,])(` + strings.Join(strings.Fields(regexp.QuoteMeta(f.value)), `\s+`) + `)(?:$|[^\w])`)
+		}
 	}
 	if len(t.keys) == 0 && len(errs) == 0 {
 		bad(start-1, "the table has no rows")
