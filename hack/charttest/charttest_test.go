@@ -13,21 +13,18 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/shimkit/shimkit/internal/testutil"
 	"github.com/shimkit/shimkit/internal/yamlpath"
 	"sigs.k8s.io/yaml"
 )
 
 type object = map[string]any
 
-// repoRoot is the repository's root, found from this file's location.
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-}
+// repoRoot is the repository's root.
+func repoRoot() string { return testutil.RepoRoot() }
 
 func chartDir() string { return filepath.Join(repoRoot(), "charts", "shimkit") }
 

@@ -3,17 +3,15 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/shimkit/shimkit/internal/testutil"
 )
 
-// repoRoot is the repository's root, found from this file's location.
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-}
+// repoRoot is the repository's root.
+func repoRoot() string { return testutil.RepoRoot() }
 
 func write(t *testing.T, dir, name, content string) {
 	t.Helper()

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -22,11 +21,24 @@ func RequireHarness(t testing.TB) {
 	}
 }
 
-// RepoRoot returns the root of the shimkit repository, found from this
-// source file's location.
+// RepoRoot returns the root of the shimkit repository: the nearest
+// directory at or above the working directory (a test's is its package's)
+// whose go.mod declares the module. It does not read source paths, which
+// make test's -trimpath removes from the binaries; outside the repository
+// it panics, as no test can run there.
 func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	dir, err := os.Getwd()
+	if err != nil {
+		panic(fmt.Sprintf("testutil: the working directory: %v", err))
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if data, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && bytes.HasPrefix(data, []byte("module github.com/shimkit/shimkit\n")) {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			panic(fmt.Sprintf("testutil: %s is not inside the shimkit repository (no go.mod of github.com/shimkit/shimkit above it)", dir))
+		}
+	}
 }
 
 // Version returns a pinned version from hack/versions.env, the one place the
