@@ -25,7 +25,12 @@ import (
 // It keeps the cluster until Ctrl-C, or tears it down at once with
 // SHIMKIT_DEMO_UNATTENDED=1.
 func TestDemo(t *testing.T) {
-	say := func(format string, args ...any) { fmt.Printf("==> "+format+"\n", args...) }
+	began := time.Now()
+	// Each step with the time since the demo began: the first run builds
+	// the images' binaries, which takes minutes.
+	say := func(format string, args ...any) {
+		fmt.Printf("==> %4ds  "+format+"\n", append([]any{int(time.Since(began).Seconds())}, args...)...)
+	}
 	ctx := context.Background()
 	build := testutil.ContainerdMatrix(t)[2]
 

@@ -11,6 +11,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/versions.env"
 cache=${SHIMKIT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/shimkit}
 tags="no_btrfs no_devmapper no_zfs"
+began=$SECONDS
 
 # build DIR NAME... -- CMD...: runs CMD with $out set to a temporary directory
 # when DIR lacks any of NAME, then moves the results into DIR.
@@ -22,7 +23,7 @@ build() {
 	local missing=0 n
 	for n in "${names[@]}"; do [ -x "$dir/$n" ] || missing=1; done
 	if [ $missing = 0 ]; then echo "bins: cached $dir"; return; fi
-	echo "bins: building ${names[*]} into $dir"
+	echo "bins: building ${names[*]} into $dir ($((SECONDS - began)) s since make bins began)"
 	local start=$SECONDS
 	mkdir -p "$dir"
 	out=$(mktemp -d "$dir/.build.XXXXXX")
@@ -90,3 +91,4 @@ done
 build "$cache/bin/containerd-$CONTAINERD_17_VERSION" containerd ctr containerd-shim-runc-v2 -- containerd1
 build "$cache/bin/gvisor-$GVISOR_VERSION" runsc containerd-shim-runsc-v1 -- gvisor
 build "$cache/bin/crio-$CRIO_VERSION" crio pinns -- crio
+echo "bins: every binary built or cached, $((SECONDS - began)) s"

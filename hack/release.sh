@@ -19,13 +19,15 @@
 # IMAGE_PLATFORMS (default "linux/amd64 linux/arm64"), PLUGIN_PLATFORMS (the
 # plugin's archives; default "linux/amd64 linux/arm64 darwin/amd64 darwin/arm64"),
 # IMAGE_PREFIX (e.g. registry.example/shimkit/: prefixed to both images' names,
-# in their tags and in the chart's default repositories), GO, HELM, CYCLONEDX_GOMOD.
+# in their tags and in the chart's default repositories; required), GO, HELM,
+# CYCLONEDX_GOMOD. Each step is printed with the time since the start: a cold
+# build of every platform takes many minutes, a warm one about a minute.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 : "${VERSION:?VERSION=vX.Y.Z is required}"
+: "${IMAGE_PREFIX:?IMAGE_PREFIX=registry.example/shimkit/ is required: the registry and path the images are pushed to, which the chart pins}"
 DIST=${DIST:-dist}
-IMAGE_PREFIX=${IMAGE_PREFIX:-}
 RELEASE_URL=${RELEASE_URL:-https://github.com/shimkit/shimkit/releases/download/$VERSION}
 GO=${GO:-go}
 HELM=${HELM:-bin/helm}
@@ -47,9 +49,12 @@ rm -f "$DIST"/shimkit-*.tar "$DIST"/shimkit-*.tgz "$DIST"/shimkit-*.cdx.json "$D
 	"$DIST"/release-notes.md "$DIST"/kubectl-shimkit.krew.yaml "$DIST"/images.txt
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+started=$SECONDS
+step() { printf 'release: %4ss  %s\n' "$((SECONDS - started))" "$*"; }
 
 ldflags="-s -w -X github.com/shimkit/shimkit/internal/version.version=$VERSION"
 for bin in shimkit-operator shimkit-installer kubectl-shimkit; do
+	step "building $bin $VERSION for $($GO env GOOS)/$($GO env GOARCH) (the first build compiles every dependency: minutes)"
 	CGO_ENABLED=0 $GO build -trimpath -ldflags "$ldflags" -o "$work/$bin" "./cmd/$bin"
 	if ! got=$("$work/$bin" --version) || [[ $got != "$bin $VERSION "* ]]; then
 		echo "release: $bin --version says '$got', want $VERSION" >&2
@@ -74,6 +79,7 @@ for bin in shimkit-operator shimkit-installer; do
 		if [[ $platform == "$native" ]]; then
 			cp "$work/$bin" "$work/$os-$arch/$bin" # built above, --version checked
 		else
+			step "building $bin for $platform"
 			CGO_ENABLED=0 GOOS=$os GOARCH=$arch $GO build -trimpath -ldflags "$ldflags" -o "$work/$os-$arch/$bin" "./cmd/$bin"
 		fi
 		members+=(-platform "$platform=$work/$os-$arch/$bin")
@@ -82,6 +88,7 @@ for bin in shimkit-operator shimkit-installer; do
 	done
 	user=()
 	[[ $bin == shimkit-operator ]] && user=(-user 65532)
+	step "writing the image index ${IMAGE_PREFIX}$bin:$VERSION ($IMAGE_PLATFORMS)"
 	digest[$bin]=$(CGO_ENABLED=0 $GO run ./hack/imagebuild "${members[@]}" -name "$bin" "${user[@]}" \
 		-ref "${IMAGE_PREFIX}$bin:$VERSION" -out "$DIST/$bin-$VERSION.oci.tar")
 	echo "${IMAGE_PREFIX}$bin:$VERSION@${digest[$bin]}" >>"$DIST/images.txt"
@@ -95,6 +102,7 @@ read -r -a platforms <<<"$PLUGIN_PLATFORMS"
 for platform in "${platforms[@]}"; do
 	os=${platform%/*} arch=${platform#*/}
 	mkdir -p "$work/$os-$arch"
+	step "building kubectl-shimkit for $platform"
 	CGO_ENABLED=0 GOOS=$os GOARCH=$arch $GO build -trimpath -ldflags "$ldflags" -o "$work/$os-$arch/kubectl-shimkit" ./cmd/kubectl-shimkit
 	tar -C "$work/$os-$arch" --owner=0 --group=0 --mtime=@0 -czf "$DIST/kubectl-shimkit-$VERSION-$os-$arch.tar.gz" kubectl-shimkit
 done
@@ -133,19 +141,17 @@ EOF
 "$CYCLONEDX_GOMOD" bin -json -version "$VERSION" -output "$DIST/$plugin.cdx.json" "$work/kubectl-shimkit"
 
 # The chart: its images' tags default to appVersion, their digests pin the
-# release's indexes; with IMAGE_PREFIX, its repositories name the prefixed
-# images.
+# release's indexes; its repositories name the images under IMAGE_PREFIX.
+step "packaging the chart shimkit $VERSION, its images pinned by digest"
 cp -r "$CHART" "$work/shimkit"
 sed -i -e "/^image:\$/,/^[^ ]/ s|^  digest: \"\"\$|  digest: \"${digest[shimkit-operator]}\"|" \
 	-e "/^installer:\$/,/^[^ ]/ s|^    digest: \"\"\$|    digest: \"${digest[shimkit-installer]}\"|" "$work/shimkit/values.yaml"
 grep -q "^  digest: \"${digest[shimkit-operator]}\"\$" "$work/shimkit/values.yaml"
 grep -q "^    digest: \"${digest[shimkit-installer]}\"\$" "$work/shimkit/values.yaml"
-if [[ -n $IMAGE_PREFIX ]]; then
-	sed -i -e "s|^  repository: shimkit-operator\$|  repository: ${IMAGE_PREFIX}shimkit-operator|" \
-		-e "s|^    repository: shimkit-installer\$|    repository: ${IMAGE_PREFIX}shimkit-installer|" "$work/shimkit/values.yaml"
-	grep -q "repository: ${IMAGE_PREFIX}shimkit-operator\$" "$work/shimkit/values.yaml"
-	grep -q "repository: ${IMAGE_PREFIX}shimkit-installer\$" "$work/shimkit/values.yaml"
-fi
+sed -i -e "s|^  repository: shimkit-operator\$|  repository: ${IMAGE_PREFIX}shimkit-operator|" \
+	-e "s|^    repository: shimkit-installer\$|    repository: ${IMAGE_PREFIX}shimkit-installer|" "$work/shimkit/values.yaml"
+grep -q "repository: ${IMAGE_PREFIX}shimkit-operator\$" "$work/shimkit/values.yaml"
+grep -q "repository: ${IMAGE_PREFIX}shimkit-installer\$" "$work/shimkit/values.yaml"
 "$HELM" package "$work/shimkit" --version "$VERSION" --app-version "$VERSION" --destination "$DIST" >/dev/null
 
 # The release notes: the CHANGELOG's section of the version (## [vX.Y.Z]),
@@ -167,5 +173,5 @@ fi
 } >"$DIST/release-notes.md"
 
 (cd "$DIST" && sha256sum -- shimkit-*.oci.tar shimkit-*.tgz shimkit-*.cdx.json images.txt kubectl-shimkit-* kubectl-shimkit.krew.yaml release-notes.md >sha256sums.txt)
-echo "release $VERSION in $DIST:"
+echo "release $VERSION in $DIST ($((SECONDS - started)) s):"
 ls -l "$DIST"
