@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -30,8 +29,12 @@ type published struct {
 }
 
 // releases are the two builds of a release, published to a registry on
-// the cluster's network while the other scenarios run: a release's
-// builds (both platforms of both images) are the scenario's longest part.
+// the cluster's network while the other scenarios run. The cluster runs
+// this machine's platform alone, and so are they built: make test-release
+// compiled their packages before the tests, so each build links its
+// binaries with its own version stamp and packages them (the second
+// differs from the first in that stamp alone), seconds, not minutes;
+// hack/releasetest checks the other platforms.
 type releases struct {
 	reg  *testutil.Registry
 	done chan struct{}
@@ -39,16 +42,22 @@ type releases struct {
 	err  error
 }
 
+// releaseLimit bounds the two builds and their publishing: warm, 24–28 s
+// each; with their packages to compile (go test run alone, make
+// test-release not run), a few minutes.
+const releaseLimit = 12 * time.Minute
+
 // publishReleases starts publishing releaseV1 and releaseV2 to a new
 // registry of the cluster; wait returns them.
 func publishReleases(t *testing.T, c *testutil.Cluster) *releases {
 	r := &releases{reg: c.StartRegistry(t, "", ""), done: make(chan struct{})}
 	dirs := [2]string{t.TempDir(), t.TempDir()}
 	t.Cleanup(func() { <-r.done }) // before its directories go
+	deadline := time.Now().Add(releaseLimit)
 	go func() {
 		defer close(r.done)
 		for i, v := range []string{releaseV1, releaseV2} {
-			if r.pub[i], r.err = publishRelease(r.reg, v, dirs[i]); r.err != nil {
+			if r.pub[i], r.err = publishRelease(t, r.reg, v, dirs[i], deadline); r.err != nil {
 				return
 			}
 		}
@@ -70,17 +79,17 @@ func (r *releases) wait(t *testing.T) (first, second published) {
 }
 
 // publishRelease makes a release of version named under reg with make
-// release into dist and pushes it there with make publish, as a
-// maintainer does. Only this machine's plugin is built: hack/releasetest
-// checks the others.
-func publishRelease(reg *testutil.Registry, version, dist string) (published, error) {
+// release into dist, for this machine's platform, and pushes it there with
+// make publish, as a maintainer does, both done by deadline.
+func publishRelease(t *testing.T, reg *testutil.Registry, version, dist string, deadline time.Time) (published, error) {
 	prefix := reg.Host + "/shimkit/"
+	native := "linux/" + runtime.GOARCH
 	vars := []string{"VERSION=" + version, "DIST=" + dist, "IMAGE_PREFIX=" + prefix}
 	start := time.Now()
-	if err := runMake(append(vars, "release", "PLUGIN_PLATFORMS=linux/"+runtime.GOARCH)...); err != nil {
+	if err := runMake(t, deadline, append(vars, "release", "IMAGE_PLATFORMS="+native, "PLUGIN_PLATFORMS="+native)...); err != nil {
 		return published{}, err
 	}
-	if err := runMake(append(vars, "publish", "PLAIN_HTTP=1")...); err != nil {
+	if err := runMake(t, deadline, append(vars, "publish", "PLAIN_HTTP=1")...); err != nil {
 		return published{}, err
 	}
 	p := published{version: version, chart: "oci://" + prefix + "charts/shimkit", images: map[string]string{},
@@ -96,14 +105,15 @@ func publishRelease(reg *testutil.Registry, version, dist string) (published, er
 	return p, nil
 }
 
-// runMake runs make with args in the repository, at the lowest CPU
-// priority: it runs beside the scenarios, whose timings (a kubelet's
-// credential provider, a probe) it must not stretch.
-func runMake(args ...string) error {
-	cmd := exec.Command("nice", append([]string{"-n", "19", "make", "--no-print-directory"}, args...)...)
+// runMake runs make with args in the repository, owned by the test and
+// stopped at deadline, at the lowest CPU priority: it runs beside the
+// scenarios, whose timings (a kubelet's credential provider, a probe) it
+// must not stretch.
+func runMake(t *testing.T, deadline time.Time, args ...string) error {
+	cmd := testutil.Command(t, "nice", append([]string{"-n", "19", "make", "--no-print-directory"}, args...)...)
 	cmd.Dir = testutil.RepoRoot()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("make %s: %w\n%s", strings.Join(args, " "), err, out)
+	if out, err := testutil.RunBounded(cmd, "make "+strings.Join(args, " "), time.Until(deadline)); err != nil {
+		return fmt.Errorf("%w\n%s", err, out)
 	}
 	return nil
 }

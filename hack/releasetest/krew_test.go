@@ -4,11 +4,14 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"crypto/sha256"
+	"debug/elf"
+	"debug/macho"
 	"encoding/hex"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -39,9 +42,10 @@ type krewPlugin struct {
 }
 
 // checkKrew: the krew manifest names the release's version and, for each
-// of linux and darwin on amd64 and arm64, its archive by URI and sha256;
-// each archive holds the binary krew links, and linux/amd64's prints the
-// release's version.
+// of the plugin's archives (linux/amd64, linux/arm64 and darwin/arm64 in
+// the test release), its platform, URI and sha256; each archive holds the
+// binary krew links, built for that platform (its ELF or Mach-O header
+// says), and this machine's prints the release's version.
 func checkKrew(t *testing.T, dist string) {
 	data, err := os.ReadFile(filepath.Join(dist, "kubectl-shimkit.krew.yaml"))
 	if err != nil {
@@ -51,11 +55,13 @@ func checkKrew(t *testing.T, dist string) {
 	if err := yaml.UnmarshalStrict(data, &p); err != nil {
 		t.Fatalf("kubectl-shimkit.krew.yaml: %v\n%s", err, data)
 	}
-	if p.APIVersion != "krew.googlecontainertools.github.com/v1alpha2" || p.Kind != "Plugin" || p.Metadata.Name != "shimkit" || p.Spec.Version != version || p.Spec.ShortDescription == "" || p.Spec.Description == "" || len(p.Spec.Platforms) != 4 {
+	if p.APIVersion != "krew.googlecontainertools.github.com/v1alpha2" || p.Kind != "Plugin" || p.Metadata.Name != "shimkit" || p.Spec.Version != version || p.Spec.ShortDescription == "" || p.Spec.Description == "" {
 		t.Fatalf("krew manifest: %+v", p)
 	}
+	var listed []string
 	for _, pl := range p.Spec.Platforms {
 		platform := pl.Selector.MatchLabels["os"] + "-" + pl.Selector.MatchLabels["arch"]
+		listed = append(listed, platform)
 		archive := "kubectl-shimkit-" + version + "-" + platform + ".tar.gz"
 		raw, err := os.ReadFile(filepath.Join(dist, archive))
 		if err != nil {
@@ -67,11 +73,44 @@ func checkKrew(t *testing.T, dist string) {
 			t.Errorf("%s: uri %s, sha256 %s (the archive's %x), bin %s", platform, pl.URI, pl.SHA256, sum, pl.Bin)
 		}
 		bin := extract(t, filepath.Join(dist, archive), "kubectl-shimkit")
-		if platform == "linux-amd64" {
+		checkExecutable(t, bin, pl.Selector.MatchLabels["os"], pl.Selector.MatchLabels["arch"])
+		if platform == "linux-"+runtime.GOARCH {
 			checkVersion(t, bin, "kubectl-shimkit")
-		} else if out, err := exec.Command("file", bin).Output(); err == nil && !strings.Contains(string(out), map[string]string{"linux-arm64": "ARM aarch64", "darwin-amd64": "Mach-O 64-bit x86_64", "darwin-arm64": "Mach-O 64-bit arm64"}[platform]) {
-			t.Errorf("%s: the archive's binary is %s", platform, out)
 		}
+	}
+	if want := pluginPlatforms(); !slices.Equal(listed, want) {
+		t.Errorf("the krew manifest lists %q, want %q", listed, want)
+	}
+}
+
+// checkExecutable checks that the file is an executable for the platform:
+// an ELF of the architecture's machine for linux, a Mach-O of its CPU for
+// darwin.
+func checkExecutable(t *testing.T, file, goos, goarch string) {
+	t.Helper()
+	switch goos {
+	case "linux":
+		f, err := elf.Open(file)
+		if err != nil {
+			t.Errorf("%s (linux/%s): not an ELF file: %v", file, goarch, err)
+			return
+		}
+		defer f.Close()
+		if f.Machine != machines[goarch] || f.Type != elf.ET_EXEC {
+			t.Errorf("%s: ELF %s %s, want an executable for %s", file, f.Type, f.Machine, machines[goarch])
+		}
+	case "darwin":
+		f, err := macho.Open(file)
+		if err != nil {
+			t.Errorf("%s (darwin/%s): not a Mach-O file: %v", file, goarch, err)
+			return
+		}
+		defer f.Close()
+		if want := map[string]macho.Cpu{"amd64": macho.CpuAmd64, "arm64": macho.CpuArm64}[goarch]; f.Cpu != want || f.Type != macho.TypeExec {
+			t.Errorf("%s: Mach-O %s for %s, want an executable for %s", file, f.Type, f.Cpu, want)
+		}
+	default:
+		t.Errorf("%s: a plugin for %s/%s, which the release does not build", file, goos, goarch)
 	}
 }
 

@@ -6,12 +6,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shimkit/shimkit/internal/testutil"
 )
 
-// TestPublish makes a release named under a registry, publishes it there
-// with make publish, and installs nothing but reads back what a user's
+// TestPublish makes a release named under a registry (for this machine's
+// platform: the test release has the others), publishes it there with make
+// publish, and installs nothing but reads back what a user's
 // helm and container runtime get: the chart from its OCI repository, with
 // the images pinned to the digests the registry serves.
 func TestPublish(t *testing.T) {
@@ -20,8 +22,8 @@ func TestPublish(t *testing.T) {
 	}
 	reg := testutil.StartRegistry(t, "", "")
 	prefix := reg.Host + "/shimkit/"
-	dist := release(t, "IMAGE_PREFIX="+prefix)
-	out, err := makeTarget("publish", "VERSION="+version, "DIST="+dist, "IMAGE_PREFIX="+prefix, "PLAIN_HTTP=1")
+	dist := nativeRelease(t, "IMAGE_PREFIX="+prefix)
+	out, err := makeTarget(t, 2*time.Minute, "publish", "VERSION="+version, "DIST="+dist, "IMAGE_PREFIX="+prefix, "PLAIN_HTTP=1")
 	if err != nil {
 		t.Fatalf("make publish: %v\n%s", err, out)
 	}
@@ -48,7 +50,7 @@ func TestPublish(t *testing.T) {
 	checkRenderedImages(t, chart, lines[0], lines[1], "--version", version, "--plain-http")
 
 	// A release named under no registry cannot be published.
-	if out, err := makeTarget("publish", "VERSION="+version, "DIST="+dist); err == nil || !strings.Contains(string(out), "IMAGE_PREFIX=registry.example/shimkit/ is required") {
+	if out, err := makeTarget(t, time.Minute, "publish", "VERSION="+version, "DIST="+dist); err == nil || !strings.Contains(string(out), "IMAGE_PREFIX=registry.example/shimkit/ is required") {
 		t.Errorf("make publish without IMAGE_PREFIX: %v\n%s", err, out)
 	}
 }

@@ -22,36 +22,69 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/shimkit/shimkit/internal/testutil"
 )
 
-const version = "v0.0.0-test"
+// The test release (make test-release: the Makefile's
+// TEST_RELEASE_VERSION, its IMAGE_PREFIX and TEST_RELEASE_PLUGIN_PLATFORMS).
+const (
+	version = "v0.0.0-test"
+	prefix  = "registry.example/shimkit/"
+)
 
-// repoRoot is the repository's root, found from this file's location.
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+// pluginPlatforms are the platforms of the test release's plugin archives.
+func pluginPlatforms() []string { return []string{"linux-amd64", "linux-arm64", "darwin-arm64"} }
+
+// repoRoot is the repository's root.
+func repoRoot() string { return testutil.RepoRoot() }
+
+// Bounds of the builds the tests wait for: a cold cross build of the test
+// release took 9 minutes on a fresh 2-core machine, a release of this
+// machine's platform alone, its packages compiled, about a minute.
+const (
+	crossBuildLimit  = 25 * time.Minute
+	nativeBuildLimit = 6 * time.Minute
+)
+
+// testRelease returns the release make test built before the tests
+// (SHIMKIT_TEST_RELEASE names its directory); run alone, the tests build
+// it with make test-release, which reuses one of the same tree.
+func testRelease(t *testing.T) string {
+	t.Helper()
+	if dist := os.Getenv("SHIMKIT_TEST_RELEASE"); dist != "" {
+		return dist
+	}
+	if out, err := makeTarget(t, crossBuildLimit, "test-release"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	return filepath.Join(repoRoot(), "bin", "test-release")
 }
 
-// release runs make release into a new directory and returns it.
-func release(t *testing.T, vars ...string) string {
+// nativeRelease runs make release for this machine's platform alone into a
+// new directory and returns it: its packages are compiled already (by
+// make test-release), so it links and packages.
+func nativeRelease(t *testing.T, vars ...string) string {
 	t.Helper()
 	dist := t.TempDir()
-	out, err := makeRelease(append([]string{"VERSION=" + version, "DIST=" + dist}, vars...)...)
-	if err != nil {
-		t.Fatalf("make release: %v\n%s", err, out)
+	native := "linux/" + runtime.GOARCH
+	vars = append([]string{"VERSION=" + version, "DIST=" + dist, "IMAGE_PLATFORMS=" + native, "PLUGIN_PLATFORMS=" + native}, vars...)
+	if out, err := makeTarget(t, nativeBuildLimit, "release", vars...); err != nil {
+		t.Fatalf("%v\n%s", err, out)
 	}
 	return dist
 }
 
-func makeRelease(vars ...string) ([]byte, error) { return makeTarget("release", vars...) }
-
-// makeTarget runs a target of the repository's Makefile.
-func makeTarget(target string, vars ...string) ([]byte, error) {
-	cmd := exec.Command("make", append([]string{"--no-print-directory", target}, vars...)...)
+// makeTarget runs a target of the repository's Makefile, owned by the test
+// and bounded by limit.
+func makeTarget(t *testing.T, limit time.Duration, target string, vars ...string) ([]byte, error) {
+	t.Helper()
+	cmd := testutil.Command(t, "make", append([]string{"--no-print-directory", target}, vars...)...)
 	cmd.Dir = repoRoot()
-	return cmd.CombinedOutput()
+	return testutil.RunBounded(cmd, "make "+strings.Join(append([]string{target}, vars...), " "), limit)
 }
 
 func helmBin(t *testing.T) string {
@@ -65,7 +98,7 @@ func TestRelease(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a release; run without -short")
 	}
-	dist := release(t)
+	dist := testRelease(t)
 	files := []string{
 		"sha256sums.txt",
 		"images.txt",
@@ -78,7 +111,6 @@ func TestRelease(t *testing.T) {
 		"shimkit-operator-" + version + ".oci.tar",
 		"kubectl-shimkit-" + version + "-linux-amd64",
 		"kubectl-shimkit-" + version + "-linux-amd64.cdx.json",
-		"kubectl-shimkit-" + version + "-darwin-amd64.tar.gz",
 		"kubectl-shimkit-" + version + "-darwin-arm64.tar.gz",
 		"kubectl-shimkit-" + version + "-linux-amd64.tar.gz",
 		"kubectl-shimkit-" + version + "-linux-arm64.tar.gz",
@@ -103,7 +135,7 @@ func TestRelease(t *testing.T) {
 	digests := map[string]string{}
 	for _, bin := range []string{"shimkit-operator", "shimkit-installer"} {
 		t.Run(bin, func(t *testing.T) {
-			digests[bin] = checkIndex(t, filepath.Join(dist, bin+"-"+version+".oci.tar"), "docker.io/library/"+bin+":"+version, bin)
+			digests[bin] = checkIndex(t, filepath.Join(dist, bin+"-"+version+".oci.tar"), prefix+bin+":"+version, bin)
 			for _, arch := range []string{"amd64", "arm64"} {
 				checkSBOM(t, filepath.Join(dist, bin+"-"+version+"-linux-"+arch+".cdx.json"), bin, arch)
 			}
@@ -113,7 +145,7 @@ func TestRelease(t *testing.T) {
 		chart := filepath.Join(dist, "shimkit-"+version+".tgz")
 		checkChartYAML(t, chart)
 		// The chart pins the images the release built, by their index's digest.
-		op, inst := "shimkit-operator:"+version+"@"+digests["shimkit-operator"], "shimkit-installer:"+version+"@"+digests["shimkit-installer"]
+		op, inst := prefix+"shimkit-operator:"+version+"@"+digests["shimkit-operator"], prefix+"shimkit-installer:"+version+"@"+digests["shimkit-installer"]
 		checkRenderedImages(t, chart, op, inst)
 		if images, err := os.ReadFile(filepath.Join(dist, "images.txt")); err != nil || string(images) != op+"\n"+inst+"\n" {
 			t.Errorf("images.txt: %v %q, want %q and %q", err, images, op, inst)
@@ -140,12 +172,42 @@ func TestReleaseBadVersion(t *testing.T) {
 	}
 	dist := filepath.Join(t.TempDir(), "dist")
 	for _, v := range []string{"1.2.3", "v1.2", "v1.2.3 extra", "latest"} {
-		out, err := makeRelease("VERSION="+v, "DIST="+dist)
+		out, err := makeTarget(t, time.Minute, "release", "VERSION="+v, "DIST="+dist, "IMAGE_PREFIX="+prefix)
 		if err == nil || !strings.Contains(string(out), "want a semantic version") {
 			t.Errorf("VERSION=%q: %v, want a refusal:\n%s", v, err, out)
 		}
 		if _, err := os.Stat(dist); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("VERSION=%q: %s was written", v, dist)
+		}
+	}
+}
+
+// make release and make publish without VERSION or IMAGE_PREFIX are refused
+// at once, naming the variable, before a tool or binary is built: a chart
+// whose images name no registry cannot be installed.
+func TestReleaseRequiresVariables(t *testing.T) {
+	dist := filepath.Join(t.TempDir(), "dist")
+	for _, tc := range []struct {
+		target string
+		vars   []string
+		want   string
+	}{
+		{"release", []string{"VERSION=", "IMAGE_PREFIX=" + prefix}, "VERSION=vX.Y.Z is required"},
+		{"release", []string{"VERSION=" + version}, "IMAGE_PREFIX=registry.example/shimkit/ is required"},
+		{"publish", []string{"VERSION=", "IMAGE_PREFIX=" + prefix}, "VERSION=vX.Y.Z is required"},
+		{"publish", []string{"VERSION=" + version}, "IMAGE_PREFIX=registry.example/shimkit/ is required"},
+	} {
+		// Tools missing from TOOLBIN would be built first, were the
+		// refusal not made before them.
+		vars := append([]string{"DIST=" + dist, "TOOLBIN=" + t.TempDir()}, tc.vars...)
+		start := time.Now()
+		out, err := makeTarget(t, time.Minute, tc.target, vars...)
+		took := time.Since(start)
+		if err == nil || !strings.Contains(string(out), tc.want) || took > 5*time.Second {
+			t.Errorf("make %s %q: %v after %s, want a refusal naming %q in under 5 s:\n%s", tc.target, tc.vars, err, took, tc.want, out)
+		}
+		if _, err := os.Stat(dist); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("make %s %q: %s was written", tc.target, tc.vars, dist)
 		}
 	}
 }
