@@ -54,8 +54,12 @@ func StartEnvWith(t testing.TB, configure func(*envtest.Environment), addToSchem
 		env.CRDDirectoryPaths = []string{CRDDir()}
 		env.ErrorIfCRDPathMissing = true
 	}
-	env.ControlPlane.GetAPIServer().Path = filepath.Join(kube, "kube-apiserver")
-	env.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(etcd, "etcd")}
+	// envtest starts them in process groups of their own and stops them
+	// in t.Cleanup, which a test binary ended by go test -timeout never
+	// runs: they die with it instead.
+	wrappers := t.TempDir()
+	env.ControlPlane.GetAPIServer().Path = diesWithParent(t, wrappers, filepath.Join(kube, "kube-apiserver"))
+	env.ControlPlane.Etcd = &envtest.Etcd{Path: diesWithParent(t, wrappers, filepath.Join(etcd, "etcd"))}
 	if configure != nil {
 		configure(env)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -182,4 +183,23 @@ func waitDead(pid int, d time.Duration) error {
 func killed(err error) bool {
 	ee, ok := err.(*exec.ExitError)
 	return ok && ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL
+}
+
+// childrenByExe returns the children of pid by the base name of their
+// executable (/proc/PID/exe).
+func childrenByExe(pid int) map[string]int {
+	children := make(map[string]int)
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if _, ppid, ok := stat(child); ok && ppid == pid {
+			if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", child)); err == nil {
+				children[filepath.Base(exe)] = child
+			}
+		}
+	}
+	return children
 }
