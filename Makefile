@@ -1,7 +1,12 @@
 # shimkit — see README.md. `make test` is what CI runs; `make help` lists the targets.
 SHELL := /bin/bash
 GO ?= go
-# Real-parts tests need root; the whole suite stays well under 30 minutes.
+# Every Go build of make compiles with -trimpath, as a release is built: the
+# tests, the tools of hack/ and the release share one compile of each
+# package (a cold make test compiles the dependency tree once for them all).
+export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
+# Real-parts tests need root. No package may need more than half of it on
+# a fresh 2-core machine (BENCHMARKS.md: each package's cold and warm time).
 TEST_TIMEOUT ?= 25m
 FUZZTIME ?= 30s
 TOOLBIN ?= $(CURDIR)/bin
@@ -25,10 +30,19 @@ IMAGE_TAG ?= latest
 IMG ?= shimkit-operator:$(IMAGE_TAG)
 INSTALLER_IMG ?= shimkit-installer:$(IMAGE_TAG)
 
-# The release: make release VERSION=vX.Y.Z (default: git describe) writes to DIST.
+# The release: make release VERSION=vX.Y.Z (default: git describe) IMAGE_PREFIX=REGISTRY/shimkit/ writes to DIST.
 VERSION ?= $(shell git describe --tags --dirty 2>/dev/null)
 DIST ?= dist
 IMAGE_PREFIX ?=
+# What make release and make publish need is checked before anything is built.
+ifneq ($(filter release publish,$(MAKECMDGOALS)),)
+ifeq ($(VERSION),)
+$(error VERSION=vX.Y.Z is required (git describe finds no tag))
+endif
+ifeq ($(IMAGE_PREFIX),)
+$(error IMAGE_PREFIX=registry.example/shimkit/ is required: the registry and path the images are pushed to, which the chart pins)
+endif
+endif
 CHART_REPO ?=
 IMAGE_PLATFORMS ?=
 PLUGIN_PLATFORMS ?=
@@ -39,7 +53,7 @@ VERSION_LDFLAGS = -X github.com/shimkit/shimkit/internal/version.version=$(VERSI
 # The cluster of the current kubeconfig (KUBECONFIG=...), reached with this kubectl.
 KUBECTL ?= kubectl
 
-.PHONY: all help tools test e2e demo plugin test-unit lint bins fuzz bench generate verify-generate verify-manifests api \
+.PHONY: all help tools test test-release e2e demo plugin test-unit lint bins fuzz bench generate verify-generate verify-manifests api \
 	image images docker-build chart verify-chart helm-lint install uninstall deploy undeploy run \
 	docs docs-gen verify-docs release publish
 
@@ -86,13 +100,37 @@ $(GOTESTSUM): hack/tools/go.mod
 # first (it runs packages in the order given): listed in ./... order, the
 # operator's envtests (10 minutes, one after another) started 8 minutes in
 # and ran alone at the end.
+# The release the tests check is built first, outside their timeout
+# (test-release); the release scenario's and TestPublish's native builds
+# then only link. hack/reaper runs the tests: a process a test started that
+# outlives them is killed and fails make test.
 LONGEST_TESTS := ./operator ./e2e ./installer
-test: verify-chart helm-lint verify-docs bins $(GOTESTSUM) $(CYCLONEDX_GOMOD)
-	CGO_ENABLED=0 $(GOTESTSUM) --format testname -- -count=1 -p 4 -ldflags=-w -timeout $(TEST_TIMEOUT) $(LONGEST_TESTS) ./...
+test: verify-chart helm-lint verify-docs bins test-release $(GOTESTSUM) $(CYCLONEDX_GOMOD)
+	CGO_ENABLED=0 $(GO) build -o $(TOOLBIN)/reaper ./hack/reaper
+	CGO_ENABLED=0 SHIMKIT_TEST_RELEASE=$(TEST_RELEASE) $(TOOLBIN)/reaper -- \
+	  $(GOTESTSUM) --format testname -- -count=1 -p 4 -ldflags=-w -timeout $(TEST_TIMEOUT) $(LONGEST_TESTS) ./...
+
+## test-release: the release hack/releasetest checks, in bin/test-release: both image platforms, the plugin for linux and darwin (rebuilt when the tree changes).
+# One cross build for every test: the arm64 images, a darwin plugin, the
+# indexes of two platforms and an SBOM per platform are checked on it; the
+# tests that publish a release build it for this machine alone, from the
+# compile this one leaves in the Go build cache. Keyed by the working
+# tree (tracked and untracked files): a second make test reuses it.
+TEST_RELEASE := $(TOOLBIN)/test-release
+TEST_RELEASE_VERSION := v0.0.0-test
+TEST_RELEASE_PLUGIN_PLATFORMS := linux/amd64 linux/arm64 darwin/arm64
+test-release: $(HELM) $(CYCLONEDX_GOMOD)
+	@key=$$(hack/treekey.sh); \
+	if [ "$$(cat $(TEST_RELEASE).tree 2>/dev/null)" = "$$key" ]; then echo "test-release: $(TEST_RELEASE) is of this tree"; exit 0; fi; \
+	rm -rf $(TEST_RELEASE) $(TEST_RELEASE).tree; \
+	VERSION=$(TEST_RELEASE_VERSION) DIST=$(TEST_RELEASE) IMAGE_PREFIX=registry.example/shimkit/ PLUGIN_PLATFORMS='$(TEST_RELEASE_PLUGIN_PLATFORMS)' \
+	  GO='$(GO)' HELM='$(HELM)' CYCLONEDX_GOMOD='$(CYCLONEDX_GOMOD)' hack/release.sh && \
+	echo "$$key" >$(TEST_RELEASE).tree
 
 ## demo: a local single-node cluster, the operator, a sample Shim rolled out and a pod on it.
 # Keeps the cluster until Ctrl-C (UNATTENDED=1 tears it down at the end).
 demo: bins
+	@echo "demo: compiling the demo (a first run compiles the operator's dependencies: minutes; each step then prints the seconds since it began)"
 	set -o pipefail; SHIMKIT_DEMO_UNATTENDED=$(UNATTENDED) $(GO) test -tags demo -run '^TestDemo$$' -count=1 -timeout 0 -v ./e2e/ 2>&1 | grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS$$' -e '^ok '
 
 ## e2e: the end-to-end scenarios on a real three-node cluster, the Helm chart's included (part of make test).
@@ -167,7 +205,6 @@ docker-build: image
 # IMAGE_PREFIX=registry.example/shimkit/ names the images (and the chart's defaults) under a registry;
 # IMAGE_PLATFORMS= (default linux/amd64 linux/arm64) the images' platforms.
 release: $(HELM) $(CYCLONEDX_GOMOD)
-	@if [ -z "$(VERSION)" ]; then echo "release: VERSION=vX.Y.Z is required (no tag for git describe)"; exit 2; fi
 	VERSION='$(VERSION)' DIST='$(DIST)' IMAGE_PREFIX='$(IMAGE_PREFIX)' IMAGE_PLATFORMS='$(IMAGE_PLATFORMS)' PLUGIN_PLATFORMS='$(PLUGIN_PLATFORMS)' GO='$(GO)' HELM='$(HELM)' CYCLONEDX_GOMOD='$(CYCLONEDX_GOMOD)' hack/release.sh
 
 ## publish: push the release of make release (same VERSION, IMAGE_PREFIX, DIST) to its registry: images, then the chart to oci://CHART_REPO.

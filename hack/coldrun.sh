@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# CI's run on a machine that has never built shimkit, measured:
+#
+#   hack/coldrun.sh [-busy] [COMMIT]
+#
+# clones COMMIT (default HEAD; uncommitted changes are not in it) into a
+# new temporary directory and runs `CI=true bash .ci/run` there with empty
+# Go module, Go build and shimkit caches of its own (the user's are not
+# touched), its output timestamped with the seconds since the start. It
+# prints the total, each make step's start, the slowest test packages with
+# their share of the go test timeout, and fails when CI fails or a package
+# used more than half of the timeout. -busy keeps one core busy with a
+# shell loop all along, as a shared CI machine may be.
+# COLDRUN_DIR (default a new directory under TMPDIR) keeps the log
+# (run.log) and the tests' record (tests.json); the caches are removed.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+busy=0
+if [ "${1:-}" = -busy ]; then busy=1; shift; fi
+commit=$(git -C "$repo" rev-parse "${1:-HEAD}")
+dir=${COLDRUN_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/shimkit-coldrun.XXXXXX")}
+mkdir -p "$dir"
+caches=$(mktemp -d "$dir/caches.XXXXXX")
+cleanup() {
+	[ -n "${loop:-}" ] && kill "$loop" 2>/dev/null
+	chmod -R u+w "$caches" 2>/dev/null || true # the module cache is read-only
+	rm -rf "$caches"
+}
+trap cleanup EXIT
+
+git clone -q --no-local "$repo" "$caches/src"
+git -C "$caches/src" checkout -q "$commit"
+export GOMODCACHE=$caches/gomod GOCACHE=$caches/gobuild SHIMKIT_CACHE=$caches/shimkit GOTESTSUM_JSONFILE=$dir/tests.json
+if [ $busy = 1 ]; then
+	bash -c 'while :; do :; done' &
+	loop=$!
+fi
+echo "coldrun: $commit in $caches/src$([ $busy = 1 ] && echo ", one core kept busy (pid $loop)"); log: $dir/run.log"
+start=$SECONDS
+set +e
+(cd "$caches/src" && CI=true bash .ci/run </dev/null 2>&1) |
+	while IFS= read -r line; do printf '%5d %s\n' $((SECONDS - start)) "$line"; done >"$dir/run.log"
+rc=${PIPESTATUS[0]}
+set -e
+total=$((SECONDS - start))
+timeout=$(make -s -C "$caches/src" --no-print-directory -f Makefile -f - print-timeout <<<'print-timeout: ; @echo $(TEST_TIMEOUT)' 2>/dev/null || echo 25m)
+
+echo "coldrun: .ci/run exited $rc after $((total / 60)) m $((total % 60)) s ($total s)"
+echo "coldrun: make's steps (seconds since the start):"
+grep -E '^ *[0-9]+ (bins: (building|built|every)|node-(rootfs|crio-layer): built|release: |test-release|CGO_ENABLED=0 .*reaper --|DONE )' "$dir/run.log" | sed 's/^/  /' || true
+[ -s "$dir/tests.json" ] || { echo "coldrun: no test record ($dir/tests.json)"; exit 1; }
+python3 - "$dir/tests.json" "$timeout" <<'PY'
+import json, re, sys
+path, timeout = sys.argv[1], sys.argv[2]
+m = re.fullmatch(r'(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?', timeout)
+limit = int(m[1] or 0) * 3600 + int(m[2] or 0) * 60 + int(m[3] or 0)
+pkgs = {}
+for line in open(path):
+    try:
+        e = json.loads(line)
+    except ValueError:
+        continue
+    if not e.get('Test') and e.get('Action') in ('pass', 'fail') and 'Elapsed' in e:
+        pkgs[e['Package']] = (e['Elapsed'], e['Action'])
+print(f"coldrun: the slowest test packages (go test -timeout {timeout}):")
+over = 0
+for pkg, (secs, action) in sorted(pkgs.items(), key=lambda kv: -kv[1][0])[:8]:
+    share = secs / limit
+    over += share > 0.5
+    print(f"  {secs:7.1f} s  {share:4.0%} of the timeout  {action}  {pkg}")
+sys.exit(1 if over else 0)
+PY
+exit "$rc"
