@@ -123,10 +123,10 @@ func InstallerBinary(t testing.TB) string {
 			return
 		}
 		installerBin.path = filepath.Join(dir, "shimkit-installer")
-		cmd := exec.Command("go", "build", "-o", installerBin.path, "./cmd/shimkit-installer")
+		cmd := Command(t, "go", "build", "-o", installerBin.path, "./cmd/shimkit-installer")
 		cmd.Dir = RepoRoot()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			installerBin.err = fmt.Errorf("go build ./cmd/shimkit-installer: %w\n%s", err, out)
+		if out, err := RunBounded(cmd, "go build ./cmd/shimkit-installer", buildLimit); err != nil {
+			installerBin.err = fmt.Errorf("%w\n%s", err, out)
 		}
 	})
 	if installerBin.err != nil {
