@@ -12,7 +12,9 @@
 # used more than half of the timeout. -busy keeps one core busy with a
 # shell loop all along, as a shared CI machine may be.
 # COLDRUN_DIR (default a new directory under TMPDIR) keeps the log
-# (run.log) and the tests' record (tests.json); the caches are removed.
+# (run.log) and the tests' record (tests.json); the caches are removed,
+# unless COLDRUN_KEEP=1 keeps them and the clone for a warm run there
+# (the commands printed at the end).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 busy=0
@@ -23,6 +25,10 @@ mkdir -p "$dir"
 caches=$(mktemp -d "$dir/caches.XXXXXX")
 cleanup() {
 	[ -n "${loop:-}" ] && kill "$loop" 2>/dev/null
+	if [ "${COLDRUN_KEEP:-}" = 1 ]; then
+		echo "coldrun: kept; a warm run: cd $caches/src && GOMODCACHE=$GOMODCACHE GOCACHE=$GOCACHE SHIMKIT_CACHE=$SHIMKIT_CACHE CI=true make test"
+		return
+	fi
 	chmod -R u+w "$caches" 2>/dev/null || true # the module cache is read-only
 	rm -rf "$caches"
 }
