@@ -86,36 +86,31 @@ $(GOTESTSUM): hack/tools/go.mod
 	$(GO) -C hack/tools build -o $(GOTESTSUM) gotest.tools/gotestsum
 
 ## test: everything CI runs: the chart and docs checks, unit, envtest, real containerd, the e2e cluster, fuzz seeds, a release.
-# The chart and docs checks come first: they fail in seconds. A release
-# (make release VERSION=v0.0.0-test, into a temporary DIST) is built and
-# checked by hack/releasetest, with the tools built here.
+# The chart and docs checks come first: they fail in seconds. The tests run
+# under hack/reaper (a process a test started that outlives them is killed
+# and fails make test), through hack/test.sh: it builds the test release
+# (make test-release) beside them at the lowest priority and checks it
+# after them, outside any test's timeout.
 # CGO_ENABLED=0: the binaries the tests build for images are static, and built
 # with the same settings the packages share one compile (a cold run compiles
 # the dependency tree once, not twice; chartgen, which links the operator,
-# is built so too). -ldflags=-w: test binaries link without DWARF (a second
-# less per package; stack traces are unchanged). -p 4: four test binaries
-# at once on two cores, as the real-parts tests mostly wait (on a cluster,
-# a containerd restart, a canary's timeout) and two would leave the CPU idle.
+# is built so too, as are the release's binaries for this machine).
 # The three longest packages are named first, so that go test starts them
 # first (it runs packages in the order given): listed in ./... order, the
 # operator's envtests (10 minutes, one after another) started 8 minutes in
 # and ran alone at the end.
-# The release the tests check is built first, outside their timeout
-# (test-release); the release scenario's and TestPublish's native builds
-# then only link. hack/reaper runs the tests: a process a test started that
-# outlives them is killed and fails make test.
 LONGEST_TESTS := ./operator ./e2e ./installer
-test: verify-chart helm-lint verify-docs bins test-release $(GOTESTSUM) $(CYCLONEDX_GOMOD)
+test: verify-chart helm-lint verify-docs bins $(GOTESTSUM) $(HELM) $(CYCLONEDX_GOMOD)
 	CGO_ENABLED=0 $(GO) build -o $(TOOLBIN)/reaper ./hack/reaper
-	CGO_ENABLED=0 SHIMKIT_TEST_RELEASE=$(TEST_RELEASE) $(TOOLBIN)/reaper -- \
-	  $(GOTESTSUM) --format testname -- -count=1 -p 4 -ldflags=-w -timeout $(TEST_TIMEOUT) $(LONGEST_TESTS) ./...
+	CGO_ENABLED=0 GOTESTSUM=$(GOTESTSUM) TEST_TIMEOUT=$(TEST_TIMEOUT) TEST_RELEASE=$(TEST_RELEASE) LONGEST_TESTS='$(LONGEST_TESTS)' \
+	  MAKE='$(MAKE)' $(TOOLBIN)/reaper -- hack/test.sh
 
 ## test-release: the release hack/releasetest checks, in bin/test-release: both image platforms, the plugin for linux and darwin (rebuilt when the tree changes).
 # One cross build for every test: the arm64 images, a darwin plugin, the
-# indexes of two platforms and an SBOM per platform are checked on it; the
-# tests that publish a release build it for this machine alone, from the
-# compile this one leaves in the Go build cache. Keyed by the working
-# tree (tracked and untracked files): a second make test reuses it.
+# indexes of two platforms and an SBOM per platform are checked on it
+# (TestCrossRelease); the tests that publish a release build it for this
+# machine alone, from packages the tests compile anyway. Keyed by the
+# working tree (tracked and untracked files): a second make test reuses it.
 TEST_RELEASE := $(TOOLBIN)/test-release
 TEST_RELEASE_VERSION := v0.0.0-test
 TEST_RELEASE_PLUGIN_PLATFORMS := linux/amd64 linux/arm64 darwin/arm64

@@ -102,8 +102,12 @@ read -r -a platforms <<<"$PLUGIN_PLATFORMS"
 for platform in "${platforms[@]}"; do
 	os=${platform%/*} arch=${platform#*/}
 	mkdir -p "$work/$os-$arch"
-	step "building kubectl-shimkit for $platform"
-	CGO_ENABLED=0 GOOS=$os GOARCH=$arch $GO build -trimpath -ldflags "$ldflags" -o "$work/$os-$arch/kubectl-shimkit" ./cmd/kubectl-shimkit
+	if [[ $platform == "$native" ]]; then
+		cp "$work/kubectl-shimkit" "$work/$os-$arch/kubectl-shimkit" # built above, --version checked
+	else
+		step "building kubectl-shimkit for $platform"
+		CGO_ENABLED=0 GOOS=$os GOARCH=$arch $GO build -trimpath -ldflags "$ldflags" -o "$work/$os-$arch/kubectl-shimkit" ./cmd/kubectl-shimkit
+	fi
 	tar -C "$work/$os-$arch" --owner=0 --group=0 --mtime=@0 -czf "$DIST/kubectl-shimkit-$VERSION-$os-$arch.tar.gz" kubectl-shimkit
 done
 {

@@ -94,7 +94,10 @@ func helmBin(t *testing.T) string {
 	return filepath.Join(repoRoot(), "bin", "helm")
 }
 
-func TestRelease(t *testing.T) {
+// TestCrossRelease checks the test release, built for every platform:
+// make test runs it after the other tests, once make test-release, built
+// beside them, is done.
+func TestCrossRelease(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a release; run without -short")
 	}
