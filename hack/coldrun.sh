@@ -53,15 +53,15 @@ timeout=$(make -s -C "$caches/src" --no-print-directory -f Makefile -f - print-t
 
 echo "coldrun: .ci/run exited $rc after $((total / 60)) m $((total % 60)) s ($total s)"
 echo "coldrun: make's steps (seconds since the start):"
-grep -E '^ *[0-9]+ (bins: (building|built|every)|node-(rootfs|crio-layer): built|release: |test-release|CGO_ENABLED=0 .*reaper --|DONE )' "$dir/run.log" | sed 's/^/  /' || true
+grep -E '^ *[0-9]+ (bins: (building|built|every)|node-(rootfs|crio-layer): built|test: |DONE )' "$dir/run.log" | sed 's/^/  /' || true
 [ -s "$dir/tests.json" ] || { echo "coldrun: no test record ($dir/tests.json)"; exit 1; }
-python3 - "$dir/tests.json" "$timeout" <<'PY'
+python3 - "$timeout" "$dir"/tests*.json <<'PY'
 import json, re, sys
-path, timeout = sys.argv[1], sys.argv[2]
+timeout, paths = sys.argv[1], sys.argv[2:]
 m = re.fullmatch(r'(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?', timeout)
 limit = int(m[1] or 0) * 3600 + int(m[2] or 0) * 60 + int(m[3] or 0)
 pkgs = {}
-for line in open(path):
+for line in (l for p in paths for l in open(p)):
     try:
         e = json.loads(line)
     except ValueError:
