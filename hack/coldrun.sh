@@ -67,7 +67,8 @@ for line in (l for p in paths for l in open(p)):
     except ValueError:
         continue
     if not e.get('Test') and e.get('Action') in ('pass', 'fail') and 'Elapsed' in e:
-        pkgs[e['Package']] = (e['Elapsed'], e['Action'])
+        # A package run twice (hack/releasetest) is under the timeout in each.
+        pkgs[e['Package']] = max(pkgs.get(e['Package'], (0, '')), (e['Elapsed'], e['Action']))
 print(f"coldrun: the slowest test packages (go test -timeout {timeout}):")
 over = 0
 for pkg, (secs, action) in sorted(pkgs.items(), key=lambda kv: -kv[1][0])[:8]:
