@@ -1,10 +1,13 @@
-// Package releasetest builds a release with make release, as a maintainer
-// does, and checks what it wrote: every file the release lists, the
-// checksums, the chart's version, appVersion and default image tags, the
-// images' tags and their binaries' --version, and the SBOMs. It needs
-// make, helm (bin/helm, make tools; or $HELM) and cyclonedx-gomod
-// (bin/cyclonedx-gomod), which make release builds when they are missing;
-// with -short it is skipped (make test-unit).
+// Package releasetest checks a release as make release writes it: every
+// file the release lists, the checksums, the chart's version, appVersion
+// and default image tags, the images' platforms, tags and their binaries'
+// --version, the SBOMs and the krew manifest. TestCrossRelease reads the
+// test release of every platform (make test-release; make test builds it
+// beside the other tests and runs TestCrossRelease after them); TestPublish
+// builds one of this machine's platform, publishes it with make publish
+// and reads it back. It needs make, helm (bin/helm, make tools; or $HELM)
+// and cyclonedx-gomod (bin/cyclonedx-gomod), which make release builds
+// when they are missing; with -short it is skipped (make test-unit).
 package releasetest
 
 import (
