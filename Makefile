@@ -130,8 +130,8 @@ demo: bins
 	set -o pipefail; SHIMKIT_DEMO_UNATTENDED=$(UNATTENDED) $(GO) test -tags demo -run '^TestDemo$$' -count=1 -timeout 0 -v ./e2e/ 2>&1 | grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS$$' -e '^ok '
 
 ## e2e: the end-to-end scenarios on a real three-node cluster, the Helm chart's included (part of make test).
-e2e: bins $(GOTESTSUM) $(HELM) $(KUSTOMIZE)
-	$(GOTESTSUM) --format testname -- -count=1 -timeout 20m ./e2e/...
+e2e: bins $(GOTESTSUM) $(HELM) $(KUSTOMIZE) $(CYCLONEDX_GOMOD)
+	CGO_ENABLED=0 $(GOTESTSUM) --format testname -- -count=1 -timeout $(TEST_TIMEOUT) ./e2e/...
 
 ## test-unit: tests that need no external binary.
 test-unit: $(GOTESTSUM)
