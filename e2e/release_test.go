@@ -30,11 +30,11 @@ type published struct {
 
 // releases are the two builds of a release, published to a registry on
 // the cluster's network while the other scenarios run. The cluster runs
-// this machine's platform alone, and so are they built: make test-release
-// compiled their packages before the tests, so each build links its
-// binaries with its own version stamp and packages them (the second
-// differs from the first in that stamp alone), seconds, not minutes;
-// hack/releasetest checks the other platforms.
+// this machine's platform alone, and so are they built: the packages are
+// compiled before the tests with the release's flags (chartgen links the
+// operator), so each build links its binaries with its own version stamp
+// and packages them (the second differs from the first in that stamp
+// alone); hack/releasetest checks the other platforms.
 type releases struct {
 	reg  *testutil.Registry
 	done chan struct{}
@@ -43,8 +43,8 @@ type releases struct {
 }
 
 // releaseLimit bounds the two builds and their publishing: warm, 24–28 s
-// each; with their packages to compile (go test run alone, make
-// test-release not run), a few minutes.
+// each; with their packages still to compile (go test run alone), a few
+// minutes.
 const releaseLimit = 12 * time.Minute
 
 // publishReleases starts publishing releaseV1 and releaseV2 to a new

@@ -67,6 +67,18 @@ done
 # has it.
 declare -A digest
 native="$($GO env GOOS)/$($GO env GOARCH)" # the platform the binaries above were built for
+# build_for BIN OS ARCH writes $work/OS-ARCH/BIN: this machine's, built and
+# checked above, copied; another platform's built.
+build_for() {
+	local bin=$1 os=$2 arch=$3
+	mkdir -p "$work/$os-$arch"
+	if [[ $os/$arch == "$native" ]]; then
+		cp "$work/$bin" "$work/$os-$arch/$bin"
+		return
+	fi
+	step "building $bin for $os/$arch"
+	CGO_ENABLED=0 GOOS=$os GOARCH=$arch $GO build -trimpath -ldflags "$ldflags" -o "$work/$os-$arch/$bin" "./cmd/$bin"
+}
 for bin in shimkit-operator shimkit-installer; do
 	members=()
 	for platform in $IMAGE_PLATFORMS; do
@@ -75,13 +87,7 @@ for bin in shimkit-operator shimkit-installer; do
 			echo "release: IMAGE_PLATFORMS: $platform: images are for linux" >&2
 			exit 2
 		fi
-		mkdir -p "$work/$os-$arch"
-		if [[ $platform == "$native" ]]; then
-			cp "$work/$bin" "$work/$os-$arch/$bin" # built above, --version checked
-		else
-			step "building $bin for $platform"
-			CGO_ENABLED=0 GOOS=$os GOARCH=$arch $GO build -trimpath -ldflags "$ldflags" -o "$work/$os-$arch/$bin" "./cmd/$bin"
-		fi
+		build_for "$bin" "$os" "$arch"
 		members+=(-platform "$platform=$work/$os-$arch/$bin")
 		# Its packages URLs name the platform (goarch=, goos=): from the environment.
 		GOOS=$os GOARCH=$arch "$CYCLONEDX_GOMOD" bin -json -version "$VERSION" -output "$DIST/$bin-$VERSION-$os-$arch.cdx.json" "$work/$os-$arch/$bin"
@@ -101,13 +107,7 @@ cp "$work/kubectl-shimkit" "$DIST/$plugin"
 read -r -a platforms <<<"$PLUGIN_PLATFORMS"
 for platform in "${platforms[@]}"; do
 	os=${platform%/*} arch=${platform#*/}
-	mkdir -p "$work/$os-$arch"
-	if [[ $platform == "$native" ]]; then
-		cp "$work/kubectl-shimkit" "$work/$os-$arch/kubectl-shimkit" # built above, --version checked
-	else
-		step "building kubectl-shimkit for $platform"
-		CGO_ENABLED=0 GOOS=$os GOARCH=$arch $GO build -trimpath -ldflags "$ldflags" -o "$work/$os-$arch/kubectl-shimkit" ./cmd/kubectl-shimkit
-	fi
+	build_for kubectl-shimkit "$os" "$arch"
 	tar -C "$work/$os-$arch" --owner=0 --group=0 --mtime=@0 -czf "$DIST/kubectl-shimkit-$VERSION-$os-$arch.tar.gz" kubectl-shimkit
 done
 {
