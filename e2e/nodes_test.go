@@ -98,6 +98,15 @@ func testNodes(t *testing.T, c *testutil.Cluster, dump *dumper, nodes []testutil
 		t.Fatal(err)
 	}
 	kubectl(t, c, "wait", "--for=condition=Stalled", "shim/flaky", "--timeout=180s")
+	// The rollout halts at the first failure; the other node started with
+	// it finishes its own canary (each waits up to its timeout), so the
+	// two failures land one after the other.
+	waitFor(t, 3*time.Minute, "both nodes of the first step to fail", func() bool {
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(flaky), flaky); err != nil {
+			t.Fatal(err)
+		}
+		return len(flaky.Status.FailingNodes) >= 2
+	})
 	time.Sleep(3 * time.Second) // the halt holds: nothing else starts
 	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(flaky), flaky); err != nil {
 		t.Fatal(err)
