@@ -29,8 +29,8 @@ func (r *batcher) offer(obs *observed, b decide.BatchOffer) {
 
 // startBatch creates the node's batch Job: the leader's plan with its
 // partners'.
-func (r *jobStarter) startBatch(ctx context.Context, obs *observed, st decide.Start) error {
-	v := st.View
+func (r *jobStarter) startBatch(ctx context.Context, run *acting, st decide.Start) error {
+	obs, v := run.obs, st.View
 	job, err := r.buildBatchJob(obs, v, st)
 	if err != nil {
 		return err
@@ -39,14 +39,13 @@ func (r *jobStarter) startBatch(ctx context.Context, obs *observed, st decide.St
 	if err != nil || !created {
 		return err
 	}
-	v.Held = true
 	names := make([]string, len(st.Partners))
 	for k, p := range st.Partners {
 		names[k] = p.Offer.Shim.Name
 		r.drifted(ctx, p.Offer.Shim, v.Node, p.Drifted())
 		r.event(ctx, p.Offer.Shim, v.Node, corev1.EventTypeNormal, p.Reason, "Install", "node %s: with Shim %s in one installer run, one containerd restart (Job %s)", v.Node.Name, obs.Shim.Name, job.Name)
 	}
-	obs.Events.Add(st.Reason, "Install", fmt.Sprintf("node %s with Shims %s (Job %s)", v.Node.Name, strings.Join(names, ", "), job.Name))
+	run.events.Add(st.Reason, "Install", fmt.Sprintf("node %s with Shims %s (Job %s)", v.Node.Name, strings.Join(names, ", "), job.Name))
 	return nil
 }
 

@@ -22,25 +22,25 @@ import (
 // act carries out a decision's actions (package decide) in order,
 // stopping at the first error. It holds no policy: what to do was decided
 // before any action ran; each case says only how.
-func (r *executor) act(ctx context.Context, acts []decide.Action) error {
+func (r *executor) act(ctx context.Context, run *acting, acts []decide.Action) error {
 	for _, a := range acts {
-		if err := r.do(ctx, a); err != nil {
+		if err := r.do(ctx, run, a); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (r *executor) do(ctx context.Context, a decide.Action) error {
+func (r *executor) do(ctx context.Context, run *acting, a decide.Action) error {
 	switch a := a.(type) {
 	case decide.Together:
 		g := r.group(ctx)
 		for _, one := range a {
-			g.Go(func() error { return r.do(ctx, one) })
+			g.Go(func() error { return r.do(ctx, run, one) })
 		}
 		return g.Wait()
 	case decide.InOrder:
-		return r.act(ctx, a)
+		return r.act(ctx, run, a)
 	case decide.DeleteJob:
 		err := r.client.Delete(ctx, a.Job, client.PropagationPolicy(metav1.DeletePropagationBackground))
 		if client.IgnoreNotFound(err) != nil {
@@ -75,7 +75,7 @@ func (r *executor) do(ctx context.Context, a decide.Action) error {
 	case decide.EmitEvent:
 		r.event(ctx, a.Shim, a.Related, a.Type, a.Reason, a.Action, "%s", a.Note)
 	case decide.Note:
-		a.Events.Add(a.Reason, a.Action, a.Detail)
+		run.events.Add(a.Reason, a.Action, a.Detail)
 	case decide.CountJob:
 		r.metrics.JobFinished(a.Shim, a.Job)
 	case decide.KeepLog:

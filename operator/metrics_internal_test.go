@@ -64,7 +64,7 @@ func TestMetricsFinishedJobsCountedOnce(t *testing.T) {
 		if err := r.reads.ReadFinished(ctx, obs); err != nil {
 			t.Fatal(err)
 		}
-		if err := r.exec.act(ctx, decide.Finished(obs)); err != nil {
+		if err := r.exec.act(ctx, newActing(obs), decide.Finished(obs)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -124,9 +124,12 @@ func PreviewRemoval(shim *v1alpha1.Shim, nodes []*corev1.Node, jobs []*batchv1.J
 		classes = append(classes, c.Name)
 	}
 	obs.Pods = workload.ByNode(w.Pods, classes)
-	if _, err := decide.Records(obs); err != nil {
+	obs, _, err := decide.Records(obs)
+	if err != nil {
 		return nil, err
 	}
+	// DecideRemoval notes on obs's views (a copy, the records') the pods
+	// each waits for.
 	d, err := decide.DecideRemoval(obs, shimspec.Planner(s, obs.Hash), decide.Delivery(obs))
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -111,31 +112,49 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	return r.planAndAct(ctx, obs)
+}
+
+// planAndAct makes the reconcile's plan on its snapshot and carries it
+// out; obs is read, never written.
+func (r *Reconciler) planAndAct(ctx context.Context, obs *observed) (res ctrl.Result, err error) {
+	shim := obs.Shim
+	run := newActing(obs)
+	// What finished and what a retry asks, decided on the snapshot and
+	// written with the rest of the decision; w is the snapshot as they
+	// leave it (obs is not changed).
+	w, acts, err := decide.Records(obs)
 	defer func() {
 		// The reconcile is past its decision (or failed): the Events
 		// gathered are emitted.
 		phase.Decided(ctx)
-		r.notify(ctx, obs)
+		r.notify(ctx, run)
 		now := time.Now()
-		due := obs.Due
-		if at := r.report.Flush(ctx, shim, &obs.Events, obs.Settled || err != nil, now); !at.IsZero() && (due.IsZero() || at.Before(due)) {
-			due = at
+		due := earliest(run.due, time.Time{})
+		if w != nil {
+			due = earliest(due, w.Due)
 		}
+		due = earliest(due, r.report.Flush(ctx, shim, &run.events, run.settled || err != nil, now))
 		// Held back events or status: back by then at the latest.
 		if !due.IsZero() && err == nil && (res.RequeueAfter == 0 || now.Add(res.RequeueAfter).After(due)) {
 			res.RequeueAfter = max(due.Sub(now), time.Millisecond)
 		}
 	}()
-	// What finished and what a retry asks, decided on the snapshot and
-	// written with the rest of the decision.
-	acts, err := decide.Records(obs)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if !shim.DeletionTimestamp.IsZero() {
-		return r.uninstallAll(ctx, obs, acts)
+		return r.uninstallAll(ctx, run, w, acts)
 	}
-	return r.install(ctx, obs, acts)
+	return r.install(ctx, run, w, acts)
+}
+
+// earliest is the earlier of two times, the zero time being none.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || !b.IsZero() && b.Before(a) {
+		return b
+	}
+	return a
 }
 
 func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observed, error) {
@@ -161,6 +180,8 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 		return nil, fmt.Errorf("list Shims: %w", err)
 	}
 	obs := decide.NewSnapshot(shim, r.opts.settings(), now, r.opts.Clock.Now())
+	// The status's retry (NewSnapshot), or the one this operator acted on
+	// since, which the cached status may not show yet.
 	obs.Retried, obs.RetriedHash = r.retries.latest(shim)
 	obs.Jobs, obs.Shims, obs.Gate = jobs, shims.Items, gate
 	obs.StatusWritten = r.report.LastWritten(shim.Name)
@@ -217,7 +238,7 @@ func (r *deps) group(ctx context.Context) *errgroup.Group {
 // refused spec starts no install; removals go on. It reads the snapshot
 // (obs), decides (decide.Decide), then carries the decision out, each
 // write a step.
-func (r *Reconciler) install(ctx context.Context, obs *observed, records []decide.Action) (ctrl.Result, error) {
+func (r *Reconciler) install(ctx context.Context, run *acting, obs *observed, records []decide.Action) (ctrl.Result, error) {
 	if err := r.gateCheck.checkGate(ctx, obs); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -230,7 +251,7 @@ func (r *Reconciler) install(ctx context.Context, obs *observed, records []decid
 		return ctrl.Result{}, err
 	}
 	phase.Decided(ctx)
-	return r.carryOut(ctx, obs, p)
+	return r.carryOut(ctx, run, p)
 }
 
 // carryOut carries out a Shim's install plan, in its order: the records,
@@ -241,10 +262,11 @@ func (r *Reconciler) install(ctx context.Context, obs *observed, records []decid
 // RuntimeClass changed meanwhile, a node another Shim's installer took)
 // is not forced: the plan's status, which assumed it, is not written, and
 // the Shim comes back after p.RequeueRefused to plan again.
-func (r *Reconciler) carryOut(ctx context.Context, obs *observed, p *decide.Plan) (ctrl.Result, error) {
-	obs.Settled = p.Status.Settled // the plan's: read as the reconcile ends
-	r.notify(ctx, obs)
-	if err := r.exec.act(ctx, p.Records); err != nil {
+func (r *Reconciler) carryOut(ctx context.Context, run *acting, p *decide.Plan) (ctrl.Result, error) {
+	obs := run.obs
+	run.settled = p.Status.Settled // the plan's: read as the reconcile ends
+	r.notify(ctx, run)
+	if err := r.exec.act(ctx, run, p.Records); err != nil {
 		return ctrl.Result{}, err
 	}
 	// The finalizer first, before anything is on a node: a deleted Shim
@@ -255,25 +277,25 @@ func (r *Reconciler) carryOut(ctx context.Context, obs *observed, p *decide.Plan
 	// What the decision does not depend on, written once it is made: the
 	// views already read stale records, a reimaged node's label and the
 	// predecessor's RuntimeClasses as they will be.
-	conflict, err := r.prepareNodes(ctx, obs, p)
+	conflict, err := r.prepareNodes(ctx, run, p)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	r.notify(ctx, obs, p.Notices...)
+	r.notify(ctx, run, p.Notices...)
 	r.report.Progress(obs.Shim.Name, p.Progress)
-	if err := r.exec.act(ctx, p.Relabel); err != nil {
+	if err := r.exec.act(ctx, run, p.Relabel); err != nil {
 		return ctrl.Result{}, err
 	}
-	refused, err := r.startAll(ctx, obs, p)
+	refused, err := r.startAll(ctx, run, p)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if refused = refused || conflict; !refused {
-		if err := r.report.Update(ctx, obs, p.Status); err != nil {
+		if run.due, err = r.report.Update(ctx, obs, p.Status); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	refusedVerify, err := r.starter.startNodes(ctx, obs, p.Verify)
+	refusedVerify, err := r.starter.startNodes(ctx, run, p.Verify)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -290,20 +312,20 @@ func (r *Reconciler) carryOut(ctx context.Context, obs *observed, p *decide.Plan
 // the disruption policy planned; starts the Jobs; and removes the
 // startup taints. refused: a RuntimeClass changed since the snapshot, or
 // the node gate refused a reservation.
-func (r *Reconciler) startAll(ctx context.Context, obs *observed, p *decide.Plan) (refused bool, _ error) {
-	conflict, err := r.classes.Publish(ctx, obs, p.Classes)
+func (r *Reconciler) startAll(ctx context.Context, run *acting, p *decide.Plan) (refused bool, _ error) {
+	conflict, err := r.classes.Publish(ctx, run.obs.Shim, run.classes, p.Classes)
 	if err != nil {
 		return false, err
 	}
-	r.batch.offer(obs, p.Batch)
-	if err := r.exec.act(ctx, p.Disrupt); err != nil {
+	r.batch.offer(run.obs, p.Batch)
+	if err := r.exec.act(ctx, run, p.Disrupt); err != nil {
 		return false, err
 	}
-	refused, err = r.starter.startNodes(ctx, obs, p.Starts)
+	refused, err = r.starter.startNodes(ctx, run, p.Starts)
 	if err != nil {
 		return false, err
 	}
-	return refused || conflict, r.exec.act(ctx, p.Taints)
+	return refused || conflict, r.exec.act(ctx, run, p.Taints)
 }
 
 // sharedNodes are the nodes that other Shims would install now (nil
@@ -326,11 +348,7 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, shim *v1alpha1.Shim) e
 	obj := shim.DeepCopy()
 	patch := client.MergeFrom(obj.DeepCopy())
 	controllerutil.AddFinalizer(obj, Finalizer)
-	if err := r.client.Patch(ctx, obj, patch); err != nil {
-		return err
-	}
-	shim.Finalizers = obj.Finalizers
-	return nil
+	return r.client.Patch(ctx, obj, patch)
 }
 
 // prepareNodes carries out what the views already assume, before any
@@ -339,15 +357,15 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, shim *v1alpha1.Shim) e
 // longer delete them, and releases the nodes already installed; records
 // another Shim object of the name left on nodes, and a reimaged node's
 // label, are dropped.
-func (r *Reconciler) prepareNodes(ctx context.Context, obs *observed, p *decide.Plan) (conflict bool, _ error) {
-	conflict, err := r.classes.TakeOver(ctx, obs, p.Classes)
+func (r *Reconciler) prepareNodes(ctx context.Context, run *acting, p *decide.Plan) (conflict bool, _ error) {
+	conflict, err := r.classes.TakeOver(ctx, run.obs.Shim, run.classes, p.Classes)
 	if err != nil {
 		return false, err
 	}
-	if err := r.classes.ReleaseRCMLabels(ctx, obs, p.RCMReleases); err != nil {
+	if err := r.classes.ReleaseRCMLabels(ctx, run.obs, p.RCMReleases); err != nil {
 		return false, err
 	}
-	return conflict, r.exec.act(ctx, p.Stale)
+	return conflict, r.exec.act(ctx, run, p.Stale)
 }
 
 // event records an Event regarding the Shim, related to the node or
@@ -363,9 +381,13 @@ func (r *deps) event(ctx context.Context, shim *v1alpha1.Shim, related runtime.O
 // the decision is complete, and only once (a reconcile that ends before
 // its decision, an error, emits them on its way out), then those of more
 // (the plan's), each related to its node (or to the Shim alone).
-func (r *deps) notify(ctx context.Context, obs *observed, more ...decide.Notice) {
-	notices := append(obs.Notices, more...)
-	obs.Notices = nil
+func (r *deps) notify(ctx context.Context, run *acting, more ...decide.Notice) {
+	notices := more
+	if !run.notified {
+		notices = append(slices.Clone(run.obs.Notices), more...)
+		run.notified = true
+	}
+	obs := run.obs
 	for _, n := range notices {
 		var related runtime.Object
 		if n.Node != nil {

@@ -10,7 +10,11 @@ import (
 
 // retries remembers, per Shim, the retry request acted on and the Jobs it
 // deleted, so that a cache that has not yet seen the status or the
-// deletion does not act twice or take a deleted Job for a failure.
+// deletion does not act twice or take a deleted Job for a failure. The
+// status carries the request and its target too (status.retried,
+// retriedSpecHash): that is what a snapshot reads (decide.NewSnapshot),
+// kubectl shimkit plan and a restarted operator alike; the memory only
+// stands in for a status the cache has not caught up with.
 type retries struct {
 	mu     sync.Mutex
 	byShim map[string]*retried
@@ -29,14 +33,15 @@ func (rs *retries) entry(shim *v1alpha1.Shim) *retried {
 	}
 	e := rs.byShim[shim.Name]
 	if e == nil || e.uid != shim.UID {
-		e = &retried{uid: shim.UID, value: shim.Status.Retried, jobs: map[types.UID]bool{}}
+		e = &retried{uid: shim.UID, value: shim.Status.Retried, hash: shim.Status.RetriedSpecHash, jobs: map[types.UID]bool{}}
 		rs.byShim[shim.Name] = e
 	}
 	return e
 }
 
 // latest is the retry request acted on and the target it was acted on
-// at ("" after a restart: the status keeps the request alone).
+// at, as remembered (from the status when the operator has not acted on
+// one since it started).
 func (rs *retries) latest(shim *v1alpha1.Shim) (request, hash string) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()

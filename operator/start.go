@@ -40,7 +40,7 @@ import (
 // reservation; refused: the gate refused one (another Shim's installer
 // took the node, or the partners' slots, after the snapshot), which the
 // next reconcile plans again.
-func (r *jobStarter) startNodes(ctx context.Context, obs *observed, starts []decide.Start) (refused bool, _ error) {
+func (r *jobStarter) startNodes(ctx context.Context, run *acting, starts []decide.Start) (refused bool, _ error) {
 	g := r.group(ctx)
 	now := time.Now()
 	for _, st := range starts {
@@ -49,7 +49,7 @@ func (r *jobStarter) startNodes(ctx context.Context, obs *observed, starts []dec
 			continue
 		}
 		g.Go(func() error {
-			err := r.start(ctx, obs, st)
+			err := r.start(ctx, run, st)
 			if err != nil {
 				r.gate.Release(st.Reserve.Node, st.Reserve.Job)
 			}
@@ -62,21 +62,20 @@ func (r *jobStarter) startNodes(ctx context.Context, obs *observed, starts []dec
 // start creates the Start's Job: a drifted node's Warning first, an
 // uninstalled node out of the RuntimeClass's selection first, and a
 // batch's Job with its partners' plans.
-func (r *jobStarter) start(ctx context.Context, obs *observed, st decide.Start) error {
+func (r *jobStarter) start(ctx context.Context, run *acting, st decide.Start) error {
 	v := st.View
 	if st.Op == jobview.OpInstall {
-		r.drifted(ctx, obs.Shim, v.Node, v.Drifted)
+		r.drifted(ctx, run.obs.Shim, v.Node, v.Drifted)
 	}
 	if st.Unlabel {
-		if err := nodelabel.SetState(ctx, r.client, v.Node.Name, obs.Shim.Name, v.Label, decide.LabelUninstalling); err != nil {
+		if err := nodelabel.SetState(ctx, r.client, v.Node.Name, run.obs.Shim.Name, v.Label, decide.LabelUninstalling); err != nil {
 			return err
 		}
-		v.Label = decide.LabelUninstalling
 	}
 	if len(st.Partners) > 0 {
-		return r.startBatch(ctx, obs, st)
+		return r.startBatch(ctx, run, st)
 	}
-	return r.startJob(ctx, obs, st)
+	return r.startJob(ctx, run, st)
 }
 
 // drifted emits the Warning Event Drifted of a node installed again
@@ -92,20 +91,17 @@ func (r *jobStarter) drifted(ctx context.Context, shim *v1alpha1.Shim, node *cor
 // startJob creates the node's Job of the Start, alone. A finished Job of
 // the same name (an earlier round of the same operation) is deleted
 // first.
-func (r *jobStarter) startJob(ctx context.Context, obs *observed, st decide.Start) error {
+func (r *jobStarter) startJob(ctx context.Context, run *acting, st decide.Start) error {
 	v := st.View
-	job, err := r.buildJob(obs.Shim, v.Node, st.Plan, st.Hash, st.ImageWay)
+	job, err := r.buildJob(run.obs.Shim, v.Node, st.Plan, st.Hash, st.ImageWay)
 	if err != nil {
 		return err
 	}
-	created, err := r.createJob(ctx, obs, job, v.Node.Name)
+	created, err := r.createJob(ctx, run.obs, job, v.Node.Name)
 	if err != nil || !created {
 		return err
 	}
-	if st.Op != jobview.OpVerify {
-		v.Held = true // changing from now on, before the cache shows its Job
-	}
-	obs.Events.Add(st.Reason, st.Action, fmt.Sprintf("node %s (Job %s)", v.Node.Name, job.Name))
+	run.events.Add(st.Reason, st.Action, fmt.Sprintf("node %s (Job %s)", v.Node.Name, job.Name))
 	return nil
 }
 

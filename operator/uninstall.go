@@ -19,7 +19,7 @@ import (
 
 // uninstallAll removes the shim from every node that has it, rolling; then
 // deletes the RuntimeClasses and lets the Shim go.
-func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed, records []decide.Action) (ctrl.Result, error) {
+func (r *Reconciler) uninstallAll(ctx context.Context, run *acting, obs *observed, records []decide.Action) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(obs.Shim, Finalizer) {
 		return ctrl.Result{}, nil
 	}
@@ -28,33 +28,30 @@ func (r *Reconciler) uninstallAll(ctx context.Context, obs *observed, records []
 		return ctrl.Result{}, err
 	}
 	phase.Decided(ctx)
-	return r.carryOutRemoval(ctx, obs, p)
+	return r.carryOutRemoval(ctx, run, p)
 }
 
 // carryOutRemoval carries out a deleted Shim's plan, in its order: the
 // records, the relabels, the uninstall Jobs whose reservations the node
 // gate commits, the evictions, the status; once every node is clean, the
 // release.
-func (r *Reconciler) carryOutRemoval(ctx context.Context, obs *observed, p *decide.Plan) (ctrl.Result, error) {
-	obs.Settled = p.Status.Settled // the plan's: read as the reconcile ends
-	r.notify(ctx, obs)
-	if err := r.exec.act(ctx, p.Records); err != nil {
-		return ctrl.Result{}, err
+func (r *Reconciler) carryOutRemoval(ctx context.Context, run *acting, p *decide.Plan) (ctrl.Result, error) {
+	obs := run.obs
+	run.settled = p.Status.Settled // the plan's: read as the reconcile ends
+	r.notify(ctx, run)
+	for _, acts := range [][]decide.Action{p.Records, p.Relabel, p.Disrupt} {
+		if err := r.exec.act(ctx, run, acts); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
-	if err := r.exec.act(ctx, p.Relabel); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.exec.act(ctx, p.Disrupt); err != nil {
-		return ctrl.Result{}, err
-	}
-	refused, err := r.starter.startNodes(ctx, obs, p.Starts)
+	refused, err := r.starter.startNodes(ctx, run, p.Starts)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	r.exec.evict(ctx, obs.Shim, p.Evict)
 	if !p.Decision.Removal.Done {
 		if !refused {
-			if err := r.report.Update(ctx, obs, p.Status); err != nil {
+			if run.due, err = r.report.Update(ctx, obs, p.Status); err != nil {
 				return ctrl.Result{}, err
 			}
 			return ctrl.Result{RequeueAfter: p.Requeue}, nil
@@ -63,15 +60,16 @@ func (r *Reconciler) carryOutRemoval(ctx context.Context, obs *observed, p *deci
 	}
 	// Every node is clean: what the Shim recorded on nodes goes, then its
 	// RuntimeClasses, then its finalizer.
-	if err := r.exec.act(ctx, p.Forget); err != nil {
+	if err := r.exec.act(ctx, run, p.Forget); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.classes.DeleteAll(ctx, obs, p.Delete); err != nil {
+	if err := r.classes.DeleteAll(ctx, obs.Shim, run.classes, p.Delete); err != nil {
 		return ctrl.Result{}, err
 	}
-	patch := client.MergeFrom(obs.Shim.DeepCopy())
-	controllerutil.RemoveFinalizer(obs.Shim, Finalizer)
-	if err := r.client.Patch(ctx, obs.Shim, patch); err != nil && !apierrors.IsNotFound(err) {
+	shim := obs.Shim.DeepCopy()
+	patch := client.MergeFrom(obs.Shim)
+	controllerutil.RemoveFinalizer(shim, Finalizer)
+	if err := r.client.Patch(ctx, shim, patch); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}
 	r.released.add(obs.Shim)

@@ -20,15 +20,15 @@ import (
 // published, is not written; the watch on RuntimeClasses brings the next
 // reconcile, which reads it again). Each write and each conflict the plan
 // found is told in an Event.
-func (r *Classes) Publish(ctx context.Context, obs *decide.Snapshot, p decide.ClassPlan) (conflict bool, _ error) {
+func (r *Classes) Publish(ctx context.Context, shim *v1alpha1.Shim, set *decide.ClassSet, p decide.ClassPlan) (conflict bool, _ error) {
 	for _, d := range p.Deletes {
-		if err := runtimeclass.DeleteOwned(ctx, r.classesOf(obs), d.Class.Name, obs.Shim.UID); err != nil {
+		if err := runtimeclass.DeleteOwned(ctx, r.classesOf(set), d.Class.Name, shim.UID); err != nil {
 			return false, err
 		}
-		r.event(ctx, obs.Shim, d.Class, corev1.EventTypeNormal, "RuntimeClassDeleted", "Delete", "RuntimeClass %s: %s", d.Class.Name, d.Why)
+		r.event(ctx, shim, d.Class, corev1.EventTypeNormal, "RuntimeClassDeleted", "Delete", "RuntimeClass %s: %s", d.Class.Name, d.Why)
 	}
 	for _, w := range p.Warnings {
-		r.event(ctx, obs.Shim, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: w.Name}}, corev1.EventTypeWarning, v1alpha1.ReasonRuntimeClassConflict, "Apply", "%s", w.Message)
+		r.event(ctx, shim, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: w.Name}}, corev1.EventTypeWarning, v1alpha1.ReasonRuntimeClassConflict, "Apply", "%s", w.Message)
 	}
 	for _, e := range p.Ensures {
 		res, err := runtimeclass.Apply(ctx, r.client, e.Step)
@@ -37,8 +37,8 @@ func (r *Classes) Publish(ctx context.Context, obs *decide.Snapshot, p decide.Cl
 		}
 		switch res {
 		case runtimeclass.Created, runtimeclass.Updated, runtimeclass.Replaced:
-			obs.Classes.Put(e.Spec.Name, e.Step.Write)
-			r.event(ctx, obs.Shim, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: e.Spec.Name}}, corev1.EventTypeNormal, "RuntimeClassApplied", "Apply", "RuntimeClass %s for handler %s", e.Spec.Name, e.Spec.Handler)
+			set.Put(e.Spec.Name, e.Step.Write)
+			r.event(ctx, shim, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: e.Spec.Name}}, corev1.EventTypeNormal, "RuntimeClassApplied", "Apply", "RuntimeClass %s for handler %s", e.Spec.Name, e.Spec.Handler)
 		case runtimeclass.Retry:
 			conflict = true
 		}
@@ -49,10 +49,10 @@ func (r *Classes) Publish(ctx context.Context, obs *decide.Snapshot, p decide.Cl
 // DeleteAll deletes the RuntimeClasses the Shim owns, as the plan read
 // them (decide.Plan.Delete); one that belongs to someone else by then
 // stays.
-func (r *Classes) DeleteAll(ctx context.Context, obs *decide.Snapshot, owned []*nodev1.RuntimeClass) error {
+func (r *Classes) DeleteAll(ctx context.Context, shim *v1alpha1.Shim, set *decide.ClassSet, owned []*nodev1.RuntimeClass) error {
 	var errs []error
 	for _, rc := range owned {
-		errs = append(errs, runtimeclass.DeleteOwned(ctx, r.classesOf(obs), rc.Name, obs.Shim.UID))
+		errs = append(errs, runtimeclass.DeleteOwned(ctx, r.classesOf(set), rc.Name, shim.UID))
 	}
 	return errors.Join(errs...)
 }

@@ -67,7 +67,7 @@ func TestEnsureAfterTakeoverWithStaleCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan := decide.Classes(&decide.Snapshot{Shim: shim, Classes: classes}, false)
-	conflict, err := r.Publish(ctx, &decide.Snapshot{Shim: shim, Classes: classes}, plan)
+	conflict, err := r.Publish(ctx, shim, classes.Clone(), plan)
 	if err != nil || conflict || !plan.Published || len(plan.Conflicts) > 0 {
 		t.Errorf("Publish = %v, %v, %q, %v; want published, no conflict", conflict, plan.Published, plan.Conflicts, err)
 	}
@@ -91,7 +91,7 @@ func TestEnsureAfterTakeoverWithStaleCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan = decide.Classes(&decide.Snapshot{Shim: shim, Classes: classes}, false)
-	if _, err := r.Publish(ctx, &decide.Snapshot{Shim: shim, Classes: classes}, plan); err != nil || plan.Published || len(plan.Conflicts) == 0 {
+	if _, err := r.Publish(ctx, shim, classes.Clone(), plan); err != nil || plan.Published || len(plan.Conflicts) == 0 {
 		t.Errorf("Publish of the admin's = %v, %q, %v; want a conflict", plan.Published, plan.Conflicts, err)
 	}
 	close(rec.Events)

@@ -41,7 +41,7 @@ func ExampleClasses_Publish() {
 	}
 	obs := &decide.Snapshot{Shim: shim, Classes: set, Views: []decide.NodeView{{Node: node, Label: nodelabel.Installed}}}
 	plan := decide.Classes(obs, false) // pure: what to write
-	if _, err := cs.Publish(ctx, obs, plan); err != nil {
+	if _, err := cs.Publish(ctx, obs.Shim, obs.Classes.Clone(), plan); err != nil {
 		fmt.Println(err)
 		return
 	}

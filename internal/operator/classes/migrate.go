@@ -17,6 +17,7 @@ import (
 
 	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/runtimeclass"
 )
 
@@ -54,7 +55,7 @@ func (r *Classes) ReadPredecessor(ctx context.Context, obs *decide.Snapshot) (ty
 	from := shimspec.RCMPredecessor(m)
 	for _, spec := range shimspec.Classes(obs.Shim) {
 		rc := &nodev1.RuntimeClass{}
-		if err := r.classesOf(obs).Get(ctx, client.ObjectKey{Name: spec.Name}, rc); err == nil && from.Controls(rc) {
+		if err := r.classesOf(obs.Classes).Get(ctx, client.ObjectKey{Name: spec.Name}, rc); err == nil && from.Controls(rc) {
 			return r.rcmShimUID(ctx, from)
 		}
 	}
@@ -67,7 +68,7 @@ func (r *Classes) ReadPredecessor(ctx context.Context, obs *decide.Snapshot) (ty
 // them. A class that changed since it was read is not taken over
 // (conflict: the plan's status, which counts it taken over, is not
 // written; the next reconcile reads it again).
-func (r *Classes) TakeOver(ctx context.Context, obs *decide.Snapshot, p decide.ClassPlan) (conflict bool, _ error) {
+func (r *Classes) TakeOver(ctx context.Context, shim *v1alpha1.Shim, set *decide.ClassSet, p decide.ClassPlan) (conflict bool, _ error) {
 	for _, t := range p.Takeovers {
 		res, err := runtimeclass.Apply(ctx, r.client, t.Step)
 		if err != nil {
@@ -79,9 +80,9 @@ func (r *Classes) TakeOver(ctx context.Context, obs *decide.Snapshot, p decide.C
 			conflict = true
 			continue
 		}
-		obs.Classes.Put(spec.Name, t.Step.Write)
+		set.Put(spec.Name, t.Step.Write)
 		log.FromContext(ctx).Info("RuntimeClass taken over", "runtimeClass", spec.Name, "from", from.String())
-		r.event(ctx, obs.Shim, t.Step.Read, corev1.EventTypeNormal, "RuntimeClassTakenOver", "Migrate",
+		r.event(ctx, shim, t.Step.Read, corev1.EventTypeNormal, "RuntimeClassTakenOver", "Migrate",
 			"RuntimeClass %s (handler %s) taken over from %s: deleting that Shim no longer deletes it", spec.Name, spec.Handler, from)
 	}
 	return conflict, nil

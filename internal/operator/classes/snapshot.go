@@ -29,8 +29,8 @@ type classSnapshot struct {
 }
 
 // classesOf is the snapshot's RuntimeClasses as a client.
-func (r *Classes) classesOf(obs *decide.Snapshot) *classSnapshot {
-	return &classSnapshot{Client: r.client, set: obs.Classes}
+func (r *Classes) classesOf(set *decide.ClassSet) *classSnapshot {
+	return &classSnapshot{Client: r.client, set: set}
 }
 
 // Read reads the Shim's RuntimeClasses (those it labels, and every

@@ -106,9 +106,8 @@ type EmitEvent struct {
 }
 
 // Note adds a per-node Normal note, emitted with the others of its reason
-// (NodeEvents).
+// in one Event (status.NodeEvents).
 type Note struct {
-	Events                 *NodeEvents
 	Reason, Action, Detail string
 }
 

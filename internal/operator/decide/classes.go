@@ -3,7 +3,6 @@ package decide
 import (
 	"maps"
 	"slices"
-	"sync"
 
 	nodev1 "k8s.io/api/node/v1"
 
@@ -12,27 +11,31 @@ import (
 )
 
 // ClassSet is the RuntimeClasses a reconcile read, by name (nil: read
-// and absent), and what its own writes made of them since: a later step
-// of the reconcile sees an earlier one's write (a takeover, then the
-// update of the class taken over).
+// and absent). The snapshot's is read only; carrying out a plan writes
+// into a Clone of it, so that a later step sees an earlier one's write (a
+// takeover, then the update of the class taken over).
 type ClassSet struct {
-	mu     sync.Mutex
 	byName map[string]*nodev1.RuntimeClass
+}
+
+// Clone returns a set of the same RuntimeClasses that can be written
+// without changing s.
+func (s *ClassSet) Clone() *ClassSet {
+	if s == nil {
+		return &ClassSet{}
+	}
+	return &ClassSet{byName: maps.Clone(s.byName)}
 }
 
 // Read returns the RuntimeClass of name: nil when absent; read is false
 // when the reconcile did not read that name.
 func (s *ClassSet) Read(name string) (rc *nodev1.RuntimeClass, read bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	rc, read = s.byName[name]
 	return rc, read
 }
 
 // Put records the RuntimeClass of name as read or written (nil: absent).
 func (s *ClassSet) Put(name string, rc *nodev1.RuntimeClass) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.byName == nil {
 		s.byName = map[string]*nodev1.RuntimeClass{}
 	}
@@ -41,8 +44,6 @@ func (s *ClassSet) Put(name string, rc *nodev1.RuntimeClass) {
 
 // All are the RuntimeClasses of the set, by name (the absent left out).
 func (s *ClassSet) All() []*nodev1.RuntimeClass {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var out []*nodev1.RuntimeClass
 	for _, name := range slices.Sorted(maps.Keys(s.byName)) {
 		if rc := s.byName[name]; rc != nil {
@@ -58,8 +59,6 @@ func sortedNames(m map[string]*nodev1.RuntimeClass) []string {
 
 // Owned are the RuntimeClasses of the set the Shim controls, by name.
 func (s *ClassSet) Owned(shim *v1alpha1.Shim) []*nodev1.RuntimeClass {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var out []*nodev1.RuntimeClass
 	for _, name := range slices.Sorted(maps.Keys(s.byName)) {
 		if rc := s.byName[name]; rc != nil && shimspec.OwnedBy(rc, shim) {

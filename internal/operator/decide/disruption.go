@@ -150,7 +150,7 @@ func disruptStep(s *Snapshot, v *NodeView, op string) (ready bool, acts []Action
 	if !ok {
 		rec = record.Disrupted{Since: s.Now.UTC().Truncate(time.Second), Cordoned: !v.Node.Spec.Unschedulable}
 		return false, []Action{Cordon{Node: v.Node, Shim: s.Shim.Name, Disrupted: rec},
-			Note{Events: &s.Events, Reason: "Cordoned", Action: OpAction(op), Detail: "node " + v.Node.Name}}
+			Note{Reason: "Cordoned", Action: OpAction(op), Detail: "node " + v.Node.Name}}
 	}
 	if d.Policy == v1alpha1.DisruptCordon {
 		return true, nil

@@ -94,7 +94,7 @@ func FuzzWorkloads(f *testing.F) {
 			obs.Pods[name], obs.NodePods[name] = classPods, pods
 		}
 		obs.Fresh = make([]bool, len(obs.Views))
-		records, err := Records(obs)
+		obs, records, err := Records(obs)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -107,7 +107,7 @@ func drainObs(policy v1alpha1.DisruptionPolicy, now time.Time, nodeF func(*corev
 
 func planDrain(t *testing.T, obs *Snapshot) *Plan {
 	t.Helper()
-	records, err := Records(obs)
+	obs, records, err := Records(obs)
 	if err != nil {
 		t.Fatal(err)
 	}

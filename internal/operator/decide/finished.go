@@ -56,7 +56,7 @@ func recordJob(obs *Snapshot, v *NodeView, fresh bool) InOrder {
 	case j.InUse():
 		return acts
 	case j.Sibling():
-		return append(acts, Note{Events: &obs.Events, Reason: "RetryAlone", Action: "Install", Detail: fmt.Sprintf("node %s (Job %s: another Shim's plan failed; installing this one again, alone)", v.Node.Name, j.Object.Name)})
+		return append(acts, Note{Reason: "RetryAlone", Action: "Install", Detail: fmt.Sprintf("node %s (Job %s: another Shim's plan failed; installing this one again, alone)", v.Node.Name, j.Object.Name)})
 	case j.Failed() && j.Batch > 0 && !j.ResultRead:
 		// Whose plan failed is in the result: read again next time.
 		return acts
@@ -74,13 +74,13 @@ func recordJob(obs *Snapshot, v *NodeView, fresh bool) InOrder {
 		if j.Result != nil && j.Result.Digest != "" {
 			digest = ", " + j.Result.Digest
 		}
-		acts = append(acts, Note{Events: &obs.Events, Reason: "Installed", Action: "Install", Detail: fmt.Sprintf("node %s (spec %s%s)", v.Node.Name, j.SpecHash, digest)})
+		acts = append(acts, Note{Reason: "Installed", Action: "Install", Detail: fmt.Sprintf("node %s (spec %s%s)", v.Node.Name, j.SpecHash, digest)})
 	case jobview.OpUninstall:
 		acts = append(acts, Unmark{Node: v.Node.Name, Shim: name})
 		// As Unmark removes: the label, the hash and every record, a
 		// predecessor's or a former machine's included.
 		v.Label, v.SpecHash, v.Verified, v.Failure, v.Stale, v.Reimaged = "", "", nil, nil, nil, false
-		acts = append(acts, Note{Events: &obs.Events, Reason: "Uninstalled", Action: "Uninstall", Detail: "node " + v.Node.Name})
+		acts = append(acts, Note{Reason: "Uninstalled", Action: "Uninstall", Detail: "node " + v.Node.Name})
 	}
 	return append(acts, CountJob{Shim: name, Job: j})
 }
@@ -136,7 +136,7 @@ func RecordVerify(obs *Snapshot, v *NodeView) InOrder {
 	acts = append(acts, MarkVerified{Node: v.Node.Name, Shim: obs.Shim.Name, Found: found})
 	v.Verified = &found
 	if len(found.Drift) == 0 {
-		acts = append(acts, Note{Events: &obs.Events, Reason: "Verified", Action: "Verify", Detail: "node " + v.Node.Name})
+		acts = append(acts, Note{Reason: "Verified", Action: "Verify", Detail: "node " + v.Node.Name})
 	}
 	return append(acts, CountJob{Shim: obs.Shim.Name, Job: j})
 }

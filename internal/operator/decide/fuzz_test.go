@@ -201,7 +201,7 @@ func FuzzDecide(f *testing.F) {
 				obs.Pulls[v.Node.Name] = &plan.NodeResult{Outcome: plan.Failed, Reason: plan.ReasonImagePullFailed}
 			}
 		}
-		records, err := Records(obs)
+		obs, records, err := Records(obs)
 		if err != nil {
 			t.Fatal(err)
 		}

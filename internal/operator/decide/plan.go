@@ -106,7 +106,8 @@ type Rules struct {
 // PlanInstall makes the plan of a Shim that is not being deleted: the
 // records first, then the rollout's decision and what it implies. records
 // are Records(obs), made before the reconcile knew which plan it makes.
-func PlanInstall(obs *Snapshot, records []Action, r Rules) (*Plan, error) {
+func PlanInstall(read *Snapshot, records []Action, r Rules) (*Plan, error) {
+	obs := read.Copy()
 	d, err := Decide(obs, r.Policy)
 	if err != nil {
 		return nil, err
@@ -151,7 +152,8 @@ func PlanInstall(obs *Snapshot, records []Action, r Rules) (*Plan, error) {
 
 // PlanRemoval makes the plan of a deleted Shim: the records, then the
 // removal from every node that has it, rolling (DecideRemoval).
-func PlanRemoval(obs *Snapshot, records []Action, planner rollout.Planner, r Rules) (*Plan, error) {
+func PlanRemoval(read *Snapshot, records []Action, planner rollout.Planner, r Rules) (*Plan, error) {
+	obs := read.Copy()
 	d, err := DecideRemoval(obs, planner, Delivery(obs))
 	if err != nil {
 		return nil, err

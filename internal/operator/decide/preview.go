@@ -1,8 +1,6 @@
 package decide
 
 import (
-	"slices"
-
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
@@ -11,21 +9,20 @@ import (
 // it when every node it starts succeeds (Simulate): its first wave is
 // the plan's Job starts. A canary RuntimeClass that is someone else's
 // starts no install, in the plan and so in the course. The snapshot is
-// left as the plan leaves it.
-func Preview(obs *Snapshot, r Rules) (*Plan, Simulation, error) {
-	records, err := Records(obs)
+// not changed.
+func Preview(read *Snapshot, r Rules) (*Plan, Simulation, error) {
+	obs, records, err := Records(read)
 	if err != nil {
 		return nil, Simulation{}, err
 	}
-	// The course starts from the nodes as read (PlanInstall fills in the
-	// plans of obs.Views): what Decide reads of the snapshot, the views
-	// copied.
-	before := &Snapshot{Shim: obs.Shim, Hash: obs.Hash, Refusal: obs.Refusal, Views: slices.Clone(obs.Views)}
 	p, err := PlanInstall(obs, records, r)
 	if err != nil {
 		return nil, Simulation{}, err
 	}
-	sim, err := Simulate(before, r.Policy)
+	// The course starts from the nodes as the records leave them, with
+	// every input of the reconcile's decision (the retry acted on among
+	// them): PlanInstall and Simulate each decide on their own copy.
+	sim, err := Simulate(obs, r.Policy)
 	if err != nil {
 		return nil, Simulation{}, err
 	}

@@ -104,7 +104,7 @@ func FuzzPreviewIsThePlan(f *testing.F) {
 		}
 		planObs, planRules := previewFleet(states, flags, maxUpdate)
 		planRules.Policy.Delivery = Delivery(planObs)
-		records, err := Records(planObs)
+		planObs, records, err := Records(planObs)
 		if err != nil {
 			t.Fatal(err)
 		}

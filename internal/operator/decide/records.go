@@ -23,13 +23,16 @@ import (
 // Records decides, before the rollout, what the snapshot's finished
 // and stuck Jobs and a new retry request change: the retry first (it
 // clears failures), then the stuck pulls, then the finished Jobs' records.
-func Records(obs *Snapshot) ([]Action, error) {
-	acts := Retry(obs)
-	pulls, err := StuckPulls(obs)
+// It returns, with the actions, the snapshot as they leave the nodes (a
+// Copy: obs is not changed), which the rest of the plan is made on.
+func Records(obs *Snapshot) (*Snapshot, []Action, error) {
+	w := obs.Copy()
+	acts := Retry(w)
+	pulls, err := StuckPulls(w)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return slices.Concat(acts, pulls, Finished(obs)), nil
+	return w, slices.Concat(acts, pulls, Finished(w)), nil
 }
 
 // StaleRecords removes from the nodes the failure and verification

@@ -177,7 +177,7 @@ func TestDecideRecords(t *testing.T) {
 			for i := range obs.Fresh {
 				obs.Fresh[i] = tc.fresh
 			}
-			acts, err := Records(obs)
+			obs, acts, err := Records(obs)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -20,7 +20,7 @@ func Relabel(obs *Snapshot, d *Decision) []Action {
 		v := d.ByName[name]
 		writes = append(writes, MarkInstalled{Node: v.Node, Shim: obs.Shim.Name, UID: obs.Shim.UID, SpecHash: obs.Hash})
 		v.Label, v.SpecHash = record.Installed, obs.Hash
-		after = append(after, Note{Events: &obs.Events, Reason: "Preinstalled", Action: "Label", Detail: "node " + name + " (its image serves the Shim's handlers)"})
+		after = append(after, Note{Reason: "Preinstalled", Action: "Label", Detail: "node " + name + " (its image serves the Shim's handlers)"})
 	}
 	for _, name := range d.Unlabel {
 		v := d.ByName[name]

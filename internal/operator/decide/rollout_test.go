@@ -184,7 +184,7 @@ func BenchmarkObserveDecide1000Nodes(b *testing.B) {
 		obs.Aim(nil)
 		obs.Shims, obs.Classes = []v1alpha1.Shim{*shim}, &ClassSet{}
 		BuildViews(obs, NodeReads{Nodes: nodes})
-		records, err := Records(obs)
+		obs, records, err := Records(obs)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -37,6 +37,9 @@ type Simulation struct {
 	Stopped Hold
 	// Halt is the halt that stops the rollout, when Stopped is HoldHalted.
 	Halt *Trip
+	// End are the nodes as the course leaves them (the snapshot's views
+	// are not changed).
+	End []NodeView
 }
 
 // MaxWaves bounds a simulation (a rollout of 1,000 nodes one at a time
@@ -48,9 +51,10 @@ const MaxWaves = 10000
 // preinstalled node labelled or unlabelled), the clock moved to the end of
 // a bake or the opening of a window when one holds the next wave. Installs
 // take no time in it: every wave that a window admits starts when it
-// opens. It changes the snapshot's node views.
-func Simulate(s *Snapshot, p Policy) (Simulation, error) {
-	var sim Simulation
+// opens. It changes nothing it is given: it decides on a Copy.
+func Simulate(read *Snapshot, p Policy) (Simulation, error) {
+	s := read.Copy()
+	sim := Simulation{End: s.Views}
 	after := false
 	for i := 0; i < MaxWaves; i++ {
 		d, err := Decide(s, p)

@@ -93,7 +93,7 @@ func FuzzSimulate(f *testing.F) {
 			}
 		}
 		if sim.Stopped == decide.HoldNone && len(sim.Waves) < decide.MaxWaves && !refused {
-			for _, v := range nodes {
+			for _, v := range sim.End {
 				if v.Targeted() && !v.Preinstalled && v.State(target, false) != rollout.Failed && (v.Label == "" || v.SpecHash != target) {
 					t.Errorf("the simulation ended, yet targeted %s is at %q (%s)", v.Node.Name, v.SpecHash, v.State(target, false))
 				}

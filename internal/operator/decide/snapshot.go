@@ -1,6 +1,7 @@
 package decide
 
 import (
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,11 +18,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Snapshot is everything a reconcile reads, once, and what its decision
-// notes on the way (the fields after Events). The rollout's decision
-// (Decide, DecideRemoval, Simulate) and the status counts (Counts) read
-// of it only the Shim, Hash, Refusal and Views, so that a Snapshot of
-// these alone (a preview's course, a test) is decided as a reconcile's.
+// Snapshot is everything a reconcile reads, once. The core reads it and
+// changes nothing of it: Records, PlanInstall, PlanRemoval and Simulate
+// each decide on a Copy, and return what they decide; carrying the plan
+// out writes into neither. The fields from DriftCheck on are what the
+// records note on their copy on the way (Records returns it).
 type Snapshot struct {
 	Shim *v1alpha1.Shim
 	// hash is the rollout's target: the spec's hash and the artifact
@@ -32,9 +33,10 @@ type Snapshot struct {
 	// refused); shown is what the status shows of it.
 	Art, Shown *v1alpha1.ResolvedArtifact
 	// retried is the retry request acted on (status.retried);
-	// RetriedHash the target it was acted on at ("": not known, as after
-	// an operator's restart). The nodes a request names start again at
-	// that target even while other failed nodes halt the rollout.
+	// RetriedHash the target it was acted on at (status.retriedSpecHash;
+	// "": not known, a status written before it was kept). The nodes a
+	// request names start again at that target even while other failed
+	// nodes halt the rollout.
 	Retried     string
 	RetriedHash string
 	// Views are the views of every node of the cluster for the Shim
@@ -85,21 +87,15 @@ type Snapshot struct {
 	OperatorNamespace string
 	// refusal says why the spec is rolled out to no node (nil: it is).
 	Refusal *shimspec.Refusal
-	// events are the per-node Normal events of this reconcile, emitted
-	// once per reason at its end.
-	Events NodeEvents
 	// notices are the Events about the Shim that reading the snapshot
 	// found (the artifact's resolution, a revert), emitted once the
 	// decision is complete.
 	Notices []Notice
 	// driftCheck is when a node that just finished an install and lacks a
-	// handler is looked at again (zero: none).
+	// handler is looked at again (zero: none); due when the running
+	// installers' pulls are looked at again (StuckPulls; zero: none).
 	DriftCheck time.Time
-	// settled: nothing of the rollout is left to do or wait for (the
-	// held-back events go out now); due is when a status held back is
-	// written (zero: none).
-	Settled bool
-	Due     time.Time
+	Due        time.Time
 
 	// windows and steps are the Shim's rollout rules (delivery.go);
 	// tripped is the health gate's trip (nil: healthy, or no gate).
@@ -113,6 +109,18 @@ type Snapshot struct {
 	// retriedNow: this reconcile acted on a new retry request, which
 	// lifts a halt of the health gate.
 	RetriedNow bool
+}
+
+// Copy returns the snapshot as a decision may change it without changing
+// o (the core changes nothing it is given): the views, the notices and the
+// marks of fresh results are the copy's own; the objects read (the Shim,
+// nodes, Jobs, RuntimeClasses) are shared and never changed.
+func (o *Snapshot) Copy() *Snapshot {
+	c := *o
+	c.Views = slices.Clone(o.Views)
+	c.Fresh = slices.Clone(o.Fresh)
+	c.Notices = slices.Clone(o.Notices)
+	return &c
 }
 
 // target is what the rollout installs: the hash and the pinned artifact.

@@ -69,7 +69,7 @@ func statusOf(obs *Snapshot, in statusIn) StatusPlan {
 	shim := obs.Shim
 	st := Counts(obs)
 	st.InProgressNodes += int32(startedNow(in.starts))
-	st.Artifact, st.Retried = obs.Shown, obs.Retried
+	st.Artifact, st.Retried, st.RetriedSpecHash = obs.Shown, obs.Retried, obs.RetriedHash
 	u := Rollup{Shim: shim, Nodes: obs.Views, Counts: st, Install: in.install, Removal: in.removal,
 		Classes: ClassStatus{Published: in.classes.Published, Conflicts: in.classes.Conflicts}}
 	if ref := obs.Refusal; ref != nil {

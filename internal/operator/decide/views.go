@@ -90,7 +90,8 @@ func attachJobs(v *NodeView, latest, verifying map[string]*jobview.View) []*jobv
 // (nil: it is not), and the artifact the status shows. Its target comes
 // with the artifact pinned (Aim), its nodes with BuildViews.
 func NewSnapshot(shim *v1alpha1.Shim, s shimspec.Settings, now, rolloutNow time.Time) *Snapshot {
-	return &Snapshot{Shim: shim, SpecHash: nodeview.SpecHash(shim), Refusal: shimspec.RefusalOf(shim, s), Now: now, RolloutNow: rolloutNow, Shown: shim.Status.Artifact}
+	return &Snapshot{Shim: shim, SpecHash: nodeview.SpecHash(shim), Refusal: shimspec.RefusalOf(shim, s), Now: now, RolloutNow: rolloutNow, Shown: shim.Status.Artifact,
+		Retried: shim.Status.Retried, RetriedHash: shim.Status.RetriedSpecHash}
 }
 
 // Aim makes art (nil: none pinned) the snapshot's artifact: the target's

@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
@@ -20,23 +19,23 @@ const eventEvery = 5 * time.Second
 // pendingEvents are the Shims' gathered notes and when each last emitted.
 type pendingEvents struct {
 	mu      sync.Mutex
-	byShim  map[string]*decide.NodeEvents
+	byShim  map[string]*NodeEvents
 	emitted pace
 }
 
 // Flush adds the reconcile's notes to the Shim's and emits them, one
 // Event per reason, when the rollout settled or eventEvery passed since
 // the last; otherwise it says when to reconcile again to emit them.
-func (r *Reporter) Flush(ctx context.Context, shim *v1alpha1.Shim, e *decide.NodeEvents, settled bool, now time.Time) (due time.Time) {
+func (r *Reporter) Flush(ctx context.Context, shim *v1alpha1.Shim, e *NodeEvents, settled bool, now time.Time) (due time.Time) {
 	p := &r.pending
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.byShim == nil {
-		p.byShim = map[string]*decide.NodeEvents{}
+		p.byShim = map[string]*NodeEvents{}
 	}
 	all := p.byShim[shim.Name]
 	if all == nil {
-		all = &decide.NodeEvents{}
+		all = &NodeEvents{}
 		p.byShim[shim.Name] = all
 	}
 	all.Merge(e)
@@ -59,8 +58,8 @@ func (p *pendingEvents) forget(shim string) {
 	p.emitted.forget(shim)
 }
 
-// emit emits one Event per reason (decide.NodeEvents.Take).
-func (r *Reporter) emit(ctx context.Context, shim *v1alpha1.Shim, e *decide.NodeEvents) {
+// emit emits one Event per reason (NodeEvents.Take).
+func (r *Reporter) emit(ctx context.Context, shim *v1alpha1.Shim, e *NodeEvents) {
 	for _, ev := range e.Take() {
 		r.event(ctx, shim, nil, corev1.EventTypeNormal, ev.Reason, ev.Action, "%s", ev.Note)
 	}

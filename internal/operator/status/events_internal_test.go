@@ -9,7 +9,6 @@ import (
 
 	"k8s.io/client-go/tools/events"
 
-	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/internal/operator/phase"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
@@ -30,7 +29,7 @@ func TestWaveEvents(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := events.NewFakeRecorder(10)
 			r := New(nil, phase.NewRecorder(rec, nil), nil, nil)
-			var e decide.NodeEvents
+			var e NodeEvents
 			for i := tc.nodes - 1; i >= 0; i-- {
 				e.Add("Installing", "Install", fmt.Sprintf("node n%03d (Job j)", i))
 			}
@@ -57,7 +56,7 @@ func TestEventsPaced(t *testing.T) {
 	shim.Name = "spin"
 	t0 := time.Now()
 	reconcile := func(node string, settled bool, at time.Time) time.Time {
-		var e decide.NodeEvents
+		var e NodeEvents
 		e.Add("Installed", "Install", "node "+node)
 		return r.Flush(context.Background(), shim, &e, settled, at)
 	}

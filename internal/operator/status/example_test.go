@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 
-	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/internal/operator/phase"
 	"github.com/shimkit/shimkit/internal/operator/status"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
@@ -20,7 +19,7 @@ func ExampleReporter_Flush() {
 	rec := events.NewFakeRecorder(10)
 	r := status.New(nil, phase.NewRecorder(rec, nil), nil, nil)
 	shim := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "spin"}}
-	var notes decide.NodeEvents
+	var notes status.NodeEvents
 	for _, n := range []string{"node-2", "node-1", "node-3"} {
 		notes.Add("Installed", "Install", "node "+n)
 	}

@@ -17,28 +17,26 @@ import (
 // Update writes the status the plan leaves (decide.StatusPlan) with
 // server-side apply (field owner shimkit): first the revision it records,
 // then the metrics, then the status when the plan writes it now (else
-// obs.Due: when it does).
-func (r *Reporter) Update(ctx context.Context, obs *decide.Snapshot, sp decide.StatusPlan) error {
+// it returns when it does: sp.Due).
+func (r *Reporter) Update(ctx context.Context, obs *decide.Snapshot, sp decide.StatusPlan) (due time.Time, _ error) {
 	shim := obs.Shim
 	if err := r.revisions.Record(ctx, obs, sp.Revision, sp.Drop); err != nil {
-		return err
+		return time.Time{}, err
 	}
 	r.metrics.Observe(shim, sp.Status, sp.Ready)
 	r.metrics.Conditions(shim.Name, sp.Status.Conditions)
 	if !sp.Write {
-		obs.Due = sp.Due
-		return nil
+		return sp.Due, nil
 	}
 	obj, err := statusApply(shim, sp.Status)
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	if err := r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
-		return fmt.Errorf("status of Shim %s: %w", shim.Name, err)
+		return time.Time{}, fmt.Errorf("status of Shim %s: %w", shim.Name, err)
 	}
-	shim.Status = sp.Status
 	r.statusPace.wrote(shim.Name, time.Now())
-	return nil
+	return time.Time{}, nil
 }
 
 // LastWritten is when the Shim's status was last written (zero: not

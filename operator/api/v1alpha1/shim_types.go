@@ -971,6 +971,13 @@ type ShimStatus struct {
 	// on.
 	// +optional
 	Retried string `json:"retried,omitempty"`
+	// retriedSpecHash is the specHash the rollout had when the operator
+	// acted on retried: the nodes that request names start again at that
+	// target even while other failed nodes halt the rollout. With it, an
+	// operator that restarts and kubectl shimkit plan read the retry as
+	// the operator acted on it.
+	// +optional
+	RetriedSpecHash string `json:"retriedSpecHash,omitempty"`
 	// artifact is the artifact pinned for the rollout: every node installs
 	// exactly this digest, until the spec changes or the artifact is
 	// resolved again.
