@@ -186,14 +186,14 @@ func (st stateStore) lockShared(ctx context.Context) (func(), error) {
 type recovery struct{ i *Installer }
 
 // recoverPending undoes what an operation that died left half done
-// (statefile.Pendings.Undo). It reports whether anything was pending, in
+// (statefile.Undo). It reports whether anything was pending, in
 // which case the runtime must be restarted.
 func (rc recovery) recoverPending(ctx context.Context, s *State) (bool, error) {
 	i := rc.i
 	if len(s.Pending) == 0 {
 		return false, nil
 	}
-	if err := s.Pending.Undo(ctx, i.paths(), i.runtimeOptions(), i.units(), i.log()); err != nil {
+	if err := statefile.Undo(ctx, s.Pending, i.paths(), i.runtimeOptions(), i.units(), i.log()); err != nil {
 		return true, err
 	}
 	s.Pending = nil

@@ -6,7 +6,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
-	"github.com/shimkit/shimkit/internal/operator/phase"
 	"github.com/shimkit/shimkit/internal/operator/pin"
 )
 
@@ -117,7 +116,7 @@ type Options struct {
 	// is complete is refused and reported, a read made after it is
 	// reported. For developers of the operator and its tests
 	// (shimkit-operator --check-phases); nil: unchecked.
-	PhaseReport phase.Report
+	PhaseReport func(error)
 	// GatePeriod is how often a rollout whose health gate watches is
 	// looked at again; default DefaultGatePeriod.
 	GatePeriod time.Duration

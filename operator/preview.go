@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"slices"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -28,14 +29,47 @@ type Preview struct {
 	Target string
 	Pinned bool
 	// Refusal is why the operator would roll the spec out to no node.
-	Refusal *decide.Refusal
-	// Views are the nodes as the Shim sees them, before the rollout.
-	Views []decide.NodeView
-	// Simulation is the rollout's course: its first wave is what the
-	// operator's next reconcile starts.
-	Simulation decide.Simulation
+	Refusal *Refusal
+	// Installed are the nodes that have the shim before the rollout (at
+	// any spec): a wave's install of one of them is an upgrade.
+	Installed []string
+	// Skipped are the selected nodes the rollout leaves alone, and why.
+	Skipped []SkippedNode
+	// StartNow are the nodes whose install Jobs the operator's next
+	// reconcile starts.
+	StartNow []string
+	// Waves are the rollout's course when every node it starts succeeds,
+	// wave after wave, through bakes and windows; Stopped says why it
+	// ended before every node was done (Paused, Halted; "": it did not),
+	// Halt what halts it.
+	Waves   []Wave
+	Stopped string
+	Halt    *Refusal
 	// Classes are the Shim's RuntimeClasses and what becomes of each.
 	Classes []ClassPreview
+}
+
+// Refusal is a reason and a message: why a spec is rolled out to no
+// node, or what halts its rollout.
+type Refusal = decide.Refusal
+
+// Wave is one wave of a rollout's course: the nodes it installs (or
+// upgrades) and uninstalls, when it starts (now, the end of the previous
+// step's bake, or when a maintenance window opens), the rollout step it
+// belongs to (spec.rolloutStrategy.steps, 0-based; -1: no steps), and
+// whether it waits for the Jobs running before it to end.
+type Wave struct {
+	At              time.Time
+	Install, Remove []string
+	Step            int
+	AfterRunning    bool
+}
+
+// SkippedNode is a node the Shim selects that the rollout leaves alone:
+// the reason (a constant of package nodeview's Eligibility, as the status
+// shows it) and what it found.
+type SkippedNode struct {
+	Node, Reason, Detail string
 }
 
 // ClassPreview is one RuntimeClass of the Shim and what the rollout does
@@ -82,18 +116,32 @@ func PreviewRollout(shim *v1alpha1.Shim, nodes []*corev1.Node, jobs []*batchv1.J
 	obs.Classes = classSet(shim, classes)
 	p := &Preview{Shim: shim, Target: obs.Hash, Pinned: obs.Art != nil || shimspec.PinnedBySpec(shim.Spec.FetchStrategy)}
 	if ref := obs.Refusal; ref != nil {
-		p.Refusal = &decide.Refusal{Reason: ref.Reason, Message: ref.Message}
+		p.Refusal = &Refusal{Reason: ref.Reason, Message: ref.Message}
 	}
-	decide.BuildViews(obs, decide.NodeReads{Nodes: nodes, Jobs: jobs, Result: finishedResult(result), ServerVersion: opts.ServerVersion})
-	p.Views = append([]decide.NodeView(nil), obs.Views...)
+	decide.BuildViews(obs, decide.NodeReads{Nodes: nodes, Jobs: jobs, Result: decide.FinishedResult(result), ServerVersion: opts.ServerVersion})
+	for _, v := range obs.Views {
+		if v.Installed() {
+			p.Installed = append(p.Installed, v.Node.Name)
+		}
+		if v.Matching && v.Skip != nil {
+			p.Skipped = append(p.Skipped, SkippedNode{Node: v.Node.Name, Reason: v.Skip.Reason, Detail: v.Skip.Detail})
+		}
+	}
 	_, sim, err := decide.Preview(obs, decide.Rules{
-		Policy:   decide.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), PlanFor: obs.PlanFor(opts.settings()), Delivery: decide.Delivery(obs)},
+		Policy:   decide.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), PlanFor: obs.PlanFor(opts.settings())},
 		Batching: false, VerifyPeriod: -1, Settings: opts.settings(), ServerVersion: opts.ServerVersion,
 	})
 	if err != nil {
 		return nil, err
 	}
-	p.Simulation = sim
+	p.StartNow = slices.Clone(sim.First.Rollin.Start)
+	for _, w := range sim.Waves {
+		p.Waves = append(p.Waves, Wave{At: w.At, Install: w.Install, Remove: w.Remove, Step: w.Step, AfterRunning: w.AfterRunning})
+	}
+	p.Stopped = string(sim.Stopped)
+	if h := sim.Halt; h != nil {
+		p.Halt = &Refusal{Reason: h.Reason, Message: h.Message}
+	}
 	p.Classes = previewClasses(shim, classes)
 	return p, nil
 }

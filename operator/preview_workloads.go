@@ -23,16 +23,19 @@ type Workloads struct {
 	Budgets []*policyv1.PodDisruptionBudget
 }
 
+// BlockedPod is a pod that keeps a node from emptying, and why.
+type BlockedPod = decide.Blocked
+
 // NodeDrain is what the drain of a node before the rollout changes it
 // would do now (rolloutStrategy.disruption Drain): the pods it evicts,
 // those it waits for (being deleted already), and those that keep the
 // node from emptying, with why (a PodDisruptionBudget that allows no
 // disruption now quoted, emptyDir data, a DaemonSet's pod).
 type NodeDrain struct {
-	Node    string           `json:"node"`
-	Evict   []string         `json:"evict,omitempty"`
-	Waiting []string         `json:"waiting,omitempty"`
-	Blocked []decide.Blocked `json:"blocked,omitempty"`
+	Node    string       `json:"node"`
+	Evict   []string     `json:"evict,omitempty"`
+	Waiting []string     `json:"waiting,omitempty"`
+	Blocked []BlockedPod `json:"blocked,omitempty"`
 }
 
 // PreviewDrains says, for a Shim that drains nodes before it changes
@@ -46,7 +49,7 @@ func PreviewDrains(p *Preview, w Workloads, opts Options) []NodeDrain {
 	}
 	ns := opts.withDefaults().Namespace
 	var out []NodeDrain
-	for _, wave := range p.Simulation.Waves {
+	for _, wave := range p.Waves {
 		for _, node := range wave.Install {
 			evict, waiting, blocked := decide.DrainPods(podsOf(w.Pods, node), d, w.Budgets, ns)
 			nd := NodeDrain{Node: node, Waiting: waiting, Blocked: blocked}
@@ -100,9 +103,9 @@ type RemovalPreview struct {
 // NodePods are the pods of a Shim's RuntimeClasses on a node, and those a
 // PodDisruptionBudget would keep from an eviction now.
 type NodePods struct {
-	Node    string           `json:"node"`
-	Pods    []string         `json:"pods"`
-	Blocked []decide.Blocked `json:"blocked,omitempty"`
+	Node    string       `json:"node"`
+	Pods    []string     `json:"pods"`
+	Blocked []BlockedPod `json:"blocked,omitempty"`
 }
 
 // PreviewRemoval decides, as the operator's reconcile of the deleted
@@ -118,7 +121,7 @@ func PreviewRemoval(shim *v1alpha1.Shim, nodes []*corev1.Node, jobs []*batchv1.J
 	}
 	obs := decide.NewSnapshot(s, opts.settings(), now, now)
 	obs.Aim(shimspec.PinOf(s, obs.SpecHash))
-	decide.BuildViews(obs, decide.NodeReads{Nodes: nodes, Jobs: jobs, Result: finishedResult(result), ServerVersion: opts.ServerVersion})
+	decide.BuildViews(obs, decide.NodeReads{Nodes: nodes, Jobs: jobs, Result: decide.FinishedResult(result), ServerVersion: opts.ServerVersion})
 	var classes []string
 	for _, c := range shimspec.Classes(s) {
 		classes = append(classes, c.Name)
@@ -157,7 +160,7 @@ func nodePods(node string, pods []string, w Workloads) NodePods {
 			continue
 		}
 		if why := decide.BudgetBlocks(p, w.Budgets); why != "" {
-			np.Blocked = append(np.Blocked, decide.Blocked{Pod: p.Namespace + "/" + p.Name, Why: why})
+			np.Blocked = append(np.Blocked, BlockedPod{Pod: p.Namespace + "/" + p.Name, Why: why})
 		}
 	}
 	return np

@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -104,7 +104,7 @@ func planStarts(t *testing.T, w world) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := slices.Clone(p.Simulation.First.Rollin.Start)
+	first := slices.Clone(p.StartNow)
 	slices.Sort(first)
 	return first
 }

@@ -55,6 +55,9 @@ func run(root, dir string, verify bool) error {
 	if err := noDoubles(pkgs); err != nil {
 		return err
 	}
+	if err := unnameable(pkgs); err != nil {
+		return err
+	}
 	files := render(pkgs)
 	if verify {
 		return compare(dir, files)

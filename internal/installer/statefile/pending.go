@@ -88,10 +88,12 @@ func (ps Pendings) Without(p *Pending) Pendings {
 	return out
 }
 
-// Undo undoes what an operation that died left half done, newest record
-// first: config backups put back, the bundle link switched back and the
-// version it added removed, units and links it wrote restored or removed.
-func (ps Pendings) Undo(ctx context.Context, l layout.Layout, rt runtime.Options, u units.Units, log *slog.Logger) error {
+// Undo undoes what an operation that died left half done (ps), newest
+// record first: config backups put back, the bundle link switched back and
+// the version it added removed, units and links it wrote restored or
+// removed. A function, not a method: installer.Pendings exports the type,
+// and its parameters are the installer's own.
+func Undo(ctx context.Context, ps Pendings, l layout.Layout, rt runtime.Options, u units.Units, log *slog.Logger) error {
 	var errs []error
 	restored := map[string]bool{} // config files: one journal holds every change of the operation
 	for k := len(ps) - 1; k >= 0; k-- {

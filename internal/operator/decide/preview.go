@@ -15,6 +15,9 @@ func Preview(read *Snapshot, r Rules) (*Plan, Simulation, error) {
 	if err != nil {
 		return nil, Simulation{}, err
 	}
+	// The delivery rules of the snapshot as the records leave it, as a
+	// reconcile takes them (a new retry lifts a halt).
+	r.Policy.Delivery = Delivery(obs)
 	p, err := PlanInstall(obs, records, r)
 	if err != nil {
 		return nil, Simulation{}, err

@@ -97,17 +97,18 @@ func FuzzPreviewIsThePlan(f *testing.F) {
 			states = states[:40]
 		}
 		previewObs, rules := previewFleet(states, flags, maxUpdate)
-		rules.Policy.Delivery = Delivery(previewObs)
 		p, sim, err := Preview(previewObs, rules)
 		if err != nil {
 			t.Fatal(err)
 		}
+		// As a reconcile plans: the delivery rules of the snapshot as the
+		// records leave it (a new retry lifts a halt).
 		planObs, planRules := previewFleet(states, flags, maxUpdate)
-		planRules.Policy.Delivery = Delivery(planObs)
 		planObs, records, err := Records(planObs)
 		if err != nil {
 			t.Fatal(err)
 		}
+		planRules.Policy.Delivery = Delivery(planObs)
 		want, err := PlanInstall(planObs, records, planRules)
 		if err != nil {
 			t.Fatal(err)

@@ -158,3 +158,31 @@ func ReadOnlyHost(v *NodeView, target string) (string, bool) {
 	}
 	return "", false
 }
+
+// NodeViewsOf is how the Shim sees each node, read as a reconcile reads
+// it: whether it matches and can run the shim (and if not, why it is
+// skipped), its label, hash and records, and the newest install or
+// uninstall Job and the newest verifying Job the Shim has there, with the
+// installer's result of a finished one (result: read from the Job's pods,
+// as a reconcile reads it, nodejob.JobResult; nil: the Job's conditions
+// alone). It calls no API server and writes nothing: kubectl shimkit
+// status shows the fleet as the operator sees it.
+func NodeViewsOf(shim *v1alpha1.Shim, nodes []*corev1.Node, jobs []*batchv1.Job, result func(*batchv1.Job) *plan.NodeResult) []NodeView {
+	obs := &Snapshot{Shim: shim, Hash: shim.Status.SpecHash}
+	BuildViews(obs, NodeReads{Nodes: nodes, Jobs: jobs, Result: FinishedResult(result)})
+	return obs.Views
+}
+
+// FinishedResult reads the result of a finished Job with result (nil:
+// none read).
+func FinishedResult(result func(*batchv1.Job) *plan.NodeResult) func(*jobview.View) (*plan.NodeResult, bool) {
+	if result == nil {
+		return nil
+	}
+	return func(j *jobview.View) (*plan.NodeResult, bool) {
+		if j.Running() {
+			return nil, false
+		}
+		return result(j.Object), true
+	}
+}

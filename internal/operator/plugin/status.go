@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/internal/operator/report"
-	"github.com/shimkit/shimkit/operator"
 )
 
 // watchEvery is how often status --watch reads the cluster again.
@@ -65,7 +65,7 @@ func statusOf(ctx context.Context, r reader, name string) (report.StatusReport, 
 	if err != nil {
 		return report.StatusReport{}, err
 	}
-	return report.StatusOf(shim, report.Status(shim, operator.NodeViews(shim, nodes, jobs, results))), nil
+	return report.StatusOf(shim, report.Status(shim, decide.NodeViewsOf(shim, nodes, jobs, results))), nil
 }
 
 func writeStatus(w io.Writer, out *output, rep report.StatusReport) error {

@@ -8,8 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shimkit/shimkit/internal/nodelabel/record"
+	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/internal/operator/report"
-	"github.com/shimkit/shimkit/operator"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
@@ -26,7 +26,7 @@ func ExampleStatus() {
 	done.Status.NodeInfo.ContainerRuntimeVersion = "containerd://2.2.0"
 	crio := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}}
 	crio.Status.NodeInfo.ContainerRuntimeVersion = "cri-o://1.34.0"
-	rows := report.Status(shim, operator.NodeViews(shim, []*corev1.Node{done, crio}, nil, nil))
+	rows := report.Status(shim, decide.NodeViewsOf(shim, []*corev1.Node{done, crio}, nil, nil))
 	_ = report.WriteStatus(os.Stdout, report.StatusOf(shim, rows), false, time.Now())
 	// Output:
 	// Shim spin: 2 nodes: 1 Current, 1 Skipped; Ready=Unknown

@@ -81,12 +81,10 @@ func Plan(p *operator.Preview) PlanReport {
 		r.RuntimeClasses = []operator.ClassPreview{}
 	}
 	installed := map[string]bool{}
-	for i := range p.Views {
-		if v := &p.Views[i]; v.Installed() {
-			installed[v.Node.Name] = true
-		}
+	for _, n := range p.Installed {
+		installed[n] = true
 	}
-	for _, w := range p.Simulation.Waves {
+	for _, w := range p.Waves {
 		pw := PlanWave{At: w.At.UTC(), Uninstall: w.Remove, AfterRunning: w.AfterRunning}
 		for _, n := range w.Install {
 			if installed[n] {
@@ -104,14 +102,12 @@ func Plan(p *operator.Preview) PlanReport {
 		r.Summary.Uninstall += len(pw.Uninstall)
 		r.Waves = append(r.Waves, pw)
 	}
-	r.Stopped = string(p.Simulation.Stopped)
-	if h := p.Simulation.Halt; h != nil {
+	r.Stopped = p.Stopped
+	if h := p.Halt; h != nil {
 		r.Halt = h.Reason + ": " + h.Message
 	}
-	for _, v := range p.Views {
-		if v.Matching && v.Skip != nil {
-			r.Skipped = append(r.Skipped, SkippedNode{Node: v.Node.Name, Reason: v.Skip.Reason, Detail: v.Skip.Detail, Hint: decide.SkipHint(v.Skip.Reason)})
-		}
+	for _, s := range p.Skipped {
+		r.Skipped = append(r.Skipped, SkippedNode{Node: s.Node, Reason: s.Reason, Detail: s.Detail, Hint: decide.SkipHint(s.Reason)})
 	}
 	slices.SortFunc(r.Skipped, func(a, b SkippedNode) int { return strings.Compare(a.Node, b.Node) })
 	r.Summary.Skipped = len(r.Skipped)

@@ -18,9 +18,9 @@ import (
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/golden"
 	"github.com/shimkit/shimkit/internal/nodelabel/record"
+	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/internal/operator/report"
-	"github.com/shimkit/shimkit/operator"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
@@ -105,7 +105,7 @@ func results(j *batchv1.Job) *plan.NodeResult {
 // YAML for a fleet with a node of every state.
 func TestStatusGolden(t *testing.T) {
 	shim, nodes, jobs := fleetOf()
-	rep := report.StatusOf(shim, report.Status(shim, operator.NodeViews(shim, nodes, jobs, results)))
+	rep := report.StatusOf(shim, report.Status(shim, decide.NodeViewsOf(shim, nodes, jobs, results)))
 	for _, wide := range []bool{false, true} {
 		var b bytes.Buffer
 		if err := report.WriteStatus(&b, rep, wide, now); err != nil {
@@ -158,7 +158,7 @@ func firstLine(t *testing.T, rep report.StatusReport) string {
 func TestStatusStates(t *testing.T) {
 	shim, nodes, jobs := fleetOf()
 	got := map[string]string{}
-	for _, r := range report.Status(shim, operator.NodeViews(shim, nodes, jobs, results)) {
+	for _, r := range report.Status(shim, decide.NodeViewsOf(shim, nodes, jobs, results)) {
 		got[r.Node] = r.State + "/" + r.Reason
 	}
 	want := map[string]string{
