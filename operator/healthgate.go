@@ -15,23 +15,34 @@ import (
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
-// checkGate reads the workload failures of the Shim's RuntimeClasses on
-// the nodes that have the target, since the rollout started, and judges
-// them (decide.JudgeGate: obs.Tripped). A read that fails leaves the gate
-// unjudged: no bake ends, and the gate looks again soon.
-func (r *gateCheck) checkGate(ctx context.Context, obs *observed) error {
-	if !obs.GateWatches() {
+// readGate reads, while the health gate watches, the workload failures
+// of the Shim's RuntimeClasses since the rollout started on the targeted
+// nodes that have the target or whose Job of it succeeded, into the
+// snapshot (obs.GateFailures); the decision judges those of the nodes
+// that have the target once the records are made (decide.Delivery,
+// JudgeGate). A read that fails leaves the gate unjudged: no bake ends,
+// and the gate looks again soon.
+func (r *gateCheck) readGate(ctx context.Context, obs *observed) error {
+	if !obs.Shim.DeletionTimestamp.IsZero() || !obs.GateWatches() {
 		return nil
 	}
-	updated := decide.UpdatedNodes(obs)
-	if len(updated) == 0 {
+	targeted := map[string]bool{}
+	for i := range obs.Views {
+		v := &obs.Views[i]
+		has := v.Label == record.Installed && v.SpecHash == obs.Hash
+		done := v.Job != nil && v.Job.SpecHash == obs.Hash && v.Job.Succeeded()
+		if v.Targeted() && (has || done) {
+			targeted[v.Node.Name] = true
+		}
+	}
+	if len(targeted) == 0 {
 		return nil
 	}
 	var classes []string
 	for _, c := range shimspec.Classes(obs.Shim) {
 		classes = append(classes, c.Name)
 	}
-	fs, err := workload.Failures(ctx, r.client, classes, updated, decide.GateSince(obs, obs.RolloutNow))
+	fs, err := workload.Failures(ctx, r.client, classes, targeted, decide.GateSince(obs, obs.RolloutNow))
 	if err != nil {
 		// Not judged yet (the workloads' informers are still filling, or
 		// RBAC is missing).
@@ -39,7 +50,7 @@ func (r *gateCheck) checkGate(ctx context.Context, obs *observed) error {
 		obs.Unjudged = true
 		return nil
 	}
-	obs.Tripped = decide.JudgeGate(obs, fs)
+	obs.GateRead, obs.GateFailures = true, fs
 	return nil
 }
 

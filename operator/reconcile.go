@@ -222,6 +222,9 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	if err := r.gateCheck.readPods(ctx, obs); err != nil {
 		return nil, err
 	}
+	if err := r.gateCheck.readGate(ctx, obs); err != nil {
+		return nil, err
+	}
 	return obs, nil
 }
 
@@ -239,9 +242,6 @@ func (r *deps) group(ctx context.Context) *errgroup.Group {
 // (obs), decides (decide.Decide), then carries the decision out, each
 // write a step.
 func (r *Reconciler) install(ctx context.Context, run *acting, obs *observed, records []decide.Action) (ctrl.Result, error) {
-	if err := r.gateCheck.checkGate(ctx, obs); err != nil {
-		return ctrl.Result{}, err
-	}
 	p, err := decide.PlanInstall(obs, records, decide.Rules{
 		Policy:   decide.Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), Shared: sharedNodes(obs, r.opts.BatchWindow >= 0), PlanFor: obs.PlanFor(r.opts.settings()), Delivery: decide.Delivery(obs)},
 		Batching: r.opts.BatchWindow >= 0, VerifyPeriod: r.opts.VerifyPeriod, Settings: r.opts.settings(), ServerVersion: r.opts.ServerVersion,

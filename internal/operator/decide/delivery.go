@@ -25,7 +25,10 @@ func Delivery(obs *Snapshot) DeliveryRules {
 	if obs.Reverted != "" {
 		return dl
 	}
-	dl.Steps, dl.Gate, dl.Unjudged = obs.Steps, obs.Tripped, obs.Unjudged
+	dl.Steps, dl.Unjudged = obs.Steps, obs.Unjudged
+	if obs.GateRead {
+		dl.Gate = JudgeGate(obs, obs.GateFailures)
+	}
 	if st := shimspec.RolloutOf(obs.Shim, obs.Hash); st != nil {
 		dl.Stage = rollout.Stage{Step: int(st.Step)}
 		if st.BakeUntil != nil {

@@ -13,11 +13,13 @@ import (
 )
 
 // JudgeGate is the health gate's verdict on the workload failures of the
-// updated nodes and their lost handlers, under the Shim's thresholds: the
-// trip, or nil.
+// updated nodes (workloads: read for every targeted node) and their lost
+// handlers, under the Shim's thresholds: the trip, or nil.
 func JudgeGate(obs *Snapshot, workloads []health.Failure) *Trip {
 	limits, _ := shimspec.Gate(obs.Shim)
-	fs := append(slices.Clone(workloads), LostHandlers(obs, UpdatedNodes(obs))...)
+	updated := UpdatedNodes(obs)
+	fs := slices.DeleteFunc(slices.Clone(workloads), func(f health.Failure) bool { return !updated[f.Node] })
+	fs = append(fs, LostHandlers(obs, updated)...)
 	slices.SortStableFunc(fs, func(a, b health.Failure) int { return cmp.Compare(a.Node, b.Node) })
 	if v := limits.Check(fs); v.Tripped {
 		return &Trip{Reason: v1alpha1.ReasonWorkloadFailures, Message: v.Message}
@@ -39,7 +41,7 @@ func UpdatedNodes(obs *Snapshot) map[string]bool {
 // GateSince is when the workloads' failures start to count: the start of
 // the target's rollout, or now for a rollout not started or just retried.
 func GateSince(obs *Snapshot, now time.Time) time.Time {
-	if st := shimspec.RolloutOf(obs.Shim, obs.Hash); st != nil && !obs.RetriedNow {
+	if st := shimspec.RolloutOf(obs.Shim, obs.Hash); st != nil && !obs.RetriedNow && !obs.RetryRequested() {
 		return st.StartedAt.Time
 	}
 	return now

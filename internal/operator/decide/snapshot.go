@@ -10,6 +10,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 
 	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/internal/operator/health"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/internal/operator/nodegate"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
@@ -97,12 +98,15 @@ type Snapshot struct {
 	DriftCheck time.Time
 	Due        time.Time
 
-	// windows and steps are the Shim's rollout rules (delivery.go);
-	// tripped is the health gate's trip (nil: healthy, or no gate).
-	Windows  rollout.Windows
-	Steps    rollout.Steps
-	Tripped  *Trip
-	Unjudged bool
+	// windows and steps are the Shim's rollout rules (delivery.go).
+	// GateRead: the health gate's workloads were read, and GateFailures
+	// are their failures on the updated nodes since the rollout started,
+	// which the decision judges (JudgeGate); Unjudged: the read failed.
+	Windows      rollout.Windows
+	Steps        rollout.Steps
+	GateRead     bool
+	GateFailures []health.Failure
+	Unjudged     bool
 	// reverted is the target whose rollout failed, while the reconcile's
 	// target is the previous revision (revisions.go: revert).
 	Reverted string
@@ -144,7 +148,14 @@ func (o *Snapshot) GateWatches() bool {
 		return false
 	}
 	st := shimspec.RolloutOf(o.Shim, o.Hash)
-	return st == nil || st.Halt == nil || o.RetriedNow
+	return st == nil || st.Halt == nil || o.RetriedNow || o.RetryRequested()
+}
+
+// RetryRequested: the Shim carries a retry request not yet acted on
+// (Records acts on it: RetriedNow on the snapshot it returns).
+func (o *Snapshot) RetryRequested() bool {
+	req := o.Shim.Annotations[v1alpha1.RetryAnnotation]
+	return req != "" && req != o.Retried
 }
 
 // previousRevision is the newest revision rolled out before the target
