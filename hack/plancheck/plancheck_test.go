@@ -23,7 +23,6 @@ var core = []string{
 // decides nothing: it reads what the plan or the snapshot holds, or
 // renders it.
 var allowed = map[string]string{
-	"(*" + Module + "/internal/operator/status.NodeEvents).Add": "gathers the note of a Job created, for the reconcile's Event at its end",
 	"(*" + Module + "/internal/operator/decide.ClassSet).Put":   "records a RuntimeClass the executor wrote, so that a later write of the plan finds it",
 	"(" + Module + "/internal/classstep.Predecessor).String":    "renders the predecessor a takeover names, for a log line",
 	"(" + Module + "/internal/operator/decide.Partner).Drifted": "reads what the partner's offer says drifted",
