@@ -35,7 +35,7 @@ func (r *jobStarter) startBatch(ctx context.Context, run *acting, st decide.Star
 	if err != nil {
 		return err
 	}
-	created, err := r.createJob(ctx, obs, job, v.Node.Name)
+	created, err := r.createJob(ctx, job, st.Replaces, v.Node.Name)
 	if err != nil || !created {
 		return err
 	}

@@ -3,7 +3,6 @@ package operator
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -97,7 +96,7 @@ func (r *jobStarter) startJob(ctx context.Context, run *acting, st decide.Start)
 	if err != nil {
 		return err
 	}
-	created, err := r.createJob(ctx, run.obs, job, v.Node.Name)
+	created, err := r.createJob(ctx, job, st.Replaces, v.Node.Name)
 	if err != nil || !created {
 		return err
 	}
@@ -105,25 +104,25 @@ func (r *jobStarter) startJob(ctx context.Context, run *acting, st decide.Start)
 	return nil
 }
 
-// createJob creates the Job; false when one of its name exists: running
-// (ours already, from before a restart, or not in the snapshot: created
-// by an earlier reconcile), or finished, which is deleted (that Job, by
-// its UID) to make room for the next reconcile.
-func (r *jobStarter) createJob(ctx context.Context, obs *observed, job *batchv1.Job, node string) (bool, error) {
+// createJob creates the Job, after deleting the finished Job of its
+// name the plan found (replaces: that Job, by its UID); false when one of
+// its name exists: running (ours already, from before a restart, or
+// created by an earlier reconcile), or the one replaced, not gone yet:
+// then the node is free until the next reconcile creates the Job (a held
+// node counts as changing: it would wait for nodegate.Grace).
+func (r *jobStarter) createJob(ctx context.Context, job, replaces *batchv1.Job, node string) (bool, error) {
+	if replaces != nil {
+		err := r.client.Delete(ctx, replaces, client.Preconditions{UID: &replaces.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		if client.IgnoreNotFound(err) != nil {
+			return false, fmt.Errorf("delete finished Job %s of node %s: %w", replaces.Name, node, err)
+		}
+	}
 	err := r.client.Create(ctx, job)
 	if apierrors.IsAlreadyExists(err) {
-		i := slices.IndexFunc(obs.Jobs, func(j *batchv1.Job) bool { return j.Name == job.Name && j.Namespace == job.Namespace })
-		if i < 0 {
-			return false, nil
+		if replaces != nil {
+			r.gate.Release(node, job.Name)
 		}
-		old := obs.Jobs[i]
-		if ov := jobview.ViewOf(old); ov.Running() {
-			return false, nil
-		}
-		// The node is free until the next reconcile creates the Job anew
-		// (a held node counts as changing: it would wait for nodegate.Grace).
-		r.gate.Release(node, job.Name)
-		return false, client.IgnoreNotFound(r.client.Delete(ctx, old, client.Preconditions{UID: &old.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground)))
+		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("create Job %s for node %s: %w", job.Name, node, err)

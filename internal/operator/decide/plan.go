@@ -141,6 +141,8 @@ func PlanInstall(read *Snapshot, records []Action, r Rules) (*Plan, error) {
 			return nil, err
 		}
 	}
+	replacing(obs, p.Starts)
+	replacing(obs, p.Verify)
 	p.Decision = d
 	p.Notices, p.Progress = decisionNotices(obs, d, p.Rollout), progressOf(obs, d)
 	settled := d.Done() || d.Rollin.Halted || d.Delivered.Hold != HoldNone
@@ -166,6 +168,7 @@ func PlanRemoval(read *Snapshot, records []Action, planner rollout.Planner, r Ru
 	}
 	var disrupting bool
 	p.Starts, p.Disrupt, disrupting = disruptStarts(obs, &d, p.Starts)
+	replacing(obs, p.Starts)
 	p.Evict = Evictions(obs, &d, len(p.Starts))
 	p.Decision = d
 	p.Status.Settled = d.Removal.Done || d.Removal.Halted

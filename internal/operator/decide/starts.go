@@ -1,6 +1,7 @@
 package decide
 
 import (
+	batchv1 "k8s.io/api/batch/v1"
 	"slices"
 	"strings"
 
@@ -19,7 +20,9 @@ import (
 // ImageWay how an image reaches the installer on the node
 // (nodeview.ImageWay). Unlabel: the node leaves the RuntimeClass's
 // selection first (an uninstall of a node labelled otherwise than
-// uninstalling).
+// uninstalling). Replaces is a finished Job of the name the start
+// creates (an earlier round of the same operation, read in the
+// snapshot), deleted first.
 type Start struct {
 	View           *NodeView
 	Op             string
@@ -29,6 +32,27 @@ type Start struct {
 	Reason, Action string
 	Hash, ImageWay string
 	Unlabel        bool
+	Replaces       *batchv1.Job
+}
+
+// replacing notes on each start the finished Job of its name the
+// snapshot read (a running one of the name is the start's own, from an
+// earlier reconcile: creating it is refused, and nothing is deleted).
+func replacing(obs *Snapshot, starts []Start) {
+	if len(starts) == 0 {
+		return
+	}
+	byName := make(map[string]*batchv1.Job, len(obs.Jobs))
+	for _, j := range obs.Jobs { // the operator's, in its namespace
+		byName[j.Name] = j
+	}
+	for i := range starts {
+		st := &starts[i]
+		old := byName[jobview.JobName(obs.Shim.Name, st.View.Node.Name, st.Op, st.Hash)]
+		if old != nil && !jobview.ViewOf(old).Running() {
+			st.Replaces = old
+		}
+	}
 }
 
 // Partner is another Shim whose install a batch Job carries: its offer,
