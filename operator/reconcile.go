@@ -126,18 +126,16 @@ func (r *Reconciler) planAndAct(ctx context.Context, obs *observed) (res ctrl.Re
 	w, acts, err := decide.Records(obs)
 	defer func() {
 		// The reconcile is past its decision (or failed): the Events
-		// gathered are emitted.
+		// gathered go out as the plan said (all of them when it failed, or
+		// made none); held back, the Shim comes back for them.
 		phase.Decided(ctx)
 		r.notify(ctx, run)
+		ev := run.eventPlan
 		now := time.Now()
-		due := earliest(run.due, time.Time{})
-		if w != nil {
-			due = earliest(due, w.Due)
-		}
-		due = earliest(due, r.report.Flush(ctx, shim, &run.events, run.settled || err != nil, now))
-		// Held back events or status: back by then at the latest.
-		if !due.IsZero() && err == nil && (res.RequeueAfter == 0 || now.Add(res.RequeueAfter).After(due)) {
-			res.RequeueAfter = max(due.Sub(now), time.Millisecond)
+		if pending := r.report.Flush(ctx, shim, &run.events, ev == nil || ev.Emit || err != nil, now); pending && err == nil {
+			if res.RequeueAfter == 0 || now.Add(res.RequeueAfter).After(ev.Due) {
+				res.RequeueAfter = max(ev.Due.Sub(now), time.Millisecond)
+			}
 		}
 	}()
 	if err != nil {
@@ -149,13 +147,7 @@ func (r *Reconciler) planAndAct(ctx context.Context, obs *observed) (res ctrl.Re
 	return r.install(ctx, run, w, acts)
 }
 
-// earliest is the earlier of two times, the zero time being none.
-func earliest(a, b time.Time) time.Time {
-	if a.IsZero() || !b.IsZero() && b.Before(a) {
-		return b
-	}
-	return a
-}
+
 
 func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observed, error) {
 	// The cache's own objects, not copies (at 5,000 nodes a copy of every
@@ -184,7 +176,7 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	// since, which the cached status may not show yet.
 	obs.Retried, obs.RetriedHash = r.retries.latest(shim)
 	obs.Jobs, obs.Shims, obs.Gate = jobs, shims.Items, gate
-	obs.StatusWritten = r.report.LastWritten(shim.Name)
+	obs.StatusWritten, obs.EventsEmitted = r.report.LastWritten(shim.Name), r.report.LastEmitted(shim.Name)
 	var art *v1alpha1.ResolvedArtifact
 	switch {
 	case shim.Spec.FetchStrategy.Type == v1alpha1.FetchPreinstalled:
@@ -264,7 +256,7 @@ func (r *Reconciler) install(ctx context.Context, run *acting, obs *observed, re
 // the Shim comes back after p.RequeueRefused to plan again.
 func (r *Reconciler) carryOut(ctx context.Context, run *acting, p *decide.Plan) (ctrl.Result, error) {
 	obs := run.obs
-	run.settled = p.Status.Settled // the plan's: read as the reconcile ends
+	run.eventPlan = &p.Events // read as the reconcile ends
 	r.notify(ctx, run)
 	if err := r.exec.act(ctx, run, p.Records); err != nil {
 		return ctrl.Result{}, err
@@ -291,7 +283,7 @@ func (r *Reconciler) carryOut(ctx context.Context, run *acting, p *decide.Plan) 
 		return ctrl.Result{}, err
 	}
 	if refused = refused || conflict; !refused {
-		if run.due, err = r.report.Update(ctx, obs, p.Status); err != nil {
+		if err := r.report.Update(ctx, obs, p.Status); err != nil {
 			return ctrl.Result{}, err
 		}
 	}

@@ -37,7 +37,7 @@ func (r *Reconciler) uninstallAll(ctx context.Context, run *acting, obs *observe
 // release.
 func (r *Reconciler) carryOutRemoval(ctx context.Context, run *acting, p *decide.Plan) (ctrl.Result, error) {
 	obs := run.obs
-	run.settled = p.Status.Settled // the plan's: read as the reconcile ends
+	run.eventPlan = &p.Events // read as the reconcile ends
 	r.notify(ctx, run)
 	for _, acts := range [][]decide.Action{p.Records, p.Relabel, p.Disrupt} {
 		if err := r.exec.act(ctx, run, acts); err != nil {
@@ -51,7 +51,7 @@ func (r *Reconciler) carryOutRemoval(ctx context.Context, run *acting, p *decide
 	r.exec.evict(ctx, obs.Shim, p.Evict)
 	if !p.Decision.Removal.Done {
 		if !refused {
-			if run.due, err = r.report.Update(ctx, obs, p.Status); err != nil {
+			if err := r.report.Update(ctx, obs, p.Status); err != nil {
 				return ctrl.Result{}, err
 			}
 			return ctrl.Result{RequeueAfter: p.Requeue}, nil

@@ -70,9 +70,14 @@ type Plan struct {
 	// Status is the Shim's status as the plan leaves it (written last,
 	// after the Jobs started).
 	Status StatusPlan
-	// Requeue is when the Shim is looked at again (0: not by time);
+	// Requeue is when the Shim is looked at again (0: not by time): the
+	// rollout's next event, a status held back, a pull to check;
 	// RequeueRefused when a reservation of Starts or Verify was refused.
 	Requeue, RequeueRefused time.Duration
+	// Events is what becomes of the per-node Events gathered (EventsAt):
+	// emitted now, or held back until Events.Due, when the Shim comes
+	// back if any are.
+	Events EventPlan
 	// RCMReleases are the nodes whose runtime-class-manager label goes
 	// (RCMReleases), with the takeovers.
 	RCMReleases []RCMRelease
@@ -149,6 +154,7 @@ func PlanInstall(read *Snapshot, records []Action, r Rules) (*Plan, error) {
 	p.Status = statusOf(obs, statusIn{install: d.Rollin, removal: d.Removal, classes: p.Classes, starts: p.Starts,
 		delivered: d.Delivered, rollout: p.Rollout, settled: settled})
 	p.Requeue, p.RequeueRefused = requeue(obs, p, r, waiting || removing)
+	p.Events = EventsAt(obs.EventsEmitted, obs.Now, p.Status.Settled)
 	return p, nil
 }
 
@@ -183,8 +189,21 @@ func PlanRemoval(read *Snapshot, records []Action, planner rollout.Planner, r Ru
 		if len(d.Removal.Held) > 0 && (p.Requeue == 0 || p.Requeue > InUseRecheck) {
 			p.Requeue = InUseRecheck // pods may go any time: no watch tells
 		}
+		p.Requeue, p.RequeueRefused = soonest(obs, p.Requeue, p.Status.Due, obs.Due), soonest(obs, p.RequeueRefused, obs.Due)
 	}
+	p.Events = EventsAt(obs.EventsEmitted, obs.Now, p.Status.Settled)
 	return p, nil
+}
+
+// soonest is after, or the time until the soonest of at when that comes
+// first (zero times are none; at least a millisecond).
+func soonest(obs *Snapshot, after time.Duration, at ...time.Time) time.Duration {
+	for _, t := range at {
+		if w := max(t.Sub(obs.Now), time.Millisecond); !t.IsZero() && (after == 0 || w < after) {
+			after = w
+		}
+	}
+	return after
 }
 
 // planVerifies are the verifying Jobs of the nodes due, at most slots,
@@ -246,6 +265,8 @@ func requeue(obs *Snapshot, p *Plan, r Rules, waiting bool) (after, refused time
 		after = InUseRecheck // pods may go any time: no watch tells
 	}
 	after = DeliveryRequeue(obs, d, after, r.GatePeriod)
+	// A status held back, a pull to check: back by then at the latest.
+	after = soonest(obs, after, p.Status.Due, obs.Due)
 	refused = nodegate.Retry
 	if after > 0 {
 		refused = min(after, nodegate.Retry)

@@ -69,9 +69,10 @@ type Snapshot struct {
 	// Gate is the node gate as the reconcile read it (nodegate.Gate.Read):
 	// which nodes other Shims' installers hold, and their offers.
 	Gate nodegate.View
-	// StatusWritten is when the operator last wrote the Shim's status
-	// (zero: not since it started).
-	StatusWritten time.Time
+	// StatusWritten is when the operator last wrote the Shim's status,
+	// EventsEmitted when its gathered Events last went out (zero: not since
+	// it started).
+	StatusWritten, EventsEmitted time.Time
 	// ResolveAt is when the artifact is resolved again by time (zero: not
 	// by time; pin.Pinner.NextAt).
 	ResolveAt time.Time

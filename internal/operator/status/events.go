@@ -10,12 +10,6 @@ import (
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
-// eventEvery is how often a Shim's Normal per-node events are emitted
-// while its rollout goes on: the notes of every reconcile in between are
-// gathered, so that a rollout makes a few Events per reason, not one per
-// reconcile. A settled rollout emits what it has at once.
-const eventEvery = 5 * time.Second
-
 // pendingEvents are the Shims' gathered notes and when each last emitted.
 type pendingEvents struct {
 	mu      sync.Mutex
@@ -23,10 +17,10 @@ type pendingEvents struct {
 	emitted pace
 }
 
-// Flush adds the reconcile's notes to the Shim's and emits them, one
-// Event per reason, when the rollout settled or eventEvery passed since
-// the last; otherwise it says when to reconcile again to emit them.
-func (r *Reporter) Flush(ctx context.Context, shim *v1alpha1.Shim, e *NodeEvents, settled bool, now time.Time) (due time.Time) {
+// Flush adds the reconcile's notes to the Shim's and, when the plan says
+// so (emit: decide.EventPlan), emits them, one Event per reason;
+// pending: notes are held back, for the time the plan gave.
+func (r *Reporter) Flush(ctx context.Context, shim *v1alpha1.Shim, e *NodeEvents, emit bool, now time.Time) (pending bool) {
 	p := &r.pending
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -40,14 +34,21 @@ func (r *Reporter) Flush(ctx context.Context, shim *v1alpha1.Shim, e *NodeEvents
 	}
 	all.Merge(e)
 	if all.Empty() {
-		return time.Time{}
+		return false
 	}
-	if next := p.emitted.next(shim.Name, eventEvery); !settled && now.Before(next) {
-		return next
+	if !emit {
+		return true
 	}
 	r.emit(ctx, shim, all)
 	p.emitted.wrote(shim.Name, now)
-	return time.Time{}
+	return false
+}
+
+// LastEmitted is when the Shim's gathered Events last went out (zero: not
+// since the operator started): a snapshot reads it, and its plan paces
+// them by it (decide.EventsAt).
+func (r *Reporter) LastEmitted(name string) time.Time {
+	return r.pending.emitted.next(name, 0)
 }
 
 // forget drops a deleted Shim's notes.

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/client-go/tools/events"
 
+	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/internal/operator/phase"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
@@ -33,7 +34,7 @@ func TestWaveEvents(t *testing.T) {
 			for i := tc.nodes - 1; i >= 0; i-- {
 				e.Add("Installing", "Install", fmt.Sprintf("node n%03d (Job j)", i))
 			}
-			r.Flush(context.Background(), &v1alpha1.Shim{}, &e, false, time.Now())
+			r.Flush(context.Background(), &v1alpha1.Shim{}, &e, true, time.Now())
 			close(rec.Events)
 			var got []string
 			for ev := range rec.Events {
@@ -47,8 +48,9 @@ func TestWaveEvents(t *testing.T) {
 }
 
 // TestEventsPaced: during a rollout a Shim's per-node events go out at most
-// every eventEvery, gathering the reconciles in between (and say when to
-// come back for them); a settled rollout emits at once.
+// every decide.EventEvery, as the plan paces them (decide.EventsAt, on
+// when they last went out), gathering the reconciles in between (and the
+// plan says when to come back for them); a settled rollout emits at once.
 func TestEventsPaced(t *testing.T) {
 	rec := events.NewFakeRecorder(10)
 	r := New(nil, phase.NewRecorder(rec, nil), nil, nil)
@@ -58,7 +60,11 @@ func TestEventsPaced(t *testing.T) {
 	reconcile := func(node string, settled bool, at time.Time) time.Time {
 		var e NodeEvents
 		e.Add("Installed", "Install", "node "+node)
-		return r.Flush(context.Background(), shim, &e, settled, at)
+		plan := decide.EventsAt(r.LastEmitted(shim.Name), at, settled)
+		if r.Flush(context.Background(), shim, &e, plan.Emit, at) {
+			return plan.Due
+		}
+		return time.Time{}
 	}
 	drain := func() (got []string) {
 		for {
@@ -78,11 +84,11 @@ func TestEventsPaced(t *testing.T) {
 		want    []string
 	}{
 		{"n1", false, 0, -1, []string{"Normal Installed node n1"}},
-		{"n2", false, time.Second, eventEvery, nil},
-		{"n3", false, 2 * time.Second, eventEvery, nil},
-		{"n4", false, eventEvery, -1, []string{"Normal Installed 3 nodes: node n2; node n3; node n4"}},
-		{"n5", false, eventEvery + time.Second, 2 * eventEvery, nil},
-		{"n6", true, eventEvery + 2*time.Second, -1, []string{"Normal Installed 2 nodes: node n5; node n6"}},
+		{"n2", false, time.Second, decide.EventEvery, nil},
+		{"n3", false, 2 * time.Second, decide.EventEvery, nil},
+		{"n4", false, decide.EventEvery, -1, []string{"Normal Installed 3 nodes: node n2; node n3; node n4"}},
+		{"n5", false, decide.EventEvery + time.Second, 2 * decide.EventEvery, nil},
+		{"n6", true, decide.EventEvery + 2*time.Second, -1, []string{"Normal Installed 2 nodes: node n5; node n6"}},
 	} {
 		due := reconcile(step.node, step.settled, t0.Add(step.at))
 		if step.due < 0 && !due.IsZero() || step.due >= 0 && !due.Equal(t0.Add(step.due)) {

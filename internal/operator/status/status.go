@@ -17,26 +17,26 @@ import (
 // Update writes the status the plan leaves (decide.StatusPlan) with
 // server-side apply (field owner shimkit): first the revision it records,
 // then the metrics, then the status when the plan writes it now (else
-// it returns when it does: sp.Due).
-func (r *Reporter) Update(ctx context.Context, obs *decide.Snapshot, sp decide.StatusPlan) (due time.Time, _ error) {
+// the plan's requeue brings the Shim back at sp.Due).
+func (r *Reporter) Update(ctx context.Context, obs *decide.Snapshot, sp decide.StatusPlan) error {
 	shim := obs.Shim
 	if err := r.revisions.Record(ctx, obs, sp.Revision, sp.Drop); err != nil {
-		return time.Time{}, err
+		return err
 	}
 	r.metrics.Observe(shim, sp.Status, sp.Ready)
 	r.metrics.Conditions(shim.Name, sp.Status.Conditions)
 	if !sp.Write {
-		return sp.Due, nil
+		return nil
 	}
 	obj, err := statusApply(shim, sp.Status)
 	if err != nil {
-		return time.Time{}, err
+		return err
 	}
 	if err := r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
-		return time.Time{}, fmt.Errorf("status of Shim %s: %w", shim.Name, err)
+		return fmt.Errorf("status of Shim %s: %w", shim.Name, err)
 	}
 	r.statusPace.wrote(shim.Name, time.Now())
-	return time.Time{}, nil
+	return nil
 }
 
 // LastWritten is when the Shim's status was last written (zero: not
