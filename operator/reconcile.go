@@ -263,7 +263,7 @@ func (r *Reconciler) carryOut(ctx context.Context, run *acting, p *decide.Plan) 
 	}
 	// The finalizer first, before anything is on a node: a deleted Shim
 	// waits for its nodes to be clean.
-	if err := r.ensureFinalizer(ctx, obs.Shim); err != nil {
+	if err := ensureFinalizer(ctx, r.client, obs.Shim); err != nil {
 		return ctrl.Result{}, err
 	}
 	// What the decision does not depend on, written once it is made: the
@@ -333,14 +333,14 @@ func sharedNodes(obs *observed, batching bool) map[string]bool {
 // ensureFinalizer adds the Finalizer to the Shim when it lacks it. It
 // patches a copy: the reconcile's Shim may carry a revision's spec (a
 // revert), which the API server's answer would overwrite.
-func (r *Reconciler) ensureFinalizer(ctx context.Context, shim *v1alpha1.Shim) error {
+func ensureFinalizer(ctx context.Context, c client.Client, shim *v1alpha1.Shim) error {
 	if controllerutil.ContainsFinalizer(shim, Finalizer) {
 		return nil
 	}
 	obj := shim.DeepCopy()
 	patch := client.MergeFrom(obj.DeepCopy())
 	controllerutil.AddFinalizer(obj, Finalizer)
-	return r.client.Patch(ctx, obj, patch)
+	return c.Patch(ctx, obj, patch)
 }
 
 // prepareNodes carries out what the views already assume, before any
