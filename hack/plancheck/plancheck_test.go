@@ -94,3 +94,26 @@ func TestReachableSeesTheDecision(t *testing.T) {
 		}
 	}
 }
+
+// TestCoreHoldsNoLock: the deciding core imports no package sync: it
+// decides on values it owns (copies of the snapshot) and shares nothing
+// that would need a lock; what carrying out gathers (Events, the
+// RuntimeClasses written) is the executor's own.
+func TestCoreHoldsNoLock(t *testing.T) {
+	prog := operatorProgram(t)
+	checked := 0
+	for path, pkg := range prog.Pkgs {
+		if !isCore(path) {
+			continue
+		}
+		checked++
+		for _, imp := range pkg.Imports() {
+			if imp.Path() == "sync" || imp.Path() == "sync/atomic" {
+				t.Errorf("%s imports %s: the core holds a lock", path, imp.Path())
+			}
+		}
+	}
+	if checked < 3 {
+		t.Errorf("%d core packages checked, want decide, shimspec and nodeview at least", checked)
+	}
+}
