@@ -17,9 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/shimkit/shimkit/internal/frontend/plugin"
+	"github.com/shimkit/shimkit/internal/frontend/report"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
-	"github.com/shimkit/shimkit/internal/operator/plugin"
-	"github.com/shimkit/shimkit/internal/operator/report"
 	"github.com/shimkit/shimkit/internal/testutil"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )

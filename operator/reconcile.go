@@ -147,8 +147,6 @@ func (r *Reconciler) planAndAct(ctx context.Context, obs *observed) (res ctrl.Re
 	return r.install(ctx, run, w, acts)
 }
 
-
-
 func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observed, error) {
 	// The cache's own objects, not copies (at 5,000 nodes a copy of every
 	// node and Job per reconcile was most of the operator's garbage): a

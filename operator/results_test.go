@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/internal/frontend/plugin"
 	"github.com/shimkit/shimkit/internal/operator/joblog"
-	"github.com/shimkit/shimkit/internal/operator/plugin"
 	"github.com/shimkit/shimkit/internal/testutil"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator"

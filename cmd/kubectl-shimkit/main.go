@@ -1,5 +1,5 @@
 // Command kubectl-shimkit is the kubectl plugin kubectl shimkit (package
-// internal/operator/plugin): put it on the PATH and run kubectl shimkit
+// internal/frontend/plugin): put it on the PATH and run kubectl shimkit
 // status NAME, kubectl shimkit plan -f shim.yaml, or kubectl shimkit
 // --help.
 package main
@@ -12,7 +12,7 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/shimkit/shimkit/internal/operator/plugin"
+	"github.com/shimkit/shimkit/internal/frontend/plugin"
 )
 
 func main() {

@@ -13,8 +13,8 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/shimkit/shimkit/internal/operator/manager"
-	"github.com/shimkit/shimkit/internal/operator/migrate"
+	"github.com/shimkit/shimkit/internal/frontend/manager"
+	"github.com/shimkit/shimkit/internal/frontend/migrate"
 	"github.com/shimkit/shimkit/internal/version"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/shimkit/shimkit/internal/operator/manager"
+	"github.com/shimkit/shimkit/internal/frontend/manager"
 	"github.com/shimkit/shimkit/internal/yamlpath"
 )
 

@@ -7,10 +7,10 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"strings"
 
+	"github.com/shimkit/shimkit/internal/frontend/manager"
+	"github.com/shimkit/shimkit/internal/frontend/migrate"
+	"github.com/shimkit/shimkit/internal/frontend/plugin"
 	"github.com/shimkit/shimkit/internal/installer/cli"
-	"github.com/shimkit/shimkit/internal/operator/manager"
-	"github.com/shimkit/shimkit/internal/operator/migrate"
-	"github.com/shimkit/shimkit/internal/operator/plugin"
 )
 
 // helpText is one command's --help, as its binary prints it.

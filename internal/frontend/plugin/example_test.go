@@ -8,7 +8,7 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/shimkit/shimkit/internal/operator/plugin"
+	"github.com/shimkit/shimkit/internal/frontend/plugin"
 )
 
 // Run is the whole of kubectl-shimkit's main; a wrong command line is

@@ -10,7 +10,7 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/shimkit/shimkit/internal/operator/plugin"
+	"github.com/shimkit/shimkit/internal/frontend/plugin"
 )
 
 // run runs kubectl shimkit with no cluster: a kubeconfig that names none.

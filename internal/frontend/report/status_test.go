@@ -16,11 +16,11 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/internal/frontend/report"
 	"github.com/shimkit/shimkit/internal/golden"
 	"github.com/shimkit/shimkit/internal/nodelabel/record"
 	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
-	"github.com/shimkit/shimkit/internal/operator/report"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/shimkit/shimkit/internal/operator/manager"
+	"github.com/shimkit/shimkit/internal/frontend/manager"
 )
 
 // DefaultNamespace is the operator's namespace unless -n names another.

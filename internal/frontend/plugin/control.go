@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shimkit/shimkit/installer/plan"
-	"github.com/shimkit/shimkit/internal/operator/report"
+	"github.com/shimkit/shimkit/internal/frontend/report"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 

@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/shimkit/shimkit/internal/frontend/report"
 	"github.com/shimkit/shimkit/internal/golden"
-	"github.com/shimkit/shimkit/internal/operator/report"
 	"github.com/shimkit/shimkit/operator"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )

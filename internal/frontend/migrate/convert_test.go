@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/shimkit/shimkit/internal/frontend/migrate"
 	"github.com/shimkit/shimkit/internal/golden"
-	"github.com/shimkit/shimkit/internal/operator/migrate"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 

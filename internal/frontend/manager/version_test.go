@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shimkit/shimkit/internal/operator/manager"
+	"github.com/shimkit/shimkit/internal/frontend/manager"
 	"github.com/shimkit/shimkit/internal/version"
 )
 

@@ -7,9 +7,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/shimkit/shimkit/internal/frontend/report"
 	"github.com/shimkit/shimkit/internal/nodelabel/record"
 	"github.com/shimkit/shimkit/internal/operator/decide"
-	"github.com/shimkit/shimkit/internal/operator/report"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/shimkit/shimkit/internal/frontend/report"
 	"github.com/shimkit/shimkit/internal/operator/decide"
-	"github.com/shimkit/shimkit/internal/operator/report"
 )
 
 // watchEvery is how often status --watch reads the cluster again.

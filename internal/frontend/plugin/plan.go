@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	nodev1 "k8s.io/api/node/v1"
 
-	"github.com/shimkit/shimkit/internal/operator/report"
+	"github.com/shimkit/shimkit/internal/frontend/report"
 	"github.com/shimkit/shimkit/operator"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/shimkit/shimkit/internal/frontend/report"
 	"github.com/shimkit/shimkit/internal/golden"
-	"github.com/shimkit/shimkit/internal/operator/report"
 	"github.com/shimkit/shimkit/operator"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shimkit/shimkit/internal/operator/report"
+	"github.com/shimkit/shimkit/internal/frontend/report"
 )
 
 // TestNext: the line pause and resume print: the plan's first wave and

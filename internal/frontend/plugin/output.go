@@ -10,7 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/printers"
 
-	"github.com/shimkit/shimkit/internal/operator/report"
+	"github.com/shimkit/shimkit/internal/frontend/report"
 )
 
 // Text formats a command writes itself; the others are cli-runtime's

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/shimkit/shimkit/internal/operator/migrate"
+	"github.com/shimkit/shimkit/internal/frontend/migrate"
 	"github.com/shimkit/shimkit/internal/testutil"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
