@@ -7,7 +7,9 @@
 //
 // Load type-checks the operator's packages from source, their other
 // dependencies from the compiler's export data (go list -export), and
-// Reachable follows every function an executor refers to.
+// Reachable follows every function an executor refers to. WalkContext
+// (on LoadModule's program: every module package from source) measures
+// how far a reconcile's context travels: the walk a newcomer follows.
 package plancheck
 
 import (
@@ -51,7 +53,15 @@ type listed struct {
 }
 
 // Load type-checks pattern's own packages (Own) in dependency order.
-func Load(dir, pattern string) (*Program, error) {
+func Load(dir, pattern string) (*Program, error) { return load(dir, pattern, Own) }
+
+// LoadModule type-checks every package of the module pattern depends on
+// from source (Walk follows calls into all of them).
+func LoadModule(dir, pattern string) (*Program, error) {
+	return load(dir, pattern, func(path string) bool { return path == Module || strings.HasPrefix(path, Module+"/") })
+}
+
+func load(dir, pattern string, own func(string) bool) (*Program, error) {
 	cmd := exec.Command("go", "list", "-e", "-export", "-deps", "-json=ImportPath,Dir,Export,GoFiles,Standard", pattern)
 	cmd.Dir = dir
 	cmd.Stderr = os.Stderr
@@ -88,7 +98,7 @@ func Load(dir, pattern string) (*Program, error) {
 		return gc.Import(path)
 	})
 	for _, p := range all {
-		if Own(p.ImportPath) {
+		if own(p.ImportPath) {
 			if err := prog.check(p, imp); err != nil {
 				return nil, err
 			}
