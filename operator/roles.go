@@ -34,10 +34,11 @@ type deps struct {
 //
 //   - batcher offers a Shim's installs to the node gate and admits nodes
 //     (batchjob.go; the gate itself is package nodegate);
-//   - jobStarter builds and creates the installer Jobs (jobspec.go,
-//     batchjob.go, nodeverify.go);
-//   - gateCheck judges the workloads for the health gate (healthgate.go;
-//     read by package workload);
+//   - jobStarter builds and creates the installer Jobs (start.go,
+//     jobspec.go, batchjob.go);
+//   - gateCheck reads the workloads the health gate judges and the pods a
+//     removal waits for (healthgate.go; read by package workload, judged
+//     by package decide);
 //   - executor carries out a decision's actions (executor.go): package
 //     decide decides them on the snapshot.
 type (
