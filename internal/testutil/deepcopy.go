@@ -54,11 +54,8 @@ func (c *copier) copy(dst, src reflect.Value) {
 		if src.IsNil() {
 			return
 		}
-		s := reflect.MakeSlice(src.Type(), src.Len(), src.Len())
-		for i := range src.Len() {
-			c.copy(s.Index(i), src.Index(i))
-		}
-		dst.Set(s)
+		dst.Set(reflect.MakeSlice(src.Type(), src.Len(), src.Len()))
+		fallthrough
 	case reflect.Array:
 		for i := range src.Len() {
 			c.copy(dst.Index(i), src.Index(i))
