@@ -37,7 +37,11 @@
 // asks a clock: a decision is a function of the Snapshot (whose Now is
 // the time it was read, and RolloutNow the rollout clock's), so that the
 // same Snapshot always yields the same decision, and a table test or a
-// fuzz test can drive it without an API server. TestPure fails when the
+// fuzz test can drive it without an API server. And that it changes
+// nothing it is given: Records, PlanInstall, PlanRemoval and Simulate
+// decide on a Copy and return what they decide, and nothing here holds a
+// lock (TestSnapshotUnchangedByPlanningAndActing in package operator,
+// TestCoreHoldsNoLock in hack/plancheck). TestPure fails when the
 // package, or a package of shimkit it links, imports a client, the
 // network, the OS or a context or calls the clock (TestImportBoundary:
 // client-go and controller-runtime are not linked at all).
@@ -57,5 +61,7 @@
 //     say, and no RuntimeClass that is not the Shim's is written or
 //     deleted but for a takeover the Shim asked for;
 //   - the simulation's first wave is what Decide starts now, and a
-//     preview's first wave is what the plan starts.
+//     preview's first wave is what the plan starts (and, on clusters of
+//     objects, what a reconcile starts: FuzzPlanIsTheReconcile in package
+//     operator).
 package decide
