@@ -20,8 +20,9 @@
 // strategy (rollout.Planner): which nodes start now, which are in flight,
 // whether the rollout is done or halted. Then the progressive-delivery
 // rules (DeliveryRules, which Delivery reads from the snapshot) apply,
-// with the time passed in: a halt of the health gate (its verdict is an
-// input: JudgeGate judges it from the workloads), the rollout's steps and
+// with the time passed in: a halt of the health gate (the workloads'
+// failures are an input, Snapshot.GateFailures; Delivery judges them with
+// JudgeGate), the rollout's steps and
 // bakes (rollout.Steps), a pause, and maintenance windows
 // (rollout.Windows) outside which only nodes that run no workload yet or
 // that an admin forced start; a failure with onFailure Revert says so
