@@ -146,8 +146,7 @@ func PlanInstall(read *Snapshot, records []Action, r Rules) (*Plan, error) {
 			return nil, err
 		}
 	}
-	replacing(obs, p.Starts)
-	replacing(obs, p.Verify)
+	replacing(obs, p.Starts, p.Verify)
 	p.Decision = d
 	p.Notices, p.Progress = decisionNotices(obs, d, p.Rollout), progressOf(obs, d)
 	settled := d.Done() || d.Rollin.Halted || d.Delivered.Hold != HoldNone
@@ -189,17 +188,18 @@ func PlanRemoval(read *Snapshot, records []Action, planner rollout.Planner, r Ru
 		if len(d.Removal.Held) > 0 && (p.Requeue == 0 || p.Requeue > InUseRecheck) {
 			p.Requeue = InUseRecheck // pods may go any time: no watch tells
 		}
-		p.Requeue, p.RequeueRefused = soonest(obs, p.Requeue, p.Status.Due, obs.Due), soonest(obs, p.RequeueRefused, obs.Due)
+		p.Requeue, p.RequeueRefused = soonest(obs, p.Requeue, time.Millisecond, p.Status.Due, obs.Due), soonest(obs, p.RequeueRefused, time.Millisecond, obs.Due)
 	}
 	p.Events = EventsAt(obs.EventsEmitted, obs.Now, p.Status.Settled)
 	return p, nil
 }
 
-// soonest is after, or the time until the soonest of at when that comes
-// first (zero times are none; at least a millisecond).
-func soonest(obs *Snapshot, after time.Duration, at ...time.Time) time.Duration {
+// soonest is after (0: none), or the time from the snapshot's until the
+// soonest of at when that comes first (zero times are none; at least
+// least).
+func soonest(obs *Snapshot, after, least time.Duration, at ...time.Time) time.Duration {
 	for _, t := range at {
-		if w := max(t.Sub(obs.Now), time.Millisecond); !t.IsZero() && (after == 0 || w < after) {
+		if w := max(t.Sub(obs.Now), least); !t.IsZero() && (after == 0 || w < after) {
 			after = w
 		}
 	}
@@ -242,11 +242,7 @@ func planVerifies(obs *Snapshot, due []*NodeView, slots int, next time.Time, gat
 // (DeliveryRequeue).
 func requeue(obs *Snapshot, p *Plan, r Rules, waiting bool) (after, refused time.Duration) {
 	d := p.Decision
-	sooner := func(at time.Time, min time.Duration) {
-		if w := max(at.Sub(obs.Now), min); !at.IsZero() && (after == 0 || w < after) {
-			after = w
-		}
-	}
+	sooner := func(at time.Time, least time.Duration) { after = soonest(obs, after, least, at) }
 	switch {
 	case d.Done():
 		sooner(obs.ResolveAt, time.Second)
@@ -266,7 +262,7 @@ func requeue(obs *Snapshot, p *Plan, r Rules, waiting bool) (after, refused time
 	}
 	after = DeliveryRequeue(obs, d, after, r.GatePeriod)
 	// A status held back, a pull to check: back by then at the latest.
-	after = soonest(obs, after, p.Status.Due, obs.Due)
+	after = soonest(obs, after, time.Millisecond, p.Status.Due, obs.Due)
 	refused = nodegate.Retry
 	if after > 0 {
 		refused = min(after, nodegate.Retry)

@@ -1,9 +1,10 @@
 package decide
 
 import (
-	batchv1 "k8s.io/api/batch/v1"
 	"slices"
 	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
@@ -38,19 +39,21 @@ type Start struct {
 // replacing notes on each start the finished Job of its name the
 // snapshot read (a running one of the name is the start's own, from an
 // earlier reconcile: creating it is refused, and nothing is deleted).
-func replacing(obs *Snapshot, starts []Start) {
-	if len(starts) == 0 {
-		return
-	}
-	byName := make(map[string]*batchv1.Job, len(obs.Jobs))
-	for _, j := range obs.Jobs { // the operator's, in its namespace
-		byName[j.Name] = j
-	}
-	for i := range starts {
-		st := &starts[i]
-		old := byName[jobview.JobName(obs.Shim.Name, st.View.Node.Name, st.Op, st.Hash)]
-		if old != nil && !jobview.ViewOf(old).Running() {
-			st.Replaces = old
+func replacing(obs *Snapshot, lists ...[]Start) {
+	var byName map[string]*batchv1.Job
+	for _, starts := range lists {
+		for i := range starts {
+			if byName == nil {
+				byName = make(map[string]*batchv1.Job, len(obs.Jobs))
+				for _, j := range obs.Jobs { // the operator's, in its namespace
+					byName[j.Name] = j
+				}
+			}
+			st := &starts[i]
+			old := byName[jobview.JobName(obs.Shim.Name, st.View.Node.Name, st.Op, st.Hash)]
+			if old != nil && !jobview.ViewOf(old).Running() {
+				st.Replaces = old
+			}
 		}
 	}
 }
