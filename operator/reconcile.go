@@ -186,9 +186,11 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 		art = shimspec.PinOf(shim, obs.SpecHash)
 	}
 	obs.Aim(art)
-	if err := r.revisions.Revert(ctx, obs); err != nil {
+	rev, err := r.revisions.ReadRevert(ctx, obs)
+	if err != nil {
 		return nil, err
 	}
+	decide.Revert(obs, rev)
 	shim = obs.Shim
 	obs.ResolveAt = r.resolve.NextAt(shim, obs.Art)
 	current := decide.BuildViews(obs, decide.NodeReads{Nodes: nodes, Jobs: jobs, Deleted: r.retries.deleted, Held: held, ServerVersion: r.opts.ServerVersion,

@@ -1,6 +1,8 @@
 package decide
 
 import (
+	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -141,6 +143,51 @@ func TestRevertTarget(t *testing.T) {
 			}
 			if got != tc.want {
 				t.Errorf("revert to %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestRevert: the revision read becomes the target with the current
+// rollout strategy and its own artifact; one gone leaves the target and
+// says why in a Warning notice; none changes nothing.
+func TestRevert(t *testing.T) {
+	old := decideShim().Spec
+	old.FetchStrategy.AnonHTTP = &v1alpha1.AnonHTTPFetch{Location: "https://artifacts.invalid/spin-0.tar.gz"}
+	old.RolloutStrategy = nil
+	art := &v1alpha1.ResolvedArtifact{Digest: "sha256:0"}
+	for _, tc := range []struct {
+		name       string
+		rev        *RevisionRead
+		wantHash   string
+		wantNotice string
+	}{
+		{name: "no revert", wantHash: "h1"},
+		{name: "the revision read", rev: &RevisionRead{Revision: v1alpha1.Revision{SpecHash: "h0"}, Spec: old, Artifact: art}, wantHash: "h0"},
+		{name: "the revision gone", rev: &RevisionRead{Revision: v1alpha1.Revision{SpecHash: "h0"}, Gone: errors.New("spin-h0 not found")}, wantHash: "h1", wantNotice: "RevertFailed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := gateObs(1, 1)
+			strategy := obs.Shim.Spec.RolloutStrategy
+			before := obs.Shim.DeepCopy()
+			Revert(obs, tc.rev)
+			if obs.Hash != tc.wantHash {
+				t.Errorf("target %s, want %s", obs.Hash, tc.wantHash)
+			}
+			if !reflect.DeepEqual(before, obs.Shim) != (tc.wantHash == "h0") {
+				t.Errorf("shim changed: %v, want %v", !reflect.DeepEqual(before, obs.Shim), tc.wantHash == "h0")
+			}
+			if tc.wantHash == "h0" {
+				if obs.Reverted != "h1" || obs.Art != art || obs.Shim.Spec.FetchStrategy.AnonHTTP.Location != old.FetchStrategy.AnonHTTP.Location || !reflect.DeepEqual(obs.Shim.Spec.RolloutStrategy, strategy) {
+					t.Errorf("reverted %q, artifact %v, spec %+v: want the revision's, the current strategy", obs.Reverted, obs.Art, obs.Shim.Spec)
+				}
+			}
+			got := ""
+			if len(obs.Notices) > 0 {
+				got = obs.Notices[0].Reason
+			}
+			if got != tc.wantNotice {
+				t.Errorf("notice %q, want %q", got, tc.wantNotice)
 			}
 		})
 	}

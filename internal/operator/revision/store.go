@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 
-	corev1 "k8s.io/api/core/v1"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
-	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
@@ -149,31 +147,25 @@ func Load(ctx context.Context, reader client.Reader, namespace string, shim *v1a
 	return data, nil
 }
 
-// Revert makes the previous revision the reconcile's target when the
-// status says the rollout of the current one failed and goes back
-// (status.rollout.revertedTo): its spec (with the current rollout
-// strategy) and its pinned artifact. A revision that cannot be read
-// leaves the target as it is (halted), with a Warning Event (a Notice of
-// the snapshot, emitted once the decision is complete).
-func (r *Store) Revert(ctx context.Context, obs *decide.Snapshot) error {
+// ReadRevert reads back the revision a revert goes to
+// (decide.RevertTarget; nil: none): decide.Revert makes it the target. A
+// ControllerRevision that is not there is read as gone, not as an error.
+func (r *Store) ReadRevert(ctx context.Context, obs *decide.Snapshot) (*decide.RevisionRead, error) {
 	rev := decide.RevertTarget(obs)
 	if rev == nil {
-		return nil
+		return nil, nil
 	}
+	read := &decide.RevisionRead{Revision: *rev}
 	data, err := r.loadRevision(ctx, obs.Shim, *rev)
-	if apierrors.IsNotFound(err) {
-		obs.Notices = append(obs.Notices, decide.Notice{Type: corev1.EventTypeWarning, Reason: "RevertFailed", Action: "Revert", Note: fmt.Sprintf("%v: the rollout stays halted", err)})
-		return nil
+	switch {
+	case apierrors.IsNotFound(err):
+		read.Gone = err
+	case err != nil:
+		return nil, err
+	default:
+		read.Spec, read.Artifact = data.Spec, data.Artifact
 	}
-	if err != nil {
-		return err
-	}
-	prev := obs.Shim.DeepCopy()
-	prev.Spec = data.Spec
-	prev.Spec.RolloutStrategy = obs.Shim.Spec.RolloutStrategy
-	obs.Reverted = obs.Hash
-	obs.Shim, obs.Art, obs.Shown, obs.Hash, obs.SpecHash = prev, data.Artifact, data.Artifact, rev.SpecHash, nodeview.SpecHash(prev)
-	return nil
+	return read, nil
 }
 
 // ownedBy: the ControllerRevision is the Shim's (this object's, by UID).
