@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -57,8 +58,11 @@ func keeperPod(name string, node testutil.ClusterNode) *corev1.Pod {
 //     keep is upgraded under them: their shims run on from the earlier
 //     bundle version, which stays;
 //   - the Shim is deleted: the node waits (Ready and Reconciling say
-//     HandlerInUse naming the pods; the node's label turns to
-//     uninstalling); the handler, the link and both bundle versions stay;
+//     HandlerInUse naming the pods); the node keeps the label the pods
+//     were admitted with, the RuntimeClass is fenced (a new pod of it
+//     stays Pending), and the kubelet restarted kills no pod (same
+//     containers, no restart); the handler, the link and both bundle
+//     versions stay;
 //   - meanwhile exec into a pod works, and its container, killed, is
 //     restarted by the kubelet with the handler;
 //   - one pod is deleted: it goes within 60 s, its container with it;
@@ -102,9 +106,10 @@ func testWorkloads(t *testing.T, c *testutil.Cluster, node testutil.ClusterNode,
 	}
 	waitInUse(t, c, "node "+node.Name+": default/keeper-1, default/keeper-2")
 	n := &corev1.Node{}
-	if err := c.Client.Get(ctx, client.ObjectKey{Name: node.Name}, n); err != nil || n.Labels["shim.containerd.x-k8s.io/keep"] != "uninstalling" {
-		t.Errorf("the node's label while it waits: %q (%v), want uninstalling", n.Labels["shim.containerd.x-k8s.io/keep"], err)
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: node.Name}, n); err != nil || n.Labels["shim.containerd.x-k8s.io/keep"] != "installed" {
+		t.Errorf("the node's label while it waits: %q (%v), want installed (the pods were admitted with it)", n.Labels["shim.containerd.x-k8s.io/keep"], err)
 	}
+	fencedWhileWaiting(t, c, node, cids)
 	time.Sleep(11 * time.Second) // past a recheck (decide.InUseRecheck): it holds
 	for _, p := range []string{v1Dir + "/containerd-shim-keep-v2", "/opt/shimkit/keep/current/containerd-shim-keep-v2"} {
 		if _, err := os.Stat(node.Local(p)); err != nil {
@@ -227,6 +232,65 @@ func upgradeUnder(t *testing.T, c *testutil.Cluster, node testutil.ClusterNode, 
 	if _, err := os.Stat(node.Local(exe)); err != nil || resolved(t, node, "/opt/shimkit/keep/current") == v1Dir {
 		t.Errorf("after the upgrade under the pod: its shim's binary %v; current is still v1: %v", err, resolved(t, node, "/opt/shimkit/keep/current") == v1Dir)
 	}
+}
+
+// fencedWhileWaiting: while the deleted Shim waits for the pods (cids:
+// their containers by pod), a new pod of its RuntimeClass is not
+// scheduled (the RuntimeClass selects no node), and the node's kubelet,
+// restarted, re-admits the running pods: none is killed or restarted.
+func fencedWhileWaiting(t *testing.T, c *testutil.Cluster, node testutil.ClusterNode, cids map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	late := keeperPod("keeper-late", node)
+	late.Spec.NodeName = "" // scheduled, not bound: the RuntimeClass's selector decides
+	late.Spec.NodeSelector = nil
+	if err := c.Client.Create(ctx, late); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Client.Delete(ctx, late, client.GracePeriodSeconds(0)) }()
+	restarted := time.Now()
+	if out, err := node.Exec(ctx, "systemctl", "restart", node.KubeletUnit()); err != nil {
+		t.Fatalf("restart the kubelet: %v: %s", err, out)
+	}
+	waitFor(t, 90*time.Second, "the restarted kubelet renewing its node's lease", func() bool { return leaseRenewed(c, node.Name).After(restarted) })
+	// The kubelet admits the pods it finds as it starts; one whose node
+	// selector the node no longer matches is killed then (NodeAffinity).
+	time.Sleep(10 * time.Second)
+	for name, cid := range cids {
+		p := &corev1.Pod{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, p); err != nil {
+			t.Fatal(err)
+		}
+		cs := p.Status.ContainerStatuses
+		if p.Status.Phase != corev1.PodRunning || len(cs) != 1 || cs[0].RestartCount != 0 || strings.TrimPrefix(cs[0].ContainerID, "containerd://") != cid {
+			t.Errorf("%s after the kubelet's restart: %s %s, containers %+v; want Running, container %s, no restart", name, p.Status.Phase, p.Status.Reason, cs, cid)
+		}
+	}
+	// The scheduler looked at the new pod and found no node.
+	waitFor(t, 30*time.Second, "keeper-late Unschedulable", func() bool {
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(late), late); err != nil {
+			return false
+		}
+		for _, cond := range late.Status.Conditions {
+			if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
+				return true
+			}
+		}
+		return false
+	})
+	if late.Spec.NodeName != "" || late.Spec.NodeSelector["shim.containerd.x-k8s.io/keep"] != "fenced" {
+		t.Errorf("a new pod of the fenced RuntimeClass: node %q, selector %v; want none, the fenced one", late.Spec.NodeName, late.Spec.NodeSelector)
+	}
+}
+
+// leaseRenewed is when the node's kubelet last renewed its Lease (zero:
+// not read).
+func leaseRenewed(c *testutil.Cluster, node string) time.Time {
+	l := &coordinationv1.Lease{}
+	if err := c.Client.Get(context.Background(), client.ObjectKey{Namespace: corev1.NamespaceNodeLease, Name: node}, l); err != nil || l.Spec.RenewTime == nil {
+		return time.Time{}
+	}
+	return l.Spec.RenewTime.Time
 }
 
 // waitInUse waits until keep's Ready and Reconciling say HandlerInUse with

@@ -15,9 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shimkit/shimkit/internal/operator/decide"
-	"github.com/shimkit/shimkit/internal/operator/joblog"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/internal/operator/nodejob"
+	"github.com/shimkit/shimkit/internal/operator/results"
 )
 
 // +kubebuilder:rbac:groups="",resources=pods/log,verbs=get,namespace=shimkit-system
@@ -29,7 +29,7 @@ type JobLogs interface {
 }
 
 // tailLines is how many lines of a failed installer's log are read: more
-// than joblog.MaxBytes holds of the installer's JSON lines.
+// than results.LogMaxBytes holds of the installer's JSON lines.
 const tailLines = 2000
 
 // ClientsetLogs reads installer logs through the API server (which asks
@@ -56,11 +56,11 @@ func (l *ClientsetLogs) JobLog(ctx context.Context, job *batchv1.Job) ([]byte, e
 		return nil, fmt.Errorf("log of pod %s: %w", pod.Name, err)
 	}
 	defer stream.Close()
-	return io.ReadAll(io.LimitReader(stream, 4*joblog.MaxBytes))
+	return io.ReadAll(io.LimitReader(stream, 4*results.LogMaxBytes))
 }
 
 // keepLog keeps what a failed installer run leaves: a copy of the log's
-// end (package joblog), then its Job for FailedJobTTL (its pod's log with
+// end (results.KeepLog), then its Job for FailedJobTTL (its pod's log with
 // it), marked kept (jobview.AnnotationLogKept) in the same write: until
 // then, each reconcile decides to keep it again, so an operator stopped
 // in between leaves it to the next. Neither is the run's record, which
@@ -70,7 +70,7 @@ func (r *executor) keepLog(ctx context.Context, a decide.KeepLog) {
 	if r.opts.Logs != nil {
 		log, err := r.opts.Logs.JobLog(ctx, a.Job)
 		if err == nil {
-			err = joblog.Keep(ctx, r.client, a.Job.Namespace, a.Shim, a.Node, joblog.Copy{Job: a.Job.Name, Reason: a.Reason, Time: a.At, Log: string(log)})
+			err = results.KeepLog(ctx, r.client, a.Job.Namespace, a.Shim, a.Node, results.LogCopy{Job: a.Job.Name, Reason: a.Reason, Time: a.At, Log: string(log)})
 		}
 		if ctx.Err() != nil {
 			return // stopping: the next reconcile keeps it

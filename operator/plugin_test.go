@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -27,6 +29,7 @@ import (
 	"github.com/shimkit/shimkit/internal/frontend/report"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/internal/testutil"
+	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
@@ -153,6 +156,19 @@ func planDeletion(t *testing.T, env *testutil.Env, kubeconfig string) {
 		c := condition(s, v1alpha1.ConditionReady)
 		return c != nil && c.Reason == v1alpha1.ReasonHandlerInUse && strings.Contains(c.Message, "node p-0001: default/web-1, default/web-2"), fmt.Sprintf("%+v", c)
 	})
+	// The fence is the RuntimeClass's: the node keeps the label its pods
+	// were admitted with (a restarted kubelet re-checks it).
+	waitFor(t, 30*time.Second, "pl-rc fenced", func() (bool, string) {
+		rc := &nodev1.RuntimeClass{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: "pl-rc"}, rc); err != nil || rc.Scheduling == nil {
+			return false, fmt.Sprintf("%v %+v", err, rc.Scheduling)
+		}
+		return maps.Equal(rc.Scheduling.NodeSelector, map[string]string{nodelabel.Key("pl"): "fenced"}), fmt.Sprintf("%v", rc.Scheduling.NodeSelector)
+	})
+	n := &corev1.Node{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "p-0001"}, n); err != nil || n.Labels[nodelabel.Key("pl")] != nodelabel.Installed {
+		t.Errorf("p-0001's label while its pods run: %q (%v), want %s", n.Labels[nodelabel.Key("pl")], err, nodelabel.Installed)
+	}
 }
 
 func pluginStatus(t testing.TB, kubeconfig, name string) []report.NodeRow {

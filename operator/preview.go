@@ -111,14 +111,15 @@ const (
 // time in it.
 func PreviewRollout(shim *v1alpha1.Shim, nodes []*corev1.Node, jobs []*batchv1.Job, result func(*batchv1.Job) *plan.NodeResult, classes []nodev1.RuntimeClass, opts Options, now time.Time) (*Preview, error) {
 	opts = opts.withDefaults()
-	obs := decide.NewSnapshot(shim, opts.settings(), now, now)
-	obs.Aim(shimspec.PinOf(shim, obs.SpecHash))
-	obs.Classes = classSet(shim, classes)
+	obs, err := observePreview(world{Shim: shim, Nodes: nodes, Jobs: jobs, Now: now, RolloutNow: now, Result: decide.FinishedResult(result)},
+		previewReads{classes: classSet(shim, classes)}, opts)
+	if err != nil {
+		return nil, err
+	}
 	p := &Preview{Shim: shim, Target: obs.Hash, Pinned: obs.Art != nil || shimspec.PinnedBySpec(shim.Spec.FetchStrategy)}
 	if ref := obs.Refusal; ref != nil {
 		p.Refusal = &Refusal{Reason: ref.Reason, Message: ref.Message}
 	}
-	decide.BuildViews(obs, decide.NodeReads{Nodes: nodes, Jobs: jobs, Result: decide.FinishedResult(result), ServerVersion: opts.ServerVersion})
 	for _, v := range obs.Views {
 		if v.Installed() {
 			p.Installed = append(p.Installed, v.Node.Name)

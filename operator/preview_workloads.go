@@ -119,15 +119,16 @@ func PreviewRemoval(shim *v1alpha1.Shim, nodes []*corev1.Node, jobs []*batchv1.J
 		at := metav1.NewTime(now)
 		s.DeletionTimestamp = &at
 	}
-	obs := decide.NewSnapshot(s, opts.settings(), now, now)
-	obs.Aim(shimspec.PinOf(s, obs.SpecHash))
-	decide.BuildViews(obs, decide.NodeReads{Nodes: nodes, Jobs: jobs, Result: decide.FinishedResult(result), ServerVersion: opts.ServerVersion})
 	var classes []string
 	for _, c := range shimspec.Classes(s) {
 		classes = append(classes, c.Name)
 	}
-	obs.Pods = workload.ByNode(w.Pods, classes)
-	obs, _, err := decide.Records(obs)
+	obs, err := observePreview(world{Shim: s, Nodes: nodes, Jobs: jobs, Now: now, RolloutNow: now, Result: decide.FinishedResult(result)},
+		previewReads{pods: workload.ByNode(w.Pods, classes)}, opts)
+	if err != nil {
+		return nil, err
+	}
+	obs, _, err = decide.Records(obs)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -147,6 +148,8 @@ func (r *Reconciler) planAndAct(ctx context.Context, obs *observed) (res ctrl.Re
 	return r.install(ctx, run, w, acts)
 }
 
+// observe reads the Shim's world from the cache and the operator's
+// memory, and builds its snapshot (observe).
 func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observed, error) {
 	// The cache's own objects, not copies (at 5,000 nodes a copy of every
 	// node and Job per reconcile was most of the operator's garbage): a
@@ -162,62 +165,63 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	}
 	now := time.Now()
 	r.gate.Sync(jobs, now)
-	held := r.gate.InFlight(jobview.LabelValue(shim.Name))
-	gate := r.gate.Read(jobview.LabelValue(shim.Name), now)
 	// Read, never changed: the cache's own objects (no copy per reconcile).
 	var shims v1alpha1.ShimList
 	if err := r.client.List(ctx, &shims, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list Shims: %w", err)
 	}
-	obs := decide.NewSnapshot(shim, r.opts.settings(), now, r.opts.Clock.Now())
+	w := world{Shim: shim, Nodes: nodes, Jobs: jobs, Shims: shims.Items, Now: now, RolloutNow: r.opts.Clock.Now(),
+		Gate: r.gate.Read(jobview.LabelValue(shim.Name), now), Held: r.gate.InFlight(jobview.LabelValue(shim.Name)), Deleted: r.retries.deleted,
+		StatusWritten: r.report.LastWritten(shim.Name), EventsEmitted: r.report.LastEmitted(shim.Name),
+		Result: func(j *jobview.View) (*plan.NodeResult, bool) { return r.reads.Get(shim.Name, j.Object.UID) }}
 	// The status's retry (NewSnapshot), or the one this operator acted on
 	// since, which the cached status may not show yet.
-	obs.Retried, obs.RetriedHash = r.retries.latest(shim)
-	obs.Jobs, obs.Shims, obs.Gate = jobs, shims.Items, gate
-	obs.StatusWritten, obs.EventsEmitted = r.report.LastWritten(shim.Name), r.report.LastEmitted(shim.Name)
-	var art *v1alpha1.ResolvedArtifact
+	w.Retried, w.RetriedHash = r.retries.latest(shim)
+	return observe(ctx, w, sources{pin: reconcilePin{r.resolve}, revert: r.revisions, views: r}, r.opts)
+}
+
+// reconcilePin is a reconcile's pinning: the artifact resolved and pinned
+// for the spec (pin.Pinner), the status's pin for a refused spec or a
+// deleted Shim, none for a preinstalled shim (the nodes' image has it).
+type reconcilePin struct{ *pin.Pinner }
+
+func (p reconcilePin) pinFor(ctx context.Context, obs *observed) pin.Pinned {
 	switch {
-	case shim.Spec.FetchStrategy.Type == v1alpha1.FetchPreinstalled:
-		// Nothing to fetch, nothing to pin: the nodes' image has it.
-	case obs.Refusal == nil && shim.DeletionTimestamp.IsZero():
-		pinned := r.resolve.Pin(ctx, shim, obs.SpecHash)
-		art, obs.Shown, obs.Refusal, obs.Notices = pinned.Use, pinned.Show, pinned.Refusal, pinned.Notices
-	default:
-		art = shimspec.PinOf(shim, obs.SpecHash)
+	case obs.Shim.Spec.FetchStrategy.Type == v1alpha1.FetchPreinstalled:
+		return pin.Pinned{Show: obs.Shown}
+	case obs.Refusal == nil && obs.Shim.DeletionTimestamp.IsZero():
+		return p.Pin(ctx, obs.Shim, obs.SpecHash)
 	}
-	obs.Aim(art)
-	rev, err := r.revisions.ReadRevert(ctx, obs)
-	if err != nil {
-		return nil, err
-	}
-	decide.Revert(obs, rev)
-	shim = obs.Shim
-	obs.ResolveAt = r.resolve.NextAt(shim, obs.Art)
-	current := decide.BuildViews(obs, decide.NodeReads{Nodes: nodes, Jobs: jobs, Deleted: r.retries.deleted, Held: held, ServerVersion: r.opts.ServerVersion,
-		Result: func(j *jobview.View) (*plan.NodeResult, bool) { return r.reads.Get(shim.Name, j.Object.UID) }})
-	r.reads.Keep(shim.Name, current)
+	return statusPin{}.pinFor(ctx, obs)
+}
+
+// readViews reads what a reconcile's views call for: the results of the
+// Jobs that finished, the pulls of those running, the revisions a new
+// one drops, the RuntimeClasses (and a predecessor's), the pods a
+// removal waits for and the health gate's failures; and when the
+// artifact is resolved again.
+func (r *Reconciler) readViews(ctx context.Context, obs *observed, attached map[types.UID]bool) (err error) {
+	obs.ResolveAt = r.resolve.NextAt(obs.Shim, obs.Art)
+	r.reads.Keep(obs.Shim.Name, attached)
 	if err := r.reads.ReadFinished(ctx, obs); err != nil {
-		return nil, err
+		return err
 	}
 	if err := r.reads.ReadPulls(ctx, obs); err != nil {
-		return nil, err
+		return err
 	}
 	if err := r.revisions.ReadDroppable(ctx, obs); err != nil {
-		return nil, err
+		return err
 	}
 	if obs.Classes, err = r.classes.Read(ctx, obs.Shim); err != nil {
-		return nil, err
+		return err
 	}
 	if obs.RCMUID, err = r.classes.ReadPredecessor(ctx, obs); err != nil {
-		return nil, err
+		return err
 	}
 	if err := r.gateCheck.readPods(ctx, obs); err != nil {
-		return nil, err
+		return err
 	}
-	if err := r.gateCheck.readGate(ctx, obs); err != nil {
-		return nil, err
-	}
-	return obs, nil
+	return r.gateCheck.readGate(ctx, obs)
 }
 
 // group runs a reconcile's independent API calls (one per node) a few at

@@ -22,7 +22,7 @@ import (
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/frontend/plugin"
-	"github.com/shimkit/shimkit/internal/operator/joblog"
+	"github.com/shimkit/shimkit/internal/operator/results"
 	"github.com/shimkit/shimkit/internal/testutil"
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator"
@@ -313,7 +313,7 @@ func failedLogKept(t *testing.T, env *testutil.Env, shim *v1alpha1.Shim, node st
 			return false, fmt.Sprintf("%d Jobs", len(jobs))
 		}
 		job = jobs[0]
-		kept, err := joblog.Read(ctx, env.Client, jobNamespace, shim, node)
+		kept, err := results.ReadLog(ctx, env.Client, jobNamespace, shim, node)
 		ttl := job.Spec.TTLSecondsAfterFinished
 		return ttl != nil && *ttl == 86400 && kept != nil, fmt.Sprintf("ttl %v, copy %v (%v)", ttl, kept != nil, err)
 	})

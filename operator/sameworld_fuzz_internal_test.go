@@ -44,7 +44,7 @@ const (
 // whether the retry request names it), and the Shim from flags (maxUpdate,
 // a retry request and whether the operator acted on it, rollout steps, a
 // pause, a closed maintenance window).
-func fuzzWorld(t *testing.T, states []byte, flags uint8) world {
+func fuzzWorld(t *testing.T, states []byte, flags uint8) objectWorld {
 	t.Helper()
 	mu := intstr.FromInt32(int32(flags&3) + 1)
 	shim := &v1alpha1.Shim{
@@ -71,7 +71,7 @@ func fuzzWorld(t *testing.T, states []byte, flags uint8) world {
 	target := obs.Hash
 	shim.Status.SpecHash = target
 	var named []string
-	w := world{shim: shim}
+	w := objectWorld{shim: shim}
 	for i, b := range states {
 		n := fuzzNode(t, shim, fmt.Sprintf("n%02d", i), b, target)
 		if b&32 != 0 {

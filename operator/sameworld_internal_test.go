@@ -33,9 +33,9 @@ import (
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
-// world is a cluster as objects: what a reconcile and kubectl shimkit
+// objectWorld is a cluster as objects: what a reconcile and kubectl shimkit
 // plan both read.
-type world struct {
+type objectWorld struct {
 	shim  *v1alpha1.Shim
 	nodes []*corev1.Node
 	jobs  []*batchv1.Job
@@ -45,7 +45,7 @@ type world struct {
 var sameWorldOptions = Options{InstallerImage: "installer:test", Namespace: "shimkit-system"}
 
 // fakeWorld is a fake API server holding the world.
-func fakeWorld(t *testing.T, w world) client.Client {
+func fakeWorld(t *testing.T, w objectWorld) client.Client {
 	t.Helper()
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
@@ -71,13 +71,13 @@ func fakeWorld(t *testing.T, w world) client.Client {
 // reconcileStarts runs one reconcile of the world's Shim on a fake API
 // server holding the world, and returns the nodes it started an install
 // Job on.
-func reconcileStarts(t *testing.T, w world) []string {
+func reconcileStarts(t *testing.T, w objectWorld) []string {
 	t.Helper()
 	return reconcileStartsWith(t, w, sameWorldOptions)
 }
 
 // reconcileStartsWith is reconcileStarts with the operator's options.
-func reconcileStartsWith(t *testing.T, w world, opts Options) []string {
+func reconcileStartsWith(t *testing.T, w objectWorld, opts Options) []string {
 	t.Helper()
 	c := fakeWorld(t, w)
 	r, err := New(c, nil, opts)
@@ -106,7 +106,7 @@ func reconcileStartsWith(t *testing.T, w world, opts Options) []string {
 }
 
 // planStarts is the first wave kubectl shimkit plan shows for the world.
-func planStarts(t *testing.T, w world) []string {
+func planStarts(t *testing.T, w objectWorld) []string {
 	t.Helper()
 	p, err := PreviewRollout(w.shim, w.nodes, w.jobs, func(*batchv1.Job) *plan.NodeResult { return nil }, []nodev1.RuntimeClass(nil), sameWorldOptions, time.Now())
 	if err != nil {
@@ -121,7 +121,7 @@ func planStarts(t *testing.T, w world) []string {
 // acted on the retry annotation "a" at the current target (the status
 // says so); b's install failed, which halts the rollout. failedAgain: a
 // failed again since.
-func retryWorld(t *testing.T, failedAgain bool) world {
+func retryWorld(t *testing.T, failedAgain bool) objectWorld {
 	t.Helper()
 	one := intstr.FromInt32(1)
 	shim := &v1alpha1.Shim{
@@ -137,7 +137,7 @@ func retryWorld(t *testing.T, failedAgain bool) world {
 	obs := decide.NewSnapshot(shim, sameWorldOptions.withDefaults().settings(), time.Now(), time.Now())
 	obs.Aim(shimspec.PinOf(shim, obs.SpecHash))
 	shim.Status.SpecHash, shim.Status.Retried, shim.Status.RetriedSpecHash = obs.Hash, "a", obs.Hash
-	w := world{shim: shim}
+	w := objectWorld{shim: shim}
 	for _, name := range []string{"a", "b", "c"} {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		if name == "b" || name == "a" && failedAgain {
@@ -187,7 +187,7 @@ func TestPlanSeesTheRetryTheOperatorActedOn(t *testing.T) {
 
 // finishedWorld: the retry world, where b's Job of the target succeeded
 // and c's failed since (their results unread).
-func finishedWorld(t *testing.T) world {
+func finishedWorld(t *testing.T) objectWorld {
 	t.Helper()
 	w := retryWorld(t, false)
 	w.nodes[1].Annotations = nil
@@ -222,10 +222,14 @@ func TestSnapshotUnchangedByPlanningAndActing(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		w    world
+		w    objectWorld
 	}{
 		{"a retried node starts", retryWorld(t, false)},
-		{"a new retry request", func() world { w := retryWorld(t, true); w.shim.Annotations[v1alpha1.RetryAnnotation] = "a@2"; return w }()},
+		{"a new retry request", func() objectWorld {
+			w := retryWorld(t, true)
+			w.shim.Annotations[v1alpha1.RetryAnnotation] = "a@2"
+			return w
+		}()},
 		{"finished Jobs are recorded", finishedWorld(t)},
 		{"a deleted Shim is removed", deleted},
 	} {

@@ -11,7 +11,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/shimkit/shimkit/internal/operator/nodeview"
-	"github.com/shimkit/shimkit/internal/operator/resolve"
+	"github.com/shimkit/shimkit/internal/operator/pin"
 	"github.com/shimkit/shimkit/internal/testutil"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
@@ -40,7 +40,7 @@ func TestRolesReadTheAPIServer(t *testing.T) {
 	}
 	d := digest.FromString("spin")
 	r, err := New(mgr.GetClient(), nil, Options{InstallerImage: "i", Namespace: ns.Name, ServerVersion: "v1.36.0",
-		Resolver: resolve.StaticResolver{"registry.example/spin:v1": d}})
+		Resolver: pin.StaticResolver{"registry.example/spin:v1": d}})
 	if err != nil {
 		t.Fatal(err)
 	}

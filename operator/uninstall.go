@@ -32,7 +32,7 @@ func (r *Reconciler) uninstallAll(ctx context.Context, run *acting, obs *observe
 }
 
 // carryOutRemoval carries out a deleted Shim's plan, in its order: the
-// records, the relabels, the uninstall Jobs whose reservations the node
+// records, the relabels, the fences of its RuntimeClasses, the uninstall Jobs whose reservations the node
 // gate commits, the evictions, the status; once every node is clean, the
 // release.
 func (r *Reconciler) carryOutRemoval(ctx context.Context, run *acting, p *decide.Plan) (ctrl.Result, error) {
@@ -43,6 +43,9 @@ func (r *Reconciler) carryOutRemoval(ctx context.Context, run *acting, p *decide
 		if err := r.exec.act(ctx, run, acts); err != nil {
 			return ctrl.Result{}, err
 		}
+	}
+	if err := r.classes.Fence(ctx, obs.Shim, run.classes, p.Classes); err != nil {
+		return ctrl.Result{}, err
 	}
 	refused, err := r.starter.startNodes(ctx, run, p.Starts)
 	if err != nil {

@@ -1,6 +1,7 @@
 package plancheck
 
 import (
+	"go/ast"
 	"go/types"
 	"os"
 	"slices"
@@ -115,5 +116,34 @@ func TestCoreHoldsNoLock(t *testing.T) {
 	}
 	if checked < 3 {
 		t.Errorf("%d core packages checked, want decide, shimspec and nodeview at least", checked)
+	}
+}
+
+// TestOneObserve: a snapshot is built in one place, operator.observe,
+// for a reconcile and a preview alike: no other function of the
+// operator's calls decide.NewSnapshot or decide.BuildViews.
+func TestOneObserve(t *testing.T) {
+	prog := operatorProgram(t)
+	builders := map[string]bool{Module + "/internal/operator/decide.NewSnapshot": true, Module + "/internal/operator/decide.BuildViews": true}
+	const observe = Module + "/operator.observe"
+	users := map[string]bool{}
+	for fn, fd := range prog.Decls {
+		if isCore(fn.Pkg().Path()) || fd.Body == nil {
+			continue
+		}
+		ast.Inspect(fd.Body, func(n ast.Node) bool {
+			if id, ok := n.(*ast.Ident); ok {
+				if used, ok := prog.Info.Uses[id].(*types.Func); ok && builders[used.FullName()] {
+					users[fn.FullName()] = true
+					if fn.FullName() != observe {
+						t.Errorf("%s calls %s: a snapshot is built by %s alone", fn.FullName(), used.FullName(), observe)
+					}
+				}
+			}
+			return true
+		})
+	}
+	if !users[observe] {
+		t.Errorf("%s builds no snapshot (users: %v)", observe, users)
 	}
 }

@@ -15,7 +15,9 @@ type Walk struct {
 }
 
 // WalkContext follows the contexts root passes on (LoadModule loads the
-// functions it can enter; an interface method is not followed).
+// functions it can enter); a call of an interface method enters each
+// method of the loaded packages' types that implements it, as a reader
+// looks up the implementations.
 func (prog *Program) WalkContext(root *types.Func) Walk {
 	w := Walk{Files: map[string]bool{}, Packages: map[string]bool{}}
 	seen := map[*types.Func]bool{}
@@ -38,12 +40,12 @@ func (prog *Program) WalkContext(root *types.Func) Walk {
 			if !ok || !prog.passesContext(call) {
 				return true
 			}
-			callee := prog.callee(call)
-			if callee == nil || prog.Decls[callee] == nil {
-				return true
+			for _, callee := range prog.callees(call) {
+				if prog.Decls[callee] != nil {
+					w.Calls++
+					queue = append(queue, callee)
+				}
 			}
-			w.Calls++
-			queue = append(queue, callee)
 			return true
 		})
 	}
@@ -67,6 +69,54 @@ func (prog *Program) passesContext(call *ast.CallExpr) bool {
 func isContext(t types.Type) bool {
 	n, ok := t.(*types.Named)
 	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == "context" && n.Obj().Name() == "Context"
+}
+
+// callees are the functions a call may enter: the one it names
+// statically, or the implementations of the interface method it names.
+func (prog *Program) callees(call *ast.CallExpr) []*types.Func {
+	if fn := prog.callee(call); fn != nil {
+		return []*types.Func{fn}
+	}
+	sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
+	if !ok {
+		return nil
+	}
+	m, ok := prog.Info.Uses[sel.Sel].(*types.Func)
+	if !ok || !isInterfaceMethod(m) {
+		return nil
+	}
+	iface, ok := m.Type().(*types.Signature).Recv().Type().Underlying().(*types.Interface)
+	if !ok {
+		return nil
+	}
+	return prog.implementations(iface, m.Name())
+}
+
+// implementations are the methods name of the loaded packages' named
+// types (or their pointers) that implement iface.
+func (prog *Program) implementations(iface *types.Interface, name string) []*types.Func {
+	var out []*types.Func
+	for _, pkg := range prog.Pkgs {
+		scope := pkg.Scope()
+		for _, n := range scope.Names() {
+			tn, ok := scope.Lookup(n).(*types.TypeName)
+			if !ok || types.IsInterface(tn.Type()) {
+				continue
+			}
+			for _, t := range []types.Type{tn.Type(), types.NewPointer(tn.Type())} {
+				if !types.Implements(t, iface) {
+					continue
+				}
+				if obj, _, _ := types.LookupFieldOrMethod(t, true, pkg, name); obj != nil {
+					if fn, ok := obj.(*types.Func); ok {
+						out = append(out, fn.Origin())
+					}
+				}
+				break
+			}
+		}
+	}
+	return out
 }
 
 // callee is the function a call names statically (nil: a function value

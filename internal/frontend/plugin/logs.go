@@ -14,8 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/shimkit/shimkit/internal/operator/joblog"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
+	"github.com/shimkit/shimkit/internal/operator/results"
 	"github.com/shimkit/shimkit/internal/operator/nodejob"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
@@ -83,7 +83,7 @@ func runLogs(ctx context.Context, o *options, r reader, name string, f *logsFlag
 			return nil
 		}
 	}
-	kept, err := joblog.Read(ctx, r.c, r.namespace, shim, f.node)
+	kept, err := results.ReadLog(ctx, r.c, r.namespace, shim, f.node)
 	switch {
 	case err != nil:
 		return err

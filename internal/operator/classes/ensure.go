@@ -46,6 +46,25 @@ func (r *Classes) Publish(ctx context.Context, shim *v1alpha1.Shim, set *decide.
 	return conflict, nil
 }
 
+// Fence writes a deleted Shim's fenced RuntimeClasses (decide.ClassFences:
+// they select no node; the pods admitted keep theirs), each with the
+// preconditions of what was read: one changed since is fenced by the next
+// reconcile. Each is told in an Event.
+func (r *Classes) Fence(ctx context.Context, shim *v1alpha1.Shim, set *decide.ClassSet, p decide.ClassPlan) error {
+	for _, e := range p.Ensures {
+		res, err := runtimeclass.Apply(ctx, r.client, e.Step)
+		if err != nil {
+			return err
+		}
+		if res == runtimeclass.Updated {
+			set.Put(e.Spec.Name, e.Step.Write)
+			r.event(ctx, shim, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: e.Spec.Name}}, corev1.EventTypeNormal, "RuntimeClassFenced", "Uninstall",
+				"RuntimeClass %s: no new pod is scheduled with it while the Shim is removed; its running pods keep their nodes", e.Spec.Name)
+		}
+	}
+	return nil
+}
+
 // DeleteAll deletes the RuntimeClasses the Shim owns, as the plan read
 // them (decide.Plan.Delete); one that belongs to someone else by then
 // stays.

@@ -81,7 +81,7 @@ type MarkFailed struct {
 
 // KeepLog keeps what a failed installer Job leaves for kubectl shimkit
 // logs: the Job, longer (the operator's FailedJobTTL), and a copy of its
-// log's end (package joblog), Reason and At saying which failure.
+// log's end (results.KeepLog), Reason and At saying which failure.
 type KeepLog struct {
 	Shim         *v1alpha1.Shim
 	Node, Reason string

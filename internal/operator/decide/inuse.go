@@ -44,10 +44,11 @@ func (s *Snapshot) Hold(v *NodeView, n *rollout.Node, removing bool) {
 	n.Held = len(v.InUse) > 0
 }
 
-// Fences are what a removal does on the nodes it holds for their pods
-// (d.Removal.Held) that still carry the Shim's installed label: the label
-// becomes LabelUninstalling, so that no new pod of the Shim's
-// RuntimeClasses lands there, with a Warning naming the pods, once.
+// Fences are what a Shim whose spec no longer targets a node does on the
+// nodes it holds for their pods (d.Removal.Held) that still carry the
+// Shim's installed label: the label becomes LabelUninstalling, so that no
+// new pod of the Shim's RuntimeClasses lands there, with a Warning naming
+// the pods, once.
 func Fences(s *Snapshot, d *Decision) []Action {
 	var out Together
 	for _, name := range d.Removal.Held {
@@ -55,14 +56,37 @@ func Fences(s *Snapshot, d *Decision) []Action {
 		if v == nil || v.Label != record.Installed {
 			continue
 		}
-		out = append(out, InOrder{Fence{Node: name, Shim: s.Shim.Name},
-			EmitEvent{Shim: s.Shim, Related: v.Node, Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonHandlerInUse, Action: "Uninstall",
-				Note: fmt.Sprintf("node %s: the shim stays while pods run with it; no new pod lands there: %s", name, InUseNote([]NodeView{*v}, []string{name}))}})
+		out = append(out, InOrder{Fence{Node: name, Shim: s.Shim.Name}, inUseWarning(s, v)})
 	}
 	if len(out) == 0 {
 		return nil
 	}
 	return []Action{out}
+}
+
+// ClassFences are what a deleted Shim's removal does while it holds
+// nodes for their pods: its RuntimeClasses are fenced (FenceClasses; the
+// nodes' labels stay as the pods were admitted with them), and each held
+// node is told in a Warning naming its pods, once: when the classes are
+// fenced.
+func ClassFences(s *Snapshot, d *Decision) (ClassPlan, []Action) {
+	steps := FenceClasses(s)
+	if len(steps) == 0 {
+		return ClassPlan{}, nil
+	}
+	var warn []Action
+	for _, name := range d.Removal.Held {
+		if v := d.ByName[name]; v != nil {
+			warn = append(warn, inUseWarning(s, v))
+		}
+	}
+	return ClassPlan{Ensures: steps}, warn
+}
+
+// inUseWarning tells that the node's shim stays for its pods.
+func inUseWarning(s *Snapshot, v *NodeView) EmitEvent {
+	return EmitEvent{Shim: s.Shim, Related: v.Node, Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonHandlerInUse, Action: "Uninstall",
+		Note: fmt.Sprintf("node %s: the shim stays while pods run with it; no new pod lands there: %s", v.Node.Name, InUseNote([]NodeView{*v}, []string{v.Node.Name}))}
 }
 
 // Eviction is a pod a deleted Shim evicts (spec.deletePolicy Evict)

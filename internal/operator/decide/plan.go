@@ -35,7 +35,8 @@ type Plan struct {
 	Stale, Relabel []Action
 	// Classes are the RuntimeClasses to take over, publish and delete
 	// (Classes); a canary RuntimeClass that is someone else's starts no
-	// install (Decision's starts are emptied).
+	// install (Decision's starts are emptied). A deleted Shim's are the
+	// fences of its classes while its removal is not done (ClassFences).
 	Classes ClassPlan
 	// Batch is what the Shim offers the node gate (Batch), recorded
 	// before any Job starts; BatchWait how long it waits for the others'
@@ -166,7 +167,12 @@ func PlanRemoval(read *Snapshot, records []Action, planner rollout.Planner, r Ru
 		return nil, err
 	}
 	p := &Plan{Records: records}
-	p.Relabel = append(Relabel(obs, &d), Fences(obs, &d)...)
+	p.Relabel = Relabel(obs, &d)
+	if !d.Removal.Done {
+		var warn []Action
+		p.Classes, warn = ClassFences(obs, &d)
+		p.Relabel = append(p.Relabel, warn...)
+	}
 	gate := obs.Gate.Copy()
 	if p.Starts, _, err = planRemovals(obs, &d, &gate, r); err != nil {
 		return nil, err

@@ -190,3 +190,36 @@ func RCMReleases(obs *Snapshot) []RCMRelease {
 	}
 	return out
 }
+
+// LabelFenced is the value a deleted Shim's RuntimeClasses select while
+// its removal waits for pods (FenceClasses): no node carries it.
+const LabelFenced = "fenced"
+
+// FenceClasses are the steps that fence a deleted Shim's RuntimeClasses
+// while its removal is not done: each of the Shim's own classes (the
+// canary's aside, which selects no node) comes to select
+// LabelFenced, which no node carries, so that no new pod of the class is
+// scheduled anywhere, while the pods already admitted keep the selector
+// they were admitted with (the RuntimeClass's is merged into a pod when
+// it is created), and with it the node label their kubelet re-checks.
+// A class someone else owns is not written (no step); one fenced
+// already is Unchanged.
+func FenceClasses(obs *Snapshot) []ClassStep {
+	if obs.Classes == nil {
+		return nil // a preview given none
+	}
+	var out []ClassStep
+	for _, spec := range shimspec.Classes(obs.Shim) {
+		rc, _ := obs.Classes.Read(spec.Name)
+		if rc == nil || !shimspec.OwnedBy(rc, obs.Shim) {
+			continue
+		}
+		spec.NodeSelector = map[string]string{record.Key(obs.Shim.Name): LabelFenced}
+		st, err := classstep.Decide(rc, spec.Spec, false)
+		if err != nil || st.Result != classstep.Updated {
+			continue // someone else's, going, or fenced already: never replaced under its pods
+		}
+		out = append(out, ClassStep{Spec: spec, Step: st})
+	}
+	return out
+}

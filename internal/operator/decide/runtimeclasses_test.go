@@ -140,3 +140,49 @@ func TestDecideClasses(t *testing.T) {
 		})
 	}
 }
+
+// TestFenceClasses: a deleted Shim's own RuntimeClasses come to select
+// LabelFenced (updated, never replaced); one fenced already, another's,
+// one absent and the canary's are not written.
+func TestFenceClasses(t *testing.T) {
+	shim := classShim(true)
+	fenced := ownedClass(shim, "wasmtime-spin")
+	fenced.Scheduling.NodeSelector = map[string]string{nodelabel.Key("spin"): LabelFenced}
+	canary := ownedClass(shim, shimspec.CanaryRuntimeClass("spin"))
+	for _, tc := range []struct {
+		name  string
+		class *nodev1.RuntimeClass
+		want  bool
+	}{
+		{"the Shim's, published", ownedClass(shim, "wasmtime-spin"), true},
+		{"fenced already", fenced, false},
+		{"someone else's", controlledBy("wasmtime-spin", "spin", "example.com/v1", "Other", "other", "uid-other"), false},
+		{"absent", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var classes []*nodev1.RuntimeClass
+			if tc.class != nil {
+				classes = append(classes, tc.class)
+			}
+			obs := classSnapshot(shim, true, append(classes, canary)...)
+			steps := FenceClasses(obs)
+			if got := len(steps) == 1; got != tc.want {
+				t.Fatalf("steps %+v, want a fence: %v", steps, tc.want)
+			}
+			if !tc.want {
+				return
+			}
+			w := steps[0].Step.Write
+			if steps[0].Step.Result != runtimeclass.Updated || w.Name != "wasmtime-spin" || w.Handler != "spin" ||
+				len(w.Scheduling.NodeSelector) != 1 || w.Scheduling.NodeSelector[nodelabel.Key("spin")] != LabelFenced {
+				t.Errorf("fence %s %+v, want wasmtime-spin updated to select %s", steps[0].Step.Result, w, LabelFenced)
+			}
+			if tc.class.Scheduling.NodeSelector[nodelabel.Key("spin")] != nodelabel.Installed {
+				t.Error("the RuntimeClass read was changed")
+			}
+		})
+	}
+	if FenceClasses(&Snapshot{Shim: shim}) != nil {
+		t.Error("a snapshot with no classes read is fenced")
+	}
+}

@@ -13,4 +13,17 @@
 //     again until what it read changes (spec, annotation, pull secret,
 //     trusted root) or its backoff (DefaultBackoff, doubled per failure,
 //     at most 10 minutes or the resolve interval) passed.
+//
+// Resolving (Resolver, ArtifactResolver) turns what the spec names (an
+// OCI reference, an HTTP location, per-platform artifacts) into the
+// digests every node of a rollout installs, and verifies the artifact's
+// signature first when the spec asks for it: an OCI reference resolves
+// to the digest of its index or manifest (oras-go); an HTTP artifact
+// without a sha256 is streamed once through sha256, nothing stored; a
+// signature is read before the artifact, which is not downloaded when
+// the signature is missing (signature.ErrNotFound); a verified digest
+// says what verified it (Resolved.VerifiedBy). StaticResolver is the
+// in-memory fake: it pins what the spec pins and answers a table of
+// references. A Resolver does no caching of its own: the Pinner resolves
+// once per spec and pins the result in the Shim's status.
 package pin

@@ -9,7 +9,6 @@ import (
 
 	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"github.com/shimkit/shimkit/internal/operator/pin"
-	"github.com/shimkit/shimkit/internal/operator/resolve"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
@@ -17,7 +16,7 @@ import (
 // answers; the status shows it, and every node installs it.
 func ExamplePinner_Pin() {
 	d := digest.FromString("spin v3")
-	p := pin.New(nil, resolve.StaticResolver{"registry.example/spin:v3": d}, "shimkit-system", 0)
+	p := pin.New(nil, pin.StaticResolver{"registry.example/spin:v3": d}, "shimkit-system", 0)
 	shim := &v1alpha1.Shim{
 		ObjectMeta: metav1.ObjectMeta{Name: "spin", UID: "uid-1"},
 		Spec: v1alpha1.ShimSpec{

@@ -19,7 +19,6 @@ import (
 
 	"github.com/shimkit/shimkit/fetch"
 	"github.com/shimkit/shimkit/internal/operator/decide"
-	"github.com/shimkit/shimkit/internal/operator/resolve"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
 	"github.com/shimkit/shimkit/internal/text"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
@@ -33,7 +32,7 @@ import (
 // answer changes or its backoff passed.
 type Pinner struct {
 	reader    client.Reader
-	resolver  resolve.Resolver
+	resolver  Resolver
 	namespace string
 	backoff   time.Duration
 	pins      pins
@@ -42,7 +41,7 @@ type Pinner struct {
 // New returns a Pinner that reads pull secrets and trusted roots from
 // namespace through reader, resolves through resolver, waits backoff
 // (0: DefaultBackoff) before asking a failed resolution again.
-func New(reader client.Reader, resolver resolve.Resolver, namespace string, backoff time.Duration) *Pinner {
+func New(reader client.Reader, resolver Resolver, namespace string, backoff time.Duration) *Pinner {
 	if backoff <= 0 {
 		backoff = DefaultBackoff
 	}
@@ -125,7 +124,7 @@ func (r *Pinner) Pin(ctx context.Context, shim *v1alpha1.Shim, specHash string) 
 	// The spec pins every digest and asks for no signature: nothing to ask
 	// a registry (each installer checks the digest).
 	static := shimspec.PinnedBySpec(shim.Spec.FetchStrategy) && shim.Spec.Verification == nil
-	in := resolve.Input{Fetch: shim.Spec.FetchStrategy}
+	in := Input{Fetch: shim.Spec.FetchStrategy}
 	if !static {
 		var err error
 		if in, err = r.resolveInput(ctx, shim); err != nil {
@@ -137,10 +136,10 @@ func (r *Pinner) Pin(ctx context.Context, shim *v1alpha1.Shim, specHash string) 
 	if f, ok := r.pins.failure(shim, ask); ok && now.Before(f.retryAt) {
 		return r.resolveFailed(shim, cur, f.ref, false)
 	}
-	var res *resolve.Resolved
+	var res *Resolved
 	var err error
 	if static {
-		res, err = resolve.StaticResolver(nil).Resolve(ctx, in)
+		res, err = StaticResolver(nil).Resolve(ctx, in)
 	} else {
 		res, err = r.resolver.Resolve(ctx, in)
 	}
@@ -199,7 +198,7 @@ func (r *Pinner) resolveFailed(shim *v1alpha1.Shim, cur *v1alpha1.ResolvedArtifa
 // (shimspec.ResolveKey), the resolve annotation, the resolve interval, and what
 // was read for it from the cluster (the pull secret's and the trusted
 // root's content). A change of any of them asks again at once.
-func resolveAsk(shim *v1alpha1.Shim, specHash string, in resolve.Input) string {
+func resolveAsk(shim *v1alpha1.Shim, specHash string, in Input) string {
 	data, _ := json.Marshal(struct {
 		K, A string
 		I    *metav1.Duration
@@ -324,8 +323,8 @@ func (p *pins) latest(shim *v1alpha1.Shim) *v1alpha1.Shim {
 
 // resolveInput reads what resolving needs from the cluster: the pull
 // secret and the trusted root, from the operator's namespace, uncached.
-func (r *Pinner) resolveInput(ctx context.Context, shim *v1alpha1.Shim) (resolve.Input, error) {
-	in := resolve.Input{Fetch: shim.Spec.FetchStrategy, Verification: shim.Spec.Verification}
+func (r *Pinner) resolveInput(ctx context.Context, shim *v1alpha1.Shim) (Input, error) {
+	in := Input{Fetch: shim.Spec.FetchStrategy, Verification: shim.Spec.Verification}
 	if name := shimspec.PullSecretName(shim); name != "" {
 		var s corev1.Secret
 		if err := r.reader.Get(ctx, types.NamespacedName{Namespace: r.namespace, Name: name}, &s); err != nil {

@@ -12,7 +12,6 @@ import (
 	"github.com/opencontainers/go-digest"
 	"github.com/shimkit/shimkit/fetch"
 	"github.com/shimkit/shimkit/internal/operator/nodeview"
-	"github.com/shimkit/shimkit/internal/operator/resolve"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
@@ -55,31 +54,31 @@ func TestRetryAfter(t *testing.T) {
 // TestResolveAsk: what a failed resolution is remembered by changes with
 // everything that can change its answer, and with nothing else.
 func TestResolveAsk(t *testing.T) {
-	in := resolve.Input{DockerConfigJSON: []byte(`{"auths":{}}`)}
-	ask := func(s *v1alpha1.Shim, in resolve.Input) string { return resolveAsk(s, nodeview.SpecHash(s), in) }
+	in := Input{DockerConfigJSON: []byte(`{"auths":{}}`)}
+	ask := func(s *v1alpha1.Shim, in Input) string { return resolveAsk(s, nodeview.SpecHash(s), in) }
 	want := ask(tagShim(), in)
 	for _, tt := range []struct {
 		name    string
-		change  func(s *v1alpha1.Shim, in *resolve.Input)
+		change  func(s *v1alpha1.Shim, in *Input)
 		changes bool
 	}{
-		{"nothing", func(*v1alpha1.Shim, *resolve.Input) {}, false},
-		{"the status", func(s *v1alpha1.Shim, _ *resolve.Input) {
+		{"nothing", func(*v1alpha1.Shim, *Input) {}, false},
+		{"the status", func(s *v1alpha1.Shim, _ *Input) {
 			s.Status.Artifact = &v1alpha1.ResolvedArtifact{LastError: "SignatureInvalid: ..."}
 		}, false},
-		{"the node selector", func(s *v1alpha1.Shim, _ *resolve.Input) { s.Spec.NodeSelector = map[string]string{"a": "b"} }, false},
-		{"the reference", func(s *v1alpha1.Shim, _ *resolve.Input) { s.Spec.FetchStrategy.OCI.Reference += "2" }, true},
-		{"the verification", func(s *v1alpha1.Shim, _ *resolve.Input) {
+		{"the node selector", func(s *v1alpha1.Shim, _ *Input) { s.Spec.NodeSelector = map[string]string{"a": "b"} }, false},
+		{"the reference", func(s *v1alpha1.Shim, _ *Input) { s.Spec.FetchStrategy.OCI.Reference += "2" }, true},
+		{"the verification", func(s *v1alpha1.Shim, _ *Input) {
 			s.Spec.Verification = &v1alpha1.Verification{PublicKeys: []string{"-----BEGIN PUBLIC KEY-----"}}
 		}, true},
-		{"the resolve annotation", func(s *v1alpha1.Shim, _ *resolve.Input) {
+		{"the resolve annotation", func(s *v1alpha1.Shim, _ *Input) {
 			s.Annotations = map[string]string{v1alpha1.ResolveAnnotation: "1"}
 		}, true},
-		{"the resolve interval", func(s *v1alpha1.Shim, _ *resolve.Input) {
+		{"the resolve interval", func(s *v1alpha1.Shim, _ *Input) {
 			s.Spec.FetchStrategy.ResolveInterval = &metav1.Duration{Duration: time.Hour}
 		}, true},
-		{"the pull secret", func(_ *v1alpha1.Shim, in *resolve.Input) { in.DockerConfigJSON = []byte(`{"auths":{"r":{}}}`) }, true},
-		{"the trusted root", func(_ *v1alpha1.Shim, in *resolve.Input) { in.TrustedRoot = []byte(`{}`) }, true},
+		{"the pull secret", func(_ *v1alpha1.Shim, in *Input) { in.DockerConfigJSON = []byte(`{"auths":{"r":{}}}`) }, true},
+		{"the trusted root", func(_ *v1alpha1.Shim, in *Input) { in.TrustedRoot = []byte(`{}`) }, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s, in := tagShim(), in
@@ -154,14 +153,14 @@ func TestFailedResolveMemo(t *testing.T) {
 // what its map knows; anything else is not found.
 func TestStaticResolver(t *testing.T) {
 	d := "sha256:" + strings.Repeat("4", 64)
-	r := resolve.StaticResolver{"registry.local/shims/s:v1": digest.Digest(d)}
-	got, err := r.Resolve(context.Background(), resolve.Input{Fetch: tagShim().Spec.FetchStrategy})
+	r := StaticResolver{"registry.local/shims/s:v1": digest.Digest(d)}
+	got, err := r.Resolve(context.Background(), Input{Fetch: tagShim().Spec.FetchStrategy})
 	if err != nil || got.Digest != d {
 		t.Errorf("Resolve = %+v, %v", got, err)
 	}
 	other := tagShim().Spec.FetchStrategy
 	other.OCI.Reference = "registry.local/shims/s:v9"
-	if _, err := r.Resolve(context.Background(), resolve.Input{Fetch: other}); !errors.Is(err, fetch.ErrNotFound) {
+	if _, err := r.Resolve(context.Background(), Input{Fetch: other}); !errors.Is(err, fetch.ErrNotFound) {
 		t.Errorf("unknown tag: %v", err)
 	}
 	if ref := resolveRefusal(fetch.ErrNotFound); ref.Reason != v1alpha1.ReasonResolveFailed {

@@ -1,4 +1,4 @@
-package resolve_test
+package pin_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shimkit/shimkit/internal/operator/resolve"
+	"github.com/shimkit/shimkit/internal/operator/pin"
 	"github.com/shimkit/shimkit/internal/testutil"
 	"github.com/shimkit/shimkit/internal/testutil/signtest"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
@@ -53,7 +53,7 @@ func TestResolverVerifiesImages(t *testing.T) {
 		{"other key", wrong, wrongD, signature.ErrInvalid},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := (&resolve.ArtifactResolver{}).Resolve(context.Background(), resolve.Input{
+			res, err := (&pin.ArtifactResolver{}).Resolve(context.Background(), pin.Input{
 				Fetch:        v1alpha1.FetchStrategy{Type: v1alpha1.FetchImage, Image: &v1alpha1.OCIFetch{Reference: tt.ref, PlainHTTP: true}},
 				Verification: keys,
 			})
@@ -75,7 +75,7 @@ func TestResolverVerifiesImages(t *testing.T) {
 		})
 	}
 	// Without spec.verification an unsigned image resolves, unverified.
-	res, err := (&resolve.ArtifactResolver{}).Resolve(context.Background(), resolve.Input{
+	res, err := (&pin.ArtifactResolver{}).Resolve(context.Background(), pin.Input{
 		Fetch: v1alpha1.FetchStrategy{Type: v1alpha1.FetchImage, Image: &v1alpha1.OCIFetch{Reference: unsigned, PlainHTTP: true}},
 	})
 	if err != nil || res.Digest != unsignedD || res.VerifiedBy != "" {

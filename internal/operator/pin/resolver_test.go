@@ -1,4 +1,4 @@
-package resolve_test
+package pin_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
-	"github.com/shimkit/shimkit/internal/operator/resolve"
+	"github.com/shimkit/shimkit/internal/operator/pin"
 	"github.com/shimkit/shimkit/internal/testutil"
 	"github.com/shimkit/shimkit/internal/testutil/signtest"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
@@ -64,7 +64,7 @@ func TestResolverReadsSignatureFirst(t *testing.T) {
 			for p := range tt.downloads {
 				before[p] = srv.RequestsFor(p)
 			}
-			res, err := (&resolve.ArtifactResolver{}).Resolve(context.Background(), resolve.Input{
+			res, err := (&pin.ArtifactResolver{}).Resolve(context.Background(), pin.Input{
 				Fetch: v1alpha1.FetchStrategy{Type: v1alpha1.FetchAnonHTTP, AnonHTTP: tt.http}, Verification: keys,
 			})
 			for p, want := range tt.downloads {

@@ -1,4 +1,4 @@
-package resolve_test
+package pin_test
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/shimkit/shimkit/fetch"
-	"github.com/shimkit/shimkit/internal/operator/resolve"
+	"github.com/shimkit/shimkit/internal/operator/pin"
 	"github.com/shimkit/shimkit/internal/testutil"
 	"github.com/shimkit/shimkit/internal/testutil/signtest"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
@@ -35,13 +35,13 @@ func BenchmarkResolveVerify100MiB(b *testing.B) {
 		http.ServeContent(w, r, "shim.tar.gz", time.Time{}, bytes.NewReader(body))
 	}))
 	b.Cleanup(srv.Close)
-	in := resolve.Input{
+	in := pin.Input{
 		Fetch: v1alpha1.FetchStrategy{Type: v1alpha1.FetchAnonHTTP, AnonHTTP: &v1alpha1.AnonHTTPFetch{
 			Location: srv.URL + "/shim.tar.gz", Signature: srv.URL + "/shim.tar.gz.sigstore.json",
 		}},
 		Verification: &v1alpha1.Verification{PublicKeys: []string{string(key.PublicKeyPEM())}},
 	}
-	r := &resolve.ArtifactResolver{}
+	r := &pin.ArtifactResolver{}
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -61,11 +61,11 @@ func BenchmarkResolveVerifyOCI(b *testing.B) {
 	layer := bytes.Repeat([]byte("shimkit!"), 100<<20/8)
 	reg.PushShim(b, "shims/big", "v1", testutil.PlatformArtifact{MediaType: fetch.MediaTypeOctetStream, Title: "containerd-shim-big-v2", Data: layer})
 	key.SignOCI(b, reg.Host+"/shims/big:v1")
-	in := resolve.Input{
+	in := pin.Input{
 		Fetch:        v1alpha1.FetchStrategy{Type: v1alpha1.FetchOCI, OCI: &v1alpha1.OCIFetch{Reference: reg.Host + "/shims/big:v1", PlainHTTP: true}},
 		Verification: &v1alpha1.Verification{PublicKeys: []string{string(key.PublicKeyPEM())}},
 	}
-	r := &resolve.ArtifactResolver{}
+	r := &pin.ArtifactResolver{}
 	b.ReportAllocs()
 	for b.Loop() {
 		if res, err := r.Resolve(context.Background(), in); err != nil || res.VerifiedBy == "" {
