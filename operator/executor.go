@@ -74,7 +74,9 @@ func (r *executor) do(ctx context.Context, run *acting, a decide.Action) error {
 	case decide.Unmark:
 		return nodelabel.Unmark(ctx, r.client, a.Node, a.Shim)
 	case decide.Fence:
-		return nodelabel.SetState(ctx, r.client, a.Node, a.Shim, nodelabel.Installed, decide.LabelUninstalling)
+		return r.fence(ctx, a.Node, a.Shim, true)
+	case decide.Unfence:
+		return r.fence(ctx, a.Node, a.Shim, false)
 	case decide.DropRecords:
 		return nodelabel.DropRecords(ctx, r.client, a.Node, a.Keys...)
 	case decide.Untaint:
@@ -123,6 +125,26 @@ func (r *executor) untaint(ctx context.Context, a decide.Untaint) error {
 		return fmt.Errorf("remove taint %s from node %s: %w", PendingTaint, node.Name, err)
 	}
 	r.event(ctx, a.Shim, node, corev1.EventTypeNormal, "TaintRemoved", "Install", "node %s has every Shim that selects it: taint %s removed", node.Name, PendingTaint)
+	return nil
+}
+
+// fence puts the Shim's fence taint on the node as read (on), or takes
+// it off; a node changed meanwhile is left to the next reconcile, which
+// reads it again.
+func (r *executor) fence(ctx context.Context, read *corev1.Node, shim string, on bool) error {
+	node := read.DeepCopy()
+	taint := decide.FenceTaint(shim)
+	node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&taint) && t.Value == taint.Value })
+	if on {
+		node.Spec.Taints = append(node.Spec.Taints, taint)
+	}
+	err := r.client.Patch(ctx, node, client.MergeFromWithOptions(read, client.MergeFromWithOptimisticLock{}))
+	switch {
+	case apierrors.IsConflict(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("node %s: fence taint %s of Shim %s (on: %v): %w", node.Name, taint.Key, shim, on, err)
+	}
 	return nil
 }
 

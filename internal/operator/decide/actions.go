@@ -54,10 +54,21 @@ type MarkInstalled struct {
 // Unmark removes the Shim's label and records from the node.
 type Unmark struct{ Node, Shim string }
 
-// Fence sets the Shim's label on the node to LabelUninstalling: the
-// Shim's RuntimeClasses no longer schedule pods onto it, while the pods
-// there run on until they end and the node's removal starts.
-type Fence struct{ Node, Shim string }
+// Fence puts the Shim's fence taint on the node (FenceTaint), as read
+// (a taint list changed meanwhile is read again next time): no new pod
+// without a toleration for it is scheduled there, while the pods there
+// run on, admitted with the node's labels as they stay, until they end
+// and the node's removal starts. Unfence takes the taint off again.
+type Fence struct {
+	Node *corev1.Node
+	Shim string
+}
+
+// Unfence removes the Shim's fence taint from the node, as read.
+type Unfence struct {
+	Node *corev1.Node
+	Shim string
+}
 
 // DropRecords removes records another Shim object of the name left.
 type DropRecords struct {
@@ -133,6 +144,7 @@ func (PatchJob) action()      {}
 func (MarkInstalled) action() {}
 func (Unmark) action()        {}
 func (Fence) action()         {}
+func (Unfence) action()       {}
 func (DropRecords) action()   {}
 func (Untaint) action()       {}
 func (MarkFailed) action()    {}

@@ -5,9 +5,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/shimkit/shimkit/internal/nodelabel/record"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/shimkit/shimkit/internal/nodelabel/record"
 
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/rollout"
@@ -44,19 +46,48 @@ func (s *Snapshot) Hold(v *NodeView, n *rollout.Node, removing bool) {
 	n.Held = len(v.InUse) > 0
 }
 
+// FenceTaint is the taint that fences a node the Shim no longer targets
+// while pods of its RuntimeClasses run there (Fences): NoSchedule, which
+// a restarted kubelet does not check against its running pods (it
+// re-checks labels, and NoExecute taints), so they run on. It keeps off
+// every new pod that does not tolerate it, the Shim's and others'.
+func FenceTaint(shim string) corev1.Taint {
+	return corev1.Taint{Key: record.Key(shim), Value: LabelFenced, Effect: corev1.TaintEffectNoSchedule}
+}
+
+// HasFence: the node carries the Shim's fence taint, exactly (a taint of
+// the key someone else wrote is not the Shim's).
+func HasFence(node *corev1.Node, shim string) bool {
+	f := FenceTaint(shim)
+	return slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&f) && t.Value == f.Value })
+}
+
 // Fences are what a Shim whose spec no longer targets a node does on the
-// nodes it holds for their pods (d.Removal.Held) that still carry the
-// Shim's installed label: the label becomes LabelUninstalling, so that no
-// new pod of the Shim's RuntimeClasses lands there, with a Warning naming
-// the pods, once.
-func Fences(s *Snapshot, d *Decision) []Action {
-	var out Together
-	for _, name := range d.Removal.Held {
-		v := d.ByName[name]
-		if v == nil || v.Label != record.Installed {
-			continue
+// nodes it holds for their pods (d.Removal.Held) that still carry its
+// installed label: the node is tainted (FenceTaint), never relabelled,
+// with a Warning naming the pods, once. A node fenced that is no longer
+// held so (its pods gone and its removal starting, or targeted again)
+// loses the taint; a deleted Shim's fence is its RuntimeClasses'
+// (ClassFences), and its nodes lose theirs (fenced: false).
+func Fences(s *Snapshot, d *Decision, fencing bool) []Action {
+	want := map[string]bool{}
+	if fencing {
+		for _, name := range d.Removal.Held {
+			if v := d.ByName[name]; v != nil && v.Label == record.Installed {
+				want[name] = true
+			}
 		}
-		out = append(out, InOrder{Fence{Node: name, Shim: s.Shim.Name}, inUseWarning(s, v)})
+	}
+	var out Together
+	for i := range s.Views {
+		v := &s.Views[i]
+		has := HasFence(v.Node, s.Shim.Name)
+		switch {
+		case want[v.Node.Name] && !has:
+			out = append(out, InOrder{Fence{Node: v.Node, Shim: s.Shim.Name}, inUseWarning(s, v)})
+		case !want[v.Node.Name] && has:
+			out = append(out, Unfence{Node: v.Node, Shim: s.Shim.Name})
+		}
 	}
 	if len(out) == 0 {
 		return nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -160,4 +161,81 @@ func TestEvictions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFences: a node held for its pods keeps its label and is tainted
+// (once, with a Warning naming the pods); a fenced node no longer held
+// loses the taint; a deleted Shim's nodes (fencing off: its RuntimeClasses
+// are fenced) lose theirs; a taint of the key someone else wrote with
+// another value is not the Shim's.
+func TestFences(t *testing.T) {
+	three := intstr.FromInt32(3)
+	planner := rollout.Planner{Strategy: rollout.Strategy{MaxUpdate: &three}, ShimUID: "uid-spin", SpecHash: target}
+	shim := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "spin", UID: "uid-spin"}}
+	fence := decide.FenceTaint("spin")
+	fenced := func(v *decide.NodeView) { v.Node.Spec.Taints = []corev1.Taint{fence} }
+	foreign := func(v *decide.NodeView) {
+		v.Node.Spec.Taints = []corev1.Taint{{Key: fence.Key, Value: "theirs", Effect: corev1.TaintEffectNoSchedule}}
+	}
+	cases := []struct {
+		name           string
+		views          []decide.NodeView
+		pods           map[string][]string
+		fencing        bool
+		fence, unfence []string
+	}{
+		{name: "held, not fenced yet", views: []decide.NodeView{node("busy", "h1"), node("free", "h1")}, pods: map[string][]string{"busy": {"default/web"}}, fencing: true, fence: []string{"busy"}},
+		{name: "held, fenced already", views: []decide.NodeView{with(node("busy", "h1"), fenced)}, pods: map[string][]string{"busy": {"default/web"}}, fencing: true},
+		{name: "the pods gone", views: []decide.NodeView{with(node("busy", "h1"), fenced)}, fencing: true, unfence: []string{"busy"}},
+		{name: "a deleted Shim's", views: []decide.NodeView{with(node("busy", "h1"), fenced)}, pods: map[string][]string{"busy": {"default/web"}}, unfence: []string{"busy"}},
+		{name: "someone else's taint of the key", views: []decide.NodeView{with(node("busy", "h1"), foreign)}, pods: map[string][]string{"busy": {"default/web"}}, fencing: true, fence: []string{"busy"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			obs := &decide.Snapshot{Shim: shim, Hash: target, Views: c.views, Pods: c.pods}
+			d, err := decide.DecideRemoval(obs, planner, decide.DeliveryRules{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var fences, unfences, warnings []string
+			for _, a := range flattenActions(decide.Fences(obs, &d, c.fencing)) {
+				switch a := a.(type) {
+				case decide.Fence:
+					fences = append(fences, a.Node.Name)
+				case decide.Unfence:
+					unfences = append(unfences, a.Node.Name)
+				case decide.EmitEvent:
+					warnings = append(warnings, a.Note)
+				}
+			}
+			if !slices.Equal(fences, c.fence) || !slices.Equal(unfences, c.unfence) || len(warnings) != len(c.fence) {
+				t.Errorf("fence %v, unfence %v, warnings %q; want fence %v, unfence %v, a warning per fence", fences, unfences, warnings, c.fence, c.unfence)
+			}
+			for _, w := range warnings {
+				if !strings.Contains(w, "default/web") {
+					t.Errorf("warning %q names no pod", w)
+				}
+			}
+			if c.name == "someone else's taint of the key" && c.views[0].Node.Spec.Taints[0].Value != "theirs" {
+				t.Error("the node read was changed")
+			}
+		})
+	}
+}
+
+// flattenActions returns the actions of acts out of their Together and
+// InOrder groups, in order.
+func flattenActions(acts []decide.Action) []decide.Action {
+	var out []decide.Action
+	for _, a := range acts {
+		switch a := a.(type) {
+		case decide.Together:
+			out = append(out, flattenActions(a)...)
+		case decide.InOrder:
+			out = append(out, flattenActions(a)...)
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
 }

@@ -119,7 +119,7 @@ func PlanInstall(read *Snapshot, records []Action, r Rules) (*Plan, error) {
 		return nil, err
 	}
 	p := &Plan{Records: records, Stale: StaleRecords(obs), RCMReleases: RCMReleases(obs)}
-	p.Relabel = append(Relabel(obs, &d), Fences(obs, &d)...)
+	p.Relabel = append(Relabel(obs, &d), Fences(obs, &d, true)...)
 	p.Classes = Classes(obs, len(d.Rollin.Start) > 0)
 	if p.Classes.CanaryBlocked {
 		d.Rollin.Start = nil
@@ -167,7 +167,7 @@ func PlanRemoval(read *Snapshot, records []Action, planner rollout.Planner, r Ru
 		return nil, err
 	}
 	p := &Plan{Records: records}
-	p.Relabel = Relabel(obs, &d)
+	p.Relabel = append(Relabel(obs, &d), Fences(obs, &d, false)...)
 	if !d.Removal.Done {
 		var warn []Action
 		p.Classes, warn = ClassFences(obs, &d)
