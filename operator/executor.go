@@ -74,9 +74,9 @@ func (r *executor) do(ctx context.Context, run *acting, a decide.Action) error {
 	case decide.Unmark:
 		return nodelabel.Unmark(ctx, r.client, a.Node, a.Shim)
 	case decide.Fence:
-		return r.fence(ctx, a.Node, a.Shim, true)
+		return r.fence(ctx, a.Node, a.Taint, true)
 	case decide.Unfence:
-		return r.fence(ctx, a.Node, a.Shim, false)
+		return r.fence(ctx, a.Node, a.Taint, false)
 	case decide.DropRecords:
 		return nodelabel.DropRecords(ctx, r.client, a.Node, a.Keys...)
 	case decide.Untaint:
@@ -129,11 +129,10 @@ func (r *executor) untaint(ctx context.Context, a decide.Untaint) error {
 }
 
 // fence puts the Shim's fence taint on the node as read (on), or takes
-// it off; a node changed meanwhile is left to the next reconcile, which
+// that taint (key, value and effect) off; a node changed meanwhile is left to the next reconcile, which
 // reads it again.
-func (r *executor) fence(ctx context.Context, read *corev1.Node, shim string, on bool) error {
+func (r *executor) fence(ctx context.Context, read *corev1.Node, taint corev1.Taint, on bool) error {
 	node := read.DeepCopy()
-	taint := decide.FenceTaint(shim)
 	node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&taint) && t.Value == taint.Value })
 	if on {
 		node.Spec.Taints = append(node.Spec.Taints, taint)
@@ -143,7 +142,7 @@ func (r *executor) fence(ctx context.Context, read *corev1.Node, shim string, on
 	case apierrors.IsConflict(err):
 		return nil
 	case err != nil:
-		return fmt.Errorf("node %s: fence taint %s of Shim %s (on: %v): %w", node.Name, taint.Key, shim, on, err)
+		return fmt.Errorf("node %s: fence taint %s (on: %v): %w", node.Name, taint.ToString(), on, err)
 	}
 	return nil
 }

@@ -60,14 +60,14 @@ type Unmark struct{ Node, Shim string }
 // run on, admitted with the node's labels as they stay, until they end
 // and the node's removal starts. Unfence takes the taint off again.
 type Fence struct {
-	Node *corev1.Node
-	Shim string
+	Node  *corev1.Node
+	Taint corev1.Taint
 }
 
 // Unfence removes the Shim's fence taint from the node, as read.
 type Unfence struct {
-	Node *corev1.Node
-	Shim string
+	Node  *corev1.Node
+	Taint corev1.Taint
 }
 
 // DropRecords removes records another Shim object of the name left.

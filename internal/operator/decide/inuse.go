@@ -84,9 +84,9 @@ func Fences(s *Snapshot, d *Decision, fencing bool) []Action {
 		has := HasFence(v.Node, s.Shim.Name)
 		switch {
 		case want[v.Node.Name] && !has:
-			out = append(out, InOrder{Fence{Node: v.Node, Shim: s.Shim.Name}, inUseWarning(s, v)})
+			out = append(out, InOrder{Fence{Node: v.Node, Taint: FenceTaint(s.Shim.Name)}, inUseWarning(s, v)})
 		case !want[v.Node.Name] && has:
-			out = append(out, Unfence{Node: v.Node, Shim: s.Shim.Name})
+			out = append(out, Unfence{Node: v.Node, Taint: FenceTaint(s.Shim.Name)})
 		}
 	}
 	if len(out) == 0 {
