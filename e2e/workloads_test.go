@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -57,6 +58,9 @@ func keeperPod(name string, node testutil.ClusterNode) *corev1.Pod {
 //   - keep (a renamed runc shim) is installed, two pods run with it, and
 //     keep is upgraded under them: their shims run on from the earlier
 //     bundle version, which stays;
+//   - keep's selector leaves the node: the node keeps its label, gets
+//     keep's fence taint, and its kubelet restarted kills no pod; selected
+//     again, the taint goes;
 //   - the Shim is deleted: the node waits (Ready and Reconciling say
 //     HandlerInUse naming the pods); the node keeps the label the pods
 //     were admitted with, the RuntimeClass is fenced (a new pod of it
@@ -99,6 +103,7 @@ func testWorkloads(t *testing.T, c *testutil.Cluster, node testutil.ClusterNode,
 	stuckShimRefused(t, c, node, podSandboxOf(t, node, cids["keeper-2"]))
 	v1Dir := resolved(t, node, "/opt/shimkit/keep/current")
 	upgradeUnder(t, c, node, shim, srv.Add("/keep-2.tar.gz", v2.Data), v2.SHA256, v1Dir, cids["keeper-1"])
+	leftWhileRunning(t, c, node, cids)
 
 	// Delete the Shim: the node waits for the pods, saying so.
 	if err := c.Client.Delete(ctx, shim); err != nil {
@@ -248,6 +253,30 @@ func fencedWhileWaiting(t *testing.T, c *testutil.Cluster, node testutil.Cluster
 		t.Fatal(err)
 	}
 	defer func() { _ = c.Client.Delete(ctx, late, client.GracePeriodSeconds(0)) }()
+	kubeletRestartKillsNone(t, c, node, cids)
+	// The scheduler looked at the new pod and found no node.
+	waitFor(t, 30*time.Second, "keeper-late Unschedulable", func() bool {
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(late), late); err != nil {
+			return false
+		}
+		for _, cond := range late.Status.Conditions {
+			if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
+				return true
+			}
+		}
+		return false
+	})
+	if late.Spec.NodeName != "" || late.Spec.NodeSelector["shim.containerd.x-k8s.io/keep"] != "fenced" {
+		t.Errorf("a new pod of the fenced RuntimeClass: node %q, selector %v; want none, the fenced one", late.Spec.NodeName, late.Spec.NodeSelector)
+	}
+}
+
+// kubeletRestartKillsNone restarts the node's kubelet and checks that
+// the pods (cids: their containers by pod) run on in the same containers,
+// never restarted: the kubelet re-admitted them against the node as it is.
+func kubeletRestartKillsNone(t *testing.T, c *testutil.Cluster, node testutil.ClusterNode, cids map[string]string) {
+	t.Helper()
+	ctx := context.Background()
 	restarted := time.Now()
 	if out, err := node.Exec(ctx, "systemctl", "restart", node.KubeletUnit()); err != nil {
 		t.Fatalf("restart the kubelet: %v: %s", err, out)
@@ -266,21 +295,30 @@ func fencedWhileWaiting(t *testing.T, c *testutil.Cluster, node testutil.Cluster
 			t.Errorf("%s after the kubelet's restart: %s %s, containers %+v; want Running, container %s, no restart", name, p.Status.Phase, p.Status.Reason, cs, cid)
 		}
 	}
-	// The scheduler looked at the new pod and found no node.
-	waitFor(t, 30*time.Second, "keeper-late Unschedulable", func() bool {
-		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(late), late); err != nil {
-			return false
-		}
-		for _, cond := range late.Status.Conditions {
-			if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
-				return true
-			}
-		}
-		return false
-	})
-	if late.Spec.NodeName != "" || late.Spec.NodeSelector["shim.containerd.x-k8s.io/keep"] != "fenced" {
-		t.Errorf("a new pod of the fenced RuntimeClass: node %q, selector %v; want none, the fenced one", late.Spec.NodeName, late.Spec.NodeSelector)
+}
+
+// leftWhileRunning: keep's selector no longer selects the node while the
+// pods run: the node keeps its label and gets keep's fence taint; its
+// kubelet, restarted, kills no pod; selected again, it loses the taint
+// and keeps the shim (keep Ready again).
+func leftWhileRunning(t *testing.T, c *testutil.Cluster, node testutil.ClusterNode, cids map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	kubectl(t, c, "patch", "shim", "keep", "--type=merge", "-p", `{"spec":{"nodeSelector":{"kubernetes.io/hostname":"no-such-node"}}}`)
+	fence := corev1.Taint{Key: "shim.containerd.x-k8s.io/keep", Value: "fenced", Effect: corev1.TaintEffectNoSchedule}
+	fenced := func() bool {
+		n := &corev1.Node{}
+		return c.Client.Get(ctx, client.ObjectKey{Name: node.Name}, n) == nil && slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&fence) && t.Value == fence.Value }) &&
+			n.Labels["shim.containerd.x-k8s.io/keep"] == "installed"
 	}
+	waitFor(t, 60*time.Second, "the node fenced by keep's taint, its label kept", fenced)
+	kubeletRestartKillsNone(t, c, node, cids)
+	if !fenced() {
+		t.Error("the node's fence or label changed while the pods run")
+	}
+	kubectl(t, c, "patch", "shim", "keep", "--type=merge", "-p", `{"spec":{"nodeSelector":{"kubernetes.io/hostname":"`+node.Name+`"}}}`)
+	waitFor(t, 60*time.Second, "the fence gone once the node is selected again", func() bool { return !fenced() })
+	kubectl(t, c, "wait", "--for=condition=Ready", "shim/keep", "--timeout=60s")
 }
 
 // leaseRenewed is when the node's kubelet last renewed its Lease (zero:
