@@ -177,7 +177,8 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	// The status's retry (NewSnapshot), or the one this operator acted on
 	// since, which the cached status may not show yet.
 	w.Retried, w.RetriedHash = r.retries.latest(shim)
-	return observe(ctx, w, sources{pin: reconcilePin{r.resolve}, revert: r.revisions, views: r}, r.opts)
+	views := viewReads{resolve: r.resolve, reads: r.reads, revisions: r.revisions, classes: r.classes, check: r.gateCheck}
+	return observe(ctx, w, sources{pin: reconcilePin{r.resolve}, revert: r.revisions, views: views}, r.opts)
 }
 
 // reconcilePin is a reconcile's pinning: the artifact resolved and pinned
@@ -195,12 +196,22 @@ func (p reconcilePin) pinFor(ctx context.Context, obs *observed) pin.Pinned {
 	return statusPin{}.pinFor(ctx, obs)
 }
 
+// viewReads is a reconcile's viewReading: the roles that read what its
+// views call for.
+type viewReads struct {
+	resolve   *pin.Pinner
+	reads     *results.Reader
+	revisions *revision.Store
+	classes   *classes.Classes
+	check     *gateCheck
+}
+
 // readViews reads what a reconcile's views call for: the results of the
 // Jobs that finished, the pulls of those running, the revisions a new
 // one drops, the RuntimeClasses (and a predecessor's), the pods a
 // removal waits for and the health gate's failures; and when the
 // artifact is resolved again.
-func (r *Reconciler) readViews(ctx context.Context, obs *observed, attached map[types.UID]bool) (err error) {
+func (r viewReads) readViews(ctx context.Context, obs *observed, attached map[types.UID]bool) (err error) {
 	obs.ResolveAt = r.resolve.NextAt(obs.Shim, obs.Art)
 	r.reads.Keep(obs.Shim.Name, attached)
 	if err := r.reads.ReadFinished(ctx, obs); err != nil {
@@ -218,10 +229,10 @@ func (r *Reconciler) readViews(ctx context.Context, obs *observed, attached map[
 	if obs.RCMUID, err = r.classes.ReadPredecessor(ctx, obs); err != nil {
 		return err
 	}
-	if err := r.gateCheck.readPods(ctx, obs); err != nil {
+	if err := r.check.readPods(ctx, obs); err != nil {
 		return err
 	}
-	return r.gateCheck.readGate(ctx, obs)
+	return r.check.readGate(ctx, obs)
 }
 
 // group runs a reconcile's independent API calls (one per node) a few at
