@@ -58,6 +58,7 @@ func TestPluginPlanIsWhatTheOperatorDoes(t *testing.T) {
 	v2.Spec.FetchStrategy.AnonHTTP.Location = "https://artifacts.invalid/pl-v2.tar.gz"
 	file := writeShimFile(t, &v1alpha1.Shim{Spec: v2.Spec, ObjectMeta: metav1.ObjectMeta{Name: "pl"}})
 	noOperatorWarning(t, env, kubeconfig, file)
+	publishedOptions(t, env, kubeconfig, file)
 	var plan report.PlanReport
 	runPlugin(t, &plan, kubeconfig, "plan", "-f", file, "-o", "json")
 	if len(plan.Waves) != 3 || len(plan.Waves[0].Upgrade) != 2 {
@@ -256,5 +257,41 @@ func noOperatorWarning(t *testing.T, env *testutil.Env, kubeconfig, file string)
 	}
 	if code, _, stderr := pluginRun(kubeconfig, "plan", "-f", file); code != plugin.ExitOK || bytes.Contains(stderr, []byte(warning)) {
 		t.Errorf("plan with a fresh leader Lease: exit %d, stderr %q; want no warning", code, stderr)
+	}
+}
+
+// publishedOptions: the running operator published the options it plans
+// with, its defaults and the API server's version filled in, and a plan
+// uses them without a warning; with none published, a plan says it used
+// the defaults.
+func publishedOptions(t *testing.T, env *testutil.Env, kubeconfig, file string) {
+	t.Helper()
+	ctx := context.Background()
+	const warning = "planned with the defaults"
+	cm := &corev1.ConfigMap{}
+	waitFor(t, 10*time.Second, "the operator's options published", func() (bool, string) {
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: jobNamespace, Name: "shimkit-operator-options"}, cm)
+		return err == nil, fmt.Sprint(err)
+	})
+	var got map[string]any
+	if err := json.Unmarshal([]byte(cm.Data["options.json"]), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got["installerImage"] != "shimkit-installer:test" || got["namespace"] != jobNamespace || got["serverVersion"] == nil || got["batchWindow"] != float64(500*time.Millisecond) {
+		t.Errorf("published options %v, want the operator's (installer image, namespace, the API server's version, batch window 500ms)", got)
+	}
+	if code, _, stderr := pluginRun(kubeconfig, "plan", "-f", file); code != plugin.ExitOK || bytes.Contains(stderr, []byte(warning)) {
+		t.Errorf("plan beside the operator: exit %d, stderr %q; want no warning", code, stderr)
+	}
+	saved := cm.DeepCopy()
+	if err := env.Client.Delete(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := pluginRun(kubeconfig, "plan", "-f", file); code != plugin.ExitOK || !bytes.Contains(stderr, []byte(warning)) {
+		t.Errorf("plan with no options published: exit %d, stderr %q; want the warning", code, stderr)
+	}
+	saved.ResourceVersion, saved.UID = "", ""
+	if err := env.Client.Create(ctx, saved); err != nil {
+		t.Fatal(err)
 	}
 }

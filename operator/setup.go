@@ -10,6 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -56,6 +58,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// and ConfigMaps a resolution reads, the installer pods' results, the
 	// ControllerRevisions, runtime-class-manager's Shim are not cached).
 	newRoles(r, r.deps, r.gate)
+	// The leader publishes the options it plans with, for kubectl shimkit
+	// plan (not fatal: a plan then says it used the defaults).
+	publish := manager.RunnableFunc(func(ctx context.Context) error {
+		if err := publishOptions(ctx, mgr.GetClient(), r.opts); err != nil {
+			log.FromContext(ctx).Error(err, "kubectl shimkit plan will plan with the defaults")
+		}
+		<-ctx.Done()
+		return nil
+	})
+	if err := mgr.Add(publish); err != nil {
+		return err
+	}
 	r.nodes, r.jobs = watch.NewStore[*corev1.Node](), watch.NewStore[*batchv1.Job]()
 	if err := r.metrics.Register(crmetrics.Registry); err != nil {
 		return err

@@ -57,7 +57,7 @@ func setPaused(ctx context.Context, o *options, r reader, name string, paused bo
 
 // next says what the Shim's rollout does next, from its plan.
 func printNext(ctx context.Context, o *options, r reader, shim *v1alpha1.Shim) error {
-	rep, err := planReport(ctx, r, shim, shim, false)
+	rep, err := planReport(ctx, r, shim, shim, false, o.operatorOptions(ctx, r))
 	if err != nil {
 		return err
 	}

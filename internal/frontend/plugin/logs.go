@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shimkit/shimkit/internal/operator/jobview"
-	"github.com/shimkit/shimkit/internal/operator/results"
 	"github.com/shimkit/shimkit/internal/operator/nodejob"
+	"github.com/shimkit/shimkit/internal/operator/results"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 

@@ -2,12 +2,16 @@ package plugin
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shimkit/shimkit/internal/frontend/report"
+	"github.com/shimkit/shimkit/internal/operator/shimspec"
 	"github.com/shimkit/shimkit/operator"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
@@ -91,7 +95,7 @@ func runPlan(ctx context.Context, o *options, r reader, f *planFlags, name strin
 		return false, err
 	}
 	o.warnNoOperator(ctx, r, "nothing carries this plan out")
-	rep, err := planReport(ctx, r, shim, live, f.file != "")
+	rep, err := planReport(ctx, r, shim, live, f.file != "", o.operatorOptions(ctx, r))
 	if err != nil {
 		return false, err
 	}
@@ -103,7 +107,7 @@ func runPlan(ctx context.Context, o *options, r reader, f *planFlags, name strin
 
 // planReport decides the rollout of shim as the operator would, with
 // what changes from before.
-func planReport(ctx context.Context, r reader, shim, live *v1alpha1.Shim, fromFile bool) (report.PlanReport, error) {
+func planReport(ctx context.Context, r reader, shim, live *v1alpha1.Shim, fromFile bool, opts operator.Options) (report.PlanReport, error) {
 	nodes, jobs, results, err := r.fleet(ctx, shim.Name)
 	if err != nil {
 		return report.PlanReport{}, err
@@ -112,7 +116,6 @@ func planReport(ctx context.Context, r reader, shim, live *v1alpha1.Shim, fromFi
 	if err := r.c.List(ctx, &classes); err != nil {
 		return report.PlanReport{}, err
 	}
-	opts := operator.Options{InstallerImage: "-", Namespace: r.namespace}
 	p, err := operator.PreviewRollout(shim, nodes, jobs, results, classes.Items, opts, time.Now())
 	if err != nil {
 		return report.PlanReport{}, err
@@ -148,7 +151,7 @@ func runRemoval(ctx context.Context, o *options, r reader, out *output, name str
 	if err != nil {
 		return false, err
 	}
-	p, err := operator.PreviewRemoval(shim, nodes, jobs, results, wl, operator.Options{InstallerImage: "-", Namespace: r.namespace}, time.Now())
+	p, err := operator.PreviewRemoval(shim, nodes, jobs, results, wl, o.operatorOptions(ctx, r), time.Now())
 	if err != nil {
 		return false, err
 	}
@@ -156,4 +159,25 @@ func runRemoval(ctx context.Context, o *options, r reader, out *output, name str
 	return true, out.write(w, report.KindRemoval, p, func(format string) error {
 		return report.WriteRemoval(w, p, format == formatWide)
 	})
+}
+
+// operatorOptions are the options the operator in the namespace plans
+// with, as it published them (shimspec.OptionsConfigMap), so that a plan
+// is the operator's. None published (no operator ran there, or an older
+// one), or none readable: the defaults, with a warning saying so.
+func (o *options) operatorOptions(ctx context.Context, r reader) operator.Options {
+	defaults := operator.Options{InstallerImage: "-", Namespace: r.namespace}
+	cm := &corev1.ConfigMap{}
+	err := r.c.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: shimspec.OptionsConfigMap}, cm)
+	var p shimspec.Published
+	if err == nil {
+		p, err = shimspec.ParsePublished(cm.Data[shimspec.OptionsKey])
+	}
+	if err != nil {
+		fmt.Fprintf(o.streams.ErrOut, "warning: the operator's options in namespace %s are not read (%v): planned with the defaults\n", r.namespace, err)
+		return defaults
+	}
+	return operator.Options{InstallerImage: p.InstallerImage, Namespace: p.Namespace, Preset: p.Preset, ConfigMode: p.ConfigMode,
+		RestartTimeout: p.RestartTimeout, ServerVersion: p.ServerVersion, BatchWindow: p.BatchWindow, VerifyPeriod: p.VerifyPeriod,
+		MaxRestartingNodes: p.MaxRestartingNodes}
 }
