@@ -136,10 +136,14 @@
 // released so is not read again, though the cache still has it. A node
 // where pods of the Shim's RuntimeClasses run (the API server's pods, or
 // the sandboxes the node's installer found: HandlerInUse) is held: its
-// label turns to "uninstalling" and its uninstall waits for them, the
-// Shim's Ready and Reconciling conditions naming the nodes and pods
-// (reason HandlerInUse), while the other nodes go on; with
-// spec.deletePolicy Evict their pods are evicted through the Eviction API.
+// label stays as its pods were admitted with it (a restarted kubelet
+// re-checks it), its uninstall waits for them, the Shim's Ready and
+// Reconciling conditions naming the nodes and pods (reason HandlerInUse),
+// while the other nodes go on. New pods are kept off by a fence a kubelet
+// does not re-check: a deleted Shim's RuntimeClasses select no node
+// ("fenced"), and a node that left the Shim's selection gets the Shim's
+// NoSchedule taint until its uninstall starts. With spec.deletePolicy
+// Evict a deleted Shim's pods are evicted through the Eviction API.
 //
 // Disruption: with rolloutStrategy.disruption Cordon or Drain, a node is
 // cordoned (and drained, under its pods' PodDisruptionBudgets) before its

@@ -12,8 +12,9 @@ import (
 	"github.com/shimkit/shimkit/rollout"
 )
 
-// LabelUninstalling is the node label value while the shim is removed: the
-// RuntimeClass no longer selects the node, so no new pod lands there.
+// LabelUninstalling is the node label value once the node's uninstall
+// starts (no pod of the Shim runs there then): the RuntimeClass no longer
+// selects the node, so no new pod lands there.
 const LabelUninstalling = "uninstalling"
 
 // NodeView is what a reconcile knows of one node for one Shim: read from
@@ -127,7 +128,7 @@ func (v NodeView) CanaryChanged(reason, ran string) bool {
 // it.
 func (v NodeView) NeedsInstall(current string) bool {
 	st := v.State(current, false)
-	// A node whose removal was fenced (LabelUninstalling) and that is
+	// A node whose uninstall started (LabelUninstalling) and that is
 	// targeted again is installed again: a no-op there, which labels it.
 	return st == rollout.Absent || st == rollout.Installed && (v.SpecHash != current || v.Drifted != "" || v.Label == LabelUninstalling)
 }
