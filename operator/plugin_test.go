@@ -45,6 +45,10 @@ func TestPluginPlanIsWhatTheOperatorDoes(t *testing.T) {
 	kubeconfig := testutil.WriteKubeconfig(t, env.Config, filepath.Join(t.TempDir(), "kubeconfig"))
 	createNodes(t, env.Client, 5, nil, "p")
 	startKubelet(t, env, 300*time.Millisecond, nil)
+	// As the chart deploys it, empty: the operator fills it in.
+	if err := env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: jobNamespace, Name: "shimkit-operator-options"}}); err != nil {
+		t.Fatal(err)
+	}
 	startOperator(t, env)
 	if err := env.Client.Create(ctx, newShim("pl", "pl", "2", nil)); err != nil {
 		t.Fatal(err)
@@ -271,7 +275,7 @@ func publishedOptions(t *testing.T, env *testutil.Env, kubeconfig, file string) 
 	cm := &corev1.ConfigMap{}
 	waitFor(t, 10*time.Second, "the operator's options published", func() (bool, string) {
 		err := env.Client.Get(ctx, client.ObjectKey{Namespace: jobNamespace, Name: "shimkit-operator-options"}, cm)
-		return err == nil, fmt.Sprint(err)
+		return err == nil && cm.Data["options.json"] != "", fmt.Sprint(err, cm.Data)
 	})
 	var got map[string]any
 	if err := json.Unmarshal([]byte(cm.Data["options.json"]), &got); err != nil {
