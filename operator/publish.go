@@ -23,10 +23,10 @@ func (o Options) published() shimspec.Published {
 }
 
 // publishOptions writes the options the operator plans with into the
-// data of its namespace's shimkit.OptionsConfigMap, which its deployment
+// data of its namespace's shimspec.OptionsConfigMap, which its deployment
 // (the chart, operator/config) creates and deletes: the operator never
 // creates it, so nothing of it outlives the operator's release. Without
-// it, nothing is published (ErrNotDeployed).
+// it, nothing is published (errNotDeployed).
 func publishOptions(ctx context.Context, c client.Client, o Options) error {
 	data, err := json.Marshal(o.published())
 	if err != nil {
