@@ -10,11 +10,18 @@ import (
 	"github.com/shimkit/shimkit/internal/yamlpath"
 )
 
+// optionsConfigMap is the ConfigMap the operator publishes its options in
+// (always rendered, as in operator/config), not a dashboard's.
+const optionsConfigMap = "shimkit-operator-options"
+
 // TestMonitoringOff: with its defaults the chart renders no Service,
 // ServiceMonitor, PrometheusRule or dashboard ConfigMap (it renders exactly
 // operator/config: make verify-chart).
 func TestMonitoringOff(t *testing.T) {
 	for _, o := range render(t) {
+		if o["kind"] == "ConfigMap" && str(o, "metadata", "name") == optionsConfigMap {
+			continue
+		}
 		switch o["kind"] {
 		case "Service", "ServiceMonitor", "PrometheusRule", "ConfigMap":
 			t.Errorf("%s %s rendered with the defaults", o["kind"], str(o, "metadata", "name"))
@@ -63,7 +70,13 @@ func TestMonitoringOn(t *testing.T) {
 		t.Errorf("Service port %v: the operator container's port %v", port, cport)
 	}
 
-	cm := one(t, objs, "ConfigMap")
+	var dashboards []object
+	for _, o := range ofKind(objs, "ConfigMap") {
+		if str(o, "metadata", "name") != optionsConfigMap {
+			dashboards = append(dashboards, o)
+		}
+	}
+	cm := one(t, dashboards, "ConfigMap")
 	if l := str(cm, "metadata", "labels", "grafana_dashboard"); l != "1" {
 		t.Errorf("dashboard ConfigMap label grafana_dashboard %q, want \"1\"", l)
 	}
