@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,16 +27,20 @@ import (
 
 const jobNamespace = "shimkit-system"
 
-// startCluster starts a real API server with the Shim CRD and the Jobs'
-// namespace.
+// cluster is the API server the package's tests share, one at a time:
+// with the Shim CRD and the Jobs' namespace, each test's objects deleted
+// when it ends.
+var cluster = &testutil.SharedEnv{
+	AddToScheme: []func(*runtime.Scheme) error{v1alpha1.AddToScheme},
+	Prepare: func(ctx context.Context, c client.Client) error {
+		return c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: jobNamespace}})
+	},
+}
+
+// startCluster returns the package's API server for t alone.
 func startCluster(t testing.TB) *testutil.Env {
 	t.Helper()
-	env := testutil.StartEnv(t, v1alpha1.AddToScheme)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: jobNamespace}}
-	if err := env.Client.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return env
+	return cluster.Env(t)
 }
 
 // startOperator runs the reconciler in a manager until the returned stop
@@ -211,6 +216,10 @@ func TestMain(m *testing.M) {
 		ctrl.SetLogger(logr.Discard())
 	}
 	code := m.Run()
+	if err := cluster.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "stop the shared API server: %v\n", err)
+		code = 1
+	}
 	testutil.RemoveInstallerBinary()
 	os.Exit(code)
 }

@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -40,6 +41,23 @@ func StartEnv(t testing.TB, addToScheme ...func(*runtime.Scheme) error) *Env {
 func StartEnvWith(t testing.TB, configure func(*envtest.Environment), addToScheme ...func(*runtime.Scheme) error) *Env {
 	t.Helper()
 	RequireHarness(t)
+	env, err := startEnv(t, t.TempDir(), configure, addToScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Environment.Stop(); err != nil {
+			t.Errorf("stop envtest: %v", err)
+		}
+	})
+	return env
+}
+
+// startEnv starts kube-apiserver and etcd, their wrappers written into
+// dir, and returns them with a client whose scheme has the client-go
+// types and addToScheme's. Stopping them is the caller's.
+func startEnv(t testing.TB, dir string, configure func(*envtest.Environment), addToScheme []func(*runtime.Scheme) error) (*Env, error) {
+	t.Helper()
 	kube := BinDir(t, "kube", "KUBE_VERSION", "kube-apiserver")
 	etcd := BinDir(t, "etcd", "ETCD_VERSION", "etcd")
 
@@ -57,32 +75,27 @@ func StartEnvWith(t testing.TB, configure func(*envtest.Environment), addToSchem
 	// envtest starts them in process groups of their own and stops them
 	// in t.Cleanup, which a test binary ended by go test -timeout never
 	// runs: they die with it instead.
-	wrappers := t.TempDir()
-	env.ControlPlane.GetAPIServer().Path = diesWithParent(t, wrappers, filepath.Join(kube, "kube-apiserver"))
-	env.ControlPlane.Etcd = &envtest.Etcd{Path: diesWithParent(t, wrappers, filepath.Join(etcd, "etcd"))}
+	env.ControlPlane.GetAPIServer().Path = diesWithParent(t, dir, filepath.Join(kube, "kube-apiserver"))
+	env.ControlPlane.Etcd = &envtest.Etcd{Path: diesWithParent(t, dir, filepath.Join(etcd, "etcd"))}
 	if configure != nil {
 		configure(env)
 	}
 
 	cfg, err := env.Start()
 	if err != nil {
-		t.Fatalf("start envtest (kube-apiserver %s, etcd %s): %v", kube, etcd, err)
+		return nil, fmt.Errorf("start envtest (kube-apiserver %s, etcd %s): %w", kube, etcd, err)
 	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stop envtest: %v", err)
-		}
-	})
-
 	scheme := runtime.NewScheme()
 	for _, add := range append([]func(*runtime.Scheme) error{clientgoscheme.AddToScheme}, addToScheme...) {
 		if err := add(scheme); err != nil {
-			t.Fatal(err)
+			_ = env.Stop()
+			return nil, err
 		}
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
-		t.Fatal(err)
+		_ = env.Stop()
+		return nil, err
 	}
-	return &Env{Environment: env, Config: cfg, Client: c, Scheme: scheme}
+	return &Env{Environment: env, Config: cfg, Client: c, Scheme: scheme}, nil
 }
