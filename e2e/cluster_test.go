@@ -58,6 +58,7 @@ func TestCluster(t *testing.T) {
 			testDrain(t, c, ownNode(t, c, dump, images), ownNode(t, c, dump, images), build)
 		})
 		g.run("crio", true, func(t *testing.T) { testCRIOFleet(t, c, dump, images) })
+		g.run("crionode", true, func(t *testing.T) { testCRIONode(t, c, dump, images) })
 		g.wait()
 	})
 	// Each scenario deletes its Shims; after a failure, what is left goes

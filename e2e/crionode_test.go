@@ -20,21 +20,20 @@ import (
 	"github.com/shimkit/shimkit/internal/testutil"
 )
 
-// TestCRIONode: a CRI-O node (crio.service under systemd, CRI-O v1.34
-// built here, testutil.JoinOptions.CRIO) joins the cluster beside a
-// containerd node and gets Ready with kubelet v1.36 (outside CRI-O's skew
+// testCRIONode: a CRI-O node (crio.service under systemd, CRI-O v1.34
+// built here, testutil.JoinOptions.CRIO) joins the cluster beside its
+// containerd nodes and gets Ready with kubelet v1.36 (outside CRI-O's skew
 // policy); an OCI runtime Shim (Debian's runc as its bundle's binary:
 // Debian's crun 1.8.1 refuses CRI-O v1.34's containers) installed into it
 // by Installer.Install restarts crio.service through systemd, and its
 // canary pod runs to a zero exit through the kubelet, on the new handler
 // by a RuntimeClass; the Node announces the handler; the uninstall leaves
 // /etc/crio byte for byte as it was.
-func TestCRIONode(t *testing.T) {
+func testCRIONode(t *testing.T, c *testutil.Cluster, dump *dumper, images []string) {
 	ctx := context.Background()
-	build := testutil.ContainerdMatrix(t)[2]
-	c := testutil.StartClusterWith(t, testutil.ClusterOptions{Containerd: build, Nodes: 1})
 	start := time.Now()
-	n := c.AddNode(t, testutil.JoinOptions{CRIO: true})
+	n := c.AddNode(t, testutil.JoinOptions{CRIO: true, Images: images})
+	dump.onFailure(t)
 	node := &corev1.Node{}
 	if err := c.Client.Get(ctx, client.ObjectKey{Name: n.Name}, node); err != nil {
 		t.Fatal(err)
