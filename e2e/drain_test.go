@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -38,10 +39,12 @@ func plainPod(name string, node testutil.ClusterNode) *corev1.Pod {
 // (an install restarts containerd), on two nodes of its own.
 //   - a: a PodDisruptionBudget keeps its pod; the Shim cordons a, the
 //     drain is refused until its timeout, a fails with DrainBlocked
-//     quoting the budget, containerd there is not restarted, and a is
-//     uncordoned;
+//     quoting the budget, containerd there is not restarted, a is
+//     uncordoned, the Shim Degraded, and no node is cordoned again
+//     before a retry;
 //   - a retried (its timeout raised): cordoned again; the operator,
-//     killed mid-drain, resumes with the same cordon; once the budget
+//     killed mid-drain, resumes with the same cordon; its kubelet,
+//     restarted mid-drain, kills no pod; once the budget
 //     allows it, a's pod is evicted, containerd restarted, a uncordoned;
 //   - b, cordoned by an admin beforehand: drained, installed, and still
 //     cordoned after (shimkit lifts only its own cordons).
@@ -123,6 +126,16 @@ func testDrain(t *testing.T, c *testutil.Cluster, a, b testutil.ClusterNode, bui
 		t.Errorf("%s: containerd restarted though its drain failed", a.Name)
 	}
 	c.WaitPodRunning(t, "default", "web-a")
+	// Failed like any node: Degraded, and the rollout holds until a
+	// retry: no node is cordoned again meanwhile.
+	waitFor(t, 30*time.Second, "drained Degraded, NodeFailed", func() bool {
+		st := getShimStatus(t, c, "drained")
+		return meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionDegraded) && conditionReason(st, v1alpha1.ConditionDegraded) == v1alpha1.ReasonNodeFailed
+	})
+	time.Sleep(6 * time.Second) // three of the operator's resyncs
+	if _, ok, cordoned := disrupted(a); ok || cordoned {
+		t.Errorf("%s cordoned again before a retry (record %v, unschedulable %v)", a.Name, ok, cordoned)
+	}
 
 	// Retried, with a timeout that outlasts an operator's restart:
 	// cordoned again; the operator killed mid-drain resumes with the same
@@ -147,6 +160,9 @@ func testDrain(t *testing.T, c *testutil.Cluster, a, b testutil.ClusterNode, bui
 	if d, ok, cordoned := disrupted(a); !ok || !d.Since.Equal(first.Since) || !d.Cordoned || !cordoned {
 		t.Errorf("%s after the operator's restart: %+v %v unschedulable %v; want the cordon of %s kept", a.Name, d, ok, cordoned, first.Since)
 	}
+	// The kubelet restarted mid-drain kills no pod: web-a runs on in its
+	// container.
+	kubeletRestartKillsNone(t, c, a, map[string]string{"web-a": containerOf(t, c, "web-a")})
 	patch := client.MergeFrom(pdb.DeepCopy())
 	zero := intstr.FromInt32(0)
 	pdb.Spec.MinAvailable = &zero
@@ -189,4 +205,18 @@ func deleteShim(t *testing.T, c *testutil.Cluster, name string) {
 	waitFor(t, 180*time.Second, name+" gone", func() bool {
 		return apierrors.IsNotFound(c.Client.Get(ctx, client.ObjectKey{Name: name}, &v1alpha1.Shim{}))
 	})
+}
+
+// containerOf is the ID of the pod's one container (default namespace),
+// as kubeletRestartKillsNone compares it.
+func containerOf(t *testing.T, c *testutil.Cluster, pod string) string {
+	t.Helper()
+	p := &corev1.Pod{}
+	if err := c.Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: pod}, p); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].ContainerID == "" {
+		t.Fatalf("%s: containers %+v, want one running", pod, p.Status.ContainerStatuses)
+	}
+	return strings.TrimPrefix(p.Status.ContainerStatuses[0].ContainerID, "containerd://")
 }
