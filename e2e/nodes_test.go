@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -188,15 +189,27 @@ func testNodes(t *testing.T, c *testutil.Cluster, dump *dumper, nodes []testutil
 		t.Errorf("%s: /opt/shimkit left after the uninstall: %v", leaving.Name, err)
 	}
 
-	// A node joins the pool, tainted until its runtimes are there.
+	// A node joins the pool as an autoscaler makes it: tainted until its
+	// runtimes are there, with fleet's label declared by its node pool
+	// (what lets Karpenter place a pending pod of fleet's RuntimeClass on
+	// it). The label is not taken as an install; the pod, created before
+	// the node existed, waits, then runs there on the installed handler.
+	waiting := workloadPod("autoscaled", "", "fleet")
+	waiting.Spec.NodeSelector = map[string]string{autoscaledLabel: "yes"}
+	if err := c.Client.Create(ctx, waiting); err != nil {
+		t.Fatal(err)
+	}
 	start = time.Now()
+	declared := maps.Clone(pool)
+	declared[autoscaledLabel], declared[nodelabel.Key("fleet")] = "yes", nodelabel.Installed
 	joined := c.AddNode(t, testutil.JoinOptions{
-		Labels: pool,
+		Labels: declared,
 		Taints: []string{operator.PendingTaint + ":NoSchedule"},
 		Files:  map[string][]byte{readyMarker: []byte("fixed\n")},
 		Images: images,
 	})
 	dump.onFailure(t) // (while the joined node is there)
+	var untainted time.Time
 	waitFor(t, 180*time.Second, "the joined node to get both shims and lose its taint", func() bool {
 		node := &corev1.Node{}
 		_ = c.Client.Get(ctx, client.ObjectKey{Name: joined.Name}, node)
@@ -204,12 +217,26 @@ func testNodes(t *testing.T, c *testutil.Cluster, dump *dumper, nodes []testutil
 		ok2, _ := nodelabel.State(node, "flaky")
 		ok3, _ := nodelabel.State(node, "duo")
 		tainted := slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == operator.PendingTaint })
-		return ok1 && ok2 && ok3 && !tainted
+		if tainted && nodelabel.VerificationOf(node, "fleet", fleet.UID) == nil {
+			if p := podOf(t, c, waiting.Name); p.Spec.NodeName != "" {
+				t.Fatalf("the waiting pod was bound to %s before fleet was installed there", p.Spec.NodeName)
+			}
+		}
+		untainted = time.Now()
+		return ok1 && ok2 && ok3 && !tainted && nodelabel.VerificationOf(node, "fleet", fleet.UID) != nil
 	})
-	t.Logf("%s joined and got the three shims in %v", joined.Name, time.Since(start).Round(time.Second))
+	t.Logf("%s joined and got the three shims in %v; its taint lifted %v after it was Ready", joined.Name, time.Since(start).Round(time.Second),
+		untainted.Sub(readySince(t, c, joined.Name)).Round(time.Second))
 	// Its boot, then one installer run for the three Shims.
 	if got := joined.ContainerdStarts(t); got != 2 {
 		t.Errorf("containerd on the joined node %s started %d times, want twice (its boot, then one restart for the three Shims)", joined.Name, got)
+	}
+	ran := c.WaitPodRunning(t, "default", waiting.Name)
+	if ran.Spec.NodeName != joined.Name || len(ran.Status.ContainerStatuses) != 1 || ran.Status.ContainerStatuses[0].RestartCount != 0 {
+		t.Errorf("the waiting pod: node %s, containers %+v; want %s, one container never restarted", ran.Spec.NodeName, ran.Status.ContainerStatuses, joined.Name)
+	}
+	if err := c.Client.Delete(ctx, waiting, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
 	}
 
 	// Delete: every node as it was.
@@ -454,4 +481,33 @@ func rerunOne(t *testing.T, c *testutil.Cluster, nodes []testutil.ClusterNode, n
 			t.Errorf("Job %s on %s after the rerun of %s alone", j.Name, n, node)
 		}
 	}
+}
+
+// autoscaledLabel marks the node the nodes scenario joins as a node pool's.
+const autoscaledLabel = "shimkit.test/autoscaled"
+
+// podOf reads a pod of the default namespace.
+func podOf(t *testing.T, c *testutil.Cluster, name string) *corev1.Pod {
+	t.Helper()
+	p := &corev1.Pod{}
+	if err := c.Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// readySince is when the node's Ready condition last became true.
+func readySince(t *testing.T, c *testutil.Cluster, name string) time.Time {
+	t.Helper()
+	node := &corev1.Node{}
+	if err := c.Client.Get(context.Background(), client.ObjectKey{Name: name}, node); err != nil {
+		t.Fatal(err)
+	}
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+			return cond.LastTransitionTime.Time
+		}
+	}
+	t.Fatalf("node %s is not Ready", name)
+	return time.Time{}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shimkit/shimkit/nodelabel"
 	"github.com/shimkit/shimkit/operator"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
 // TestStartupTaint: a node that joins with the startup taint loses it
@@ -65,4 +66,57 @@ func TestStartupTaint(t *testing.T) {
 	if _, has := tainted("unselected"); !has {
 		t.Error("a node no Shim selects lost its taint")
 	}
+}
+
+// TestDeclaredLabelIsNoInstall: an autoscaled node joins as a node pool
+// declares it (a Karpenter NodePool's labels and startupTaints): the
+// Shim's label already "installed", a hash copied from another node, the
+// startup taint. The operator does not take the label as an install: it
+// installs the node (a Job runs there) and only then lifts the taint.
+func TestDeclaredLabelIsNoInstall(t *testing.T) {
+	env := startCluster(t)
+	ctx := context.Background()
+	k := startKubelet(t, env, time.Second, nil)
+	startOperator(t, env)
+	shim := newShim("kata", "kata", "1", map[string]string{"pool": "kata"})
+	if err := env.Client.Create(ctx, shim); err != nil {
+		t.Fatal(err)
+	}
+	var hash string
+	waitFor(t, 30*time.Second, "the Shim's spec hash", func() (bool, string) {
+		s := &v1alpha1.Shim{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(shim), s); err != nil {
+			return false, err.Error()
+		}
+		hash = s.Status.SpecHash
+		return hash != "", "no spec hash yet"
+	})
+	node := &corev1.Node{}
+	node.Name = "joined"
+	node.Labels = map[string]string{"pool": "kata", nodelabel.Key("kata"): nodelabel.Installed}
+	node.Annotations = map[string]string{nodelabel.Key("kata"): hash}
+	node.Spec.Taints = []corev1.Taint{{Key: operator.PendingTaint, Effect: corev1.TaintEffectNoSchedule}}
+	if err := env.Client.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "the taint lifted", func() (bool, string) {
+		n := &corev1.Node{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(node), n); err != nil {
+			return false, err.Error()
+		}
+		if slices.ContainsFunc(n.Spec.Taints, func(x corev1.Taint) bool { return x.Key == operator.PendingTaint }) {
+			return false, "still tainted"
+		}
+		if k.finished.Load() == 0 {
+			t.Fatalf("the taint was lifted with no install run: %v %v", n.Labels, n.Annotations)
+		}
+		s := &v1alpha1.Shim{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(shim), s); err != nil {
+			return false, err.Error()
+		}
+		if nodelabel.VerificationOf(n, "kata", s.UID) == nil {
+			t.Errorf("installed without a record of the install: %v", n.Annotations)
+		}
+		return true, ""
+	})
 }

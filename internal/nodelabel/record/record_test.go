@@ -45,7 +45,7 @@ func TestRecordsOf(t *testing.T) {
 		return strings.TrimSuffix(record, "}") + `,"machine":"` + machine + `"}`
 	}
 	type got struct {
-		Failure, Verification, LabelledByOther, Reimaged bool
+		Failure, Verification, LabelledByOther, Reimaged, Unrecorded bool
 		Stale                                            []string
 	}
 	for _, tc := range []struct {
@@ -66,6 +66,8 @@ func TestRecordsOf(t *testing.T) {
 		{name: "a node reporting no machine keeps its records", labelled: true, annotations: map[string]string{record.VerifiedKey("spin"): on(verified(uid), "m1")},
 			want: got{Verification: true}},
 		{name: "nothing"},
+		{name: "a label with no record is no Shim's (a node pool declared it)", labelled: true, want: got{Unrecorded: true}},
+		{name: "a label and a hash copied from another node, no record", labelled: true, annotations: map[string]string{record.Key("spin"): "h1"}, want: got{Unrecorded: true}},
 		{name: "its own", labelled: true, annotations: map[string]string{record.FailureKey("spin"): failure(uid), record.VerifiedKey("spin"): verified(uid)},
 			want: got{Failure: true, Verification: true}},
 		{name: "a predecessor's failure is stale", annotations: map[string]string{record.FailureKey("spin"): failure("uid-old")},
@@ -88,7 +90,7 @@ func TestRecordsOf(t *testing.T) {
 				node.Labels = map[string]string{record.Key("spin"): record.Installed}
 			}
 			r := record.RecordsOf(node, "spin", uid)
-			g := got{Failure: r.Failure != nil, Verification: r.Verification != nil, LabelledByOther: r.LabelledByOther, Reimaged: r.Reimaged, Stale: r.Stale}
+			g := got{Failure: r.Failure != nil, Verification: r.Verification != nil, LabelledByOther: r.LabelledByOther, Reimaged: r.Reimaged, Unrecorded: r.Unrecorded, Stale: r.Stale}
 			if d := cmp.Diff(tc.want, g); d != "" {
 				t.Errorf("RecordsOf (-want +got):\n%s", d)
 			}

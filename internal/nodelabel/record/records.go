@@ -29,6 +29,14 @@ type Records struct {
 	// cleaned): the verification record that came with it names another
 	// UID. The node has the shim at an unknown spec.
 	LabelledByOther bool
+	// Unrecorded: the shim's label says installed with no verification
+	// record beside it. A Shim writes both at once (nodelabel.Mark), so
+	// the label is someone else's: a node pool's declaration (a Karpenter
+	// NodePool's labels, a MachineDeployment's), an admin's copy. It is
+	// never taken as an install: the node has the shim at an unknown
+	// spec, if at all, and is installed (the installer changes nothing
+	// on a node that already has it).
+	Unrecorded bool
 	// Reimaged: the shim's label and its verification were recorded on
 	// another machine under the node's name (a node reimaged in place:
 	// its machine ID changed). The node no longer has the shim: its label
@@ -64,21 +72,22 @@ func RecordsOf(node *corev1.Node, shim string, uid types.UID) Records {
 	} else if f != nil {
 		r.Stale = append(r.Stale, FailureKey(shim))
 	}
-	if v := verificationOf(node, shim); v != nil {
-		_, labelled := node.Labels[Key(shim)]
-		switch {
-		case OtherMachine(v.Machine, node):
-			r.Reimaged = labelled
-			r.Stale = append(r.Stale, VerifiedKey(shim))
-		case v.of(uid):
-			r.Verification = v
-		case labelled:
-			// It tells whose the label is until the Shim installs the node
-			// again and nodelabel.Mark replaces it.
-			r.LabelledByOther = true
-		default:
-			r.Stale = append(r.Stale, VerifiedKey(shim))
-		}
+	v := verificationOf(node, shim)
+	_, labelled := node.Labels[Key(shim)]
+	switch {
+	case v == nil:
+		r.Unrecorded = node.Labels[Key(shim)] == Installed
+	case OtherMachine(v.Machine, node):
+		r.Reimaged = labelled
+		r.Stale = append(r.Stale, VerifiedKey(shim))
+	case v.of(uid):
+		r.Verification = v
+	case labelled:
+		// It tells whose the label is until the Shim installs the node
+		// again and nodelabel.Mark replaces it.
+		r.LabelledByOther = true
+	default:
+		r.Stale = append(r.Stale, VerifiedKey(shim))
 	}
 	return r
 }

@@ -249,6 +249,15 @@ func TestDecideNodeRecords(t *testing.T) {
 	withWasm := func(n *corev1.Node) *corev1.Node {
 		n.Labels[nodelabel.Key("wasm")] = nodelabel.Installed
 		n.Annotations[nodelabel.Key("wasm")] = "w1"
+		n.Annotations[nodelabel.VerifiedKey("wasm")] = `{"shimUID":"uid-wasm","specHash":"w1","time":"2026-11-25T06:00:00Z"}`
+		return n
+	}
+	// declared: the labels a node pool declares, with nothing recorded.
+	declared := func(n *corev1.Node, shims ...string) *corev1.Node {
+		for _, s := range shims {
+			delete(n.Annotations, nodelabel.VerifiedKey(s))
+			n.Labels[nodelabel.Key(s)] = nodelabel.Installed
+		}
 		return n
 	}
 	for _, tc := range []struct {
@@ -286,6 +295,15 @@ func TestDecideNodeRecords(t *testing.T) {
 			},
 			decide: func(obs *Snapshot, _ *Decision) []Action { return Taints(obs) },
 			want:   []string{"together: [untaint n2]"}},
+		{name: "the startup taint stays on a node whose labels a node pool declared, with no record of an install",
+			nodes: []*corev1.Node{tainted(declared(nodeAt("n1", "a", "h1", nil), "spin")), tainted(declared(withWasm(nodeAt("n2", "a", "h1", nil)), "wasm")), tainted(withWasm(nodeAt("n3", "a", "h1", nil)))},
+			setup: func(obs *Snapshot, _ *Decision) {
+				wasm := other.DeepCopy()
+				wasm.Spec.NodeSelector = map[string]string{"pool": "a"}
+				obs.Shims = []v1alpha1.Shim{*obs.Shim, *wasm}
+			},
+			decide: func(obs *Snapshot, _ *Decision) []Action { return Taints(obs) },
+			want:   []string{"together: [untaint n3]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obs := &Snapshot{Shim: shim.DeepCopy(), Hash: "h1", SpecHash: "h1", Now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}

@@ -35,7 +35,8 @@ func decideShim() *v1alpha1.Shim {
 }
 
 // nodeAt is a Linux containerd node of the pool (pool "" : none), with the
-// Shim's label and hash when hash is set, and its canary.
+// Shim's label, hash and verification record (as nodelabel.Mark writes
+// them) when hash is set, and its canary.
 func nodeAt(name, pool, hash string, annotations map[string]string) *corev1.Node {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name),
 		Labels: map[string]string{corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux"}, Annotations: map[string]string{}},
@@ -46,6 +47,7 @@ func nodeAt(name, pool, hash string, annotations map[string]string) *corev1.Node
 	if hash != "" {
 		n.Labels[nodelabel.Key("spin")] = nodelabel.Installed
 		n.Annotations[nodelabel.Key("spin")] = hash
+		n.Annotations[nodelabel.VerifiedKey("spin")] = `{"shimUID":"uid-spin","specHash":"` + hash + `","time":"2026-11-25T06:00:00Z"}`
 	}
 	for k, v := range annotations {
 		n.Annotations[k] = v
@@ -97,6 +99,12 @@ func TestDecideRollout(t *testing.T) {
 		{name: "a label another Shim object put is installed again",
 			nodes: []*corev1.Node{nodeAt("n1", "a", hash, map[string]string{nodelabel.VerifiedKey("spin"): `{"shimUID":"uid-old","specHash":"` + hash + `","time":"2026-11-25T06:00:00Z"}`})},
 			start: []string{"n1"}},
+		{name: "a label no Shim wrote (a node pool's) is installed",
+			nodes: []*corev1.Node{func() *corev1.Node {
+				n := nodeAt("n1", "a", hash, nil)
+				delete(n.Annotations, nodelabel.VerifiedKey("spin"))
+				return n
+			}()}, start: []string{"n1"}},
 		{name: "control-plane nodes are left alone", nodes: []*corev1.Node{func() *corev1.Node {
 			n := nodeAt("cp", "a", "", nil)
 			n.Labels[nodeview.ControlPlaneLabel] = ""

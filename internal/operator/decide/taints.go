@@ -25,7 +25,8 @@ func Taints(obs *Snapshot) []Action {
 }
 
 // allInstalled: every Shim (not being deleted) that targets the node has
-// it installed at its current spec hash; the reconciled Shim at obs.Hash.
+// it installed at its current spec hash, as that Shim recorded it (a label
+// a node pool declared is no install); the reconciled Shim at obs.Hash.
 func allInstalled(obs *Snapshot, shims []v1alpha1.Shim, node *corev1.Node) bool {
 	for i := range shims {
 		s := &shims[i]
@@ -33,7 +34,7 @@ func allInstalled(obs *Snapshot, shims []v1alpha1.Shim, node *corev1.Node) bool 
 			continue
 		}
 		installed, hash := record.State(node, s.Name)
-		if !installed || s.Status.SpecHash == "" || hash != s.Status.SpecHash {
+		if !installed || s.Status.SpecHash == "" || hash != s.Status.SpecHash || record.RecordsOf(node, s.Name, s.UID).Verification == nil {
 			return false
 		}
 	}

@@ -126,9 +126,10 @@ func NodeViewOf(shim *v1alpha1.Shim, node *corev1.Node, canary string) NodeView 
 		// again.
 		v.Label, v.SpecHash, v.Reimaged = "", "", true
 	}
-	if recs.LabelledByOther {
-		// A predecessor of the same name's, at a spec unknown: installed
-		// again (an upgrade), which makes the label this Shim's.
+	if recs.LabelledByOther || recs.Unrecorded {
+		// A predecessor of the same name's, or no Shim's (a node pool's
+		// declaration), at a spec unknown: installed again, which makes
+		// the label this Shim's. Until then the startup taint stays.
 		v.SpecHash = ""
 	}
 	return v
