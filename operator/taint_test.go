@@ -2,6 +2,7 @@ package operator_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -105,7 +106,9 @@ func TestDeclaredLabelIsNoInstall(t *testing.T) {
 			return false, err.Error()
 		}
 		if slices.ContainsFunc(n.Spec.Taints, func(x corev1.Taint) bool { return x.Key == operator.PendingTaint }) {
-			return false, "still tainted"
+			s := &v1alpha1.Shim{}
+			_ = env.Client.Get(ctx, client.ObjectKeyFromObject(shim), s)
+			return false, fmt.Sprintf("still tainted: %d Jobs finished; node %v %v; status %+v", k.finished.Load(), n.Labels, n.Annotations, s.Status)
 		}
 		if k.finished.Load() == 0 {
 			t.Fatalf("the taint was lifted with no install run: %v %v", n.Labels, n.Annotations)

@@ -75,9 +75,11 @@ func jobDone(j *batchv1.Job) bool {
 // own keys (nodelabel.Prefix): what node selectors see. The operator's own
 // label writes are echoes of a reconcile; a label of shimkit's changed by
 // hand is seen on the next reconcile (at the latest the verify period).
-// On a node with the startup taint every label change passes: the Shim
-// that labels the node last may not see the others' labels yet, and the
-// taint goes when a reconcile sees them all.
+// On a node with the startup taint every change of a label or an
+// annotation passes: the Shim that labels the node last may not see the
+// others' labels yet, and a node whose label a node pool declared changes
+// only in its records (annotations) when it is installed; the taint goes
+// when a reconcile sees them all.
 func ForeignLabelChanged() predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
@@ -85,7 +87,8 @@ func ForeignLabelChanged() predicate.Funcs {
 		GenericFunc: func(event.GenericEvent) bool { return false },
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			if n, ok := e.ObjectNew.(*corev1.Node); ok && slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == nodeview.PendingTaint }) {
-				return !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels())
+				return !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) ||
+					!maps.Equal(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations())
 			}
 			return !maps.Equal(foreignLabels(e.ObjectOld), foreignLabels(e.ObjectNew))
 		},

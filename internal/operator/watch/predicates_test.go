@@ -43,6 +43,10 @@ func TestWatchPredicates(t *testing.T) {
 		return n
 	}
 	ours := map[string]string{"pool": "a", "shim.containerd.x-k8s.io/spin": "installed"}
+	recorded := func(n client.Object) client.Object {
+		n.SetAnnotations(map[string]string{"verified.shim.containerd.x-k8s.io/spin": `{"shimUID":"u1"}`})
+		return n
+	}
 	for _, tc := range []struct {
 		name     string
 		p        predicate.Predicate
@@ -58,6 +62,8 @@ func TestWatchPredicates(t *testing.T) {
 		{"selector label", ForeignLabelChanged(), node(map[string]string{"pool": "a"}, false), node(map[string]string{"pool": "b"}, false), true},
 		{"shimkit's own label", ForeignLabelChanged(), node(map[string]string{"pool": "a"}, false), node(ours, false), false},
 		{"shimkit's own label on a tainted node", ForeignLabelChanged(), node(map[string]string{"pool": "a"}, true), node(ours, true), true},
+		{"a record written on a tainted node whose label was declared", ForeignLabelChanged(), node(ours, true), recorded(node(ours, true)), true},
+		{"a record written on an untainted node", ForeignLabelChanged(), node(ours, false), recorded(node(ours, false)), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.p.Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}); got != tc.want {
