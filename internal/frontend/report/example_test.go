@@ -21,8 +21,9 @@ func ExampleStatus() {
 		Spec:   v1alpha1.ShimSpec{RuntimeClass: v1alpha1.RuntimeClassSpec{Name: "spin"}},
 		Status: v1alpha1.ShimStatus{SpecHash: "5d41402abc4b2a76"}}
 	done := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1",
-		Labels:      map[string]string{record.Key("spin"): record.Installed},
-		Annotations: map[string]string{record.Key("spin"): "5d41402abc4b2a76"}}}
+		Labels: map[string]string{record.Key("spin"): record.Installed},
+		Annotations: map[string]string{record.Key("spin"): "5d41402abc4b2a76", // with the install's record, as nodelabel.Mark writes them
+			record.VerifiedKey("spin"): `{"shimUID":"uid-spin","specHash":"5d41402abc4b2a76","time":"2026-11-26T09:00:00Z"}`}}}
 	done.Status.NodeInfo.ContainerRuntimeVersion = "containerd://2.2.0"
 	crio := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}}
 	crio.Status.NodeInfo.ContainerRuntimeVersion = "cri-o://1.34.0"

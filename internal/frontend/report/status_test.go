@@ -54,6 +54,7 @@ func fleetOf() (*v1alpha1.Shim, []*corev1.Node, []*batchv1.Job) {
 	}
 	installed := func(n *corev1.Node, hash string) *corev1.Node {
 		n.Labels[record.Key("spin")], n.Annotations[record.Key("spin")] = record.Installed, hash
+		n.Annotations[record.VerifiedKey("spin")] = `{"shimUID":"shim-uid","specHash":"` + hash + `","time":"2026-11-26T09:00:00Z"}` // as nodelabel.Mark writes
 		return n
 	}
 	failed := node("n-failed", "containerd://2.2.0", nil)
