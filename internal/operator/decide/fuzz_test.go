@@ -31,8 +31,13 @@ import (
 // record, a predecessor's record, a new machine under its name, the
 // startup taint.
 func fuzzView(shim *v1alpha1.Shim, name string, b byte) NodeView {
-	hash := []string{"", "h1", "h0", ""}[b&3]
+	hash := []string{"", "h1", "h0", "h1"}[b&3]
 	n := nodeAt(name, "a", hash, nil)
+	if b&3 == 3 {
+		// Declared by a node pool: the label (and a hash copied from
+		// another node) with no record of an install.
+		delete(n.Annotations, nodelabel.VerifiedKey("spin"))
+	}
 	if b&0x80 != 0 {
 		n.Spec.Taints = []corev1.Taint{{Key: nodeview.PendingTaint, Effect: corev1.TaintEffectNoSchedule}}
 	}
@@ -153,7 +158,8 @@ func checkVerifies(t *testing.T, obs *Snapshot, p *Plan) {
 //     succeeded; a label or record removed only from a node that has some
 //     of the Shim; a failure recorded only for a Job that failed;
 //   - a running Job is ended only when its pod cannot pull;
-//   - the startup taint goes only from a node installed at the target;
+//   - the startup taint goes only from a node installed at the target, by
+//     the Shim (a label a node pool declared, with no record, is none);
 //   - each node gets at most one label write per decision;
 //   - no RuntimeClass written or deleted that is not the Shim's, but
 //     for the takeover of one the runtime-class-manager Shim of the UID
@@ -272,8 +278,12 @@ func checkActions(t *testing.T, obs *Snapshot, before map[string]NodeView, acts 
 					t.Errorf("Job of %s ended without a pull failure", a.Node)
 				}
 			case Untaint:
-				if v := before[a.Node.Name]; v.Label != nodelabel.Installed && (v.Job == nil || !v.Job.Succeeded()) {
+				v := before[a.Node.Name]
+				if v.Label != nodelabel.Installed && (v.Job == nil || !v.Job.Succeeded()) {
 					t.Errorf("taint of %s released before it has the shim", a.Node.Name)
+				}
+				if nodelabel.RecordsOf(v.Node, obs.Shim.Name, obs.Shim.UID).Verification == nil && (v.Job == nil || !v.Job.Succeeded()) {
+					t.Errorf("taint of %s released on a label no Shim wrote", a.Node.Name)
 				}
 			}
 		}
