@@ -14,5 +14,8 @@
 // name the UID of the Shim object that wrote them, and RecordsOf reads
 // them for one Shim object only: a Shim deleted and created again under the
 // same name does not inherit its predecessor's failure, verification or
-// label, and finds them stale (Records.Stale, Records.LabelledByOther).
+// label, and finds them stale (Records.Stale, Records.LabelledByOther). A
+// label with no record beside it was not written by a Shim (a node pool
+// declared it, say): RecordsOf says so (Records.Unrecorded), and the
+// operator does not take it as an install.
 package nodelabel
