@@ -46,7 +46,7 @@ func TestRecordsOf(t *testing.T) {
 	}
 	type got struct {
 		Failure, Verification, LabelledByOther, Reimaged, Unrecorded bool
-		Stale                                            []string
+		Stale                                                        []string
 	}
 	for _, tc := range []struct {
 		name        string
