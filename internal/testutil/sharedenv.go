@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,8 +29,9 @@ import (
 // place of one each: starting kube-apiserver and etcd took 12 s of a
 // test's 14 on two cores, and the operator's tests started 51.
 //
-// The first test that asks starts it; each test has it alone (a second
-// one waits) and, when it ends, gets back what it found: every object
+// The first test that asks starts it; each test has it alone (one that
+// asks while another holds it fails, naming the holder: tests sharing it
+// run one at a time) and, when it ends, gets back what it found: every object
 // it left (any resource the API server lists, its finalizers cleared,
 // namespaces finalized) is deleted before the next test may start.
 // kube-system, and what was there when Prepare was done, stay. A
@@ -44,12 +46,13 @@ type SharedEnv struct {
 	// are recorded (the namespaces every test expects, say).
 	Prepare func(ctx context.Context, c client.Client) error
 
-	once  sync.Once
-	inUse sync.Mutex
-	env   *Env
-	err   error
-	dir   string
-	reset *resetter
+	once   sync.Once
+	inUse  sync.Mutex
+	holder atomic.Pointer[string] // the name of the test that holds it
+	env    *Env
+	err    error
+	dir    string
+	reset  *resetter
 }
 
 // Env returns the running control plane for t, starting it on the first
@@ -58,7 +61,15 @@ type SharedEnv struct {
 func (s *SharedEnv) Env(t testing.TB) *Env {
 	t.Helper()
 	RequireHarness(t)
-	s.inUse.Lock()
+	if !s.inUse.TryLock() {
+		holder := "another test"
+		if h := s.holder.Load(); h != nil {
+			holder = *h
+		}
+		t.Fatalf("the shared control plane is held by %s: its tests run one at a time, and each asks once", holder)
+	}
+	name := t.Name()
+	s.holder.Store(&name)
 	s.once.Do(func() { s.err = s.start(t) })
 	if s.err != nil {
 		s.inUse.Unlock()
