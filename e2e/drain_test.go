@@ -211,10 +211,7 @@ func deleteShim(t *testing.T, c *testutil.Cluster, name string) {
 // as kubeletRestartKillsNone compares it.
 func containerOf(t *testing.T, c *testutil.Cluster, pod string) string {
 	t.Helper()
-	p := &corev1.Pod{}
-	if err := c.Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: pod}, p); err != nil {
-		t.Fatal(err)
-	}
+	p := podOf(t, c, pod)
 	if len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].ContainerID == "" {
 		t.Fatalf("%s: containers %+v, want one running", pod, p.Status.ContainerStatuses)
 	}

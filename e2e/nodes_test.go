@@ -209,7 +209,6 @@ func testNodes(t *testing.T, c *testutil.Cluster, dump *dumper, nodes []testutil
 		Images: images,
 	})
 	dump.onFailure(t) // (while the joined node is there)
-	var untainted time.Time
 	waitFor(t, 180*time.Second, "the joined node to get both shims and lose its taint", func() bool {
 		node := &corev1.Node{}
 		_ = c.Client.Get(ctx, client.ObjectKey{Name: joined.Name}, node)
@@ -217,16 +216,16 @@ func testNodes(t *testing.T, c *testutil.Cluster, dump *dumper, nodes []testutil
 		ok2, _ := nodelabel.State(node, "flaky")
 		ok3, _ := nodelabel.State(node, "duo")
 		tainted := slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == operator.PendingTaint })
-		if tainted && nodelabel.VerificationOf(node, "fleet", fleet.UID) == nil {
+		recorded := nodelabel.VerificationOf(node, "fleet", fleet.UID) != nil
+		if tainted && !recorded {
 			if p := podOf(t, c, waiting.Name); p.Spec.NodeName != "" {
 				t.Fatalf("the waiting pod was bound to %s before fleet was installed there", p.Spec.NodeName)
 			}
 		}
-		untainted = time.Now()
-		return ok1 && ok2 && ok3 && !tainted && nodelabel.VerificationOf(node, "fleet", fleet.UID) != nil
+		return ok1 && ok2 && ok3 && !tainted && recorded
 	})
 	t.Logf("%s joined and got the three shims in %v; its taint lifted %v after it was Ready", joined.Name, time.Since(start).Round(time.Second),
-		untainted.Sub(readySince(t, c, joined.Name)).Round(time.Second))
+		time.Since(readySince(t, c, joined.Name)).Round(time.Second))
 	// Its boot, then one installer run for the three Shims.
 	if got := joined.ContainerdStarts(t); got != 2 {
 		t.Errorf("containerd on the joined node %s started %d times, want twice (its boot, then one restart for the three Shims)", joined.Name, got)

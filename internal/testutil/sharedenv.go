@@ -126,11 +126,10 @@ func (s *SharedEnv) Stop() error {
 
 // resetter deletes what tests left on an API server.
 type resetter struct {
-	disc  discovery.DiscoveryInterface
-	dyn   dynamic.Interface
-	kube  kubernetes.Interface
-	keep  map[types.UID]bool
-	kinds []schema.GroupVersionResource
+	disc discovery.DiscoveryInterface
+	dyn  dynamic.Interface
+	kube kubernetes.Interface
+	keep map[types.UID]bool
 }
 
 func newResetter(env *Env) (*resetter, error) {
@@ -149,17 +148,26 @@ func newResetter(env *Env) (*resetter, error) {
 
 // record keeps every object there now.
 func (r *resetter) record(ctx context.Context) error {
-	return r.each(ctx, func(_ schema.GroupVersionResource, o metav1.Object) error {
+	kinds, err := r.resources()
+	if err != nil {
+		return err
+	}
+	return r.each(ctx, kinds, func(_ schema.GroupVersionResource, o metav1.Object) error {
 		r.keep[o.GetUID()] = true
 		return nil
 	})
 }
 
 // run deletes every object not recorded, and waits until they are gone.
+// It asks the server for its resources once: a test may have added a CRD.
 func (r *resetter) run(ctx context.Context) error {
+	kinds, err := r.resources()
+	if err != nil {
+		return err
+	}
 	for {
 		var left []string
-		err := r.each(ctx, func(gvr schema.GroupVersionResource, o metav1.Object) error {
+		err := r.each(ctx, kinds, func(gvr schema.GroupVersionResource, o metav1.Object) error {
 			if r.keep[o.GetUID()] || o.GetNamespace() == metav1.NamespaceSystem {
 				return nil
 			}
@@ -211,13 +219,8 @@ func ignoreGone(err error) error {
 	return err
 }
 
-// each calls f with every object of every resource the server lists and
-// deletes, but the server's own API registrations and flow control.
-func (r *resetter) each(ctx context.Context, f func(schema.GroupVersionResource, metav1.Object) error) error {
-	kinds, err := r.resources()
-	if err != nil {
-		return err
-	}
+// each calls f with every object of the resources kinds.
+func (r *resetter) each(ctx context.Context, kinds []schema.GroupVersionResource, f func(schema.GroupVersionResource, metav1.Object) error) error {
 	for _, gvr := range kinds {
 		list, err := r.dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
 		if apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err) {
@@ -235,8 +238,8 @@ func (r *resetter) each(ctx context.Context, f func(schema.GroupVersionResource,
 	return nil
 }
 
-// resources lists the resources to reset, asking the server each time:
-// a test may have added a CRD.
+// resources lists what the server lists and deletes, but its own API
+// registrations and flow control.
 func (r *resetter) resources() ([]schema.GroupVersionResource, error) {
 	lists, err := r.disc.ServerPreferredResources()
 	if err != nil && len(lists) == 0 {

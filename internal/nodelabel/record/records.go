@@ -73,10 +73,10 @@ func RecordsOf(node *corev1.Node, shim string, uid types.UID) Records {
 		r.Stale = append(r.Stale, FailureKey(shim))
 	}
 	v := verificationOf(node, shim)
-	_, labelled := node.Labels[Key(shim)]
+	label, labelled := node.Labels[Key(shim)]
 	switch {
 	case v == nil:
-		r.Unrecorded = node.Labels[Key(shim)] == Installed
+		r.Unrecorded = label == Installed
 	case OtherMachine(v.Machine, node):
 		r.Reimaged = labelled
 		r.Stale = append(r.Stale, VerifiedKey(shim))
