@@ -96,12 +96,7 @@ func scale(b *testing.B, nodes int, d time.Duration, qps, window string) (last t
 	createNodes(b, env.Client, nodes, map[string]string{"wasm": "true"}, "node")
 	k := startKubelet(b, env, d, nil)
 
-	bin := filepath.Join(b.TempDir(), "shimkit-operator")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/shimkit-operator")
-	build.Dir = testutil.RepoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := testutil.GoBuild(b, "./cmd/shimkit-operator", filepath.Join(b.TempDir(), "shimkit-operator"))
 	kubeconfig := testutil.WriteKubeconfig(b, env.Config, filepath.Join(b.TempDir(), "kubeconfig"))
 	metricsAddr := freeAddr(b)
 

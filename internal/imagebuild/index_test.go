@@ -158,15 +158,7 @@ func TestIndexRunsInContainerd(t *testing.T) {
 	var imgs []imagebuild.Image
 	for _, arch := range []string{"amd64", "arm64"} {
 		bin := filepath.Join(dir, "shimkit-installer-"+arch)
-		testutil.GoBuild(t, "./cmd/shimkit-installer", bin)
-		if arch != "amd64" {
-			// GoBuild builds for this machine; GOARCH for the other.
-			cmd := exec.Command("go", "build", "-o", bin, "./cmd/shimkit-installer")
-			cmd.Dir, cmd.Env = testutil.RepoRoot(), append(os.Environ(), "CGO_ENABLED=0", "GOARCH="+arch)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("go build for %s: %v\n%s", arch, err, out)
-			}
-		}
+		testutil.GoBuildArch(t, arch, "./cmd/shimkit-installer", bin)
 		imgs = append(imgs, imagebuild.Image{Binary: bin, Name: "shimkit-installer", Arch: arch})
 	}
 	ref := "shimkit.test/shimkit-installer:index"

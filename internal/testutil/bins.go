@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // RequireHarness stops a test that needs real external parts when the tests
@@ -95,25 +94,4 @@ func BinDir(t testing.TB, component, versionKey string, names ...string) string 
 		}
 	}
 	return dir
-}
-
-// buildLimit bounds a go build of a test: the first of a cold run
-// compiles the operator's dependencies (minutes on two cores; make test's
-// prerequisites compile them first).
-const buildLimit = 10 * time.Minute
-
-// GoBuild builds the repository's package pkg ("./cmd/shimkit-installer")
-// into the file out with the flags, statically (CGO_ENABLED=0, as make
-// test builds everything, so the compiled packages are shared), and
-// returns out. The build is the test's (Command) and bounded.
-func GoBuild(t testing.TB, pkg, out string, flags ...string) string {
-	t.Helper()
-	args := append(append([]string{"build"}, flags...), "-o", out, pkg)
-	cmd := Command(t, "go", args...)
-	cmd.Dir = RepoRoot()
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if output, err := RunBounded(cmd, "go build "+pkg, buildLimit); err != nil {
-		t.Fatalf("%v\n%s", err, output)
-	}
-	return out
 }

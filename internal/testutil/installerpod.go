@@ -123,11 +123,7 @@ func InstallerBinary(t testing.TB) string {
 			return
 		}
 		installerBin.path = filepath.Join(dir, "shimkit-installer")
-		cmd := Command(t, "go", "build", "-o", installerBin.path, "./cmd/shimkit-installer")
-		cmd.Dir = RepoRoot()
-		if out, err := RunBounded(cmd, "go build ./cmd/shimkit-installer", buildLimit); err != nil {
-			installerBin.err = fmt.Errorf("%w\n%s", err, out)
-		}
+		GoBuild(t, "./cmd/shimkit-installer", installerBin.path)
 	})
 	if installerBin.err != nil {
 		t.Fatal(installerBin.err)
