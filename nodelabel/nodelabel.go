@@ -43,11 +43,13 @@ func Mark(ctx context.Context, c client.Client, node, shim string, uid types.UID
 	return patch(ctx, c, node, shim, Installed, specHash, Verification{ShimUID: uid})
 }
 
-// MarkOn is Mark on the machine the node is now (record.Machine of the
-// Node as read): once the node is reimaged under its name, the label and
-// the records are the old machine's (Records.Reimaged), and go.
+// MarkOn is Mark on the machine the node is now, in its current boot
+// (record.Machine and record.Boot of the Node as read): once the node is
+// reimaged under its name, the label and the records are the old
+// machine's (Records.Reimaged), and go; once it boots again, the Shim's
+// operator verifies it again.
 func MarkOn(ctx context.Context, c client.Client, node *corev1.Node, shim string, uid types.UID, specHash string) error {
-	return patch(ctx, c, node.Name, shim, Installed, specHash, Verification{ShimUID: uid, Machine: record.Machine(node)})
+	return patch(ctx, c, node.Name, shim, Installed, specHash, Verification{ShimUID: uid, Machine: record.Machine(node), Boot: record.Boot(node)})
 }
 
 // SetState changes only the value of the shim's label, from the value

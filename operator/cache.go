@@ -56,7 +56,8 @@ func TrimJob(obj any) (any, error) {
 // (without managed fields), their spec (the taints: the startup taint is
 // patched from the cached node) and, of their status, the operating
 // system, architecture, container runtime and kubelet version the kubelet
-// reports (imageWay reads the versions) and its runtime handlers. It drops the images (tens of kilobytes per node on
+// reports (imageWay reads the versions), its machine and boot IDs and its
+// runtime handlers. It drops the images (tens of kilobytes per node on
 // real clusters), the conditions, addresses, capacity and the rest of the
 // system info, which the reconciler never reads.
 func TrimNode(obj any) (any, error) {
@@ -65,7 +66,7 @@ func TrimNode(obj any) (any, error) {
 		info := n.Status.NodeInfo
 		n.Status = corev1.NodeStatus{
 			NodeInfo: corev1.NodeSystemInfo{OperatingSystem: info.OperatingSystem, Architecture: info.Architecture, ContainerRuntimeVersion: info.ContainerRuntimeVersion,
-				KubeletVersion: info.KubeletVersion, MachineID: info.MachineID, SystemUUID: info.SystemUUID, OSImage: info.OSImage},
+				KubeletVersion: info.KubeletVersion, MachineID: info.MachineID, SystemUUID: info.SystemUUID, BootID: info.BootID, OSImage: info.OSImage},
 			RuntimeHandlers: n.Status.RuntimeHandlers,
 		}
 	}

@@ -105,3 +105,24 @@ func TestRecordsOf(t *testing.T) {
 		})
 	}
 }
+
+// TestRebooted: a record of an earlier boot than the node's now; a
+// record or a node naming none is of this boot.
+func TestRebooted(t *testing.T) {
+	node := func(boot string) *corev1.Node {
+		return &corev1.Node{Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{BootID: boot}}}
+	}
+	for _, tc := range []struct {
+		recorded, now string
+		want          bool
+	}{
+		{"b1", "b2", true},
+		{"b1", "b1", false},
+		{"", "b2", false},
+		{"b1", "", false},
+	} {
+		if got := record.Rebooted(tc.recorded, node(tc.now)); got != tc.want {
+			t.Errorf("Rebooted(%q) on a node in boot %q = %v, want %v", tc.recorded, tc.now, got, tc.want)
+		}
+	}
+}

@@ -54,6 +54,18 @@ func Machine(node *corev1.Node) string {
 	return node.Status.NodeInfo.SystemUUID
 }
 
+// Boot is the boot ID the node's kubelet reports (status.nodeInfo.bootID;
+// "": none): it changes with every boot of the machine.
+func Boot(node *corev1.Node) string { return node.Status.NodeInfo.BootID }
+
+// Rebooted: a record made on the node's machine in an earlier boot than
+// its current one. A record naming no boot, or a node reporting none, is
+// taken as of this boot.
+func Rebooted(recorded string, node *corev1.Node) bool {
+	b := Boot(node)
+	return recorded != "" && b != "" && recorded != b
+}
+
 // OtherMachine: a record (or Job) made for a machine other than the
 // node's now, Machine(node): a reimage under the node's name. A record
 // naming none, or a node reporting none, is taken as the node's.

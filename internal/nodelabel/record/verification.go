@@ -31,6 +31,10 @@ type Verification struct {
 	// (Machine): on a node reimaged since (a new machine under the same
 	// name), the record and the label it came with are the old machine's.
 	Machine string `json:"machine,omitempty"`
+	// Boot is the node's boot ID then (Boot): a node booted since may
+	// have lost what was verified (a containerd config that its image or
+	// config management writes anew at boot), and is verified again.
+	Boot string `json:"boot,omitempty"`
 }
 
 // VerificationOf reads the verification record of the Shim named shim

@@ -69,7 +69,7 @@ func recordJob(obs *Snapshot, v *NodeView, fresh bool) InOrder {
 		// As MarkOn writes: the label, the hash and a verification of this
 		// machine (a former machine's label is no longer there to drop).
 		v.Label, v.SpecHash, v.Reimaged = record.Installed, j.SpecHash, false
-		v.Verified = &record.Verification{ShimUID: obs.Shim.UID, SpecHash: j.SpecHash, Time: obs.Now, Machine: record.Machine(v.Node)}
+		v.Verified = &record.Verification{ShimUID: obs.Shim.UID, SpecHash: j.SpecHash, Time: obs.Now, Machine: record.Machine(v.Node), Boot: record.Boot(v.Node)}
 		digest := ""
 		if j.Result != nil && j.Result.Digest != "" {
 			digest = ", " + j.Result.Digest
@@ -121,7 +121,7 @@ func FailureNote(node, reason, message string) string {
 // on the node, and marks the node drifted when it found something.
 func RecordVerify(obs *Snapshot, v *NodeView) InOrder {
 	j := v.Verify
-	found := record.Verification{ShimUID: obs.Shim.UID, SpecHash: j.SpecHash, Time: obs.Now.UTC().Truncate(time.Second), Job: j.Object.Name, JobUID: string(j.Object.UID), Machine: record.Machine(v.Node)}
+	found := record.Verification{ShimUID: obs.Shim.UID, SpecHash: j.SpecHash, Time: obs.Now.UTC().Truncate(time.Second), Job: j.Object.Name, JobUID: string(j.Object.UID), Machine: record.Machine(v.Node), Boot: record.Boot(v.Node)}
 	if done := j.Object.Status.CompletionTime; done != nil {
 		found.Time = done.UTC()
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/shimkit/shimkit/installer/plan"
+	"github.com/shimkit/shimkit/internal/nodelabel/record"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/internal/operator/nodegate"
 	"github.com/shimkit/shimkit/internal/operator/nodeview"
@@ -27,9 +28,9 @@ import (
 
 // fuzzView is a node in the state b picks: labelled at the target, at an
 // older spec or not; a Job of its own (an install that succeeded, failed
-// or runs, an uninstall that succeeded, a verification done), a failure
-// record, a predecessor's record, a new machine under its name, the
-// startup taint.
+// or runs, an uninstall that succeeded, a verification done, a boot since
+// its verification or none), a failure record, a predecessor's record, a
+// new machine under its name, the startup taint.
 func fuzzView(shim *v1alpha1.Shim, name string, b byte) NodeView {
 	hash := []string{"", "h1", "h0", "h1"}[b&3]
 	n := nodeAt(name, "a", hash, nil)
@@ -40,6 +41,11 @@ func fuzzView(shim *v1alpha1.Shim, name string, b byte) NodeView {
 	}
 	if b&0x80 != 0 {
 		n.Spec.Taints = []corev1.Taint{{Key: nodeview.PendingTaint, Effect: corev1.TaintEffectNoSchedule}}
+	}
+	if booted := (b >> 2) % 8; booted >= 6 && hash != "" && b&3 != 3 {
+		// Verified in boot b1, now in b1 (the same) or b2 (booted since).
+		n.Annotations[nodelabel.VerifiedKey("spin")] = `{"shimUID":"uid-spin","specHash":"` + hash + `","time":"2026-11-25T06:00:00Z","boot":"b1"}`
+		n.Status.NodeInfo.BootID = []string{"b1", "b2"}[booted-6]
 	}
 	v := NodeViewOf(shim, n, "")
 	job := func(op string, cond batchv1.JobConditionType, res *plan.NodeResult) *jobview.View {
@@ -129,7 +135,10 @@ func checkStarts(t *testing.T, obs *Snapshot, gate nodegate.View, p *Plan) {
 }
 
 // checkVerifies: verifications only once the rollout is done, only of
-// nodes installed at the target, the longest due first.
+// nodes installed at the target, the longest due first (a node booted
+// since its verification before any other), and no node booted since left
+// out while one that is not is verified (unless another Shim's installer
+// holds it).
 func checkVerifies(t *testing.T, obs *Snapshot, p *Plan) {
 	t.Helper()
 	if len(p.Verify) > 0 && !p.Decision.Done() {
@@ -146,6 +155,26 @@ func checkVerifies(t *testing.T, obs *Snapshot, p *Plan) {
 			t.Errorf("node %s (due %s) after one due %s", v.Node.Name, at, last)
 		}
 		last = at
+	}
+	if len(p.Verify) == 0 {
+		return
+	}
+	verified := map[string]bool{}
+	for _, st := range p.Verify {
+		verified[st.View.Node.Name] = true
+	}
+	for i := range obs.Views {
+		v := &obs.Views[i]
+		if _, held := obs.Gate.Held[v.Node.Name]; held {
+			continue // another Shim's installer there: tried again soon
+		}
+		if _, ok := v.VerifyDue(obs.Hash, 0); ok && !verified[v.Node.Name] && v.Verified != nil && record.Rebooted(v.Verified.Boot, v.Node) {
+			for _, st := range p.Verify {
+				if f := st.View.Verified; f == nil || !record.Rebooted(f.Boot, st.View.Node) {
+					t.Errorf("node %s verified before %s, booted since its verification", st.View.Node.Name, v.Node.Name)
+				}
+			}
+		}
 	}
 }
 

@@ -152,17 +152,23 @@ func (v NodeView) PlannerNode(current string, removing bool) rollout.Node {
 
 // VerifyDue says when the node is next due for verification, and whether
 // it is one to verify at all: it has the Shim at the current spec (by an
-// install, not its image), has not drifted, and nothing runs on it.
+// install, not its image), has not drifted, and nothing runs on it. A
+// node booted since its last verification is due at once (the zero
+// time, before every other): its kubelet may report no handlers
+// (containerd 1.x), and a config written anew at boot loses ours.
 func (v *NodeView) VerifyDue(current string, period time.Duration) (time.Time, bool) {
 	if !v.Targeted() || v.Preinstalled || v.Label != record.Installed || v.SpecHash != current || v.Drifted != "" || v.Held ||
 		v.Job != nil && v.Job.Running() || v.Verify != nil && v.Verify.Running() {
 		return time.Time{}, false
 	}
-	var last time.Time
-	if f := v.Verified; f != nil && f.SpecHash == current {
-		last = f.Time
+	f := v.Verified
+	if f == nil || f.SpecHash != current {
+		return time.Time{}.Add(period), true
 	}
-	return last.Add(period), true
+	if record.Rebooted(f.Boot, v.Node) {
+		return time.Time{}, true
+	}
+	return f.Time.Add(period), true
 }
 
 // Unverified: the node's record does not yet say what its finished

@@ -107,7 +107,8 @@ func foreignLabels(o client.Object) map[string]string {
 
 // NodeInfoChanged passes a node whose reported operating system,
 // architecture or container runtime changed (its eligibility may have),
-// or whose runtime handlers changed (a Shim's may be gone: drift).
+// or whose runtime handlers changed (a Shim's may be gone: drift), or
+// that was reimaged or booted again (its machine or boot ID changed).
 func NodeInfoChanged() predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
@@ -123,6 +124,7 @@ func NodeInfoChanged() predicate.Funcs {
 			return x.OperatingSystem != y.OperatingSystem || x.Architecture != y.Architecture || x.ContainerRuntimeVersion != y.ContainerRuntimeVersion ||
 				x.KubeletVersion != y.KubeletVersion || // how an image reaches its installer
 				record.Machine(a) != record.Machine(b) || // reimaged in place
+				record.Boot(a) != record.Boot(b) || // booted again: verified again
 				!slices.EqualFunc(a.Status.RuntimeHandlers, b.Status.RuntimeHandlers, func(p, q corev1.NodeRuntimeHandler) bool { return p.Name == q.Name })
 		},
 	}

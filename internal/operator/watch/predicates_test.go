@@ -42,6 +42,11 @@ func TestWatchPredicates(t *testing.T) {
 		}
 		return n
 	}
+	booted := func(boot, heartbeat string) client.Object {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{
+			NodeInfo:   corev1.NodeSystemInfo{BootID: boot},
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Message: heartbeat}}}}
+	}
 	ours := map[string]string{"pool": "a", "shim.containerd.x-k8s.io/spin": "installed"}
 	recorded := func(n client.Object) client.Object {
 		n.SetAnnotations(map[string]string{"verified.shim.containerd.x-k8s.io/spin": `{"shimUID":"u1"}`})
@@ -64,6 +69,8 @@ func TestWatchPredicates(t *testing.T) {
 		{"shimkit's own label on a tainted node", ForeignLabelChanged(), node(map[string]string{"pool": "a"}, true), node(ours, true), true},
 		{"a record written on a tainted node whose label was declared", ForeignLabelChanged(), node(ours, true), recorded(node(ours, true)), true},
 		{"a record written on an untainted node", ForeignLabelChanged(), node(ours, false), recorded(node(ours, false)), false},
+		{"booted again", NodeInfoChanged(), booted("b1", "up"), booted("b2", "up"), true},
+		{"a heartbeat", NodeInfoChanged(), booted("b1", "up"), booted("b1", "still up"), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.p.Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}); got != tc.want {
