@@ -25,7 +25,12 @@ type Archive struct {
 func NewArchive(t testing.TB, files ...ArchiveFile) Archive {
 	t.Helper()
 	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
+	// The fastest compression: a test's archives hold binaries of tens
+	// of megabytes, and the default level took most of a test's CPU.
+	gz, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tw := tar.NewWriter(gz)
 	for _, f := range files {
 		hdr := &tar.Header{Name: f.Name, Mode: f.Mode, Size: int64(len(f.Data)), Typeflag: tar.TypeReg, ModTime: time.Unix(1700000000, 0)}

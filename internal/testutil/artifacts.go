@@ -1,15 +1,15 @@
 package testutil
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -38,30 +38,12 @@ func NewShimArchive(t testing.TB, name, runcShim string, extra map[string]string
 		t.Fatalf("read shim %s: %v", runcShim, err)
 	}
 	a := ShimArchive{Name: name, Binary: bin}
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	write := func(name string, mode int64, data []byte) {
-		hdr := &tar.Header{Name: name, Mode: mode, Size: int64(len(data)), Typeflag: tar.TypeReg, ModTime: time.Unix(1700000000, 0)}
-		if err := tw.WriteHeader(hdr); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write(data); err != nil {
-			t.Fatal(err)
-		}
+	files := []ArchiveFile{{Name: a.BinaryName(), Mode: 0o755, Data: bin}}
+	for _, n := range slices.Sorted(maps.Keys(extra)) {
+		files = append(files, ArchiveFile{Name: n, Mode: 0o644, Data: []byte(extra[n])})
 	}
-	write(a.BinaryName(), 0o755, bin)
-	for n, content := range extra {
-		write(n, 0o644, []byte(content))
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := gz.Close(); err != nil {
-		t.Fatal(err)
-	}
-	a.Data = buf.Bytes()
-	a.SHA256 = SHA256Hex(a.Data)
+	packed := NewArchive(t, files...)
+	a.Data, a.SHA256 = packed.Data, packed.SHA256
 	return a
 }
 
