@@ -64,7 +64,9 @@ type fleetNode struct {
 //   - a node with read-only /etc and /opt: skipped, ReadOnlyHost;
 //
 // then the 2.2 node is reimaged in place (same name, fresh root, new
-// machine-id): it loses its label at once and gets the shim again; and
+// machine-id): it loses its label at once and gets the shim again; the
+// 1.7 node reboots with its config written anew: verified at once, found
+// without the handler and installed again; and
 // deleting the Shim leaves every node's files as they were.
 func testFleet(t *testing.T, c *testutil.Cluster, dump *dumper, images []string) {
 	ctx := context.Background()
@@ -231,6 +233,7 @@ func testFleet(t *testing.T, c *testutil.Cluster, dump *dumper, images []string)
 	waitFor(t, 120*time.Second, "the reimaged node to get mix again", labelled)
 	t.Logf("%s installed again %v after the reimage", drop.node.Name, time.Since(start).Round(time.Second))
 	assertHas(t, drop, dropIn, mixShim)
+	rebootForgetful(t, c, shim, file)
 
 	// Delete: every node's files as they were.
 	for _, name := range []string{bystander.Name, "mix-" + k3s.node.Name, "mix-" + baked.node.Name} {
@@ -271,6 +274,51 @@ func testFleet(t *testing.T, c *testutil.Cluster, dump *dumper, images []string)
 	}
 	if _, err := os.Stat(k3s.node.Local(k3sDropIns)); !os.IsNotExist(err) {
 		t.Errorf("%s (%s): the drop-in directory shimkit created is left: %v", k3s.node.Name, k3s.kind, err)
+	}
+}
+
+// rebootForgetful reboots the containerd 1.7 node with its config
+// written anew, as an image or config management writes it at boot:
+// its kubelet reports no runtime handlers, so only the new boot ID tells
+// the operator, which verifies the node at once, finds the handler gone
+// and installs it again; a pod of the RuntimeClass then runs there.
+func rebootForgetful(t *testing.T, c *testutil.Cluster, shim *v1alpha1.Shim, fn *fleetNode) {
+	t.Helper()
+	ctx := context.Background()
+	cfg := "/etc/containerd/config.toml"
+	start := time.Now()
+	c.Reboot(t, fn.node, map[string][]byte{cfg: fn.orig[cfg]})
+	boot, up := fn.node.BootID(t), time.Since(start)
+	var caught time.Duration
+	waitFor(t, 180*time.Second, fn.node.Name+" verified after its reboot and installed again", func() bool {
+		n := &corev1.Node{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: fn.node.Name}, n); err != nil {
+			t.Fatal(err)
+		}
+		v := nodelabel.VerificationOf(n, mixShim, shim.UID)
+		if v == nil || v.Boot != boot {
+			return false
+		}
+		if caught == 0 && v.Job != "" && len(v.Drift) > 0 {
+			caught = time.Since(start)
+			t.Logf("%s: the verification after its reboot found %q", fn.node.Name, v.Drift)
+		}
+		installed, _ := nodelabel.State(n, mixShim)
+		return installed && v.Job == "" && len(v.Drift) == 0
+	})
+	// (The record of the verification may be replaced by the install's
+	// between two looks: then its Job tells.)
+	if caught == 0 && !slices.ContainsFunc(jobsOn(t, c, mixShim, jobview.OpVerify, fn.node.Name), func(j batchv1.Job) bool {
+		return !j.CreationTimestamp.Time.Before(start.Truncate(time.Second))
+	}) {
+		t.Errorf("%s: installed again after its reboot without a verifying Job", fn.node.Name)
+	}
+	t.Logf("%s (containerd 1.7) rebooted with its config written anew: Ready in %v, caught %v, installed again %v after the reboot",
+		fn.node.Name, up.Round(100*time.Millisecond), caught.Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
+	assertHas(t, fn, cfg, mixShim)
+	runPodOn(t, c, "mix-"+fn.node.Name, fn.node.Name, mixShim)
+	if err := c.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "mix-" + fn.node.Name}}); err != nil {
+		t.Error(err)
 	}
 }
 

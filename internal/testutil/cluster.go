@@ -271,10 +271,6 @@ func (c *Cluster) bootNode(t testing.TB, i int, opts JoinOptions) ClusterNode {
 	if i > 0 {
 		name = fmt.Sprintf("shimkit-node-%d", i)
 	}
-	kubelet, err := os.ReadFile(filepath.Join(c.bins, "kubelet"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	nodeKubeconfig, err := os.ReadFile(c.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
@@ -285,7 +281,6 @@ func (c *Cluster) bootNode(t testing.TB, i int, opts JoinOptions) ClusterNode {
 	}
 	kubeletArgs := fmt.Sprintf(kubeletArgsFormat, nodeIP(i), name, joinFlags(opts))
 	files := map[string][]byte{
-		"/usr/local/bin/kubelet":             kubelet,
 		"/etc/kubernetes/kubelet.conf":       nodeKubeconfig,
 		"/etc/kubernetes/kubelet.yaml":       []byte(kubeletConfig),
 		"/etc/cni/net.d/10-shimkit.conflist": []byte(cniConfig),
@@ -322,7 +317,7 @@ func (c *Cluster) bootNode(t testing.TB, i int, opts JoinOptions) ClusterNode {
 			ImportImage(t, "/usr/bin/ctr", n.Socket(), img)
 		}
 	}
-	if err := os.Chmod(n.Local("/usr/local/bin/kubelet"), 0o755); err != nil {
+	if err := copyExecutable(filepath.Join(c.bins, "kubelet"), n.Local("/usr/local/bin/kubelet")); err != nil {
 		t.Fatal(err)
 	}
 	if opts.K3s {

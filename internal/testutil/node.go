@@ -168,6 +168,9 @@ func StartNode(t testing.TB, opts NodeOptions) *Node {
 			t.Fatal(err)
 		}
 	}
+	if err := n.newBoot(); err != nil {
+		t.Fatal(err)
+	}
 	for files, mode := range map[*map[string][]byte]os.FileMode{&opts.Files: 0o644, &opts.Executables: 0o755} {
 		for p, content := range *files {
 			n.writeFiles(t, map[string]nodeFile{p: {content, mode}})
@@ -205,7 +208,7 @@ exec unshare --pid --fork --mount --uts --ipc $NET --cgroup --kill-child -- /bin
 		netFlag, netMode = "", "host"
 	}
 	n.cmd = exec.Command("/bin/sh", "-c", script)
-	n.cmd.Env = append(os.Environ(), "CGROUPS="+strings.Join(n.cgroups, " "), "BOOT="+bootPath, "ROOT="+n.Root, "NET="+netFlag, "NODE_NET="+netMode, "NODE_RO="+strings.Join(opts.ReadOnly, " "), "NODE_CRIO="+crioQuirks(opts))
+	n.cmd.Env = append(os.Environ(), "CGROUPS="+strings.Join(n.cgroups, " "), "BOOT="+bootPath, "ROOT="+n.Root, "NET="+netFlag, "NODE_NET="+netMode, "NODE_RO="+strings.Join(opts.ReadOnly, " "), "NODE_CRIO="+crioQuirks(opts), "NODE_BOOT_ID="+n.bootIDFile())
 	logf, err := os.Create(filepath.Join(dir, "boot.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -231,11 +234,7 @@ exec unshare --pid --fork --mount --uts --ipc $NET --cgroup --kill-child -- /bin
 func (n *Node) useContainerd(t testing.TB, b ContainerdBuild) {
 	t.Helper()
 	for _, bin := range []string{"containerd", "ctr", "containerd-shim-runc-v2"} {
-		data, err := os.ReadFile(b.Binary(bin))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(n.Root, "usr/local/bin", bin), data, 0o755); err != nil {
+		if err := copyExecutable(b.Binary(bin), filepath.Join(n.Root, "usr/local/bin", bin)); err != nil {
 			t.Fatal(err)
 		}
 	}

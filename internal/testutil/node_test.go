@@ -2,6 +2,7 @@ package testutil_test
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -9,8 +10,9 @@ import (
 	"github.com/shimkit/shimkit/internal/testutil"
 )
 
-// TestNodeSandbox boots the node sandbox: systemd runs as its PID 1 and
-// containerd runs as a unit that answers CRI from the host.
+// TestNodeSandbox boots the node sandbox: systemd runs as its PID 1,
+// containerd runs as a unit that answers CRI from the host, and the node
+// has a boot ID of its own.
 func TestNodeSandbox(t *testing.T) {
 	n := testutil.StartNode(t, testutil.NodeOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -28,5 +30,10 @@ func TestNodeSandbox(t *testing.T) {
 	out, err = n.Exec(ctx, "cat", "/proc/1/comm")
 	if err != nil || strings.TrimSpace(string(out)) != "systemd" {
 		t.Errorf("PID 1 is %q (%v)", out, err)
+	}
+	out, err = n.Exec(ctx, "cat", "/proc/sys/kernel/random/boot_id")
+	host, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if got := strings.TrimSpace(string(out)); err != nil || got != n.BootID(t) || got == strings.TrimSpace(string(host)) {
+		t.Errorf("the node's boot ID is %q (%v); want its own %q, not this machine's %q", out, err, n.BootID(t), host)
 	}
 }

@@ -1,0 +1,83 @@
+package testutil
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// bootIDFile is the host's file that the node reads as
+// /proc/sys/kernel/random/boot_id (nodeboot.sh binds it there).
+func (n *Node) bootIDFile() string { return filepath.Join(n.dir, "boot_id") }
+
+// newBoot gives the node a new boot ID, a random UUID as the kernel's,
+// written in place: the node's bind mount shows the new one.
+func (n *Node) newBoot() error {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return err
+	}
+	uuid := fmt.Sprintf("%x-%x-%x-%x-%x\n", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+	return os.WriteFile(n.bootIDFile(), []byte(uuid), 0o644)
+}
+
+// BootID is the node's boot ID now.
+func (n *Node) BootID(t testing.TB) string {
+	t.Helper()
+	data, err := os.ReadFile(n.bootIDFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// Reboot is a stand-in for a reboot of the node as its container runtime
+// and kubelet see one: files are written anew (node path → content, as
+// an image or config management writes them at boot), the node gets a
+// new boot ID, and its runtime and kubelet start again. It returns once
+// the Node reports the new boot ID and is Ready.
+//
+// What it is not: the node's other processes, its running containers
+// among them, live on, where a real reboot ends them (the kubelet finds
+// its pods' sandboxes still there); its machine ID stays, as a reboot's
+// does.
+func (c *Cluster) Reboot(t testing.TB, n ClusterNode, files map[string][]byte) {
+	t.Helper()
+	for p, content := range files {
+		n.writeFiles(t, map[string]nodeFile{p: {content, 0o644}})
+	}
+	if err := n.newBoot(); err != nil {
+		t.Fatal(err)
+	}
+	boot := n.BootID(t)
+	units := []string{n.Unit(), n.KubeletUnit()}
+	if units[0] == units[1] {
+		units = units[:1] // k3s-style: one unit runs both
+	}
+	if out, err := n.Exec(context.Background(), append([]string{"systemctl", "restart"}, units...)...); err != nil {
+		t.Fatalf("restart %v on %s: %v %s", units, n.Name, err, out)
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		node := &corev1.Node{}
+		err := c.Client.Get(context.Background(), client.ObjectKey{Name: n.Name}, node)
+		if err == nil && node.Status.NodeInfo.BootID == boot {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node %s does not report boot %s 90 s after its reboot (%v, it reports %q)\n%s", n.Name, boot, err, node.Status.NodeInfo.BootID, n.Journal(n.KubeletUnit()))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if err := c.waitNodeReady(n.Name, 90*time.Second); err != nil {
+		t.Fatalf("%v\n%s", err, n.Journal(n.KubeletUnit()))
+	}
+}
