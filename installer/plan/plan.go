@@ -280,6 +280,9 @@ type Restart struct {
 // Duration is a time.Duration written as a Go duration string ("30s").
 type Duration time.Duration
 
+// String is the duration as time.Duration prints it ("3.5s").
+func (d Duration) String() string { return time.Duration(d).String() }
+
 // MarshalJSON writes the duration as a string.
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
 
