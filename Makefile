@@ -146,6 +146,10 @@ generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) crd paths=./operator/api/... output:crd:artifacts:config=operator/config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=shimkit-operator paths=./operator/... paths=./internal/operator/... output:rbac:artifacts:config=operator/config/rbac
 
+## notice: rewrite NOTICE, the notices of the modules the release links (make test fails while it differs: review, then commit it).
+notice:
+	CGO_ENABLED=0 $(GO) run ./hack/notice
+
 ## api: rewrite api/, the exported API of the public packages (make test fails while it differs: review the change, then commit api/).
 api:
 	CGO_ENABLED=0 $(GO) run ./hack/apilist -out api
@@ -183,13 +187,17 @@ fuzz:
 plugin:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(TOOLBIN)/kubectl-shimkit ./cmd/kubectl-shimkit
 
+# Every image carries the license and the notices (/licenses) and says so
+# in its label org.opencontainers.image.licenses.
+IMAGE_LEGAL := -license Apache-2.0 -legal LICENSE -legal NOTICE
+
 ## image: the operator (IMG=) and installer (INSTALLER_IMG=) images as tarballs in bin/, no Docker engine needed.
 # Load them with `ctr -n k8s.io images import`, `docker load` or `kind load image-archive`.
 image:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(TOOLBIN)/shimkit-installer ./cmd/shimkit-installer
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(TOOLBIN)/shimkit-operator ./cmd/shimkit-operator
-	$(GO) run ./hack/imagebuild -binary $(TOOLBIN)/shimkit-installer -name shimkit-installer -ref $(INSTALLER_IMG) -out $(TOOLBIN)/shimkit-installer.tar
-	$(GO) run ./hack/imagebuild -binary $(TOOLBIN)/shimkit-operator -name shimkit-operator -user 65532 -ref $(IMG) -out $(TOOLBIN)/shimkit-operator.tar
+	$(GO) run ./hack/imagebuild -binary $(TOOLBIN)/shimkit-installer -name shimkit-installer -ref $(INSTALLER_IMG) $(IMAGE_LEGAL) -out $(TOOLBIN)/shimkit-installer.tar
+	$(GO) run ./hack/imagebuild -binary $(TOOLBIN)/shimkit-operator -name shimkit-operator -user 65532 -ref $(IMG) $(IMAGE_LEGAL) -out $(TOOLBIN)/shimkit-operator.tar
 
 ## images: the same as image; IMAGE_TAG= (default latest, what the manifests and the chart expect) tags both.
 images: image

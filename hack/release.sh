@@ -15,6 +15,9 @@
 #   release-notes.md                            CHANGELOG.md's section of $VERSION (or, before it is
 #                                               written, its Unreleased section)
 #   sha256sums.txt                              the sha256 of each file above (sha256sum -c reads it)
+# Every image (/licenses, label org.opencontainers.image.licenses), plugin
+# archive and the chart carry LICENSE (Apache-2.0) and NOTICE; each SBOM
+# names the license of its component.
 # Environment: VERSION (required, semver with a leading v), DIST (default dist),
 # IMAGE_PLATFORMS (default "linux/amd64 linux/arm64"), PLUGIN_PLATFORMS (the
 # plugin's archives; default "linux/amd64 linux/arm64 darwin/amd64 darwin/arm64"),
@@ -95,7 +98,7 @@ for bin in shimkit-operator shimkit-installer; do
 	user=()
 	[[ $bin == shimkit-operator ]] && user=(-user 65532)
 	step "writing the image index ${IMAGE_PREFIX}$bin:$VERSION ($IMAGE_PLATFORMS)"
-	digest[$bin]=$(CGO_ENABLED=0 $GO run ./hack/imagebuild "${members[@]}" -name "$bin" "${user[@]}" \
+	digest[$bin]=$(CGO_ENABLED=0 $GO run ./hack/imagebuild "${members[@]}" -name "$bin" "${user[@]}" -license Apache-2.0 -legal LICENSE -legal NOTICE \
 		-ref "${IMAGE_PREFIX}$bin:$VERSION" -out "$DIST/$bin-$VERSION.oci.tar")
 	echo "${IMAGE_PREFIX}$bin:$VERSION@${digest[$bin]}" >>"$DIST/images.txt"
 done
@@ -108,7 +111,8 @@ read -r -a platforms <<<"$PLUGIN_PLATFORMS"
 for platform in "${platforms[@]}"; do
 	os=${platform%/*} arch=${platform#*/}
 	build_for kubectl-shimkit "$os" "$arch"
-	tar -C "$work/$os-$arch" --owner=0 --group=0 --mtime=@0 -czf "$DIST/kubectl-shimkit-$VERSION-$os-$arch.tar.gz" kubectl-shimkit
+	cp LICENSE NOTICE "$work/$os-$arch/"
+	tar -C "$work/$os-$arch" --owner=0 --group=0 --mtime=@0 -czf "$DIST/kubectl-shimkit-$VERSION-$os-$arch.tar.gz" kubectl-shimkit LICENSE NOTICE
 done
 {
 	cat <<EOF
@@ -136,6 +140,13 @@ EOF
         arch: $arch
     uri: $RELEASE_URL/$archive
     sha256: $(sha256sum "$DIST/$archive" | cut -d' ' -f1)
+    files:
+    - from: kubectl-shimkit
+      to: .
+    - from: LICENSE
+      to: .
+    - from: NOTICE
+      to: .
     bin: kubectl-shimkit
 EOF
 	done
@@ -148,6 +159,7 @@ EOF
 # release's indexes; its repositories name the images under IMAGE_PREFIX.
 step "packaging the chart shimkit $VERSION, its images pinned by digest"
 cp -r "$CHART" "$work/shimkit"
+cp LICENSE NOTICE "$work/shimkit/"
 sed -i -e "/^image:\$/,/^[^ ]/ s|^  digest: \"\"\$|  digest: \"${digest[shimkit-operator]}\"|" \
 	-e "/^installer:\$/,/^[^ ]/ s|^    digest: \"\"\$|    digest: \"${digest[shimkit-installer]}\"|" "$work/shimkit/values.yaml"
 grep -q "^  digest: \"${digest[shimkit-operator]}\"\$" "$work/shimkit/values.yaml"
@@ -175,6 +187,10 @@ fi
 	echo
 	printf '%s\n' "$section" | tail -n +2
 } >"$DIST/release-notes.md"
+
+# Each SBOM names its component's license (cyclonedx-gomod detects
+# licenses only by downloading every module).
+CGO_ENABLED=0 $GO run ./hack/sbomlicense -license Apache-2.0 "$DIST"/*.cdx.json
 
 (cd "$DIST" && sha256sum -- shimkit-*.oci.tar shimkit-*.tgz shimkit-*.cdx.json images.txt kubectl-shimkit-* kubectl-shimkit.krew.yaml release-notes.md >sha256sums.txt)
 echo "release $VERSION in $DIST ($((SECONDS - started)) s):"

@@ -3,7 +3,8 @@
 //
 // One image, for this machine's architecture, as an image tarball:
 //
-//	imagebuild -binary bin/shimkit-installer -name shimkit-installer -ref shimkit-installer:dev -out bin/shimkit-installer.tar
+//	imagebuild -binary bin/shimkit-installer -name shimkit-installer -ref shimkit-installer:dev -out bin/shimkit-installer.tar \
+//	  -license Apache-2.0 -legal LICENSE -legal NOTICE
 //
 // A multi-platform image index, as an OCI image layout archive; it prints
 // the index's digest:
@@ -20,6 +21,12 @@ import (
 
 	"github.com/shimkit/shimkit/internal/imagebuild"
 )
+
+// files collects repeated file flags.
+type files []string
+
+func (f *files) String() string     { return strings.Join(*f, ",") }
+func (f *files) Set(v string) error { *f = append(*f, v); return nil }
 
 // platforms collects -platform linux/ARCH=BINARY flags.
 type platforms []imagebuild.Image
@@ -44,6 +51,8 @@ func main() {
 	flag.StringVar(&img.Name, "name", "", "its name in the image (/<name> is the entrypoint)")
 	flag.StringVar(&img.Ref, "ref", "", "image reference, name:tag")
 	flag.StringVar(&img.User, "user", "", "numeric user to run as (default root)")
+	flag.StringVar(&img.License, "license", "", "SPDX expression of the image's license (label org.opencontainers.image.licenses)")
+	flag.Var((*files)(&img.Legal), "legal", "a license or notice file put in /licenses, repeated")
 	out := flag.String("out", "", "tarball (-binary) or OCI image layout archive (-platform) to write")
 	flag.Parse()
 	if (img.Binary == "") == (len(members) == 0) || img.Name == "" || img.Ref == "" || *out == "" {
@@ -63,7 +72,7 @@ func build(img imagebuild.Image, members platforms, out string) error {
 	}
 	ix := imagebuild.Index{Ref: img.Ref}
 	for _, m := range members {
-		m.Name, m.User = img.Name, img.User
+		m.Name, m.User, m.License, m.Legal = img.Name, img.User, img.License, img.Legal
 		ix.Images = append(ix.Images, m)
 	}
 	digest, err := imagebuild.WriteIndex(ix, out)

@@ -2,7 +2,6 @@ package releasetest
 
 import (
 	"archive/tar"
-	"bytes"
 	"debug/elf"
 	"errors"
 	"io"
@@ -68,7 +67,8 @@ func checkIndex(t *testing.T, archive, ref, binary string) string {
 }
 
 // checkMember checks one platform's image: its config's platform and
-// entrypoint, and its binary's architecture (and version, when it runs here).
+// entrypoint, its license (label and /licenses), and its binary's
+// architecture (and version, when it runs here).
 func checkMember(t *testing.T, img v1.Image, what, binary, arch string) {
 	cf, err := img.ConfigFile()
 	if err != nil {
@@ -86,8 +86,16 @@ func checkMember(t *testing.T, img v1.Image, what, binary, arch string) {
 		t.Fatal(err)
 	}
 	defer rc.Close()
+	files := filesInTar(t, rc, binary, "licenses/LICENSE", "licenses/NOTICE")
+	checkLegal(t, what, legalOf(files))
+	if got := cf.Config.Labels["org.opencontainers.image.licenses"]; got != license {
+		t.Errorf("%s: label org.opencontainers.image.licenses %q, want %s", what, got, license)
+	}
+	if files[binary] == nil {
+		t.Fatalf("%s: no /%s in the layer", what, binary)
+	}
 	exe := filepath.Join(t.TempDir(), binary)
-	if err := os.WriteFile(exe, fileInTar(t, rc, binary), 0o755); err != nil {
+	if err := os.WriteFile(exe, files[binary], 0o755); err != nil {
 		t.Fatal(err)
 	}
 	f, err := elf.Open(exe)
@@ -101,25 +109,6 @@ func checkMember(t *testing.T, img v1.Image, what, binary, arch string) {
 	}
 	if arch == runtime.GOARCH {
 		checkVersion(t, exe, binary)
-	}
-}
-
-// fileInTar returns the file name (with or without a leading /) of a tar stream.
-func fileInTar(t *testing.T, r io.Reader, name string) []byte {
-	t.Helper()
-	tr := tar.NewReader(r)
-	for {
-		h, err := tr.Next()
-		if err != nil {
-			t.Fatalf("no /%s in the layer: %v", name, err)
-		}
-		if strings.TrimPrefix(h.Name, "/") == name {
-			var buf bytes.Buffer
-			if _, err := io.Copy(&buf, tr); err != nil {
-				t.Fatal(err)
-			}
-			return buf.Bytes()
-		}
 	}
 }
 

@@ -36,7 +36,11 @@ type krewPlugin struct {
 			} `json:"selector"`
 			URI    string `json:"uri"`
 			SHA256 string `json:"sha256"`
-			Bin    string `json:"bin"`
+			Files  []struct {
+				From string `json:"from"`
+				To   string `json:"to"`
+			} `json:"files"`
+			Bin string `json:"bin"`
 		} `json:"platforms"`
 	} `json:"spec"`
 }
@@ -72,6 +76,14 @@ func checkKrew(t *testing.T, dist string) {
 		if !strings.HasSuffix(pl.URI, "/"+version+"/"+archive) || pl.SHA256 != hex.EncodeToString(sum[:]) || pl.Bin != "kubectl-shimkit" {
 			t.Errorf("%s: uri %s, sha256 %s (the archive's %x), bin %s", platform, pl.URI, pl.SHA256, sum, pl.Bin)
 		}
+		var installed []string
+		for _, f := range pl.Files {
+			installed = append(installed, f.From+"→"+f.To)
+		}
+		if want := []string{"kubectl-shimkit→.", "LICENSE→.", "NOTICE→."}; !slices.Equal(installed, want) {
+			t.Errorf("%s: krew installs %q, want %q", platform, installed, want)
+		}
+		checkLegal(t, archive, map[string][]byte{"LICENSE": fileInTgz(t, filepath.Join(dist, archive), "LICENSE"), "NOTICE": fileInTgz(t, filepath.Join(dist, archive), "NOTICE")})
 		bin := extract(t, filepath.Join(dist, archive), "kubectl-shimkit")
 		checkExecutable(t, bin, pl.Selector.MatchLabels["os"], pl.Selector.MatchLabels["arch"])
 		if platform == "linux-"+runtime.GOARCH {

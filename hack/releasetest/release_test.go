@@ -251,9 +251,10 @@ func checkSums(t *testing.T, dist string, files []string) {
 func checkChartYAML(t *testing.T, chart string) {
 	data := fileInTgz(t, chart, "shimkit/Chart.yaml")
 	var meta struct {
-		Name       string `json:"name"`
-		Version    string `json:"version"`
-		AppVersion string `json:"appVersion"`
+		Name        string            `json:"name"`
+		Version     string            `json:"version"`
+		AppVersion  string            `json:"appVersion"`
+		Annotations map[string]string `json:"annotations"`
 	}
 	if err := yaml.Unmarshal(data, &meta); err != nil {
 		t.Fatal(err)
@@ -261,6 +262,10 @@ func checkChartYAML(t *testing.T, chart string) {
 	if meta.Name != "shimkit" || meta.Version != version || meta.AppVersion != version {
 		t.Errorf("Chart.yaml: name %q, version %q, appVersion %q; want shimkit, %s, %s", meta.Name, meta.Version, meta.AppVersion, version, version)
 	}
+	if got := meta.Annotations["artifacthub.io/license"]; got != license {
+		t.Errorf("Chart.yaml: annotation artifacthub.io/license %q, want %s", got, license)
+	}
+	checkLegal(t, chart, map[string][]byte{"LICENSE": fileInTgz(t, chart, "shimkit/LICENSE"), "NOTICE": fileInTgz(t, chart, "shimkit/NOTICE")})
 }
 
 func fileInTgz(t *testing.T, tgz, name string) []byte {
@@ -358,9 +363,14 @@ func checkSBOM(t *testing.T, file, binary, arch string) {
 		BOMFormat string `json:"bomFormat"`
 		Metadata  struct {
 			Component struct {
-				Name    string `json:"name"`
-				Version string `json:"version"`
-				PURL    string `json:"purl"`
+				Name     string `json:"name"`
+				Version  string `json:"version"`
+				PURL     string `json:"purl"`
+				Licenses []struct {
+					License struct {
+						ID string `json:"id"`
+					} `json:"license"`
+				} `json:"licenses"`
 			} `json:"component"`
 		} `json:"metadata"`
 		Components []struct {
@@ -378,6 +388,9 @@ func checkSBOM(t *testing.T, file, binary, arch string) {
 	if bom.BOMFormat != "CycloneDX" || c.Name != "github.com/shimkit/shimkit" || c.Version != version || !strings.HasSuffix(c.PURL, "#cmd/"+binary) ||
 		!strings.Contains(c.PURL, "goarch="+arch+"&") {
 		t.Errorf("%s: format %q, component %+v; want CycloneDX, github.com/shimkit/shimkit %s, cmd/%s, goarch=%s", file, bom.BOMFormat, c, version, binary, arch)
+	}
+	if len(c.Licenses) != 1 || c.Licenses[0].License.ID != license {
+		t.Errorf("%s: the component's licenses %+v, want %s", file, c.Licenses, license)
 	}
 	mods := map[string]bool{}
 	for _, m := range bom.Components {

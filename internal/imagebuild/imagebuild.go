@@ -14,6 +14,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -43,6 +44,12 @@ type Image struct {
 	User string
 	// Arch defaults to this machine's.
 	Arch string
+	// License is the SPDX expression of the image's license (label
+	// org.opencontainers.image.licenses; "": none), and Legal the files
+	// that go with it (LICENSE, NOTICE), each put in /licenses under its
+	// base name.
+	License string
+	Legal   []string
 }
 
 // Write builds the image and writes it as a tarball to out.
@@ -68,6 +75,13 @@ func build(img Image, oci bool) (v1.Image, error) {
 	files := map[string]fileEntry{"/" + img.Name: {data: bin, mode: 0o755}}
 	if ca, err := os.ReadFile(caBundle); err == nil {
 		files[caBundle] = fileEntry{data: ca, mode: 0o644}
+	}
+	for _, f := range img.Legal {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		files["/licenses/"+filepath.Base(f)] = fileEntry{data: data, mode: 0o644}
 	}
 	files["/tmp/"] = fileEntry{mode: 0o1777} // a directory: programs expect a /tmp
 	layerTar, err := tarOf(files)
@@ -99,8 +113,12 @@ func build(img Image, oci bool) (v1.Image, error) {
 	}
 	cf.OS, cf.Architecture = "linux", arch
 	cf.Created = v1.Time{Time: time.Unix(0, 0).UTC()} // reproducible
+	labels := map[string]string{"org.opencontainers.image.source": "https://github.com/shimkit/shimkit"}
+	if img.License != "" {
+		labels["org.opencontainers.image.licenses"] = img.License
+	}
 	cf.Config = v1.Config{Entrypoint: []string{"/" + img.Name}, Cmd: img.Args, User: img.User,
-		Env: []string{"SSL_CERT_FILE=" + caBundle}, Labels: map[string]string{"org.opencontainers.image.source": "https://github.com/shimkit/shimkit"}}
+		Env: []string{"SSL_CERT_FILE=" + caBundle}, Labels: labels}
 	return mutate.ConfigFile(image, cf)
 }
 
