@@ -57,7 +57,8 @@ type fleetNode struct {
 //     current k3s, whose rendered config imports config-v3.toml.d: the
 //     handler goes to a drop-in there (the directory created, and removed
 //     again at the end); the installer's one restart takes its own kubelet
-//     along, and its Job still reports;
+//     along, and its Job still reports; a second Shim installed and
+//     deleted there restarts its kubelet twice, and a pod of mix runs on;
 //   - a node whose image had the handler baked in by examples/image-builder
 //     before it booted (spec.preinstalledOn): labelled from what its
 //     kubelet reports, without an installer run or a restart;
@@ -212,6 +213,7 @@ func testFleet(t *testing.T, c *testutil.Cluster, dump *dumper, images []string)
 	for _, fn := range []*fleetNode{k3s, baked} {
 		runPodOn(t, c, "mix-"+fn.node.Name, fn.node.Name, mixShim)
 	}
+	anotherShimOnK3s(t, c, shim.Spec.FetchStrategy, k3s)
 
 	// Reimaged in place: a fresh root and machine-id under the same name.
 	// The label goes as soon as its kubelet reports the new machine, and
@@ -277,6 +279,51 @@ func testFleet(t *testing.T, c *testutil.Cluster, dump *dumper, images []string)
 	}
 }
 
+// anotherShimOnK3s installs, then deletes, a second Shim on the k3s-style
+// node while a pod of mix runs there: each of its installer runs restarts
+// k3s-agent and so the kubelet, which admits its running pods again
+// against the node's labels as they are then. mix's label was never
+// touched, so the pod runs on: the same container, never restarted.
+func anotherShimOnK3s(t *testing.T, c *testutil.Cluster, fetch v1alpha1.FetchStrategy, k3s *fleetNode) {
+	t.Helper()
+	ctx := context.Background()
+	pod := "mix-" + k3s.node.Name
+	was := c.WaitPodRunning(t, "default", pod).Status.ContainerStatuses[0]
+	other := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "mix-other"}, Spec: v1alpha1.ShimSpec{
+		NodeSelector:  onNode(k3s.node),
+		FetchStrategy: fetch,
+		RuntimeClass:  v1alpha1.RuntimeClassSpec{Name: "mix-other", Handler: "mix-other"},
+	}}
+	for _, step := range []string{"install", "uninstall"} {
+		kubelet := pidOf(t, k3s.node, "kubelet")
+		start := time.Now()
+		if step == "install" {
+			if err := c.Client.Create(ctx, other); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 120*time.Second, "mix-other on "+k3s.node.Name, func() bool {
+				s := &v1alpha1.Shim{}
+				return c.Client.Get(ctx, client.ObjectKeyFromObject(other), s) == nil && s.Status.UpdatedNodes == 1
+			})
+		} else {
+			if err := c.Client.Delete(ctx, other); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 120*time.Second, "mix-other gone", func() bool {
+				return apierrors.IsNotFound(c.Client.Get(ctx, client.ObjectKeyFromObject(other), &v1alpha1.Shim{}))
+			})
+		}
+		if now := pidOf(t, k3s.node, "kubelet"); now == kubelet {
+			t.Errorf("%s: the %s of mix-other did not restart the kubelet (pid %s)", k3s.node.Name, step, now)
+		}
+		is := c.WaitPodRunning(t, "default", pod).Status.ContainerStatuses[0]
+		if is.ContainerID != was.ContainerID || is.RestartCount != 0 {
+			t.Errorf("%s: mix's pod did not run on through the %s of mix-other and its kubelet's restart: %+v, was %+v", k3s.node.Name, step, is, was)
+		}
+		t.Logf("%s (k3s-style): mix-other's %s restarted k3s-agent and its kubelet in %v; mix's pod ran on", k3s.node.Name, step, time.Since(start).Round(100*time.Millisecond))
+	}
+}
+
 // rebootForgetful reboots the containerd 1.7 node with its config
 // written anew, as an image or config management writes it at boot:
 // its kubelet reports no runtime handlers, so only the new boot ID tells
@@ -288,7 +335,7 @@ func rebootForgetful(t *testing.T, c *testutil.Cluster, shim *v1alpha1.Shim, fn 
 	cfg := "/etc/containerd/config.toml"
 	start := time.Now()
 	c.Reboot(t, fn.node, map[string][]byte{cfg: fn.orig[cfg]})
-	boot, up := fn.node.BootID(t), time.Since(start)
+	boot, up := testutil.BootID(t, fn.node.Node), time.Since(start)
 	var caught time.Duration
 	waitFor(t, 180*time.Second, fn.node.Name+" verified after its reboot and installed again", func() bool {
 		n := &corev1.Node{}

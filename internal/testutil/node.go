@@ -168,7 +168,7 @@ func StartNode(t testing.TB, opts NodeOptions) *Node {
 			t.Fatal(err)
 		}
 	}
-	if err := n.newBoot(); err != nil {
+	if err := newBoot(dir); err != nil {
 		t.Fatal(err)
 	}
 	for files, mode := range map[*map[string][]byte]os.FileMode{&opts.Files: 0o644, &opts.Executables: 0o755} {
@@ -208,7 +208,7 @@ exec unshare --pid --fork --mount --uts --ipc $NET --cgroup --kill-child -- /bin
 		netFlag, netMode = "", "host"
 	}
 	n.cmd = exec.Command("/bin/sh", "-c", script)
-	n.cmd.Env = append(os.Environ(), "CGROUPS="+strings.Join(n.cgroups, " "), "BOOT="+bootPath, "ROOT="+n.Root, "NET="+netFlag, "NODE_NET="+netMode, "NODE_RO="+strings.Join(opts.ReadOnly, " "), "NODE_CRIO="+crioQuirks(opts), "NODE_BOOT_ID="+n.bootIDFile())
+	n.cmd.Env = append(os.Environ(), "CGROUPS="+strings.Join(n.cgroups, " "), "BOOT="+bootPath, "ROOT="+n.Root, "NET="+netFlag, "NODE_NET="+netMode, "NODE_RO="+strings.Join(opts.ReadOnly, " "), "NODE_CRIO="+crioQuirks(opts), "NODE_BOOT_ID="+bootIDFile(dir))
 	logf, err := os.Create(filepath.Join(dir, "boot.log"))
 	if err != nil {
 		t.Fatal(err)

@@ -33,7 +33,7 @@ func TestNodeSandbox(t *testing.T) {
 	}
 	out, err = n.Exec(ctx, "cat", "/proc/sys/kernel/random/boot_id")
 	host, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	if got := strings.TrimSpace(string(out)); err != nil || got != n.BootID(t) || got == strings.TrimSpace(string(host)) {
-		t.Errorf("the node's boot ID is %q (%v); want its own %q, not this machine's %q", out, err, n.BootID(t), host)
+	if got := strings.TrimSpace(string(out)); err != nil || got != testutil.BootID(t, n) || got == strings.TrimSpace(string(host)) {
+		t.Errorf("the node's boot ID is %q (%v); want its own %q, not this machine's %q", out, err, testutil.BootID(t, n), host)
 	}
 }

@@ -14,25 +14,25 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// bootIDFile is the host's file that the node reads as
+// bootIDFile is the host's file that the node in dir reads as
 // /proc/sys/kernel/random/boot_id (nodeboot.sh binds it there).
-func (n *Node) bootIDFile() string { return filepath.Join(n.dir, "boot_id") }
+func bootIDFile(dir string) string { return filepath.Join(dir, "boot_id") }
 
-// newBoot gives the node a new boot ID, a random UUID as the kernel's,
-// written in place: the node's bind mount shows the new one.
-func (n *Node) newBoot() error {
+// newBoot gives the node in dir a new boot ID, a random UUID as the
+// kernel's, written in place: the node's bind mount shows the new one.
+func newBoot(dir string) error {
 	b := make([]byte, 16)
 	if _, err := rand.Read(b); err != nil {
 		return err
 	}
 	uuid := fmt.Sprintf("%x-%x-%x-%x-%x\n", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-	return os.WriteFile(n.bootIDFile(), []byte(uuid), 0o644)
+	return os.WriteFile(bootIDFile(dir), []byte(uuid), 0o644)
 }
 
 // BootID is the node's boot ID now.
-func (n *Node) BootID(t testing.TB) string {
+func BootID(t testing.TB, n *Node) string {
 	t.Helper()
-	data, err := os.ReadFile(n.bootIDFile())
+	data, err := os.ReadFile(bootIDFile(n.dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,10 +54,10 @@ func (c *Cluster) Reboot(t testing.TB, n ClusterNode, files map[string][]byte) {
 	for p, content := range files {
 		n.writeFiles(t, map[string]nodeFile{p: {content, 0o644}})
 	}
-	if err := n.newBoot(); err != nil {
+	if err := newBoot(n.dir); err != nil {
 		t.Fatal(err)
 	}
-	boot := n.BootID(t)
+	boot := BootID(t, n.Node)
 	units := []string{n.Unit(), n.KubeletUnit()}
 	if units[0] == units[1] {
 		units = units[:1] // k3s-style: one unit runs both
