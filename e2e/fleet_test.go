@@ -84,7 +84,7 @@ func testFleet(t *testing.T, c *testutil.Cluster, dump *dumper, images []string)
 		{kind: "containerd 2.2, drop-in", files: []string{rootConfig, dropIn},
 			join: testutil.JoinOptions{Labels: pool, Containerd: &b22, Files: map[string][]byte{rootConfig: importsConfD(b22)}}},
 		{kind: "containerd 1.7, file", files: []string{rootConfig},
-			join: testutil.JoinOptions{Labels: pool, Containerd: &b17}},
+			join: testutil.JoinOptions{Labels: pool, Containerd: &b17, OwnBootID: true}}, // rebooted
 		{kind: "k3s-style", files: []string{k3sTemplate, k3sRendered, k3sDropIn},
 			join: testutil.JoinOptions{Labels: pool, K3s: true}},
 		{kind: "handler baked in", files: []string{rootConfig},

@@ -161,6 +161,13 @@ type JoinOptions struct {
 	// ReadOnly are node directories read-only inside the node
 	// (NodeOptions.ReadOnly).
 	ReadOnly []string
+	// OwnBootID gives the node a boot ID of its own, which a reboot's
+	// stand-in (Cluster.Reboot) changes, in place of this machine's. Only
+	// its systemd, runtime and kubelet read it: its containers read this
+	// machine's, and a containerd that compares the two after its restart
+	// (image volumes) takes its running containers for stale. So only the
+	// nodes a test reboots have one.
+	OwnBootID bool
 	// KubeletArgs are more kubelet flags (--image-credential-provider-config,
 	// say).
 	KubeletArgs []string
@@ -299,7 +306,7 @@ func (c *Cluster) bootNode(t testing.TB, i int, opts JoinOptions) ClusterNode {
 			files["/etc/containerd/config.toml"] = WithRegistryHosts(files["/etc/containerd/config.toml"], build)
 		}
 	}
-	nodeOpts := NodeOptions{Containerd: &build, Files: files, Executables: opts.Executables, K3s: opts.K3s, ReadOnly: opts.ReadOnly}
+	nodeOpts := NodeOptions{Containerd: &build, Files: files, Executables: opts.Executables, K3s: opts.K3s, ReadOnly: opts.ReadOnly, OwnBootID: opts.OwnBootID}
 	if opts.CRIO {
 		c.crioNodeFiles(t, files, opts)
 		nodeOpts.Containerd, nodeOpts.CRIO = nil, true

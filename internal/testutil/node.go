@@ -74,6 +74,13 @@ type NodeOptions struct {
 	// (/etc, /opt: an immutable or hardened host). Files are written
 	// before, and the host side (Local) stays writable.
 	ReadOnly []string
+	// OwnBootID gives the node a boot ID of its own, which a reboot's
+	// stand-in (Cluster.Reboot) changes, in place of this machine's. Only
+	// its systemd, runtime and kubelet read it: its containers read this
+	// machine's, and a containerd that compares the two after its restart
+	// (image volumes) takes its running containers for stale. So only the
+	// nodes a test reboots have one.
+	OwnBootID bool
 	// CRIO makes the node a CRI-O node (crionode.go): crio.service under
 	// systemd in place of containerd (Socket and Unit are CRI-O's).
 	CRIO bool
@@ -168,8 +175,12 @@ func StartNode(t testing.TB, opts NodeOptions) *Node {
 			t.Fatal(err)
 		}
 	}
-	if err := newBoot(dir); err != nil {
-		t.Fatal(err)
+	bootID := ""
+	if opts.OwnBootID {
+		bootID = bootIDFile(dir)
+		if err := newBoot(dir); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for files, mode := range map[*map[string][]byte]os.FileMode{&opts.Files: 0o644, &opts.Executables: 0o755} {
 		for p, content := range *files {
@@ -208,7 +219,7 @@ exec unshare --pid --fork --mount --uts --ipc $NET --cgroup --kill-child -- /bin
 		netFlag, netMode = "", "host"
 	}
 	n.cmd = exec.Command("/bin/sh", "-c", script)
-	n.cmd.Env = append(os.Environ(), "CGROUPS="+strings.Join(n.cgroups, " "), "BOOT="+bootPath, "ROOT="+n.Root, "NET="+netFlag, "NODE_NET="+netMode, "NODE_RO="+strings.Join(opts.ReadOnly, " "), "NODE_CRIO="+crioQuirks(opts), "NODE_BOOT_ID="+bootIDFile(dir))
+	n.cmd.Env = append(os.Environ(), "CGROUPS="+strings.Join(n.cgroups, " "), "BOOT="+bootPath, "ROOT="+n.Root, "NET="+netFlag, "NODE_NET="+netMode, "NODE_RO="+strings.Join(opts.ReadOnly, " "), "NODE_CRIO="+crioQuirks(opts), "NODE_BOOT_ID="+bootID)
 	logf, err := os.Create(filepath.Join(dir, "boot.log"))
 	if err != nil {
 		t.Fatal(err)

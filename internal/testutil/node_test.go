@@ -14,7 +14,7 @@ import (
 // containerd runs as a unit that answers CRI from the host, and the node
 // has a boot ID of its own.
 func TestNodeSandbox(t *testing.T) {
-	n := testutil.StartNode(t, testutil.NodeOptions{})
+	n := testutil.StartNode(t, testutil.NodeOptions{OwnBootID: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	out, err := n.Exec(ctx, "systemctl", "is-active", "containerd")

@@ -47,10 +47,14 @@ func BootID(t testing.TB, n *Node) string {
 //
 // What it is not: the node's other processes, its running containers
 // among them, live on, where a real reboot ends them (the kubelet finds
-// its pods' sandboxes still there); its machine ID stays, as a reboot's
-// does.
+// its pods' sandboxes still there); its containers read this machine's
+// boot ID (OwnBootID); its machine ID stays, as a reboot's does. The
+// node must have joined with JoinOptions.OwnBootID.
 func (c *Cluster) Reboot(t testing.TB, n ClusterNode, files map[string][]byte) {
 	t.Helper()
+	if !n.opts.OwnBootID {
+		t.Fatalf("reboot %s: it joined without JoinOptions.OwnBootID", n.Name)
+	}
 	for p, content := range files {
 		n.writeFiles(t, map[string]nodeFile{p: {content, 0o644}})
 	}

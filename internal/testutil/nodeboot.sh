@@ -24,10 +24,12 @@ if [ -n "${NODE_CRIO:-}" ]; then
 	awk 'NR == 1 || $2 != 0' /proc/cgroups >"$ROOT/../proc-cgroups"
 	mount --bind -o ro "$ROOT/../proc-cgroups" "$ROOT/proc/cgroups"
 fi
-# The node's own boot ID (NODE_BOOT_ID, a file of the host's that
-# Node.newBoot writes), not this machine's, which every node would share:
-# a reboot's stand-in writes a new one there.
-mount --bind "$NODE_BOOT_ID" "$ROOT/proc/sys/kernel/random/boot_id"
+# A boot ID of the node's own (NODE_BOOT_ID, a file of the host's that
+# newBoot writes; NodeOptions.OwnBootID), not this machine's: a reboot's
+# stand-in writes a new one there.
+if [ -n "${NODE_BOOT_ID:-}" ]; then
+	mount --bind "$NODE_BOOT_ID" "$ROOT/proc/sys/kernel/random/boot_id"
+fi
 mount -t tmpfs -o mode=755 cgroup "$ROOT/sys/fs/cgroup"
 # Every cgroup v1 hierarchy of the host, then cgroup2; in this cgroup
 # namespace their root is the node's own cgroup.
