@@ -164,9 +164,10 @@ type JoinOptions struct {
 	// OwnBootID gives the node a boot ID of its own, which a reboot's
 	// stand-in (Cluster.Reboot) changes, in place of this machine's. Only
 	// its systemd, runtime and kubelet read it: its containers read this
-	// machine's, and a containerd that compares the two after its restart
-	// (image volumes) takes its running containers for stale. So only the
-	// nodes a test reboots have one.
+	// machine's. On nodes with one, the kubelet killed a running image
+	// volume pod after a containerd restart (the e2e images scenario; not
+	// without one, cause not found), so only the nodes a test reboots
+	// have one.
 	OwnBootID bool
 	// KubeletArgs are more kubelet flags (--image-credential-provider-config,
 	// say).
