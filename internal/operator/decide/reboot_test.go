@@ -62,8 +62,9 @@ func TestVerifyAfterBoot(t *testing.T) {
 	}
 }
 
-// planAt plans one reconcile of the Shim over the nodes at now.
-func planAt(t *testing.T, shim *v1alpha1.Shim, now time.Time, nodes []*corev1.Node, period time.Duration) *Plan {
+// planAt plans one reconcile of the Shim over the nodes at now, batching
+// Jobs with other Shims and verifying every period.
+func planAt(t testing.TB, shim *v1alpha1.Shim, now time.Time, nodes []*corev1.Node, period time.Duration) *Plan {
 	t.Helper()
 	opts := shimspec.Settings{InstallerImage: "i", Namespace: "ns"}
 	obs := NewSnapshot(shim, opts, now, now)

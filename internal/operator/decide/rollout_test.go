@@ -181,24 +181,14 @@ func TestDecideRemoval(t *testing.T) {
 // (go test ./internal/operator/decide -run '^$' -bench ObserveDecide -benchmem).
 func BenchmarkObserveDecide1000Nodes(b *testing.B) {
 	shim := decideShim()
-	opts := shimspec.Settings{InstallerImage: "i", Namespace: "ns"}
 	nodes := make([]*corev1.Node, 1000)
 	for i := range nodes {
 		nodes[i] = nodeAt(fmt.Sprintf("n%04d", i), "a", "", nil)
 	}
 	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	for b.Loop() {
-		obs := NewSnapshot(shim, opts, now, now)
-		obs.Aim(nil)
-		obs.Shims, obs.Classes = []v1alpha1.Shim{*shim}, &ClassSet{}
-		BuildViews(obs, NodeReads{Nodes: nodes})
-		obs, records, err := Records(obs)
-		if err != nil {
-			b.Fatal(err)
-		}
-		p, err := PlanInstall(obs, records, Rules{Policy: Policy{Planner: shimspec.Planner(obs.Shim, obs.Hash), PlanFor: obs.PlanFor(opts), Delivery: Delivery(obs)}, Batching: true, VerifyPeriod: 6 * time.Hour})
-		if err != nil || len(p.Decision.Rollin.Start) != 2 {
-			b.Fatalf("plan %v, %v: want 2 starts (maxUpdate 2)", p, err)
+		if p := planAt(b, shim, now, nodes, 6*time.Hour); len(p.Decision.Rollin.Start) != 2 {
+			b.Fatalf("plan %v: want 2 starts (maxUpdate 2)", p)
 		}
 	}
 }
