@@ -235,7 +235,7 @@ func testFleet(t *testing.T, c *testutil.Cluster, dump *dumper, images []string)
 	waitFor(t, 120*time.Second, "the reimaged node to get mix again", labelled)
 	t.Logf("%s installed again %v after the reimage", drop.node.Name, time.Since(start).Round(time.Second))
 	assertHas(t, drop, dropIn, mixShim)
-	rebootForgetful(t, c, shim, file)
+	rebootForgetful(t, c, shim, file, rootConfig)
 
 	// Delete: every node's files as they were.
 	for _, name := range []string{bystander.Name, "mix-" + k3s.node.Name, "mix-" + baked.node.Name} {
@@ -329,10 +329,9 @@ func anotherShimOnK3s(t *testing.T, c *testutil.Cluster, fetch v1alpha1.FetchStr
 // its kubelet reports no runtime handlers, so only the new boot ID tells
 // the operator, which verifies the node at once, finds the handler gone
 // and installs it again; a pod of the RuntimeClass then runs there.
-func rebootForgetful(t *testing.T, c *testutil.Cluster, shim *v1alpha1.Shim, fn *fleetNode) {
+func rebootForgetful(t *testing.T, c *testutil.Cluster, shim *v1alpha1.Shim, fn *fleetNode, cfg string) {
 	t.Helper()
 	ctx := context.Background()
-	cfg := "/etc/containerd/config.toml"
 	start := time.Now()
 	c.Reboot(t, fn.node, map[string][]byte{cfg: fn.orig[cfg]})
 	boot, up := testutil.BootID(t, fn.node.Node), time.Since(start)

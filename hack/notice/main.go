@@ -48,7 +48,7 @@ func run(out io.Writer, root string, verify bool) error {
 	if err != nil {
 		return err
 	}
-	want, err := render(mods)
+	want, n, err := render(mods)
 	if err != nil {
 		return err
 	}
@@ -63,7 +63,7 @@ func run(out io.Writer, root string, verify bool) error {
 	if !bytes.Equal(got, want) {
 		return fmt.Errorf("%s is not the notices of the modules the release links (write it with make notice, then review and commit it)", path)
 	}
-	fmt.Fprintf(out, "notice: %s carries the notices of %d modules\n", path, countNotices(mods))
+	fmt.Fprintf(out, "notice: %s carries the notices of %d modules\n", path, n)
 	return nil
 }
 
@@ -121,9 +121,11 @@ func noticeFile(dir string) string {
 	return ""
 }
 
-func render(mods []module) ([]byte, error) {
+// render is NOTICE's content, and how many modules' notices it holds.
+func render(mods []module) ([]byte, int, error) {
 	var b bytes.Buffer
 	b.WriteString(header)
+	n := 0
 	for _, m := range mods {
 		f := noticeFile(m.Dir)
 		if f == "" {
@@ -131,20 +133,11 @@ func render(mods []module) ([]byte, error) {
 		}
 		text, err := os.ReadFile(f)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
+		n++
 		fmt.Fprintf(&b, "\n================================================================\n%s %s\n================================================================\n\n%s\n",
 			m.Path, m.Version, bytes.TrimSpace(text))
 	}
-	return b.Bytes(), nil
-}
-
-func countNotices(mods []module) int {
-	n := 0
-	for _, m := range mods {
-		if noticeFile(m.Dir) != "" {
-			n++
-		}
-	}
-	return n
+	return b.Bytes(), n, nil
 }

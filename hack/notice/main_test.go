@@ -20,13 +20,13 @@ func TestNotice(t *testing.T) {
 func TestRenderSkipsModulesWithoutNotice(t *testing.T) {
 	with, without := t.TempDir(), t.TempDir()
 	writeFile(t, filepath.Join(with, "NOTICE.txt"), "Copyright 2014 gRPC authors.\n")
-	out, err := render([]module{{Path: "example.com/a", Version: "v1.0.0", Dir: without}, {Path: "example.com/b", Version: "v1.2.3", Dir: with}})
+	out, n, err := render([]module{{Path: "example.com/a", Version: "v1.0.0", Dir: without}, {Path: "example.com/b", Version: "v1.2.3", Dir: with}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := header + "\n================================================================\nexample.com/b v1.2.3\n================================================================\n\nCopyright 2014 gRPC authors.\n"
-	if string(out) != want {
-		t.Errorf("rendered:\n%s\nwant:\n%s", out, want)
+	if string(out) != want || n != 1 {
+		t.Errorf("rendered %d notices:\n%s\nwant 1:\n%s", n, out, want)
 	}
 }
 

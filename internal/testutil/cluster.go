@@ -410,23 +410,33 @@ func (c *Cluster) WaitNodeReady(t testing.TB, name string) {
 }
 
 func (c *Cluster) waitNodeReady(name string, timeout time.Duration) error {
+	return c.waitNode(name, timeout, "Ready", func(node *corev1.Node) (bool, string) {
+		for _, cond := range node.Status.Conditions {
+			if cond.Type == corev1.NodeReady {
+				return cond.Status == corev1.ConditionTrue, cond.Reason + ": " + cond.Message
+			}
+		}
+		return false, "no Ready condition"
+	})
+}
+
+// waitNode polls the Node object until done says so, or fails after
+// timeout naming what it waited for and what done said last.
+func (c *Cluster) waitNode(name string, timeout time.Duration, what string, done func(*corev1.Node) (bool, string)) error {
 	deadline := time.Now().Add(timeout)
 	last := "no Node object"
 	for time.Now().Before(deadline) {
 		node := &corev1.Node{}
 		if err := c.Client.Get(context.Background(), client.ObjectKey{Name: name}, node); err == nil {
-			for _, cond := range node.Status.Conditions {
-				if cond.Type == corev1.NodeReady {
-					if cond.Status == corev1.ConditionTrue {
-						return nil
-					}
-					last = cond.Reason + ": " + cond.Message
-				}
+			ok, why := done(node)
+			if ok {
+				return nil
 			}
+			last = why
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	return fmt.Errorf("node %s not Ready after %v: %s", name, timeout, last)
+	return fmt.Errorf("node %s not %s after %v: %s", name, what, timeout, last)
 }
 
 // RegistryHostsDir is where a cluster node's containerd reads registry

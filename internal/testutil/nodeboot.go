@@ -11,7 +11,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // bootIDFile is the host's file that the node in dir reads as
@@ -69,17 +68,10 @@ func (c *Cluster) Reboot(t testing.TB, n ClusterNode, files map[string][]byte) {
 	if out, err := n.Exec(context.Background(), append([]string{"systemctl", "restart"}, units...)...); err != nil {
 		t.Fatalf("restart %v on %s: %v %s", units, n.Name, err, out)
 	}
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		node := &corev1.Node{}
-		err := c.Client.Get(context.Background(), client.ObjectKey{Name: n.Name}, node)
-		if err == nil && node.Status.NodeInfo.BootID == boot {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node %s does not report boot %s 90 s after its reboot (%v, it reports %q)\n%s", n.Name, boot, err, node.Status.NodeInfo.BootID, n.Journal(n.KubeletUnit()))
-		}
-		time.Sleep(250 * time.Millisecond)
+	if err := c.waitNode(n.Name, 90*time.Second, "in boot "+boot, func(node *corev1.Node) (bool, string) {
+		return node.Status.NodeInfo.BootID == boot, "it reports boot " + node.Status.NodeInfo.BootID
+	}); err != nil {
+		t.Fatalf("%v\n%s", err, n.Journal(n.KubeletUnit()))
 	}
 	if err := c.waitNodeReady(n.Name, 90*time.Second); err != nil {
 		t.Fatalf("%v\n%s", err, n.Journal(n.KubeletUnit()))
