@@ -410,7 +410,7 @@ func (c *Cluster) WaitNodeReady(t testing.TB, name string) {
 }
 
 func (c *Cluster) waitNodeReady(name string, timeout time.Duration) error {
-	return c.waitNode(name, timeout, "Ready", func(node *corev1.Node) (bool, string) {
+	return waitNode(c.Client, name, timeout, "Ready", func(node *corev1.Node) (bool, string) {
 		for _, cond := range node.Status.Conditions {
 			if cond.Type == corev1.NodeReady {
 				return cond.Status == corev1.ConditionTrue, cond.Reason + ": " + cond.Message
@@ -420,14 +420,14 @@ func (c *Cluster) waitNodeReady(name string, timeout time.Duration) error {
 	})
 }
 
-// waitNode polls the Node object until done says so, or fails after
+// waitNode polls the Node object name through c until done says so, or fails after
 // timeout naming what it waited for and what done said last.
-func (c *Cluster) waitNode(name string, timeout time.Duration, what string, done func(*corev1.Node) (bool, string)) error {
+func waitNode(c client.Client, name string, timeout time.Duration, what string, done func(*corev1.Node) (bool, string)) error {
 	deadline := time.Now().Add(timeout)
 	last := "no Node object"
 	for time.Now().Before(deadline) {
 		node := &corev1.Node{}
-		if err := c.Client.Get(context.Background(), client.ObjectKey{Name: name}, node); err == nil {
+		if err := c.Get(context.Background(), client.ObjectKey{Name: name}, node); err == nil {
 			ok, why := done(node)
 			if ok {
 				return nil

@@ -68,7 +68,7 @@ func (c *Cluster) Reboot(t testing.TB, n ClusterNode, files map[string][]byte) {
 	if out, err := n.Exec(context.Background(), append([]string{"systemctl", "restart"}, units...)...); err != nil {
 		t.Fatalf("restart %v on %s: %v %s", units, n.Name, err, out)
 	}
-	if err := c.waitNode(n.Name, 90*time.Second, "in boot "+boot, func(node *corev1.Node) (bool, string) {
+	if err := waitNode(c.Client, n.Name, 90*time.Second, "in boot "+boot, func(node *corev1.Node) (bool, string) {
 		return node.Status.NodeInfo.BootID == boot, "it reports boot " + node.Status.NodeInfo.BootID
 	}); err != nil {
 		t.Fatalf("%v\n%s", err, n.Journal(n.KubeletUnit()))
