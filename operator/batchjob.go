@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -39,14 +37,7 @@ func (r *jobStarter) startBatch(ctx context.Context, run *acting, st decide.Star
 	if err != nil || !created {
 		return err
 	}
-	names := make([]string, len(st.Partners))
-	for k, p := range st.Partners {
-		names[k] = p.Offer.Shim.Name
-		r.drifted(ctx, p.Offer.Shim, v.Node, p.Drifted())
-		r.event(ctx, p.Offer.Shim, v.Node, corev1.EventTypeNormal, p.Reason, "Install", "node %s: with Shim %s in one installer run, one containerd restart (Job %s)", v.Node.Name, obs.Shim.Name, job.Name)
-	}
-	run.events.Add(st.Reason, "Install", fmt.Sprintf("node %s with Shims %s (Job %s)", v.Node.Name, strings.Join(names, ", "), job.Name))
-	return nil
+	return r.exec.act(ctx, run, st.After)
 }
 
 // buildBatchJob is the leader's Job for the node carrying every member's

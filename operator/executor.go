@@ -17,7 +17,6 @@ import (
 	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/internal/operator/status"
 	"github.com/shimkit/shimkit/nodelabel"
-	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
 // acting is what carrying out one reconcile's plan keeps of its own, so
@@ -86,17 +85,19 @@ func (r *executor) do(ctx context.Context, run *acting, a decide.Action) error {
 	case decide.Release:
 		return r.release(ctx, a)
 	case decide.Evict:
-		r.evictOne(ctx, a.Shim, a.Eviction, a.GracePeriodSeconds)
+		r.evict(ctx, a)
 	case decide.MarkFailed:
 		return nodelabel.MarkFailed(ctx, r.client, a.Node, a.Shim, a.Failure)
 	case decide.ClearFailure:
 		return nodelabel.ClearFailure(ctx, r.client, a.Node, a.Shim)
 	case decide.MarkVerified:
 		return nodelabel.MarkVerified(ctx, r.client, a.Node, a.Shim, a.Found)
-	case decide.EmitEvent:
-		r.event(ctx, a.Shim, a.Related, a.Type, a.Reason, a.Action, "%s", a.Note)
+	case decide.Notice:
+		r.recorder.Say(ctx, run.obs.Shim, a)
 	case decide.Note:
 		run.events.Add(a.Reason, a.Action, a.Detail)
+	case decide.CountDrift:
+		r.metrics.DriftDetected(a.Shim, a.Node)
 	case decide.CountJob:
 		r.metrics.JobFinished(a.Shim, a.Job)
 	case decide.KeepLog:
@@ -124,7 +125,7 @@ func (r *executor) untaint(ctx context.Context, a decide.Untaint) error {
 	case err != nil:
 		return fmt.Errorf("remove taint %s from node %s: %w", PendingTaint, node.Name, err)
 	}
-	r.event(ctx, a.Shim, node, corev1.EventTypeNormal, "TaintRemoved", "Install", "node %s has every Shim that selects it: taint %s removed", node.Name, PendingTaint)
+	r.recorder.Say(ctx, a.Shim, a.Said)
 	return nil
 }
 
@@ -147,32 +148,22 @@ func (r *executor) fence(ctx context.Context, read *corev1.Node, taint corev1.Ta
 	return nil
 }
 
-// evict asks the Eviction API to evict each pod (spec.deletePolicy
-// Evict), with the pods' own grace periods.
-func (r *executor) evict(ctx context.Context, shim *v1alpha1.Shim, pods []decide.Eviction) {
-	g := r.group(ctx)
-	for _, e := range pods {
-		g.Go(func() error { r.evictOne(ctx, shim, e, nil); return nil })
-	}
-	_ = g.Wait()
-}
-
-// evictOne asks the Eviction API to evict the pod. The API server honours
-// its PodDisruptionBudgets: a refusal is said in a Warning Event
-// EvictionBlocked quoting it, and the pod is asked again at the next
-// reconcile. A pod already gone is fine.
-func (r *executor) evictOne(ctx context.Context, shim *v1alpha1.Shim, e decide.Eviction, grace *int64) {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: e.Name}}
-	ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: e.Name}}
-	if grace != nil {
-		ev.DeleteOptions = &metav1.DeleteOptions{GracePeriodSeconds: grace}
+// evict asks the Eviction API to evict the pod. The API server honours
+// its PodDisruptionBudgets: a refusal is said in the Warning the plan
+// gave (EvictionBlocked) with the API server's answer, and the pod is
+// asked again at the next reconcile. A pod already gone is fine.
+func (r *executor) evict(ctx context.Context, a decide.Evict) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: a.Namespace, Name: a.Name}}
+	ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: a.Namespace, Name: a.Name}}
+	if a.GracePeriodSeconds != nil {
+		ev.DeleteOptions = &metav1.DeleteOptions{GracePeriodSeconds: a.GracePeriodSeconds}
 	}
 	switch err := r.client.SubResource("eviction").Create(ctx, pod, ev); {
 	case err == nil:
-		r.event(ctx, shim, nil, corev1.EventTypeNormal, "Evicted", "Evict", "pod %s/%s on node %s evicted", e.Namespace, e.Name, e.Node)
+		r.recorder.Say(ctx, a.Shim, a.Evicted)
 	case apierrors.IsNotFound(err):
 	default:
-		r.event(ctx, shim, nil, corev1.EventTypeWarning, "EvictionBlocked", "Evict", "pod %s/%s on node %s: %v", e.Namespace, e.Name, e.Node, err)
+		r.recorder.Say(ctx, a.Shim, a.Blocked.Answered(err))
 	}
 }
 

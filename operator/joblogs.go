@@ -76,7 +76,7 @@ func (r *executor) keepLog(ctx context.Context, a decide.KeepLog) {
 			return // stopping: the next reconcile keeps it
 		}
 		if err != nil {
-			r.event(ctx, a.Shim, nil, corev1.EventTypeWarning, "LogNotKept", "Install", "node %s: no copy of Job %s's log: %v", a.Node, a.Job.Name, err)
+			r.recorder.Say(ctx, a.Shim, a.NotCopied.Answered(err))
 		}
 	}
 	ttl := int32(r.opts.FailedJobTTL / time.Second)
@@ -85,6 +85,6 @@ func (r *executor) keepLog(ctx context.Context, a decide.KeepLog) {
 	}
 	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"true"}},"spec":{"ttlSecondsAfterFinished":%d}}`, jobview.AnnotationLogKept, ttl))
 	if err := r.client.Patch(ctx, a.Job.DeepCopy(), patch); client.IgnoreNotFound(err) != nil {
-		r.event(ctx, a.Shim, nil, corev1.EventTypeWarning, "LogNotKept", "Install", "node %s: Job %s kept only %v: %v", a.Node, a.Job.Name, r.opts.JobTTL, err)
+		r.recorder.Say(ctx, a.Shim, a.NotKept.Answered(err))
 	}
 }

@@ -1,12 +1,13 @@
 package operator
 
 import (
-	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"path"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shimkit/shimkit/internal/operator/nodeview"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -39,6 +39,8 @@ type world struct {
 	// Deleted: a Job the operator deleted (the cache may not know yet).
 	Deleted                      func(*v1alpha1.Shim, types.UID) bool
 	StatusWritten, EventsEmitted time.Time
+	// EventsHeld: notes of earlier reconciles are held back.
+	EventsHeld bool
 	// Result: a Job's installer result read before (nil: none read).
 	Result func(*jobview.View) (*plan.NodeResult, bool)
 }
@@ -84,7 +86,7 @@ func observe(ctx context.Context, w world, src sources, opts Options) (*observed
 		obs.Retried, obs.RetriedHash = w.Retried, w.RetriedHash
 	}
 	obs.Jobs, obs.Shims, obs.Gate = w.Jobs, w.Shims, w.Gate
-	obs.StatusWritten, obs.EventsEmitted = w.StatusWritten, w.EventsEmitted
+	obs.StatusWritten, obs.EventsEmitted, obs.EventsHeld = w.StatusWritten, w.EventsEmitted, w.EventsHeld
 	pinned := src.pin.pinFor(ctx, obs)
 	obs.Shown, obs.Notices = pinned.Show, append(obs.Notices, pinned.Notices...)
 	if pinned.Refusal != nil {

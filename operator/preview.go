@@ -181,7 +181,7 @@ func previewClasses(shim *v1alpha1.Shim, existing []nodev1.RuntimeClass) []Class
 		taken[t.Spec.Name] = t.Step.Read
 	}
 	for _, w := range cp.Warnings {
-		conflicts[w.Name] = true
+		conflicts[w.Class.Name] = true
 	}
 	var out []ClassPreview
 	for _, d := range cp.Deletes {

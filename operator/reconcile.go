@@ -12,7 +12,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -128,16 +127,12 @@ func (r *Reconciler) planAndAct(ctx context.Context, obs *observed) (res ctrl.Re
 	defer func() {
 		// The reconcile is past its decision (or failed): the Events
 		// gathered go out as the plan said (all of them when it failed, or
-		// made none); held back, the Shim comes back for them.
+		// made none); held back, the plan's requeue brings the Shim back
+		// for them (decide.Plan.Requeue).
 		phase.Decided(ctx)
 		r.notify(ctx, run)
 		ev := run.eventPlan
-		now := time.Now()
-		if pending := r.report.Flush(ctx, shim, &run.events, ev == nil || ev.Emit || err != nil, now); pending && err == nil {
-			if res.RequeueAfter == 0 || now.Add(res.RequeueAfter).After(ev.Due) {
-				res.RequeueAfter = max(ev.Due.Sub(now), time.Millisecond)
-			}
-		}
+		r.report.Flush(ctx, shim, &run.events, ev == nil || ev.Emit || err != nil, time.Now())
 	}()
 	if err != nil {
 		return ctrl.Result{}, err
@@ -172,7 +167,7 @@ func (r *Reconciler) observe(ctx context.Context, shim *v1alpha1.Shim) (*observe
 	}
 	w := world{Shim: shim, Nodes: nodes, Jobs: jobs, Shims: shims.Items, Now: now, RolloutNow: r.opts.Clock.Now(),
 		Gate: r.gate.Read(jobview.LabelValue(shim.Name), now), Held: r.gate.InFlight(jobview.LabelValue(shim.Name)), Deleted: r.retries.deleted,
-		StatusWritten: r.report.LastWritten(shim.Name), EventsEmitted: r.report.LastEmitted(shim.Name),
+		StatusWritten: r.report.LastWritten(shim.Name), EventsEmitted: r.report.LastEmitted(shim.Name), EventsHeld: r.report.Held(shim.Name),
 		Result: func(j *jobview.View) (*plan.NodeResult, bool) { return r.reads.Get(shim.Name, j.Object.UID) }}
 	// The status's retry (NewSnapshot), or the one this operator acted on
 	// since, which the cached status may not show yet.
@@ -375,15 +370,6 @@ func (r *Reconciler) prepareNodes(ctx context.Context, run *acting, p *decide.Pl
 	return conflict, r.exec.act(ctx, run, p.Stale)
 }
 
-// event records an Event regarding the Shim, related to the node or
-// RuntimeClass it is about (nil: the Shim alone). The related object keeps
-// the events of different nodes apart: the events API folds events of the
-// same regarding, related, reason and action into one series, whose note
-// is the first one's.
-func (r *deps) event(ctx context.Context, shim *v1alpha1.Shim, related runtime.Object, eventType, reason, action, note string, args ...any) {
-	r.recorder.Eventf(ctx, shim, related, eventType, reason, action, note, args...)
-}
-
 // notify emits the Events reading the snapshot found (decide.Notice), once
 // the decision is complete, and only once (a reconcile that ends before
 // its decision, an error, emits them on its way out), then those of more
@@ -394,12 +380,7 @@ func (r *deps) notify(ctx context.Context, run *acting, more ...decide.Notice) {
 		notices = append(slices.Clone(run.obs.Notices), more...)
 		run.notified = true
 	}
-	obs := run.obs
 	for _, n := range notices {
-		var related runtime.Object
-		if n.Node != nil {
-			related = n.Node
-		}
-		r.event(ctx, obs.Shim, related, n.Type, n.Reason, n.Action, "%s", n.Note)
+		r.recorder.Say(ctx, run.obs.Shim, n)
 	}
 }

@@ -1,8 +1,9 @@
 package operator
 
 import (
-	"github.com/shimkit/shimkit/internal/operator/phase"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shimkit/shimkit/internal/operator/phase"
 
 	"github.com/shimkit/shimkit/internal/operator/classes"
 	"github.com/shimkit/shimkit/internal/operator/metrics"
@@ -50,6 +51,7 @@ type (
 		*deps
 		gate  *nodegate.Gate
 		batch *batcher
+		exec  *executor
 	}
 	gateCheck struct{ *deps }
 	executor  struct {
@@ -66,8 +68,8 @@ func newRoles(r *Reconciler, d *deps, gate *nodegate.Gate) {
 	r.classes = classes.New(d.client, d.reader, d.recorder)
 	r.revisions = revision.New(d.client, d.reader, d.opts.Namespace)
 	r.batch = &batcher{deps: d, gate: gate}
-	r.starter = &jobStarter{deps: d, gate: gate, batch: r.batch}
+	r.exec = &executor{deps: d, retries: &r.retries}
+	r.starter = &jobStarter{deps: d, gate: gate, batch: r.batch, exec: r.exec}
 	r.gateCheck = &gateCheck{deps: d}
 	r.report = status.New(d.client, d.recorder, d.metrics, r.revisions)
-	r.exec = &executor{deps: d, retries: &r.retries}
 }

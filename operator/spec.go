@@ -1,8 +1,9 @@
 package operator
 
 import (
-	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/shimkit/shimkit/internal/operator/nodeview"
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"

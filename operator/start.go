@@ -5,16 +5,14 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/shimkit/shimkit/internal/operator/decide"
-	"github.com/shimkit/shimkit/internal/operator/jobview"
-	"github.com/shimkit/shimkit/nodelabel"
-	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/shimkit/shimkit/internal/operator/decide"
+	"github.com/shimkit/shimkit/nodelabel"
 )
 
 // Verification: a node that has the Shim at its current spec is checked,
@@ -58,13 +56,13 @@ func (r *jobStarter) startNodes(ctx context.Context, run *acting, starts []decid
 	return refused, g.Wait()
 }
 
-// start creates the Start's Job: a drifted node's Warning first, an
-// uninstalled node out of the RuntimeClass's selection first, and a
-// batch's Job with its partners' plans.
+// start creates the Start's Job: what the plan says before it first (a
+// drifted node's Warning), an uninstalled node out of the RuntimeClass's
+// selection first, and a batch's Job with its partners' plans.
 func (r *jobStarter) start(ctx context.Context, run *acting, st decide.Start) error {
 	v := st.View
-	if st.Op == jobview.OpInstall {
-		r.drifted(ctx, run.obs.Shim, v.Node, v.Drifted)
+	if err := r.exec.act(ctx, run, st.Before); err != nil {
+		return err
 	}
 	if st.Unlabel {
 		if err := nodelabel.SetState(ctx, r.client, v.Node.Name, run.obs.Shim.Name, v.Label, decide.LabelUninstalling); err != nil {
@@ -75,16 +73,6 @@ func (r *jobStarter) start(ctx context.Context, run *acting, st decide.Start) er
 		return r.startBatch(ctx, run, st)
 	}
 	return r.startJob(ctx, run, st)
-}
-
-// drifted emits the Warning Event Drifted of a node installed again
-// because it drifted (what: what drifted; "": it did not).
-func (r *jobStarter) drifted(ctx context.Context, shim *v1alpha1.Shim, node *corev1.Node, what string) {
-	if what == "" {
-		return
-	}
-	r.event(ctx, shim, node, corev1.EventTypeWarning, "Drifted", "Install", "node %s drifted (%s): installing the shim again", node.Name, what)
-	r.metrics.DriftDetected(shim.Name, node.Name)
 }
 
 // startJob creates the node's Job of the Start, alone. A finished Job of
@@ -100,8 +88,7 @@ func (r *jobStarter) startJob(ctx context.Context, run *acting, st decide.Start)
 	if err != nil || !created {
 		return err
 	}
-	run.events.Add(st.Reason, st.Action, fmt.Sprintf("node %s (Job %s)", v.Node.Name, job.Name))
-	return nil
+	return r.exec.act(ctx, run, st.After)
 }
 
 // createJob creates the Job, after deleting the finished Job of its

@@ -51,7 +51,9 @@ func (r *Reconciler) carryOutRemoval(ctx context.Context, run *acting, p *decide
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	r.exec.evict(ctx, obs.Shim, p.Evict)
+	if err := r.exec.act(ctx, run, p.Evict); err != nil {
+		return ctrl.Result{}, err
+	}
 	if !p.Decision.Removal.Done {
 		if !refused {
 			if err := r.report.Update(ctx, obs, p.Status); err != nil {

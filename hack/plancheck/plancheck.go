@@ -83,7 +83,7 @@ func load(dir, pattern string, own func(string) bool) (*Program, error) {
 		exports[p.ImportPath] = p.Export
 	}
 	prog := &Program{Fset: token.NewFileSet(), Decls: map[*types.Func]*ast.FuncDecl{}, Pkgs: map[string]*types.Package{},
-		Info: &types.Info{Uses: map[*ast.Ident]types.Object{}, Defs: map[*ast.Ident]types.Object{}, Selections: map[*ast.SelectorExpr]*types.Selection{}}}
+		Info: &types.Info{Types: map[ast.Expr]types.TypeAndValue{}, Uses: map[*ast.Ident]types.Object{}, Defs: map[*ast.Ident]types.Object{}, Selections: map[*ast.SelectorExpr]*types.Selection{}}}
 	gc := importer.ForCompiler(prog.Fset, "gc", func(path string) (io.ReadCloser, error) {
 		f := exports[path]
 		if f == "" {
@@ -171,29 +171,47 @@ type Ref struct {
 // reached by. An interface method is not followed (its implementations
 // are not known statically).
 func (prog *Program) Reachable(core func(path string) bool, roots ...*types.Func) []Ref {
-	seen := map[*types.Func]bool{}
 	var out []Ref
-	type item struct {
-		fn  *types.Func
-		via []string
-	}
-	queue := make([]item, 0, len(roots))
+	prog.walk(core, roots, func(r Ref, _ *ast.FuncDecl) {
+		if core(r.Func.Pkg().Path()) {
+			out = append(out, r)
+		}
+	})
+	return out
+}
+
+// Declared returns the functions declared in the own packages outside
+// core that Reachable walks through from the roots, each with its
+// declaration: what the executor itself runs.
+func (prog *Program) Declared(core func(path string) bool, roots ...*types.Func) map[*ast.FuncDecl]Ref {
+	out := map[*ast.FuncDecl]Ref{}
+	prog.walk(core, roots, func(r Ref, fd *ast.FuncDecl) {
+		if fd != nil && !core(r.Func.Pkg().Path()) {
+			out[fd] = r
+		}
+	})
+	return out
+}
+
+// walk visits each function reachable from the roots once (fd: its
+// declaration, nil when it is not an own package's), following the
+// functions of own packages outside core.
+func (prog *Program) walk(core func(path string) bool, roots []*types.Func, visit func(Ref, *ast.FuncDecl)) {
+	seen := map[*types.Func]bool{}
+	queue := make([]Ref, 0, len(roots))
 	for _, r := range roots {
-		queue = append(queue, item{r, []string{r.FullName()}})
+		queue = append(queue, Ref{r, []string{r.FullName()}})
 	}
 	for len(queue) > 0 {
 		it := queue[0]
 		queue = queue[1:]
-		if seen[it.fn] {
+		if seen[it.Func] {
 			continue
 		}
-		seen[it.fn] = true
-		if core(it.fn.Pkg().Path()) {
-			out = append(out, Ref{Func: it.fn, Via: it.via})
-			continue
-		}
-		fd := prog.Decls[it.fn.Origin()]
-		if fd == nil {
+		seen[it.Func] = true
+		fd := prog.Decls[it.Func.Origin()]
+		visit(it, fd)
+		if fd == nil || core(it.Func.Pkg().Path()) {
 			continue
 		}
 		ast.Inspect(fd.Body, func(n ast.Node) bool {
@@ -205,11 +223,10 @@ func (prog *Program) Reachable(core func(path string) bool, roots ...*types.Func
 			if !ok || fn.Pkg() == nil || isInterfaceMethod(fn) {
 				return true
 			}
-			queue = append(queue, item{fn.Origin(), append(append([]string(nil), it.via...), fn.FullName())})
+			queue = append(queue, Ref{fn.Origin(), append(append([]string(nil), it.Via...), fn.FullName())})
 			return true
 		})
 	}
-	return out
 }
 
 func isInterfaceMethod(fn *types.Func) bool {

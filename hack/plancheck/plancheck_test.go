@@ -24,12 +24,15 @@ var core = []string{
 // decides nothing: it reads what the plan or the snapshot holds, or
 // renders it.
 var allowed = map[string]string{
-	"(*" + Module + "/internal/operator/decide.ClassSet).Put":   "records a RuntimeClass the executor wrote, so that a later write of the plan finds it",
-	"(" + Module + "/internal/classstep.Predecessor).String":    "renders the predecessor a takeover names, for a log line",
-	"(" + Module + "/internal/operator/decide.Partner).Drifted": "reads what the partner's offer says drifted",
-	Module + "/internal/operator/nodeview.CanaryHash":           "renders the Shim's canary as the Job's annotation",
-	Module + "/internal/operator/shimspec.PullSecretName":       "renders the pull secret the Shim names into the Job",
-	Module + "/internal/operator/shimspec.TrustedRootKey":       "renders the trusted root the Shim names into the Job",
+	"(*" + Module + "/internal/operator/decide.ClassSet).Put":    "records a RuntimeClass the executor wrote, so that a later write of the plan finds it",
+	"(" + Module + "/internal/classstep.Predecessor).String":     "renders the predecessor a takeover names, for a log line",
+	"(" + Module + "/internal/operator/decide.Notice).Answered":  "appends the API server's answer to the Event the plan says of a refused write",
+	"(" + Module + "/internal/operator/decide.Notice).Related":   "reads the object the plan's Event relates to",
+	"(" + Module + "/internal/operator/decide.Notice).Regarding": "reads the Shim the plan's Event regards",
+	Module + "/internal/operator/decide.Gathered":                "renders the notes the plan's actions gathered under one reason as its one Event",
+	Module + "/internal/operator/nodeview.CanaryHash":            "renders the Shim's canary as the Job's annotation",
+	Module + "/internal/operator/shimspec.PullSecretName":        "renders the pull secret the Shim names into the Job",
+	Module + "/internal/operator/shimspec.TrustedRootKey":        "renders the trusted root the Shim names into the Job",
 }
 
 func isCore(path string) bool { return slices.Contains(core, path) }

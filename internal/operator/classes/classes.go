@@ -4,11 +4,9 @@ import (
 	"context"
 
 	"golang.org/x/sync/errgroup"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shimkit/shimkit/internal/operator/phase"
-	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
 // Classes reads a Shim's RuntimeClasses into a reconcile's snapshot and
@@ -25,10 +23,6 @@ type Classes struct {
 // recorder records Events (nil: none).
 func New(c client.Client, reader client.Reader, recorder *phase.Recorder) *Classes {
 	return &Classes{client: c, reader: reader, recorder: recorder}
-}
-
-func (r *Classes) event(ctx context.Context, shim *v1alpha1.Shim, related runtime.Object, eventType, reason, action, note string, args ...any) {
-	r.recorder.Eventf(ctx, shim, related, eventType, reason, action, note, args...)
 }
 
 // group runs one write per node a few at a time.

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 
-	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
@@ -25,10 +23,10 @@ func (r *Classes) Publish(ctx context.Context, shim *v1alpha1.Shim, set *decide.
 		if err := runtimeclass.DeleteOwned(ctx, r.classesOf(set), d.Class.Name, shim.UID); err != nil {
 			return false, err
 		}
-		r.event(ctx, shim, d.Class, corev1.EventTypeNormal, "RuntimeClassDeleted", "Delete", "RuntimeClass %s: %s", d.Class.Name, d.Why)
+		r.recorder.Say(ctx, shim, d.Said)
 	}
 	for _, w := range p.Warnings {
-		r.event(ctx, shim, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: w.Name}}, corev1.EventTypeWarning, v1alpha1.ReasonRuntimeClassConflict, "Apply", "%s", w.Message)
+		r.recorder.Say(ctx, shim, w)
 	}
 	for _, e := range p.Ensures {
 		res, err := runtimeclass.Apply(ctx, r.client, e.Step)
@@ -38,7 +36,7 @@ func (r *Classes) Publish(ctx context.Context, shim *v1alpha1.Shim, set *decide.
 		switch res {
 		case runtimeclass.Created, runtimeclass.Updated, runtimeclass.Replaced:
 			set.Put(e.Spec.Name, e.Step.Write)
-			r.event(ctx, shim, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: e.Spec.Name}}, corev1.EventTypeNormal, "RuntimeClassApplied", "Apply", "RuntimeClass %s for handler %s", e.Spec.Name, e.Spec.Handler)
+			r.recorder.Say(ctx, shim, e.Said)
 		case runtimeclass.Retry:
 			conflict = true
 		}
@@ -58,8 +56,7 @@ func (r *Classes) Fence(ctx context.Context, shim *v1alpha1.Shim, set *decide.Cl
 		}
 		if res == runtimeclass.Updated {
 			set.Put(e.Spec.Name, e.Step.Write)
-			r.event(ctx, shim, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: e.Spec.Name}}, corev1.EventTypeNormal, "RuntimeClassFenced", "Uninstall",
-				"RuntimeClass %s: no new pod is scheduled with it while the Shim is removed; its running pods keep their nodes", e.Spec.Name)
+			r.recorder.Say(ctx, shim, e.Said)
 		}
 	}
 	return nil

@@ -82,8 +82,7 @@ func (r *Classes) TakeOver(ctx context.Context, shim *v1alpha1.Shim, set *decide
 		}
 		set.Put(spec.Name, t.Step.Write)
 		log.FromContext(ctx).Info("RuntimeClass taken over", "runtimeClass", spec.Name, "from", from.String())
-		r.event(ctx, shim, t.Step.Read, corev1.EventTypeNormal, "RuntimeClassTakenOver", "Migrate",
-			"RuntimeClass %s (handler %s) taken over from %s: deleting that Shim no longer deletes it", spec.Name, spec.Handler, from)
+		r.recorder.Say(ctx, shim, t.Said)
 	}
 	return conflict, nil
 }
@@ -100,7 +99,7 @@ func (r *Classes) ReleaseRCMLabels(ctx context.Context, obs *decide.Snapshot, re
 			if err := unlabelNode(ctx, r.client, rel.Node.Name, rel.Key); err != nil {
 				return err
 			}
-			r.event(ctx, obs.Shim, rel.Node, corev1.EventTypeNormal, "Migrated", "Migrate", "node %s: runtime-class-manager's label %s=%s removed", rel.Node.Name, rel.Key, rel.Node.Labels[rel.Key])
+			r.recorder.Say(ctx, obs.Shim, rel.Said)
 			return nil
 		})
 	}

@@ -5,7 +5,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/shimkit/shimkit/internal/nodelabel/record"
@@ -78,10 +77,11 @@ type DropRecords struct {
 
 // Untaint removes the startup taint from a node, with the resourceVersion
 // read: a taint list changed meanwhile is read again on the next
-// reconcile, not overwritten. A removal is told in an Event.
+// reconcile, not overwritten. Said is the Event once it is removed.
 type Untaint struct {
 	Node *corev1.Node
 	Shim *v1alpha1.Shim
+	Said Notice
 }
 
 // MarkFailed records a Job's failure on the node.
@@ -93,11 +93,14 @@ type MarkFailed struct {
 // KeepLog keeps what a failed installer Job leaves for kubectl shimkit
 // logs: the Job, longer (the operator's FailedJobTTL), and a copy of its
 // log's end (results.KeepLog), Reason and At saying which failure.
+// What cannot be kept is said with the API server's answer
+// (Notice.Answered): NotCopied, the copy of the log, NotKept, the Job.
 type KeepLog struct {
-	Shim         *v1alpha1.Shim
-	Node, Reason string
-	Job          *batchv1.Job
-	At           time.Time
+	Shim               *v1alpha1.Shim
+	Node, Reason       string
+	Job                *batchv1.Job
+	At                 time.Time
+	NotCopied, NotKept Notice
 }
 
 // ClearFailure removes the Shim's failure record from the node.
@@ -109,18 +112,15 @@ type MarkVerified struct {
 	Found      record.Verification
 }
 
-// EmitEvent records an Event regarding the Shim (Related: a node, or nil).
-type EmitEvent struct {
-	Shim                       *v1alpha1.Shim
-	Related                    runtime.Object
-	Type, Reason, Action, Note string
-}
-
 // Note adds a per-node Normal note, emitted with the others of its reason
 // in one Event (status.NodeEvents).
 type Note struct {
 	Reason, Action, Detail string
 }
+
+// CountDrift counts a node installed again because it drifted in the
+// metrics, for the Shim named.
+type CountDrift struct{ Shim, Node string }
 
 // CountJob counts a finished Job in the metrics (once per Job).
 type CountJob struct {
@@ -150,7 +150,7 @@ func (Untaint) action()       {}
 func (MarkFailed) action()    {}
 func (ClearFailure) action()  {}
 func (MarkVerified) action()  {}
-func (EmitEvent) action()     {}
 func (Note) action()          {}
+func (CountDrift) action()    {}
 func (CountJob) action()      {}
 func (RememberRetry) action() {}

@@ -164,7 +164,7 @@ func disruptStep(s *Snapshot, v *NodeView, op string) (ready bool, acts []Action
 	}
 	var out Together
 	for _, p := range evict {
-		out = append(out, Evict{Shim: s.Shim, Eviction: Eviction{Node: v.Node.Name, Namespace: p.Namespace, Name: p.Name}, GracePeriodSeconds: d.GracePeriodSeconds})
+		out = append(out, evictPod(s.Shim, Eviction{Node: v.Node.Name, Namespace: p.Namespace, Name: p.Name}, d.GracePeriodSeconds))
 	}
 	return false, []Action{out}
 }
@@ -231,7 +231,7 @@ func drainFailed(s *Snapshot, v *NodeView, op string, rec record.Disrupted, left
 	return []Action{InOrder{
 		MarkFailed{Node: v.Node.Name, Shim: s.Shim.Name, Failure: f},
 		Release{Node: v.Node.Name, Shim: s.Shim.Name, Uncordon: rec.Cordoned},
-		EmitEvent{Shim: s.Shim, Related: v.Node, Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonDrainBlocked, Action: OpAction(op), Note: FailureNote(v.Node.Name, v1alpha1.ReasonDrainBlocked, msg)},
+		Notice{Node: v.Node, Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonDrainBlocked, Action: OpAction(op), Note: FailureNote(v.Node.Name, v1alpha1.ReasonDrainBlocked, msg)},
 	}}
 }
 
@@ -276,6 +276,18 @@ type Evict struct {
 	Shim *v1alpha1.Shim
 	Eviction
 	GracePeriodSeconds *int64
+	// Evicted is said once the API server evicted the pod, Blocked with
+	// its answer when it refused (a PodDisruptionBudget: the pod is asked
+	// again at the next reconcile); a pod gone already says nothing.
+	Evicted, Blocked Notice
+}
+
+// evictPod is the Eviction of the pod, with its Events.
+func evictPod(shim *v1alpha1.Shim, e Eviction, grace *int64) Evict {
+	pod := e.Namespace + "/" + e.Name
+	return Evict{Shim: shim, Eviction: e, GracePeriodSeconds: grace,
+		Evicted: Notice{Type: corev1.EventTypeNormal, Reason: "Evicted", Action: "Evict", Note: "pod " + pod + " on node " + e.Node + " evicted"},
+		Blocked: Notice{Type: corev1.EventTypeWarning, Reason: "EvictionBlocked", Action: "Evict", Note: "pod " + pod + " on node " + e.Node}}
 }
 
 func (Evict) action() {}

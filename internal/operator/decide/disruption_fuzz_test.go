@@ -159,7 +159,8 @@ func checkWorkloads(t *testing.T, obs *Snapshot, p *Plan, policy v1alpha1.Disrup
 			}
 		}
 	}
-	for _, e := range p.Evict {
+	for _, a := range flatten(p.Evict) {
+		e := a.(Evict)
 		if obs.Shim.DeletionTimestamp.IsZero() || obs.Shim.Spec.DeletePolicy != v1alpha1.DeleteEvict || len(obs.Pods[e.Node]) == 0 {
 			t.Errorf("pod %s/%s evicted from %s: the Shim is not deleted with deletePolicy Evict, or runs no pod there", e.Namespace, e.Name, e.Node)
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/shimkit/shimkit/installer/plan"
@@ -45,7 +46,7 @@ func recordJob(obs *Snapshot, v *NodeView, fresh bool) InOrder {
 	var acts InOrder
 	if j.Failed() && fresh {
 		reason, msg := j.Failure()
-		ev := EmitEvent{Shim: obs.Shim, Related: v.Node, Type: corev1.EventTypeWarning, Reason: OpAction(j.Op) + "Failed", Action: OpAction(j.Op), Note: FailureNote(v.Node.Name, reason, msg)}
+		ev := Notice{Node: v.Node, Type: corev1.EventTypeWarning, Reason: OpAction(j.Op) + "Failed", Action: OpAction(j.Op), Note: FailureNote(v.Node.Name, reason, msg)}
 		if j.InUse() { // no failure: the node waits for the pods
 			ev.Reason, ev.Note = string(plan.ReasonHandlerInUse), fmt.Sprintf("node %s: %s", v.Node.Name, msg)
 		}
@@ -100,12 +101,12 @@ func recordFailure(obs *Snapshot, v *NodeView) []Action {
 		if j.LogKept {
 			return nil
 		}
-		return []Action{KeepLog{Shim: obs.Shim, Node: v.Node.Name, Reason: reason, Job: j.Object, At: f.Time}}
+		return []Action{keepLog(obs, v, j.Object, reason, f.Time)}
 	}
 	f := record.Failure{ShimUID: obs.Shim.UID, Op: j.Op, SpecHash: j.SpecHash, Reason: reason, Message: msg, Canary: canary, Job: j.Object.Name, Time: obs.Now.UTC().Truncate(time.Second), Machine: record.Machine(v.Node)}
 	v.Failure = &f
 	return []Action{MarkFailed{Node: v.Node.Name, Shim: obs.Shim.Name, Failure: f}, CountJob{Shim: obs.Shim.Name, Job: j},
-		KeepLog{Shim: obs.Shim, Node: v.Node.Name, Reason: reason, Job: j.Object, At: f.Time}}
+		keepLog(obs, v, j.Object, reason, f.Time)}
 }
 
 // FailureNote says why a node failed, for events and conditions:
@@ -129,7 +130,7 @@ func RecordVerify(obs *Snapshot, v *NodeView) InOrder {
 	if j.Failed() {
 		// Nothing found either way: looked at again a period later.
 		reason, msg := j.Failure()
-		acts = append(acts, EmitEvent{Shim: obs.Shim, Related: v.Node, Type: corev1.EventTypeWarning, Reason: "VerifyFailed", Action: "Verify", Note: FailureNote(v.Node.Name, reason, msg)})
+		acts = append(acts, Notice{Node: v.Node, Type: corev1.EventTypeWarning, Reason: "VerifyFailed", Action: "Verify", Note: FailureNote(v.Node.Name, reason, msg)})
 	} else if j.Result != nil {
 		found.Drift = j.Result.Drift
 	}
@@ -139,4 +140,15 @@ func RecordVerify(obs *Snapshot, v *NodeView) InOrder {
 		acts = append(acts, Note{Reason: "Verified", Action: "Verify", Detail: "node " + v.Node.Name})
 	}
 	return append(acts, CountJob{Shim: obs.Shim.Name, Job: j})
+}
+
+// keepLog keeps the failed Job's log (KeepLog), saying with a Warning
+// LogNotKept what cannot be kept.
+func keepLog(obs *Snapshot, v *NodeView, job *batchv1.Job, reason string, at time.Time) KeepLog {
+	warn := func(note string) Notice {
+		return Notice{Type: corev1.EventTypeWarning, Reason: "LogNotKept", Action: "Install", Note: note}
+	}
+	return KeepLog{Shim: obs.Shim, Node: v.Node.Name, Reason: reason, Job: job, At: at,
+		NotCopied: warn(fmt.Sprintf("node %s: no copy of Job %s's log", v.Node.Name, job.Name)),
+		NotKept:   warn(fmt.Sprintf("node %s: Job %s not kept longer for its log", v.Node.Name, job.Name))}
 }

@@ -115,8 +115,8 @@ func ClassFences(s *Snapshot, d *Decision) (ClassPlan, []Action) {
 }
 
 // inUseWarning tells that the node's shim stays for its pods.
-func inUseWarning(s *Snapshot, v *NodeView) EmitEvent {
-	return EmitEvent{Shim: s.Shim, Related: v.Node, Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonHandlerInUse, Action: "Uninstall",
+func inUseWarning(s *Snapshot, v *NodeView) Notice {
+	return Notice{Node: v.Node, Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonHandlerInUse, Action: "Uninstall",
 		Note: fmt.Sprintf("node %s: the shim stays while pods run with it; no new pod lands there: %s", v.Node.Name, InUseNote([]NodeView{*v}, []string{v.Node.Name}))}
 }
 

@@ -204,7 +204,7 @@ func TestFences(t *testing.T) {
 					fences = append(fences, a.Node.Name)
 				case decide.Unfence:
 					unfences = append(unfences, a.Node.Name)
-				case decide.EmitEvent:
+				case decide.Notice:
 					warnings = append(warnings, a.Note)
 				}
 			}

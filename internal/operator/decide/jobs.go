@@ -4,6 +4,9 @@ import (
 	"errors"
 	"slices"
 
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/internal/operator/nodeview"
@@ -11,8 +14,6 @@ import (
 	"github.com/shimkit/shimkit/internal/text"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/rollout"
-	batchv1 "k8s.io/api/batch/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/shimkit/shimkit/internal/nodelabel/record"
 )

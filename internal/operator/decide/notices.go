@@ -1,9 +1,15 @@
 package decide
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
@@ -77,12 +83,73 @@ func EventsAt(emitted, now time.Time, settled bool) EventPlan {
 	return EventPlan{Emit: true}
 }
 
-// Notice is an Event about the Shim that the reconcile found while it
-// read its snapshot (an artifact resolved anew, a revert) or that its
-// plan decided (a node no plan could be built for, a tripped gate),
-// related to a node (nil: the Shim alone): emitted once the decision is
-// complete, as every Event is.
+// Notice is an Event the plan says: one the reconcile found while it
+// read its snapshot (an artifact resolved anew, a revert), one its plan
+// decided (a node no plan could be built for, a tripped gate), or one an
+// action says once the cluster took its write (Untaint.Said) or refused it
+// (Evict.Blocked, with the API server's answer: Answered). It regards the
+// reconciled Shim (About nil) or another Shim (a batch's partner), and
+// relates to a node or a RuntimeClass (neither: the Shim alone). The
+// executor emits Notices and makes none (hack/plancheck): every Event is
+// in the plan. As an Action, it is emitted in its place among the others.
 type Notice struct {
 	Type, Reason, Action, Note string
 	Node                       *corev1.Node
+	Class                      *nodev1.RuntimeClass
+	About                      *v1alpha1.Shim
+}
+
+func (Notice) action() {}
+
+// Related is the object the Notice relates to: its node, else its
+// RuntimeClass, else none (an untyped nil, as the events API wants).
+func (n Notice) Related() runtime.Object {
+	switch {
+	case n.Node != nil:
+		return n.Node
+	case n.Class != nil:
+		return n.Class
+	}
+	return nil
+}
+
+// Regarding is the Shim the Notice is about: About, or else shim (the
+// reconciled one).
+func (n Notice) Regarding(shim *v1alpha1.Shim) *v1alpha1.Shim {
+	if n.About != nil {
+		return n.About
+	}
+	return shim
+}
+
+// Answered is the Notice with the API server's answer to the write it
+// tells of appended to its note (a refused eviction, a log not kept).
+func (n Notice) Answered(err error) Notice {
+	n.Note += ": " + err.Error()
+	return n
+}
+
+// classNamed is a RuntimeClass an Event relates to by name alone (one the
+// plan writes, not one it read).
+func classNamed(name string) *nodev1.RuntimeClass {
+	return &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+// MaxEventNodes is how many nodes an Event of a wave names.
+const MaxEventNodes = 10
+
+// Gathered is the one Normal Event of the per-node notes gathered under a
+// reason and action (Note, a Job started): the number of nodes and the
+// notes of the first MaxEventNodes, sorted, so that a wave of a hundred
+// nodes makes one Event per reason, not a hundred.
+func Gathered(reason, action string, notes []string) Notice {
+	notes = slices.Sorted(slices.Values(notes))
+	msg := strings.Join(notes[:min(len(notes), MaxEventNodes)], "; ")
+	if more := len(notes) - MaxEventNodes; more > 0 {
+		msg += fmt.Sprintf("; and %d more", more)
+	}
+	if len(notes) > 1 {
+		msg = fmt.Sprintf("%d nodes: %s", len(notes), msg)
+	}
+	return Notice{Type: corev1.EventTypeNormal, Reason: reason, Action: action, Note: msg}
 }

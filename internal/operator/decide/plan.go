@@ -83,8 +83,8 @@ type Plan struct {
 	// (RCMReleases), with the takeovers.
 	RCMReleases []RCMRelease
 	// Evict are the pods a deleted Shim evicts (spec.deletePolicy Evict:
-	// Evictions), after its uninstall Jobs started.
-	Evict []Eviction
+	// Evictions), together, after its uninstall Jobs started.
+	Evict []Action
 	// Forget are the records a deleted Shim left on nodes it never
 	// installed (Forget), and Delete the RuntimeClasses it owns, once its
 	// removal is done.
@@ -148,6 +148,7 @@ func PlanInstall(read *Snapshot, records []Action, r Rules) (*Plan, error) {
 		}
 	}
 	replacing(obs, p.Starts, p.Verify)
+	telling(obs, p.Starts, p.Verify)
 	p.Decision = d
 	p.Notices, p.Progress = decisionNotices(obs, d, p.Rollout), progressOf(obs, d)
 	settled := d.Done() || d.Rollin.Halted || d.Delivered.Hold != HoldNone
@@ -155,6 +156,7 @@ func PlanInstall(read *Snapshot, records []Action, r Rules) (*Plan, error) {
 		delivered: d.Delivered, rollout: p.Rollout, settled: settled})
 	p.Requeue, p.RequeueRefused = requeue(obs, p, r, waiting || removing)
 	p.Events = EventsAt(obs.EventsEmitted, obs.Now, p.Status.Settled)
+	p.Requeue, p.RequeueRefused = eventsBack(obs, p, p.Requeue), eventsBack(obs, p, p.RequeueRefused)
 	return p, nil
 }
 
@@ -180,7 +182,12 @@ func PlanRemoval(read *Snapshot, records []Action, planner rollout.Planner, r Ru
 	var disrupting bool
 	p.Starts, p.Disrupt, disrupting = disruptStarts(obs, &d, p.Starts)
 	replacing(obs, p.Starts)
-	p.Evict = Evictions(obs, &d, len(p.Starts))
+	telling(obs, p.Starts)
+	var evicts Together
+	for _, e := range Evictions(obs, &d, len(p.Starts)) {
+		evicts = append(evicts, evictPod(obs.Shim, e, nil)) // the pods' own grace periods
+	}
+	p.Evict = []Action{evicts}
 	p.Decision = d
 	p.Status.Settled = d.Removal.Done || d.Removal.Halted
 	if d.Removal.Done {
@@ -197,7 +204,51 @@ func PlanRemoval(read *Snapshot, records []Action, planner rollout.Planner, r Ru
 		p.Requeue, p.RequeueRefused = soonest(obs, p.Requeue, time.Millisecond, p.Status.Due, obs.Due), soonest(obs, p.RequeueRefused, time.Millisecond, obs.Due)
 	}
 	p.Events = EventsAt(obs.EventsEmitted, obs.Now, p.Status.Settled)
+	p.Requeue, p.RequeueRefused = eventsBack(obs, p, p.Requeue), eventsBack(obs, p, p.RequeueRefused)
 	return p, nil
+}
+
+// eventsBack is after (a requeue; 0: none), or sooner when per-node
+// notes are held back (the earlier reconciles', or this plan's: its
+// notes and the Jobs it starts): then the Shim comes back when they are
+// due (EventPlan.Due).
+func eventsBack(obs *Snapshot, p *Plan, after time.Duration) time.Duration {
+	if p.Events.Emit || !obs.EventsHeld && !p.notes() {
+		return after
+	}
+	return soonest(obs, after, time.Millisecond, p.Events.Due)
+}
+
+// notes: carrying the plan out may gather per-node notes (Note; a Job
+// started).
+func (p *Plan) notes() bool {
+	if len(p.Starts)+len(p.Verify) > 0 {
+		return true
+	}
+	for _, acts := range [][]Action{p.Records, p.Stale, p.Relabel, p.Disrupt, p.Taints, p.Evict, p.Forget} {
+		if hasNote(acts) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasNote(acts []Action) bool {
+	for _, a := range acts {
+		switch a := a.(type) {
+		case Note:
+			return true
+		case Together:
+			if hasNote(a) {
+				return true
+			}
+		case InOrder:
+			if hasNote(a) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // soonest is after (0: none), or the time from the snapshot's until the

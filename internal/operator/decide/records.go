@@ -48,7 +48,7 @@ func StaleRecords(obs *Snapshot) []Action {
 		case v.Reimaged:
 			// A new machine under the node's name: the old one's label (no
 			// new pod lands there), hash and records go in one patch.
-			events = append(events, EmitEvent{Shim: obs.Shim, Related: v.Node, Type: corev1.EventTypeWarning, Reason: "Reimaged", Action: "Install",
+			events = append(events, Notice{Node: v.Node, Type: corev1.EventTypeWarning, Reason: "Reimaged", Action: "Install",
 				Note: fmt.Sprintf("node %s is another machine now (%s): it loses the shim's label and is installed again", v.Node.Name, record.Machine(v.Node))})
 			writes = append(writes, Unmark{Node: v.Node.Name, Shim: obs.Shim.Name})
 		case len(v.Stale) > 0:

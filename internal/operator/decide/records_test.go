@@ -50,7 +50,7 @@ func describeActs(acts []Action) []string {
 			out = append(out, "mark "+a.Node+" failed: "+a.Failure.Reason)
 		case MarkVerified:
 			out = append(out, fmt.Sprintf("mark %s verified (drift %v)", a.Node, a.Found.Drift))
-		case EmitEvent:
+		case Notice:
 			out = append(out, "event "+a.Type+" "+a.Reason+": "+a.Note)
 		case Note:
 			out = append(out, "note "+a.Reason+": "+a.Detail)

@@ -30,7 +30,7 @@ func Relabel(obs *Snapshot, d *Decision) []Action {
 			why = v.Skip.Detail
 		}
 		v.Label, v.SpecHash, v.Failure, v.Verified, v.Stale = "", "", nil, nil, nil
-		after = append(after, EmitEvent{Shim: obs.Shim, Related: v.Node, Type: corev1.EventTypeNormal, Reason: "Unlabelled", Action: "Label", Note: fmt.Sprintf("node %s: %s", name, why)})
+		after = append(after, Notice{Node: v.Node, Type: corev1.EventTypeNormal, Reason: "Unlabelled", Action: "Label", Note: fmt.Sprintf("node %s: %s", name, why)})
 	}
 	d.Label, d.Unlabel = nil, nil
 	return append([]Action{writes}, after...)

@@ -60,7 +60,7 @@ func Retry(obs *Snapshot) []Action {
 	obs.Retried, obs.RetriedHash = req, obs.Hash
 	acts := []Action{writes, remember}
 	if len(retried) > 0 {
-		acts = append(acts, EmitEvent{Shim: shim, Type: corev1.EventTypeNormal, Reason: "Retry", Action: "Install",
+		acts = append(acts, Notice{Type: corev1.EventTypeNormal, Reason: "Retry", Action: "Install",
 			Note: fmt.Sprintf("retrying %d failed nodes (%s): %s", len(retried), req, strings.Join(retried[:min(len(retried), 10)], ", "))})
 	}
 	return acts

@@ -11,6 +11,7 @@ import (
 	"github.com/shimkit/shimkit/internal/classstep"
 	"github.com/shimkit/shimkit/internal/nodelabel/record"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
 // ClassPlan is what a reconcile does to the Shim's RuntimeClasses, decided
@@ -27,9 +28,9 @@ type ClassPlan struct {
 	// Conflicts are the messages of the classes left as they are because
 	// they belong to someone else, in the order of the spec.
 	Conflicts []string
-	// Warnings are the classes that belong to someone else, by name, with
-	// the message of their Warning Event.
-	Warnings []ClassWarning
+	// Warnings are the Warning Events of the classes that belong to
+	// someone else (each relates to its class).
+	Warnings []Notice
 	// Published: every class the spec names is (or, once the steps are
 	// written, will be) the Shim's and up to date.
 	Published bool
@@ -38,20 +39,20 @@ type ClassPlan struct {
 	CanaryBlocked bool
 }
 
-// ClassStep is one class's step (classstep.Decide or DecideTakeover)
-// and the spec it is for.
+// ClassStep is one class's step (classstep.Decide or DecideTakeover),
+// the spec it is for, and the Event said once the step is written (a
+// class created, updated or replaced; taken over; fenced).
 type ClassStep struct {
 	Spec shimspec.Class
 	Step classstep.Step
+	Said Notice
 }
 
-// ClassWarning is a class that belongs to someone else and why.
-type ClassWarning struct{ Name, Message string }
-
-// ClassDelete is a class of the Shim's to delete, as read, and why.
+// ClassDelete is a class of the Shim's to delete, as read, and the Event
+// said once it is deleted (its note says why).
 type ClassDelete struct {
 	Class *nodev1.RuntimeClass
-	Why   string
+	Said  Notice
 }
 
 // Classes decides the ClassPlan. starting: this reconcile starts an
@@ -88,7 +89,8 @@ func Classes(obs *Snapshot, starting bool) ClassPlan {
 		if name == canary.Name {
 			why = "no node is being installed or has the shim (the canary's RuntimeClass is published only while one is)"
 		}
-		p.Deletes = append(p.Deletes, ClassDelete{Class: rc, Why: why})
+		p.Deletes = append(p.Deletes, ClassDelete{Class: rc, Said: Notice{Type: corev1.EventTypeNormal, Reason: "RuntimeClassDeleted", Action: "Delete",
+			Note: "RuntimeClass " + name + ": " + why, Class: rc}})
 	}
 	p.Published = true
 	for _, spec := range specs {
@@ -98,7 +100,8 @@ func Classes(obs *Snapshot, starting bool) ClassPlan {
 		switch {
 		case errors.As(err, &conflict):
 			msg := conflictMessage(conflict, spec)
-			p.Warnings = append(p.Warnings, ClassWarning{Name: conflict.Name, Message: msg})
+			p.Warnings = append(p.Warnings, Notice{Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonRuntimeClassConflict, Action: "Apply",
+				Note: msg, Class: classNamed(conflict.Name)})
 			if m := takeover[spec.Name]; m != "" {
 				msg = m // the migration's predecessor's: say why it was not taken over
 			}
@@ -112,7 +115,8 @@ func Classes(obs *Snapshot, starting bool) ClassPlan {
 			continue
 		}
 		p.Published = p.Published && st.Result != classstep.Absent && st.Result != classstep.Retry
-		p.Ensures = append(p.Ensures, ClassStep{Spec: spec, Step: st})
+		p.Ensures = append(p.Ensures, ClassStep{Spec: spec, Step: st, Said: Notice{Type: corev1.EventTypeNormal, Reason: "RuntimeClassApplied", Action: "Apply",
+			Note: fmt.Sprintf("RuntimeClass %s for handler %s", spec.Name, spec.Handler), Class: classNamed(spec.Name)}})
 	}
 	return p
 }
@@ -148,7 +152,8 @@ func (p *ClassPlan) takeOver(obs *Snapshot, view map[string]*nodev1.RuntimeClass
 		case st.Result == classstep.Retry:
 			why[spec.Name] = fmt.Sprintf("RuntimeClass %s (%s) is being taken over from %s: it changed meanwhile, retrying", spec.Name, spec.Field, from)
 		case st.Result == classstep.TakenOver:
-			p.Takeovers = append(p.Takeovers, ClassStep{Spec: spec, Step: st})
+			p.Takeovers = append(p.Takeovers, ClassStep{Spec: spec, Step: st, Said: Notice{Type: corev1.EventTypeNormal, Reason: "RuntimeClassTakenOver", Action: "Migrate",
+				Note: fmt.Sprintf("RuntimeClass %s (handler %s) taken over from %s: deleting that Shim no longer deletes it", spec.Name, spec.Handler, from), Class: rc}})
 			view[spec.Name] = st.Write
 		}
 	}
@@ -166,10 +171,12 @@ func conflictMessage(c *classstep.ConflictError, spec shimspec.Class) string {
 
 // RCMRelease is a node whose runtime-class-manager label (Key) the plan
 // removes: the Shim is installed there (spec.migrateFrom), so that
-// runtime-class-manager no longer counts it as its own.
+// runtime-class-manager no longer counts it as its own. Said is the Event
+// once it is removed.
 type RCMRelease struct {
 	Node *corev1.Node
 	Key  string
+	Said Notice
 }
 
 // RCMReleases are the nodes the Shim is installed on that still carry the
@@ -185,7 +192,8 @@ func RCMReleases(obs *Snapshot) []RCMRelease {
 	for i := range obs.Views {
 		v := &obs.Views[i]
 		if v.Label == record.Installed && shimspec.HasRCMLabel(v.Node, key) {
-			out = append(out, RCMRelease{Node: v.Node, Key: key})
+			out = append(out, RCMRelease{Node: v.Node, Key: key, Said: Notice{Type: corev1.EventTypeNormal, Reason: "Migrated", Action: "Migrate", Node: v.Node,
+				Note: fmt.Sprintf("node %s: runtime-class-manager's label %s=%s removed", v.Node.Name, key, v.Node.Labels[key])}})
 		}
 	}
 	return out
@@ -219,7 +227,8 @@ func FenceClasses(obs *Snapshot) []ClassStep {
 		if err != nil || st.Result != classstep.Updated {
 			continue // someone else's, going, or fenced already: never replaced under its pods
 		}
-		out = append(out, ClassStep{Spec: spec, Step: st})
+		out = append(out, ClassStep{Spec: spec, Step: st, Said: Notice{Type: corev1.EventTypeNormal, Reason: "RuntimeClassFenced", Action: "Uninstall", Class: classNamed(spec.Name),
+			Note: "RuntimeClass " + spec.Name + ": no new pod is scheduled with it while the Shim is removed; its running pods keep their nodes"}})
 	}
 	return out
 }

@@ -76,7 +76,7 @@ func describeClasses(p ClassPlan) []string {
 		out = append(out, string(e.Step.Result)+" "+e.Spec.Name)
 	}
 	for _, w := range p.Warnings {
-		out = append(out, "conflict "+w.Name)
+		out = append(out, "conflict "+w.Class.Name)
 	}
 	return out
 }

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/operator/health"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
@@ -16,7 +18,6 @@ import (
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 	"github.com/shimkit/shimkit/rollout"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // Snapshot is everything a reconcile reads, once. The core reads it and
@@ -73,6 +74,9 @@ type Snapshot struct {
 	// EventsEmitted when its gathered Events last went out (zero: not since
 	// it started).
 	StatusWritten, EventsEmitted time.Time
+	// EventsHeld: per-node notes of earlier reconciles are held back
+	// (EventsAt), to go out with this plan's or when it comes back.
+	EventsHeld bool
 	// ResolveAt is when the artifact is resolved again by time (zero: not
 	// by time; pin.Pinner.NextAt).
 	ResolveAt time.Time

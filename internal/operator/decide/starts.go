@@ -1,23 +1,30 @@
 package decide
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
 	"github.com/shimkit/shimkit/internal/operator/nodegate"
 	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"github.com/shimkit/shimkit/internal/operator/shimspec"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
 // Start is one installer Job the plan starts on a node: the node's plan
 // for the operation, the node gate's reservation the Job needs (committed
 // by the executor before it creates the Job: nodegate.Gate.Reserve), the
 // partners a batch Job carries along, and the Normal Event (reason and
-// action) of its start. Hash is the spec hash the Job is labelled with,
+// action) of its start. Before are what is said before the Job is
+// created, once the gate admits it (a drifted node's Warning, for the
+// leader and each partner, and its count), After what is said once it is
+// created (the node's note, each partner's Event): a start the gate
+// refuses, or whose Job exists, says nothing. Hash is the spec hash the Job is labelled with,
 // ImageWay how an image reaches the installer on the node
 // (nodeview.ImageWay). Unlabel: the node leaves the RuntimeClass's
 // selection first (an uninstall of a node labelled otherwise than
@@ -34,6 +41,7 @@ type Start struct {
 	Hash, ImageWay string
 	Unlabel        bool
 	Replaces       *batchv1.Job
+	Before, After  []Action
 }
 
 // replacing notes on each start the finished Job of its name the
@@ -55,6 +63,47 @@ func replacing(obs *Snapshot, lists ...[]Start) {
 				st.Replaces = old
 			}
 		}
+	}
+}
+
+// telling fills in what each start says before and after its Job is
+// created (Start.Before, Start.After).
+func telling(obs *Snapshot, lists ...[]Start) {
+	for _, starts := range lists {
+		for i := range starts {
+			st := &starts[i]
+			node := st.View.Node
+			if st.Op == jobview.OpInstall {
+				st.Before = drifted(obs.Shim, nil, node, st.View.Drifted)
+			}
+			if len(st.Partners) == 0 {
+				st.After = []Action{Note{Reason: st.Reason, Action: st.Action, Detail: fmt.Sprintf("node %s (Job %s)", node.Name, st.Reserve.Job)}}
+				continue
+			}
+			names := make([]string, len(st.Partners))
+			for k, p := range st.Partners {
+				names[k] = p.Offer.Shim.Name
+				st.Before = append(st.Before, drifted(p.Offer.Shim, p.Offer.Shim, node, p.Drifted())...)
+				st.After = append(st.After, Notice{Type: corev1.EventTypeNormal, Reason: p.Reason, Action: "Install", Node: node, About: p.Offer.Shim,
+					Note: fmt.Sprintf("node %s: with Shim %s in one installer run, one containerd restart (Job %s)", node.Name, obs.Shim.Name, st.Reserve.Job)})
+			}
+			st.After = append(st.After, Note{Reason: st.Reason, Action: "Install",
+				Detail: fmt.Sprintf("node %s with Shims %s (Job %s)", node.Name, strings.Join(names, ", "), st.Reserve.Job)})
+		}
+	}
+}
+
+// drifted is the Warning Event Drifted of a node installed again because
+// it drifted (what: what drifted; "": it did not, and nothing), and its
+// count in the metrics, of shim (about: nil when it is the reconciled one).
+func drifted(shim, about *v1alpha1.Shim, node *corev1.Node, what string) []Action {
+	if what == "" {
+		return nil
+	}
+	return []Action{
+		Notice{Type: corev1.EventTypeWarning, Reason: "Drifted", Action: "Install", Node: node, About: about,
+			Note: fmt.Sprintf("node %s drifted (%s): installing the shim again", node.Name, what)},
+		CountDrift{Shim: shim.Name, Node: node.Name},
 	}
 }
 

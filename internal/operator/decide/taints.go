@@ -1,6 +1,8 @@
 package decide
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/shimkit/shimkit/internal/nodelabel/record"
@@ -18,7 +20,8 @@ func Taints(obs *Snapshot) []Action {
 			continue
 		}
 		if allInstalled(obs, obs.Shims, v.Node) {
-			writes = append(writes, Untaint{Node: v.Node, Shim: obs.Shim})
+			writes = append(writes, Untaint{Node: v.Node, Shim: obs.Shim, Said: Notice{Type: corev1.EventTypeNormal, Reason: "TaintRemoved", Action: "Install", Node: v.Node,
+				Note: fmt.Sprintf("node %s has every Shim that selects it: taint %s removed", v.Node.Name, nodeview.PendingTaint)}})
 		}
 	}
 	return []Action{writes}

@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
+
+	"github.com/shimkit/shimkit/internal/operator/decide"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
 // Recorder emits a reconcile's Events, knowing (from its context) where
@@ -25,22 +26,21 @@ func NewRecorder(rec events.EventRecorder, report Report) *Recorder {
 	return &Recorder{rec: rec, report: report}
 }
 
-// Eventf emits an Event regarding an object, related to another (nil:
-// none), unless the reconcile of ctx still observes and the Recorder
-// checks.
-func (r *Recorder) Eventf(ctx context.Context, regarding, related runtime.Object, eventType, reason, action, note string, args ...any) {
+// Say emits the Notice of a plan as an Event regarding its Shim (the
+// reconciled shim, unless it is about another), unless the reconcile of
+// ctx still observes and the Recorder checks. A Notice is all an Event
+// can be: the plan says every Event (decide.Notice), the executor only
+// emits it.
+func (r *Recorder) Say(ctx context.Context, shim *v1alpha1.Shim, n decide.Notice) {
 	if r == nil {
 		return
 	}
+	regarding := n.Regarding(shim)
 	if r.report != nil && Of(ctx) == Observing {
-		name := ""
-		if o, err := meta.Accessor(regarding); err == nil {
-			name = o.GetName()
-		}
-		r.report(fmt.Errorf("event %s %s regarding %s: %w", eventType, reason, name, ErrEventBeforeDecision))
+		r.report(fmt.Errorf("event %s %s regarding %s: %w", n.Type, n.Reason, regarding.Name, ErrEventBeforeDecision))
 		return
 	}
 	if r.rec != nil {
-		r.rec.Eventf(regarding, related, eventType, reason, action, note, args...)
+		r.rec.Eventf(regarding, n.Related(), n.Type, n.Reason, n.Action, "%s", n.Note)
 	}
 }

@@ -9,14 +9,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 
+	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/internal/operator/phase"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
 // TestRecorder: an Event emitted while the reconcile observes is reported
 // and dropped; once it acts, or outside a reconcile, the Event is emitted;
 // without a report nothing is checked.
 func TestRecorder(t *testing.T) {
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	shim := &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "spin"}}
+	n := decide.Notice{Type: corev1.EventTypeNormal, Reason: "Installed", Action: "Install", Note: "node n1",
+		Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}}
 	observing := phase.Start(context.Background())
 	acting := phase.Start(context.Background())
 	phase.Decided(acting)
@@ -39,7 +43,7 @@ func TestRecorder(t *testing.T) {
 			if tc.check {
 				report = func(err error) { reports = append(reports, err) }
 			}
-			phase.NewRecorder(rec, report).Eventf(tc.ctx, node, nil, corev1.EventTypeNormal, "Installed", "Install", "node %s", "n1")
+			phase.NewRecorder(rec, report).Say(tc.ctx, shim, n)
 			if got := len(rec.Events) == 1; got != tc.emitted {
 				t.Errorf("emitted = %v, want %v", got, tc.emitted)
 			}
@@ -52,6 +56,6 @@ func TestRecorder(t *testing.T) {
 		})
 	}
 	var none *phase.Recorder
-	none.Eventf(acting, node, nil, corev1.EventTypeNormal, "Installed", "Install", "no recorder")
-	phase.NewRecorder(nil, nil).Eventf(acting, node, nil, corev1.EventTypeNormal, "Installed", "Install", "no events API")
+	none.Say(acting, shim, n)
+	phase.NewRecorder(nil, nil).Say(acting, shim, n)
 }

@@ -2,14 +2,13 @@ package status
 
 import (
 	"context"
-	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
+	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
@@ -54,6 +53,16 @@ func (r *Reporter) LastEmitted(name string) time.Time {
 	return r.pending.emitted.next(name, 0)
 }
 
+// Held reports whether notes of the Shim are held back: a snapshot reads
+// it, and its plan comes back for them (decide.Plan.Requeue).
+func (r *Reporter) Held(name string) bool {
+	p := &r.pending
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.byShim[name]
+	return e != nil && !e.Empty()
+}
+
 // forget drops a deleted Shim's notes.
 func (p *pendingEvents) forget(shim string) {
 	p.mu.Lock()
@@ -64,13 +73,10 @@ func (p *pendingEvents) forget(shim string) {
 
 // emit emits one Event per reason (NodeEvents.Take).
 func (r *Reporter) emit(ctx context.Context, shim *v1alpha1.Shim, e *NodeEvents) {
-	for _, ev := range e.Take() {
-		r.event(ctx, shim, nil, corev1.EventTypeNormal, ev.Reason, ev.Action, "%s", ev.Note)
+	for _, n := range e.Take() {
+		r.recorder.Say(ctx, shim, n)
 	}
 }
-
-// MaxEventNodes is how many nodes an Event of a wave names.
-const MaxEventNodes = 10
 
 // NodeEvents gathers the Normal events about single nodes that carrying
 // out a plan makes (decide.Note: a node installed or cleaned; a Job
@@ -82,10 +88,6 @@ type NodeEvents struct {
 	mu    sync.Mutex
 	notes map[[2]string][]string // reason, action → one note per node
 }
-
-// Event is one Normal Event of a Shim: a reason, an action and a note
-// naming the nodes.
-type Event struct{ Reason, Action, Note string }
 
 // Add gathers the note of one node under reason and action.
 func (e *NodeEvents) Add(reason, action, note string) {
@@ -124,28 +126,15 @@ func (e *NodeEvents) Empty() bool {
 	return len(e.notes) == 0
 }
 
-// Take returns one Event per reason and action, sorted, each with the
-// number of nodes and the notes of the first MaxEventNodes (sorted), and
-// forgets the notes.
-func (e *NodeEvents) Take() []Event {
+// Take returns one Event per reason and action, sorted
+// (decide.Gathered), and forgets the notes.
+func (e *NodeEvents) Take() []decide.Notice {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	keys := make([][2]string, 0, len(e.notes))
-	for k := range e.notes {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b [2]string) int { return strings.Compare(a[0]+a[1], b[0]+b[1]) })
-	out := make([]Event, 0, len(keys))
+	keys := slices.SortedFunc(maps.Keys(e.notes), func(a, b [2]string) int { return strings.Compare(a[0]+a[1], b[0]+b[1]) })
+	out := make([]decide.Notice, 0, len(keys))
 	for _, k := range keys {
-		notes := slices.Sorted(slices.Values(e.notes[k]))
-		msg := strings.Join(notes[:min(len(notes), MaxEventNodes)], "; ")
-		if more := len(notes) - MaxEventNodes; more > 0 {
-			msg += fmt.Sprintf("; and %d more", more)
-		}
-		if len(notes) > 1 {
-			msg = fmt.Sprintf("%d nodes: %s", len(notes), msg)
-		}
-		out = append(out, Event{Reason: k[0], Action: k[1], Note: msg})
+		out = append(out, decide.Gathered(k[0], k[1], e.notes[k]))
 	}
 	e.notes = nil
 	return out

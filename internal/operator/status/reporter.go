@@ -1,15 +1,11 @@
 package status
 
 import (
-	"context"
-
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/shimkit/shimkit/internal/operator/metrics"
 	"github.com/shimkit/shimkit/internal/operator/phase"
 	"github.com/shimkit/shimkit/internal/operator/revision"
-	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
 // Reporter writes what a reconcile decided for the people and tools that
@@ -38,8 +34,4 @@ func New(c client.Client, recorder *phase.Recorder, m *metrics.Metrics, revision
 func (r *Reporter) Forget(name string) {
 	r.pending.forget(name)
 	r.statusPace.forget(name)
-}
-
-func (r *Reporter) event(ctx context.Context, shim *v1alpha1.Shim, related runtime.Object, eventType, reason, action, note string, args ...any) {
-	r.recorder.Eventf(ctx, shim, related, eventType, reason, action, note, args...)
 }

@@ -1,0 +1,112 @@
+package plancheck
+
+import (
+	"go/ast"
+	"go/types"
+	"strings"
+	"testing"
+)
+
+// notice is the type of every Event a plan says.
+const notice = Module + "/internal/operator/decide.Notice"
+
+// emitters are the only functions that hand an Event to the events API:
+// the Recorder, which takes a plan's Notice.
+var emitters = map[string]bool{
+	"(*" + Module + "/internal/operator/phase.Recorder).Say": true,
+}
+
+// TestEventsArePlanned: every Event the operator emits once it acts is
+// one its plan says. What the executors run (from carryOut,
+// carryOutRemoval and the Reporter's Flush of the gathered notes) builds
+// no decide.Notice and changes no field of one: it only passes on the
+// plan's, through the allowed core functions (Answered, which appends the
+// API server's answer to a refused write's Notice; Gathered, which makes
+// the one Event of a reason's gathered notes). And no function of the
+// operator but the Recorder's Say calls the events API.
+func TestEventsArePlanned(t *testing.T) {
+	prog := operatorProgram(t)
+	var roots []*types.Func
+	for _, m := range [][3]string{
+		{Module + "/operator", "Reconciler", "carryOut"},
+		{Module + "/operator", "Reconciler", "carryOutRemoval"},
+		{Module + "/internal/operator/status", "Reporter", "Flush"},
+	} {
+		fn, err := prog.Method(m[0], m[1], m[2])
+		if err != nil {
+			t.Fatal(err)
+		}
+		roots = append(roots, fn)
+	}
+	declared := prog.Declared(isCore, roots...)
+	if len(declared) < 20 {
+		t.Fatalf("the executors run %d functions; the walk lost them", len(declared))
+	}
+	for fd, ref := range declared {
+		for _, bad := range prog.noticesMade(fd) {
+			t.Errorf("%s %s: the executor makes an Event the plan did not say\n\tvia %s", prog.Fset.Position(bad.Pos()), ref.Func.FullName(), strings.Join(ref.Via, "\n\t  → "))
+		}
+	}
+	for fn, fd := range prog.Decls {
+		if emitters[fn.FullName()] {
+			continue
+		}
+		for _, call := range prog.eventsAPICalls(fd) {
+			t.Errorf("%s %s calls the events API: only the Recorder's Say does, with a plan's Notice", prog.Fset.Position(call.Pos()), fn.FullName())
+		}
+	}
+}
+
+// noticesMade are the places in fd that build a decide.Notice (a
+// composite literal) or write a field of one.
+func (prog *Program) noticesMade(fd *ast.FuncDecl) []ast.Node {
+	var out []ast.Node
+	isNotice := func(e ast.Expr) bool {
+		tv := prog.Info.TypeOf(e)
+		if tv == nil {
+			return false
+		}
+		if p, ok := tv.(*types.Pointer); ok {
+			tv = p.Elem()
+		}
+		return types.TypeString(tv, nil) == notice
+	}
+	ast.Inspect(fd.Body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.CompositeLit:
+			if isNotice(n) {
+				out = append(out, n)
+			}
+		case *ast.AssignStmt:
+			for _, lhs := range n.Lhs {
+				if sel, ok := lhs.(*ast.SelectorExpr); ok && isNotice(sel.X) {
+					out = append(out, lhs)
+				}
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// eventsAPICalls are the calls in fd of a method of client-go's event
+// recorders (tools/events, tools/record).
+func (prog *Program) eventsAPICalls(fd *ast.FuncDecl) []ast.Node {
+	var out []ast.Node
+	ast.Inspect(fd.Body, func(n ast.Node) bool {
+		sel, ok := n.(*ast.SelectorExpr)
+		if !ok {
+			return true
+		}
+		fn, ok := prog.Info.Uses[sel.Sel].(*types.Func)
+		if !ok || fn.Pkg() == nil {
+			return true
+		}
+		// tools/events' recorder is an alias of tools/internal/events'.
+		if p := fn.Pkg().Path(); strings.HasPrefix(p, "k8s.io/client-go/tools/") && (strings.HasSuffix(p, "/events") || strings.HasSuffix(p, "/record")) {
+			out = append(out, sel)
+		}
+		return true
+	})
+	return out
+}
