@@ -12,11 +12,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/shimkit/shimkit/internal/nodelabel/record"
 	"github.com/shimkit/shimkit/internal/operator/decide"
 	"github.com/shimkit/shimkit/internal/operator/status"
 	"github.com/shimkit/shimkit/nodelabel"
+	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
 // acting is what carrying out one reconcile's plan keeps of its own, so
@@ -78,6 +80,10 @@ func (r *executor) do(ctx context.Context, run *acting, a decide.Action) error {
 		return r.fence(ctx, a.Node, a.Taint, false)
 	case decide.DropRecords:
 		return nodelabel.DropRecords(ctx, r.client, a.Node, a.Keys...)
+	case decide.AddFinalizer:
+		return r.finalizer(ctx, a.Shim, true)
+	case decide.RemoveFinalizer:
+		return r.finalizer(ctx, a.Shim, false)
 	case decide.Untaint:
 		return r.untaint(ctx, a)
 	case decide.Cordon:
@@ -109,6 +115,24 @@ func (r *executor) do(ctx context.Context, run *acting, a decide.Action) error {
 		r.retries.put(a.Shim, a.Request, a.Hash)
 	default:
 		return fmt.Errorf("operator: no executor for action %T", a)
+	}
+	return nil
+}
+
+// finalizer puts the operator's finalizer on the Shim (on) or takes it
+// off, with a merge patch of a copy: the reconcile's Shim may carry a
+// revision's spec (a revert), which the API server's answer would
+// overwrite. A Shim gone already is fine.
+func (r *executor) finalizer(ctx context.Context, shim *v1alpha1.Shim, on bool) error {
+	obj := shim.DeepCopy()
+	patch := client.MergeFrom(obj.DeepCopy())
+	if on {
+		controllerutil.AddFinalizer(obj, Finalizer)
+	} else {
+		controllerutil.RemoveFinalizer(obj, Finalizer)
+	}
+	if err := r.client.Patch(ctx, obj, patch); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("shim %s: finalizer %s (on: %v): %w", shim.Name, Finalizer, on, err)
 	}
 	return nil
 }

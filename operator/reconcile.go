@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/operator/classes"
@@ -35,7 +34,7 @@ import (
 )
 
 // Finalizer keeps a deleted Shim until its nodes are clean.
-const Finalizer = "shim.containerd.x-k8s.io/uninstall"
+const Finalizer = shimspec.Finalizer
 
 // Reconciler reconciles Shims: it observes, decides and acts (Reconcile),
 // with one role per concern (roles.go).
@@ -273,7 +272,7 @@ func (r *Reconciler) carryOut(ctx context.Context, run *acting, p *decide.Plan) 
 	}
 	// The finalizer first, before anything is on a node: a deleted Shim
 	// waits for its nodes to be clean.
-	if err := ensureFinalizer(ctx, r.client, obs.Shim); err != nil {
+	if err := r.exec.act(ctx, run, p.Finalize); err != nil {
 		return ctrl.Result{}, err
 	}
 	// What the decision does not depend on, written once it is made: the
@@ -338,19 +337,6 @@ func sharedNodes(obs *observed, batching bool) map[string]bool {
 		return nil
 	}
 	return obs.Gate.Wanted()
-}
-
-// ensureFinalizer adds the Finalizer to the Shim when it lacks it. It
-// patches a copy: the reconcile's Shim may carry a revision's spec (a
-// revert), which the API server's answer would overwrite.
-func ensureFinalizer(ctx context.Context, c client.Client, shim *v1alpha1.Shim) error {
-	if controllerutil.ContainsFinalizer(shim, Finalizer) {
-		return nil
-	}
-	obj := shim.DeepCopy()
-	patch := client.MergeFrom(obj.DeepCopy())
-	controllerutil.AddFinalizer(obj, Finalizer)
-	return c.Patch(ctx, obj, patch)
 }
 
 // prepareNodes carries out what the views already assume, before any

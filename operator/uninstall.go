@@ -4,10 +4,8 @@ import (
 	"context"
 	"sync"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -71,10 +69,7 @@ func (r *Reconciler) carryOutRemoval(ctx context.Context, run *acting, p *decide
 	if err := r.classes.DeleteAll(ctx, obs.Shim, run.classes, p.Delete); err != nil {
 		return ctrl.Result{}, err
 	}
-	shim := obs.Shim.DeepCopy()
-	patch := client.MergeFrom(obs.Shim)
-	controllerutil.RemoveFinalizer(shim, Finalizer)
-	if err := r.client.Patch(ctx, shim, patch); err != nil && !apierrors.IsNotFound(err) {
+	if err := r.exec.act(ctx, run, p.Finalize); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.released.add(obs.Shim)

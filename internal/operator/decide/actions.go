@@ -118,6 +118,16 @@ type Note struct {
 	Reason, Action, Detail string
 }
 
+// AddFinalizer puts the operator's finalizer (shimspec.Finalizer) on the
+// Shim, before anything is on a node: a deleted Shim then waits for its
+// nodes to be clean. RemoveFinalizer takes it off once they are: the
+// Shim goes.
+type AddFinalizer struct{ Shim *v1alpha1.Shim }
+
+// RemoveFinalizer takes the operator's finalizer off a deleted Shim whose
+// nodes are clean.
+type RemoveFinalizer struct{ Shim *v1alpha1.Shim }
+
 // CountDrift counts a node installed again because it drifted in the
 // metrics, for the Shim named.
 type CountDrift struct{ Shim, Node string }
@@ -136,21 +146,23 @@ type RememberRetry struct {
 	Jobs          []types.UID
 }
 
-func (Together) action()      {}
-func (InOrder) action()       {}
-func (DeleteJob) action()     {}
-func (KeepLog) action()       {}
-func (PatchJob) action()      {}
-func (MarkInstalled) action() {}
-func (Unmark) action()        {}
-func (Fence) action()         {}
-func (Unfence) action()       {}
-func (DropRecords) action()   {}
-func (Untaint) action()       {}
-func (MarkFailed) action()    {}
-func (ClearFailure) action()  {}
-func (MarkVerified) action()  {}
-func (Note) action()          {}
-func (CountDrift) action()    {}
-func (CountJob) action()      {}
-func (RememberRetry) action() {}
+func (Together) action()        {}
+func (InOrder) action()         {}
+func (DeleteJob) action()       {}
+func (KeepLog) action()         {}
+func (PatchJob) action()        {}
+func (MarkInstalled) action()   {}
+func (Unmark) action()          {}
+func (Fence) action()           {}
+func (Unfence) action()         {}
+func (DropRecords) action()     {}
+func (Untaint) action()         {}
+func (MarkFailed) action()      {}
+func (ClearFailure) action()    {}
+func (MarkVerified) action()    {}
+func (Note) action()            {}
+func (AddFinalizer) action()    {}
+func (RemoveFinalizer) action() {}
+func (CountDrift) action()      {}
+func (CountJob) action()        {}
+func (RememberRetry) action()   {}

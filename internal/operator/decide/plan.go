@@ -90,6 +90,10 @@ type Plan struct {
 	// removal is done.
 	Forget []Action
 	Delete []*nodev1.RuntimeClass
+	// Finalize puts the operator's finalizer on a Shim that lacks it,
+	// after the records and before anything else, or takes it off a
+	// deleted Shim last, once its removal is done.
+	Finalize []Action
 }
 
 // Rules are what a plan is made under besides the snapshot: the Shim's
@@ -119,6 +123,9 @@ func PlanInstall(read *Snapshot, records []Action, r Rules) (*Plan, error) {
 		return nil, err
 	}
 	p := &Plan{Records: records, Stale: StaleRecords(obs), RCMReleases: RCMReleases(obs)}
+	if !slices.Contains(obs.Shim.Finalizers, shimspec.Finalizer) {
+		p.Finalize = []Action{AddFinalizer{Shim: obs.Shim}}
+	}
 	p.Relabel = append(Relabel(obs, &d), Fences(obs, &d, true)...)
 	p.Classes = Classes(obs, len(d.Rollin.Start) > 0)
 	if p.Classes.CanaryBlocked {
@@ -192,6 +199,7 @@ func PlanRemoval(read *Snapshot, records []Action, planner rollout.Planner, r Ru
 	p.Status.Settled = d.Removal.Done || d.Removal.Halted
 	if d.Removal.Done {
 		p.Forget, p.Delete = Forget(obs), obs.Classes.Owned(obs.Shim)
+		p.Finalize = []Action{RemoveFinalizer{Shim: obs.Shim}}
 	} else {
 		p.Status = statusOf(obs, statusIn{removal: d.Removal, starts: p.Starts, settled: d.Removal.Halted})
 		p.Requeue, p.RequeueRefused = r.Resync, min(r.Resync, nodegate.Retry)

@@ -13,6 +13,10 @@ import (
 	"github.com/shimkit/shimkit/internal/nodelabel/record"
 )
 
+// Finalizer keeps a deleted Shim until its nodes are clean
+// (operator.Finalizer).
+const Finalizer = "shim.containerd.x-k8s.io/uninstall"
+
 // RCMKind and RCMVersion are the kind and version of runtime-class-manager's
 // Shim, in either of its groups (v1alpha1.RCMGroup, v1alpha1.RCMGroupKWasm).
 const (
