@@ -110,3 +110,87 @@ func (prog *Program) eventsAPICalls(fd *ast.FuncDecl) []ast.Node {
 	})
 	return out
 }
+
+// writers are the functions of the executors that write to the API
+// server, each with the part of the plan it carries out: a write that is
+// not one of the plan's fails TestWritesArePlanned until it is named here.
+// The writes of the module's public packages (nodelabel, runtimeclass)
+// are made through the executor's actions and the RuntimeClass role,
+// whose plan parts name them.
+var writers = map[string]string{
+	op + "executor).do":                                                 "the actions DeleteJob and PatchJob (Plan.Records)",
+	op + "executor).finalizer":                                          "the actions AddFinalizer and RemoveFinalizer (Plan.Finalize)",
+	op + "executor).untaint":                                            "the action Untaint (Plan.Taints)",
+	op + "executor).fence":                                              "the actions Fence and Unfence (Plan.Relabel)",
+	op + "executor).cordon":                                             "the action Cordon (Plan.Disrupt)",
+	op + "executor).release":                                            "the action Release (Plan.Disrupt)",
+	op + "executor).evict":                                              "the action Evict (Plan.Disrupt, Plan.Evict)",
+	op + "executor).keepLog":                                            "the action KeepLog (Plan.Records): the Job kept longer",
+	Module + "/internal/operator/results.KeepLog":                       "the action KeepLog (Plan.Records): the copy of the log",
+	op + "jobStarter).createJob":                                        "a Start (Plan.Starts, Plan.Verify): its Job, after the finished one it Replaces",
+	Module + "/internal/operator/classes.unlabelNode":                   "an RCMRelease (Plan.RCMReleases)",
+	"(*" + Module + "/internal/operator/status.Reporter).Update":        "the StatusPlan (Plan.Status)",
+	"(*" + Module + "/internal/operator/revision.Store).create":         "the StatusPlan's Revision (Plan.Status)",
+	"(*" + Module + "/internal/operator/revision.Store).deleteRevision": "the StatusPlan's Drop (Plan.Status)",
+}
+
+// op prefixes the methods of the operator's roles.
+const op = "(*" + Module + "/operator."
+
+// TestWritesArePlanned: every function the executors run that writes to
+// the API server (a client's Create, Update, Patch, Delete, Apply, its
+// status and subresource writers) is one that carries out a part of the
+// plan (writers), and each writer named is still one.
+func TestWritesArePlanned(t *testing.T) {
+	prog := operatorProgram(t)
+	var roots []*types.Func
+	for _, name := range []string{"carryOut", "carryOutRemoval"} {
+		fn, err := prog.Method(Module+"/operator", "Reconciler", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		roots = append(roots, fn)
+	}
+	found := map[string]bool{}
+	for fd, ref := range prog.Declared(isCore, roots...) {
+		if len(prog.apiWrites(fd)) == 0 {
+			continue
+		}
+		name := ref.Func.FullName()
+		found[name] = true
+		if _, ok := writers[name]; !ok {
+			t.Errorf("%s writes to the API server, and is no part of the plan that writers names\n\tvia %s", name, strings.Join(ref.Via, "\n\t  → "))
+		}
+	}
+	for name := range writers {
+		if !found[name] {
+			t.Errorf("writers names %s, which the executors no longer run or which writes nothing", name)
+		}
+	}
+}
+
+// apiWrites are the calls in fd of a write method of controller-runtime's
+// client or a client-go typed client.
+func (prog *Program) apiWrites(fd *ast.FuncDecl) []ast.Node {
+	var out []ast.Node
+	ast.Inspect(fd.Body, func(n ast.Node) bool {
+		sel, ok := n.(*ast.SelectorExpr)
+		if !ok {
+			return true
+		}
+		fn, ok := prog.Info.Uses[sel.Sel].(*types.Func)
+		if !ok || fn.Pkg() == nil {
+			return true
+		}
+		p := fn.Pkg().Path()
+		if p != "sigs.k8s.io/controller-runtime/pkg/client" && !strings.HasPrefix(p, "k8s.io/client-go/kubernetes/typed/") {
+			return true
+		}
+		switch fn.Name() {
+		case "Create", "Update", "Patch", "Delete", "DeleteAllOf", "Apply", "Evict", "EvictV1":
+			out = append(out, sel)
+		}
+		return true
+	})
+	return out
+}
