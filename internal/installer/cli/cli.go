@@ -8,6 +8,7 @@
 //	shimkit-installer canary
 //	shimkit-installer copy-self  FILE
 //	shimkit-installer copy-image DIR
+//	shimkit-installer boot-units --root DIR [--plan FILE] [flags]
 //
 // verify carries out a verify plan (the install plan of the Shim's current
 // spec, operation verify): it compares the node with what the Shim's last
@@ -18,6 +19,10 @@
 //
 // canary is what the operator's default canary pod runs, under the Shim's
 // runtime: it says which kernel it sees (gVisor's own, a VM's) and exits 0.
+//
+// boot-units writes into a node image the systemd unit that installs a
+// plan at boot, before the runtime's first start, so that nothing is
+// restarted (boot.go).
 //
 // copy-self and copy-image copy a Shim's image into the installer's pod
 // where the node cannot mount it as an image volume (copyimage.go).
@@ -63,7 +68,7 @@ const (
 	ExitInUse          = plan.ExitInUse
 )
 
-const usage = `usage: shimkit-installer install|uninstall|verify|status [flags] | canary | --version
+const usage = `usage: shimkit-installer install|uninstall|verify|status [flags] | boot-units --root DIR | canary | --version
 
 Carries out a node plan (apiVersion ` + plan.APIVersion + `, kind NodePlan) on this
 node: fetches and verifies the artifact, lays out the Shim's bundle, starts its
@@ -103,6 +108,8 @@ func RunWith(ctx context.Context, args []string, stdout, stderr io.Writer, canar
 		return canary(stdout)
 	case "copy-self", "copy-image":
 		return copyCommand(cmd, args[1:], stderr)
+	case "boot-units":
+		return bootUnits(args[1:], stdout, stderr)
 	}
 	fs := flag.NewFlagSet("shimkit-installer "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
