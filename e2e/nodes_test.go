@@ -5,6 +5,7 @@ import (
 	"context"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -194,6 +195,9 @@ func testNodes(t *testing.T, c *testutil.Cluster, dump *dumper, nodes []testutil
 	// (what lets Karpenter place a pending pod of fleet's RuntimeClass on
 	// it). The label is not taken as an install; the pod, created before
 	// the node existed, waits, then runs there on the installed handler.
+	// Its image installs the pool's three Shims at boot (boot-units, the
+	// plans their installer Jobs carried): containerd starts once, with the
+	// handlers, and the operator's installer run restarts nothing.
 	waiting := workloadPod("autoscaled", "", "fleet")
 	waiting.Spec.NodeSelector = map[string]string{autoscaledLabel: "yes"}
 	if err := c.Client.Create(ctx, waiting); err != nil {
@@ -202,11 +206,14 @@ func testNodes(t *testing.T, c *testutil.Cluster, dump *dumper, nodes []testutil
 	start = time.Now()
 	declared := maps.Clone(pool)
 	declared[autoscaledLabel], declared[nodelabel.Key("fleet")] = "yes", nodelabel.Installed
+	files, exes := bootImage(t, c, fleet, duo, flaky)
+	files[readyMarker] = []byte("fixed\n")
 	joined := c.AddNode(t, testutil.JoinOptions{
-		Labels: declared,
-		Taints: []string{operator.PendingTaint + ":NoSchedule"},
-		Files:  map[string][]byte{readyMarker: []byte("fixed\n")},
-		Images: images,
+		Labels:      declared,
+		Taints:      []string{operator.PendingTaint + ":NoSchedule"},
+		Files:       files,
+		Executables: exes,
+		Images:      images,
 	})
 	dump.onFailure(t) // (while the joined node is there)
 	waitFor(t, 180*time.Second, "the joined node to get both shims and lose its taint", func() bool {
@@ -226,9 +233,10 @@ func testNodes(t *testing.T, c *testutil.Cluster, dump *dumper, nodes []testutil
 	})
 	t.Logf("%s joined and got the three shims in %v; its taint lifted %v after it was Ready", joined.Name, time.Since(start).Round(time.Second),
 		time.Since(readySince(t, c, joined.Name)).Round(time.Second))
-	// Its boot, then one installer run for the three Shims.
-	if got := joined.ContainerdStarts(t); got != 2 {
-		t.Errorf("containerd on the joined node %s started %d times, want twice (its boot, then one restart for the three Shims)", joined.Name, got)
+	// Its boot, with the three Shims installed before containerd started;
+	// the operator's installer run changed nothing.
+	if got := joined.ContainerdStarts(t); got != 1 {
+		t.Errorf("containerd on the joined node %s started %d times, want once (its boot, the Shims installed before it)\n%s", joined.Name, got, joined.Journal("shimkit-boot"))
 	}
 	ran := c.WaitPodRunning(t, "default", waiting.Name)
 	if ran.Spec.NodeName != joined.Name || len(ran.Status.ContainerStatuses) != 1 || ran.Status.ContainerStatuses[0].RestartCount != 0 {
@@ -509,4 +517,65 @@ func readySince(t *testing.T, c *testutil.Cluster, name string) time.Time {
 	}
 	t.Fatalf("node %s is not Ready", name)
 	return time.Time{}
+}
+
+// bootImage is what a node image built for the pool carries to install
+// the Shims at boot: shimkit-installer, the Shims' plans at their current
+// specs as their installer Jobs carried them (one NodePlanList), and the
+// units of `shimkit-installer boot-units`.
+func bootImage(t *testing.T, c *testutil.Cluster, shims ...*v1alpha1.Shim) (files, exes map[string][]byte) {
+	t.Helper()
+	want := map[string]string{} // Shim → its current spec hash
+	for _, s := range shims {
+		cur := &v1alpha1.Shim{}
+		if err := c.Client.Get(context.Background(), client.ObjectKeyFromObject(s), cur); err != nil {
+			t.Fatal(err)
+		}
+		want[s.Name] = cur.Status.SpecHash
+	}
+	var jobs batchv1.JobList
+	if err := c.Client.List(context.Background(), &jobs, client.InNamespace("shimkit-system")); err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]*plan.NodePlan{}
+	for _, j := range jobs.Items {
+		plans, err := plan.DecodePlans([]byte(j.Spec.Template.Annotations[operator.PlanAnnotation]))
+		if err != nil {
+			continue // a Job without a plan of its own (copy-image)
+		}
+		for _, p := range plans {
+			if p.Operation == plan.OpInstall && want[p.Shim.Name] != "" && p.SpecHash == want[p.Shim.Name] {
+				found[p.Shim.Name] = p
+			}
+		}
+	}
+	var list []*plan.NodePlan
+	for _, s := range shims {
+		if found[s.Name] == nil {
+			t.Fatalf("no install Job carries a plan of Shim %s at %s", s.Name, want[s.Name])
+		}
+		list = append(list, found[s.Name])
+	}
+	doc, err := plan.EncodeList(plan.NewList(list...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := testutil.InstallerBinary(t)
+	image := t.TempDir()
+	if out, err := exec.Command(bin, "boot-units", "--root", image, "--preset", "containerd").CombinedOutput(); err != nil {
+		t.Fatalf("boot-units: %v\n%s", err, out)
+	}
+	files = map[string][]byte{"/etc/shimkit/boot/plan.json": doc}
+	for _, p := range []string{"/etc/systemd/system/shimkit-boot.service", "/etc/systemd/system/containerd.service.d/10-shimkit-boot.conf"} {
+		data, err := os.ReadFile(filepath.Join(image, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[p] = data
+	}
+	exe, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files, map[string][]byte{"/usr/local/bin/shimkit-installer": exe}
 }
