@@ -5,7 +5,6 @@ import (
 	"context"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -560,22 +559,5 @@ func bootImage(t *testing.T, c *testutil.Cluster, shims ...*v1alpha1.Shim) (file
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := testutil.InstallerBinary(t)
-	image := t.TempDir()
-	if out, err := exec.Command(bin, "boot-units", "--root", image, "--preset", "containerd").CombinedOutput(); err != nil {
-		t.Fatalf("boot-units: %v\n%s", err, out)
-	}
-	files = map[string][]byte{"/etc/shimkit/boot/plan.json": doc}
-	for _, p := range []string{"/etc/systemd/system/shimkit-boot.service", "/etc/systemd/system/containerd.service.d/10-shimkit-boot.conf"} {
-		data, err := os.ReadFile(filepath.Join(image, p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[p] = data
-	}
-	exe, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files, map[string][]byte{"/usr/local/bin/shimkit-installer": exe}
+	return testutil.BootImage(t, doc, "containerd")
 }

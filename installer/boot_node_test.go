@@ -2,10 +2,6 @@ package installer_test
 
 import (
 	"context"
-	"io/fs"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"testing"
 
@@ -29,32 +25,8 @@ func TestInstallAtBoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := testutil.InstallerBinary(t)
-	image := t.TempDir()
-	if out, err := exec.Command(bin, "boot-units", "--root", image, "--preset", "containerd").CombinedOutput(); err != nil {
-		t.Fatalf("boot-units: %v\n%s", err, out)
-	}
-	files := map[string][]byte{"/etc/shimkit/boot/plan.json": doc}
-	err = filepath.WalkDir(image, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, err := filepath.Rel(image, path)
-		if err != nil {
-			return err
-		}
-		files["/"+rel], err = os.ReadFile(path)
-		return err
-	})
-	if err != nil || len(files) != 3 {
-		t.Fatalf("boot-units wrote %d files (%v), want the unit and containerd's drop-in", len(files)-1, err)
-	}
-	exe, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := testutil.StartNode(t, testutil.NodeOptions{Containerd: build, HostNetwork: true, Files: files,
-		Executables: map[string][]byte{"/usr/local/bin/shimkit-installer": exe}})
+	files, exes := testutil.BootImage(t, doc, "containerd")
+	n := testutil.StartNode(t, testutil.NodeOptions{Containerd: build, HostNetwork: true, Files: files, Executables: exes})
 
 	if r := n.UnitProp(t, "shimkit-boot", "Result"); r != "success" {
 		t.Fatalf("boot unit: %s\n%s", r, n.Journal("shimkit-boot"))

@@ -26,18 +26,7 @@ var emitters = map[string]bool{
 // operator but the Recorder's Say calls the events API.
 func TestEventsArePlanned(t *testing.T) {
 	prog := operatorProgram(t)
-	var roots []*types.Func
-	for _, m := range [][3]string{
-		{Module + "/operator", "Reconciler", "carryOut"},
-		{Module + "/operator", "Reconciler", "carryOutRemoval"},
-		{Module + "/internal/operator/status", "Reporter", "Flush"},
-	} {
-		fn, err := prog.Method(m[0], m[1], m[2])
-		if err != nil {
-			t.Fatal(err)
-		}
-		roots = append(roots, fn)
-	}
+	roots := methods(t, prog, append(executors, [3]string{Module + "/internal/operator/status", "Reporter", "Flush"})...)
 	declared := prog.Declared(isCore, roots...)
 	if len(declared) < 20 {
 		t.Fatalf("the executors run %d functions; the walk lost them", len(declared))
@@ -90,21 +79,24 @@ func (prog *Program) noticesMade(fd *ast.FuncDecl) []ast.Node {
 }
 
 // eventsAPICalls are the calls in fd of a method of client-go's event
-// recorders (tools/events, tools/record).
+// recorders (tools/events, tools/record; tools/events' recorder is an
+// alias of tools/internal/events').
 func (prog *Program) eventsAPICalls(fd *ast.FuncDecl) []ast.Node {
+	return prog.calls(fd, func(fn *types.Func) bool {
+		p := fn.Pkg().Path()
+		return strings.HasPrefix(p, "k8s.io/client-go/tools/") && (strings.HasSuffix(p, "/events") || strings.HasSuffix(p, "/record"))
+	})
+}
+
+// calls are the references in fd to a function (or method) of a package
+// that match says.
+func (prog *Program) calls(fd *ast.FuncDecl, match func(*types.Func) bool) []ast.Node {
 	var out []ast.Node
 	ast.Inspect(fd.Body, func(n ast.Node) bool {
-		sel, ok := n.(*ast.SelectorExpr)
-		if !ok {
-			return true
-		}
-		fn, ok := prog.Info.Uses[sel.Sel].(*types.Func)
-		if !ok || fn.Pkg() == nil {
-			return true
-		}
-		// tools/events' recorder is an alias of tools/internal/events'.
-		if p := fn.Pkg().Path(); strings.HasPrefix(p, "k8s.io/client-go/tools/") && (strings.HasSuffix(p, "/events") || strings.HasSuffix(p, "/record")) {
-			out = append(out, sel)
+		if sel, ok := n.(*ast.SelectorExpr); ok {
+			if fn, ok := prog.Info.Uses[sel.Sel].(*types.Func); ok && fn.Pkg() != nil && match(fn) {
+				out = append(out, sel)
+			}
 		}
 		return true
 	})
@@ -143,16 +135,8 @@ const op = "(*" + Module + "/operator."
 // plan (writers), and each writer named is still one.
 func TestWritesArePlanned(t *testing.T) {
 	prog := operatorProgram(t)
-	var roots []*types.Func
-	for _, name := range []string{"carryOut", "carryOutRemoval"} {
-		fn, err := prog.Method(Module+"/operator", "Reconciler", name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		roots = append(roots, fn)
-	}
 	found := map[string]bool{}
-	for fd, ref := range prog.Declared(isCore, roots...) {
+	for fd, ref := range prog.Declared(isCore, methods(t, prog, executors...)...) {
 		if len(prog.apiWrites(fd)) == 0 {
 			continue
 		}
@@ -172,25 +156,15 @@ func TestWritesArePlanned(t *testing.T) {
 // apiWrites are the calls in fd of a write method of controller-runtime's
 // client or a client-go typed client.
 func (prog *Program) apiWrites(fd *ast.FuncDecl) []ast.Node {
-	var out []ast.Node
-	ast.Inspect(fd.Body, func(n ast.Node) bool {
-		sel, ok := n.(*ast.SelectorExpr)
-		if !ok {
-			return true
-		}
-		fn, ok := prog.Info.Uses[sel.Sel].(*types.Func)
-		if !ok || fn.Pkg() == nil {
-			return true
-		}
+	return prog.calls(fd, func(fn *types.Func) bool {
 		p := fn.Pkg().Path()
 		if p != "sigs.k8s.io/controller-runtime/pkg/client" && !strings.HasPrefix(p, "k8s.io/client-go/kubernetes/typed/") {
-			return true
+			return false
 		}
 		switch fn.Name() {
 		case "Create", "Update", "Patch", "Delete", "DeleteAllOf", "Apply", "Evict", "EvictV1":
-			out = append(out, sel)
+			return true
 		}
-		return true
+		return false
 	})
-	return out
 }

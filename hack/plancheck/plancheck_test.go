@@ -59,19 +59,31 @@ func operatorProgram(t *testing.T) *Program {
 	return operator.prog
 }
 
+// executors are the methods that carry out a reconcile's plan.
+var executors = [][3]string{
+	{Module + "/operator", "Reconciler", "carryOut"},
+	{Module + "/operator", "Reconciler", "carryOutRemoval"},
+}
+
+// methods are the named methods (package, type, name) of prog.
+func methods(t *testing.T, prog *Program, names ...[3]string) []*types.Func {
+	t.Helper()
+	var out []*types.Func
+	for _, m := range names {
+		fn, err := prog.Method(m[0], m[1], m[2])
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fn)
+	}
+	return out
+}
+
 // TestNoDecidingAfterFirstWrite: from the executors of a reconcile's plan,
 // nothing of the deciding core is reachable but what allowed names.
 func TestNoDecidingAfterFirstWrite(t *testing.T) {
 	prog := operatorProgram(t)
-	var roots []*types.Func
-	for _, name := range []string{"carryOut", "carryOutRemoval"} {
-		fn, err := prog.Method(Module+"/operator", "Reconciler", name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		roots = append(roots, fn)
-	}
-	for _, ref := range prog.Reachable(isCore, roots...) {
+	for _, ref := range prog.Reachable(isCore, methods(t, prog, executors...)...) {
 		if _, ok := allowed[ref.Func.FullName()]; !ok {
 			t.Errorf("the executor decides: %s\n\tvia %s", ref.Func.FullName(), strings.Join(ref.Via, "\n\t  → "))
 		}
