@@ -312,11 +312,10 @@ func (c *Cluster) bootNode(t testing.TB, i int, opts JoinOptions) ClusterNode {
 		c.crioNodeFiles(t, files, opts)
 		nodeOpts.Containerd, nodeOpts.CRIO = nil, true
 	}
+	maps.Copy(files, waitOnlineFiles)
 	maps.Copy(files, opts.Files)
+	nodeOpts.Plug = func(n *Node) error { return plugNode(n, i) }
 	n := StartNode(t, nodeOpts)
-	if err := plugNode(n, i); err != nil {
-		t.Fatalf("node %s: %v", name, err)
-	}
 	if c.pauseTar == "" && !opts.CRIO {
 		c.pauseTar = PauseImageTar(t, c.dir)
 	}

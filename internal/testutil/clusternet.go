@@ -56,6 +56,26 @@ func freePort(host string) (string, error) {
 // nodeIP is the address of the cluster's i-th node.
 func nodeIP(i int) string { return clusterSubnet + strconv.Itoa(10+i) }
 
+// waitOnlineFiles make a cluster node's network-online.target wait for
+// its default route, as systemd-networkd-wait-online does on a machine:
+// the harness plugs the network (plugNode) just after the node's init
+// starts, and a unit ordered after network-online.target (an install at
+// boot) must find it there.
+var waitOnlineFiles = map[string][]byte{
+	"/etc/systemd/system/wait-default-route.service": []byte(`[Unit]
+Description=Wait for the default route (the test harness plugs the network as the node boots)
+DefaultDependencies=no
+Before=network-online.target
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+TimeoutStartSec=60
+ExecStart=/bin/sh -c 'until grep -q "^eth0[[:space:]]00000000" /proc/net/route; do sleep 0.1; done'
+`),
+	"/etc/systemd/system/network-online.target.d/10-wait-default-route.conf": []byte("[Unit]\nWants=wait-default-route.service\nAfter=wait-default-route.service\n"),
+}
+
 // plugNode gives node i's network namespace an eth0 on the bridge, with
 // its address and a default route through this machine.
 func plugNode(n *Node, i int) error {

@@ -85,6 +85,11 @@ type NodeOptions struct {
 	// CRIO makes the node a CRI-O node (crionode.go): crio.service under
 	// systemd in place of containerd (Socket and Unit are CRI-O's).
 	CRIO bool
+	// Plug, when set, is called as soon as the node's init runs, before
+	// StartNode waits for its runtime: a cluster node's network is plugged
+	// then, as a machine has its network while it boots (a unit before
+	// the runtime may need it: an install at boot).
+	Plug func(*Node) error
 }
 
 // inotifyInstances is how many inotify instances the machine's root may
@@ -234,7 +239,7 @@ exec unshare --pid --fork --mount --uts --ipc $NET --cgroup --kill-child -- /bin
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := n.waitBooted(ctx); err != nil {
+	if err := n.waitBooted(ctx, opts.Plug); err != nil {
 		boot, _ := os.ReadFile(filepath.Join(dir, "boot.log"))
 		t.Fatalf("node did not boot: %v\nboot log:\n%s\n%s", err, boot, n.Journal(n.Unit()))
 	}
@@ -336,7 +341,7 @@ func indexOf(s []string, v string) int {
 }
 
 // waitBooted waits for systemd's D-Bus socket and for containerd's CRI.
-func (n *Node) waitBooted(ctx context.Context) error {
+func (n *Node) waitBooted(ctx context.Context, plug func(*Node) error) error {
 	for n.Pid == 0 {
 		select {
 		case <-n.exited:
@@ -346,6 +351,11 @@ func (n *Node) waitBooted(ctx context.Context) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 		n.Pid = childOf(n.cmd.Process.Pid)
+	}
+	if plug != nil {
+		if err := plug(n); err != nil {
+			return fmt.Errorf("plug the node's network: %w", err)
+		}
 	}
 	sock := n.Socket()
 	var last error
