@@ -51,7 +51,13 @@ func describeActs(acts []Action) []string {
 		case MarkVerified:
 			out = append(out, fmt.Sprintf("mark %s verified (drift %v)", a.Node, a.Found.Drift))
 		case Notice:
-			out = append(out, "event "+a.Type+" "+a.Reason+": "+a.Note)
+			about := ""
+			if a.About != nil {
+				about = " about " + a.About.Name
+			}
+			out = append(out, "event "+a.Type+" "+a.Reason+about+": "+a.Note)
+		case CountDrift:
+			out = append(out, "count drift "+a.Shim+" "+a.Node)
 		case Note:
 			out = append(out, "note "+a.Reason+": "+a.Detail)
 		case CountJob:

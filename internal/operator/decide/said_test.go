@@ -1,7 +1,6 @@
 package decide
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -14,28 +13,6 @@ import (
 	"github.com/shimkit/shimkit/internal/operator/nodegate"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
-
-// said renders what a start says, one line per action, for comparing.
-func said(acts []Action) []string {
-	var out []string
-	for _, a := range acts {
-		switch a := a.(type) {
-		case Notice:
-			about := "-"
-			if a.About != nil {
-				about = a.About.Name
-			}
-			out = append(out, fmt.Sprintf("%s %s about %s: %s", a.Type, a.Reason, about, a.Note))
-		case CountDrift:
-			out = append(out, "count drift "+a.Shim+" "+a.Node)
-		case Note:
-			out = append(out, fmt.Sprintf("note %s/%s: %s", a.Reason, a.Action, a.Detail))
-		default:
-			out = append(out, fmt.Sprintf("%T", a))
-		}
-	}
-	return out
-}
 
 // TestTelling: each start says, before its Job is created, that a
 // drifted node is installed again (for the Shim and each partner, with
@@ -56,26 +33,26 @@ func TestTelling(t *testing.T) {
 		before, after []string
 	}{
 		{name: "install", op: jobview.OpInstall,
-			after: []string{"note Installing/Install: node n1 (Job J)"}},
+			after: []string{"note Installing: node n1 (Job J)"}},
 		{name: "install of a drifted node", op: jobview.OpInstall, drifted: "handler spin",
-			before: []string{"Warning Drifted about -: node n1 drifted (handler spin): installing the shim again", "count drift spin n1"},
-			after:  []string{"note Installing/Install: node n1 (Job J)"}},
+			before: []string{"event Warning Drifted: node n1 drifted (handler spin): installing the shim again", "count drift spin n1"},
+			after:  []string{"note Installing: node n1 (Job J)"}},
 		{name: "uninstall of a drifted node: no drift said", op: jobview.OpUninstall, drifted: "handler spin",
-			after: []string{"note Installing/Uninstall: node n1 (Job J)"}},
+			after: []string{"note Installing: node n1 (Job J)"}},
 		{name: "batch, the partner drifted", op: jobview.OpInstall, partners: []Partner{partner("a file")},
-			before: []string{"Warning Drifted about wasm: node n1 drifted (a file): installing the shim again", "count drift wasm n1"},
-			after: []string{"Normal Upgrading about wasm: node n1: with Shim spin in one installer run, one containerd restart (Job J)",
-				"note Installing/Install: node n1 with Shims wasm (Job J)"}},
+			before: []string{"event Warning Drifted about wasm: node n1 drifted (a file): installing the shim again", "count drift wasm n1"},
+			after: []string{"event Normal Upgrading about wasm: node n1: with Shim spin in one installer run, one containerd restart (Job J)",
+				"note Installing: node n1 with Shims wasm (Job J)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obs := &Snapshot{Shim: shim}
 			st := []Start{{View: &NodeView{Node: node, Drifted: tc.drifted}, Op: tc.op, Reason: "Installing", Action: OpAction(tc.op),
 				Reserve: nodegate.Reservation{Node: "n1", Job: "J"}, Partners: tc.partners}}
 			telling(obs, st)
-			if got := said(st[0].Before); strings.Join(got, "\n") != strings.Join(tc.before, "\n") {
+			if got := describeActs(st[0].Before); strings.Join(got, "\n") != strings.Join(tc.before, "\n") {
 				t.Errorf("before:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.before, "\n"))
 			}
-			if got := said(st[0].After); strings.Join(got, "\n") != strings.Join(tc.after, "\n") {
+			if got := describeActs(st[0].After); strings.Join(got, "\n") != strings.Join(tc.after, "\n") {
 				t.Errorf("after:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.after, "\n"))
 			}
 		})
