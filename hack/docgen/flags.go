@@ -49,6 +49,9 @@ func helps() ([]helpText, error) {
 			out = append(out, helpText{"shimkit-installer " + cmd + " --help", "shimkit-installer " + cmd, text})
 		}
 	}
+	var bo, be bytes.Buffer
+	cli.Run(ctx, []string{"boot-units", "--help"}, &bo, &be)
+	out = append(out, helpText{"shimkit-installer boot-units --help", "shimkit-installer boot-units", bo.String() + be.String()})
 	for _, args := range [][]string{{"--help"}, {"options"}, {"status", "--help"}, {"plan", "--help"}, {"logs", "--help"}, {"pause", "--help"}, {"resume", "--help"}, {"rerun", "--help"}} {
 		var po, pe bytes.Buffer
 		plugin.Run(ctx, args, genericiooptions.IOStreams{In: strings.NewReader(""), Out: &po, ErrOut: &pe})

@@ -74,6 +74,17 @@ ExecStart=` + s.installer + ` install --offline --plan ` + s.plan + ` --result `
 func bootUnits(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("shimkit-installer boot-units", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `usage: shimkit-installer boot-units --root DIR [flags]
+
+Writes into a node image's root filesystem the systemd unit `+BootUnit+`, which
+installs a node plan (shimkit-installer install --offline) before the runtime
+first starts, and a drop-in that orders each of the runtime's units after it:
+the node boots with the shims and nothing is restarted. A file it would write
+that it did not write before is left as it is, and nothing is written.
+`)
+		fs.PrintDefaults()
+	}
 	root := fs.String("root", "", "the node image's root filesystem (required)")
 	planPath := fs.String("plan", "/etc/shimkit/boot/plan.json", "node path of the NodePlan (or NodePlanList) to install at boot")
 	bin := fs.String("installer", "/usr/local/bin/shimkit-installer", "node path of shimkit-installer")
