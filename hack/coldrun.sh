@@ -24,7 +24,7 @@ dir=${COLDRUN_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/shimkit-coldrun.XXXXXX")}
 mkdir -p "$dir"
 caches=$(mktemp -d "$dir/caches.XXXXXX")
 cleanup() {
-	[ -n "${loop:-}" ] && kill "$loop" 2>/dev/null
+	[ -n "${loop:-}" ] && { kill "$loop" 2>/dev/null || true; } # a loop gone already is no failure
 	if [ "${COLDRUN_KEEP:-}" = 1 ]; then
 		echo "coldrun: kept; a warm run: cd $caches/src && GOMODCACHE=$GOMODCACHE GOCACHE=$GOCACHE SHIMKIT_CACHE=$SHIMKIT_CACHE CI=true make test"
 		return
