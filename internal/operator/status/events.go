@@ -20,9 +20,9 @@ type pendingEvents struct {
 }
 
 // Flush adds the reconcile's notes to the Shim's and, when the plan says
-// so (emit: decide.EventPlan), emits them, one Event per reason;
-// pending: notes are held back, for the time the plan gave.
-func (r *Reporter) Flush(ctx context.Context, shim *v1alpha1.Shim, e *NodeEvents, emit bool, now time.Time) (pending bool) {
+// so (emit: decide.EventPlan), emits them, one Event per reason; else
+// they are held back (Held) until the plan brings the Shim back.
+func (r *Reporter) Flush(ctx context.Context, shim *v1alpha1.Shim, e *NodeEvents, emit bool, now time.Time) {
 	p := &r.pending
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -35,15 +35,11 @@ func (r *Reporter) Flush(ctx context.Context, shim *v1alpha1.Shim, e *NodeEvents
 		p.byShim[shim.Name] = all
 	}
 	all.Merge(e)
-	if all.Empty() {
-		return false
-	}
-	if !emit {
-		return true
+	if all.Empty() || !emit {
+		return
 	}
 	r.emit(ctx, shim, all)
 	p.emitted.wrote(shim.Name, now)
-	return false
 }
 
 // LastEmitted is when the Shim's gathered Events last went out (zero: not
