@@ -553,7 +553,11 @@ func bootImage(t *testing.T, c *testutil.Cluster, shims ...*v1alpha1.Shim) (file
 		if found[s.Name] == nil {
 			t.Fatalf("no install Job carries a plan of Shim %s at %s", s.Name, want[s.Name])
 		}
-		list = append(list, found[s.Name])
+		// A pool's image is for whichever node boots it: its plans
+		// name no node (the Jobs' may be of different nodes).
+		p := *found[s.Name]
+		p.Node = ""
+		list = append(list, &p)
 	}
 	doc, err := plan.EncodeList(plan.NewList(list...))
 	if err != nil {
