@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -205,7 +207,7 @@ func testNodes(t *testing.T, c *testutil.Cluster, dump *dumper, nodes []testutil
 	start = time.Now()
 	declared := maps.Clone(pool)
 	declared[autoscaledLabel], declared[nodelabel.Key("fleet")] = "yes", nodelabel.Installed
-	files, exes := bootImage(t, c, fleet, duo, flaky)
+	files, exes := bootImage(t, c, declared, fleet, duo, flaky)
 	files[readyMarker] = []byte("fixed\n")
 	joined := c.AddNode(t, testutil.JoinOptions{
 		Labels:      declared,
@@ -518,50 +520,29 @@ func readySince(t *testing.T, c *testutil.Cluster, name string) time.Time {
 	return time.Time{}
 }
 
-// bootImage is what a node image built for the pool carries to install
-// the Shims at boot: shimkit-installer, the Shims' plans at their current
-// specs as their installer Jobs carried them (one NodePlanList), and the
-// units of `shimkit-installer boot-units`.
-func bootImage(t *testing.T, c *testutil.Cluster, shims ...*v1alpha1.Shim) (files, exes map[string][]byte) {
+// bootImage is what a node image of the pool declared by labels carries
+// to install the Shims at boot: the installer, its units, and the plan
+// kubectl shimkit boot-plan prints for the pool, at each Shim's current
+// revision (the one its status names).
+func bootImage(t *testing.T, c *testutil.Cluster, declared map[string]string, shims ...*v1alpha1.Shim) (files, exes map[string][]byte) {
 	t.Helper()
-	want := map[string]string{} // Shim → its current spec hash
+	args := []string{"boot-plan", "--labels", labels.Set(declared).String(), "--arch", runtime.GOARCH, "--runtime", "containerd"}
 	for _, s := range shims {
+		args = append(args, s.Name)
+	}
+	code, doc, _ := shimkit(t, c, args...)
+	plans, err := plan.DecodePlans([]byte(doc))
+	if code != plugin.ExitOK || err != nil || len(plans) != len(shims) {
+		t.Fatalf("boot-plan: exit %d, %d plans (%v)", code, len(plans), err)
+	}
+	for _, p := range plans {
 		cur := &v1alpha1.Shim{}
-		if err := c.Client.Get(context.Background(), client.ObjectKeyFromObject(s), cur); err != nil {
+		if err := c.Client.Get(context.Background(), client.ObjectKey{Name: p.Shim.Name}, cur); err != nil {
 			t.Fatal(err)
 		}
-		want[s.Name] = cur.Status.SpecHash
-	}
-	var jobs batchv1.JobList
-	if err := c.Client.List(context.Background(), &jobs, client.InNamespace("shimkit-system")); err != nil {
-		t.Fatal(err)
-	}
-	found := map[string]*plan.NodePlan{}
-	for _, j := range jobs.Items {
-		plans, err := plan.DecodePlans([]byte(j.Spec.Template.Annotations[operator.PlanAnnotation]))
-		if err != nil {
-			continue // a Job without a plan of its own (copy-image)
-		}
-		for _, p := range plans {
-			if p.Operation == plan.OpInstall && want[p.Shim.Name] != "" && p.SpecHash == want[p.Shim.Name] {
-				found[p.Shim.Name] = p
-			}
+		if p.SpecHash != cur.Status.SpecHash {
+			t.Fatalf("boot-plan of Shim %s at %s; its status says %s", p.Shim.Name, p.SpecHash, cur.Status.SpecHash)
 		}
 	}
-	var list []*plan.NodePlan
-	for _, s := range shims {
-		if found[s.Name] == nil {
-			t.Fatalf("no install Job carries a plan of Shim %s at %s", s.Name, want[s.Name])
-		}
-		// A pool's image is for whichever node boots it: its plans
-		// name no node (the Jobs' may be of different nodes).
-		p := *found[s.Name]
-		p.Node = ""
-		list = append(list, &p)
-	}
-	doc, err := plan.EncodeList(plan.NewList(list...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return testutil.BootImage(t, doc, "containerd")
+	return testutil.BootImage(t, []byte(doc), "containerd")
 }

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -25,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/frontend/plugin"
 	"github.com/shimkit/shimkit/internal/frontend/report"
 	"github.com/shimkit/shimkit/internal/operator/jobview"
@@ -57,6 +59,8 @@ func TestPluginPlanIsWhatTheOperatorDoes(t *testing.T) {
 	if rows := pluginStatus(t, kubeconfig, "pl"); len(rows) != 5 || slices.ContainsFunc(rows, func(r report.NodeRow) bool { return r.State != report.StateCurrent }) {
 		t.Fatalf("status before: %+v, want 5 nodes Current", rows)
 	}
+
+	bootPlanIsTheJobs(t, env, kubeconfig)
 
 	v2 := getShim(t, env.Client, "pl")
 	v2.Spec.FetchStrategy.AnonHTTP.Location = "https://artifacts.invalid/pl-v2.tar.gz"
@@ -297,5 +301,51 @@ func publishedOptions(t *testing.T, env *testutil.Env, kubeconfig, file string) 
 	saved.ResourceVersion, saved.UID = "", ""
 	if err := env.Client.Create(ctx, saved); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// bootPlanIsTheJobs: kubectl shimkit boot-plan for a pool of nodes like
+// p-0000 prints the plan the operator's Job gave p-0000, naming no node
+// and running no canary; a Shim not found, labels no Shim selects and a
+// runtime it does not know are refused.
+func bootPlanIsTheJobs(t *testing.T, env *testutil.Env, kubeconfig string) {
+	t.Helper()
+	code, stdout, stderr := pluginRun(kubeconfig, "boot-plan", "--labels", "kubernetes.io/arch=amd64", "--runtime", "containerd")
+	if code != plugin.ExitOK {
+		t.Fatalf("boot-plan: exit %d: %s", code, stderr)
+	}
+	got, err := plan.DecodePlans(stdout)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("boot-plan printed %d plans (%v):\n%s", len(got), err, stdout)
+	}
+	var job *batchv1.Job
+	for _, j := range jobsOf(t, env.Client, "pl") {
+		if jobview.NodeOf(&j) == "p-0000" {
+			job = &j
+		}
+	}
+	if job == nil {
+		t.Fatal("no Job of pl on p-0000")
+	}
+	want, err := plan.DecodePlans([]byte(job.Spec.Template.Annotations[operator.PlanAnnotation]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want[0].Node, want[0].Canary, want[0].Runtime = "", nil, plan.RuntimeContainerd
+	if !reflect.DeepEqual(got[0], want[0]) {
+		t.Errorf("boot-plan:\n%s\nwant the plan of the Job on p-0000, without node and canary:\n%+v", stdout, want[0])
+	}
+	for _, tt := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"boot-plan", "nope"}, plugin.ExitFailed, "Shim nope not found"},
+		{[]string{"boot-plan", "--labels", "kubernetes.io/arch=amd64,node-role.kubernetes.io/control-plane="}, plugin.ExitFailed, "no Shim selects a node with the labels"},
+		{[]string{"boot-plan", "--runtime", "docker"}, plugin.ExitUsage, `--runtime "docker"`},
+	} {
+		if code, _, stderr := pluginRun(kubeconfig, tt.args...); code != tt.code || !bytes.Contains(stderr, []byte(tt.want)) {
+			t.Errorf("%v: exit %d, %s; want %d saying %q", tt.args, code, stderr, tt.code, tt.want)
+		}
 	}
 }

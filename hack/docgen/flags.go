@@ -52,14 +52,19 @@ func helps() ([]helpText, error) {
 	var bo, be bytes.Buffer
 	cli.Run(ctx, []string{"boot-units", "--help"}, &bo, &be)
 	out = append(out, helpText{"shimkit-installer boot-units --help", "shimkit-installer boot-units", bo.String() + be.String()})
-	for _, args := range [][]string{{"--help"}, {"options"}, {"status", "--help"}, {"plan", "--help"}, {"logs", "--help"}, {"pause", "--help"}, {"resume", "--help"}, {"rerun", "--help"}} {
+	pluginHelp := func(args ...string) string {
 		var po, pe bytes.Buffer
 		plugin.Run(ctx, args, genericiooptions.IOStreams{In: strings.NewReader(""), Out: &po, ErrOut: &pe})
-		anchor := "kubectl shimkit"
-		if args[0] != "--help" {
-			anchor += " " + args[0]
+		return po.String() + pe.String()
+	}
+	root := pluginHelp("--help")
+	out = append(out, helpText{"kubectl shimkit --help", "kubectl shimkit", root})
+	for _, cmd := range commandsOf(root) {
+		args := []string{cmd, "--help"}
+		if cmd == "options" {
+			args = args[:1] // its output is the help
 		}
-		out = append(out, helpText{"kubectl shimkit " + strings.Join(args, " "), anchor, po.String() + pe.String()})
+		out = append(out, helpText{"kubectl shimkit " + strings.Join(args, " "), "kubectl shimkit " + cmd, pluginHelp(args...)})
 	}
 	for _, h := range out {
 		if !strings.Contains(h.text, "-") || len(h.text) < 40 {
@@ -84,4 +89,19 @@ func flagsReference() ([]byte, error) {
 		fmt.Fprintf(&b, "\n## %s\n\n```text\n$ %s\n%s```\n", h.anchorText, h.command, h.text)
 	}
 	return b.Bytes(), nil
+}
+
+// commandsOf lists the commands a cobra help text names under
+// "Commands:", in its order: every one gets its section.
+func commandsOf(help string) []string {
+	_, list, _ := strings.Cut(help, "\nCommands:\n")
+	var out []string
+	for _, line := range strings.Split(list, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			break
+		}
+		out = append(out, f[0])
+	}
+	return out
 }

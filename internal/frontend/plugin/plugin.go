@@ -90,7 +90,7 @@ change something; 2 a wrong command line; 3 the command failed.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.CompletionOptions.DisableDefaultCmd = true
 	o.addConnectionFlags(root)
-	root.AddCommand(statusCommand(o), planCommand(o), logsCommand(o), pauseCommand(o, true), pauseCommand(o, false), rerunCommand(o), o.versionCommand(), o.optionsCommand(root))
+	root.AddCommand(statusCommand(o), planCommand(o), bootPlanCommand(o), logsCommand(o), pauseCommand(o, true), pauseCommand(o, false), rerunCommand(o), o.versionCommand(), o.optionsCommand(root))
 	return root
 }
 
