@@ -187,7 +187,7 @@ func testRelease(t *testing.T, c *testutil.Cluster, rel *releases, helmBin strin
 	tools := userTools(t, c, helmBin, first.plugin, values)
 	srv := c.StartFileServer(t)
 	env := []string{"PATH=" + tools + ":/usr/sbin:/usr/bin:/sbin:/bin", "KUBECONFIG=" + c.Kubeconfig,
-		"SHIMKIT_VERSION=" + first.version, "SHIMKIT_CHART=" + first.chart,
+		"SHIMKIT_VERSION=" + strings.TrimPrefix(first.version, "v"), "SHIMKIT_CHART=" + first.chart,
 		"SPIN_RELEASES=" + srv.URL + "/spin", "SPIN_APP_IMAGE=" + testutil.PauseImageRef}
 	tu := readTutorial(t)
 	for i, v := range []string{tu.page["SPIN_VERSION"], tu.page["SPIN_NEXT_VERSION"]} {

@@ -53,7 +53,7 @@ func testOperatorUpgrade(t *testing.T, c *testutil.Cluster, nodes []testutil.Clu
 	flips := watchReady(c, "spin")
 
 	start := time.Now()
-	helm := exec.Command(filepath.Join(tools, "helm"), "upgrade", "shimkit", next.chart, "--version", next.version, "-n", releaseNamespace, "--wait", "--timeout", "2m")
+	helm := exec.Command(filepath.Join(tools, "helm"), "upgrade", "shimkit", next.chart, "--version", strings.TrimPrefix(next.version, "v"), "-n", releaseNamespace, "--wait", "--timeout", "2m")
 	helm.Env = env
 	if out, err := helm.CombinedOutput(); err != nil {
 		t.Fatalf("helm upgrade to %s: %v\n%s", next.version, err, out)

@@ -4,9 +4,10 @@
 #   the image indexes shimkit-{operator,installer}-$VERSION.oci.tar, every
 #   platform, under the names the release gave them (images.txt), each
 #   checked to resolve to the digest the chart pins;
-#   the chart shimkit-$VERSION.tgz to oci://$CHART_REPO (default
-#   IMAGE_PREFIX's registry and path, then charts: helm install shimkit
-#   oci://$CHART_REPO/shimkit --version $VERSION installs it).
+#   the chart shimkit-X.Y.Z.tgz (its version is $VERSION without the v) to
+#   oci://$CHART_REPO (default IMAGE_PREFIX's registry and path, then
+#   charts: helm install shimkit oci://$CHART_REPO/shimkit --version X.Y.Z
+#   installs it).
 # The files are checked against sha256sums.txt first. Credentials: the
 # Docker config (docker login, helm registry login, oras login).
 # PLAIN_HTTP=1 talks HTTP instead of HTTPS to the registry (a test's or
@@ -49,5 +50,5 @@ for bin in shimkit-operator shimkit-installer; do
 	fi
 	echo "pushed $want"
 done
-"$HELM" push "${helmPlain[@]}" "$DIST/shimkit-$VERSION.tgz" "oci://$CHART_REPO"
-echo "helm install shimkit oci://$CHART_REPO/shimkit --version $VERSION -n shimkit-system --create-namespace"
+"$HELM" push "${helmPlain[@]}" "$DIST/shimkit-${VERSION#v}.tgz" "oci://$CHART_REPO"
+echo "helm install shimkit oci://$CHART_REPO/shimkit --version ${VERSION#v} -n shimkit-system --create-namespace"

@@ -5,15 +5,18 @@
 #                                               tagged $VERSION, as an OCI image layout archive
 #                                               (make publish, or oras/skopeo/crane, push it)
 #   shimkit-{operator,installer}-$VERSION-linux-$ARCH.cdx.json  a CycloneDX SBOM of each platform's image
-#   shimkit-$VERSION.tgz                        the chart: version = appVersion = $VERSION, the images
-#                                               pinned to the indexes' digests (image.digest)
+#   shimkit-$CHART_VERSION.tgz                  the chart: version $CHART_VERSION ($VERSION without its v:
+#                                               Helm wants SemVer 2), appVersion $VERSION (the images'
+#                                               tag), the images pinned to the indexes' digests (image.digest)
 #   images.txt                                  each image as name:tag@digest
 #   kubectl-shimkit-$VERSION-linux-amd64        the kubectl plugin (static), and its SBOM (.cdx.json)
 #   kubectl-shimkit-$VERSION-{linux,darwin}-{amd64,arm64}.tar.gz  the plugin for each platform, as krew installs it
 #   kubectl-shimkit.krew.yaml                   the krew manifest of those archives (RELEASE_URL: where they are
 #                                               downloaded from; default the project's release page of $VERSION)
-#   release-notes.md                            CHANGELOG.md's section of $VERSION (or, before it is
-#                                               written, its Unreleased section)
+#   release-notes.md                            CHANGELOG.md's section of $VERSION (a pre-release such as
+#                                               v1.2.3-rc.1 without one: its Unreleased section), then
+#                                               where to install it from (the chart's oci:// reference,
+#                                               CHART_REPO as make publish pushes it) and the images' digests
 #   sha256sums.txt                              the sha256 of each file above (sha256sum -c reads it)
 # Every image (/licenses, label org.opencontainers.image.licenses), plugin
 # archive and the chart carry LICENSE (Apache-2.0) and NOTICE; each SBOM
@@ -23,7 +26,7 @@
 # plugin's archives; default "linux/amd64 linux/arm64 darwin/amd64 darwin/arm64"),
 # IMAGE_PREFIX (e.g. registry.example/shimkit/: prefixed to both images' names,
 # in their tags and in the chart's default repositories; required), GO, HELM,
-# CYCLONEDX_GOMOD. Each step is printed with the time since the start: a cold
+# CHART_REPO (default IMAGE_PREFIX's registry and path, then charts), CYCLONEDX_GOMOD. Each step is printed with the time since the start: a cold
 # build of every platform takes many minutes, a warm one about a minute.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,13 +39,34 @@ GO=${GO:-go}
 HELM=${HELM:-bin/helm}
 CYCLONEDX_GOMOD=${CYCLONEDX_GOMOD:-bin/cyclonedx-gomod}
 CHART=charts/shimkit
+CHART_REPO=${CHART_REPO:-${IMAGE_PREFIX%/}/charts}
+CHART_VERSION=${VERSION#v}
 IMAGE_PLATFORMS=${IMAGE_PLATFORMS:-linux/amd64 linux/arm64}
 PLUGIN_PLATFORMS=${PLUGIN_PLATFORMS:-linux/amd64 linux/arm64 darwin/amd64 darwin/arm64}
+
+# The release notes: the CHANGELOG's section of the version (## [X.Y.Z] or
+# ## [vX.Y.Z]); a pre-release without one takes the Unreleased section. A
+# release whose section is not written is refused, before anything is
+# built (notes, below, are written last).
+notes_section() {
+	awk -v v="## [${VERSION#v}]" -v vv="## [$VERSION]" '
+		/^## \[/ { on = (index($0, v) == 1 || index($0, vv) == 1) }
+		on' CHANGELOG.md
+}
 
 # Semantic Versioning 2.0.0 with the leading v of Go module tags.
 semver='^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$'
 if ! [[ $VERSION =~ $semver ]]; then
 	echo "release: VERSION=$VERSION: want a semantic version with a leading v, such as v1.2.3 or v1.2.3-rc.1" >&2
+	exit 2
+fi
+
+section=$(notes_section)
+if [[ -z $section && $VERSION == *-* ]]; then
+	section=$(awk '/^## \[/ { on = (index($0, "## [Unreleased]") == 1) } on' CHANGELOG.md)
+fi
+if [[ -z $section ]]; then
+	echo "release: CHANGELOG.md has no section ## [${VERSION#v}]: write the release's changes there first (a pre-release, $VERSION-rc.1, may use Unreleased)" >&2
 	exit 2
 fi
 
@@ -168,25 +192,7 @@ sed -i -e "s|^  repository: shimkit-operator\$|  repository: ${IMAGE_PREFIX}shim
 	-e "s|^    repository: shimkit-installer\$|    repository: ${IMAGE_PREFIX}shimkit-installer|" "$work/shimkit/values.yaml"
 grep -q "repository: ${IMAGE_PREFIX}shimkit-operator\$" "$work/shimkit/values.yaml"
 grep -q "repository: ${IMAGE_PREFIX}shimkit-installer\$" "$work/shimkit/values.yaml"
-"$HELM" package "$work/shimkit" --version "$VERSION" --app-version "$VERSION" --destination "$DIST" >/dev/null
-
-# The release notes: the CHANGELOG's section of the version (## [vX.Y.Z]),
-# else its Unreleased one, under the version's title.
-section=$(awk -v v="## [${VERSION#v}]" -v vv="## [$VERSION]" '
-	/^## \[/ { on = (index($0, v) == 1 || index($0, vv) == 1) }
-	on' CHANGELOG.md)
-if [[ -z $section ]]; then
-	section=$(awk '/^## \[/ { on = (index($0, "## [Unreleased]") == 1) } on' CHANGELOG.md)
-fi
-if [[ -z $section ]]; then
-	echo "release: CHANGELOG.md has no section for $VERSION nor an Unreleased one" >&2
-	exit 1
-fi
-{
-	echo "# shimkit $VERSION"
-	echo
-	printf '%s\n' "$section" | tail -n +2
-} >"$DIST/release-notes.md"
+"$HELM" package "$work/shimkit" --version "$CHART_VERSION" --app-version "$VERSION" --destination "$DIST" >/dev/null
 
 # Each SBOM names its component's license (cyclonedx-gomod detects
 # licenses only by downloading every module).

@@ -44,10 +44,10 @@ func TestPublish(t *testing.T) {
 		}
 	}
 	chart := "oci://" + reg.Host + "/shimkit/charts/shimkit"
-	if show := helm(t, "show", "chart", chart, "--version", version, "--plain-http"); !strings.Contains(show, "\nversion: "+version+"\n") {
+	if show := helm(t, "show", "chart", chart, "--version", chartVersion, "--plain-http"); !strings.Contains(show, "\nversion: "+chartVersion+"\n") {
 		t.Errorf("helm show chart %s: %s", chart, show)
 	}
-	checkRenderedImages(t, chart, lines[0], lines[1], "--version", version, "--plain-http")
+	checkRenderedImages(t, chart, lines[0], lines[1], "--version", chartVersion, "--plain-http")
 
 	// A release named under no registry cannot be published.
 	if out, err := makeTarget(t, time.Minute, "publish", "VERSION="+version, "DIST="+dist); err == nil || !strings.Contains(string(out), "IMAGE_PREFIX=registry.example/shimkit/ is required") {

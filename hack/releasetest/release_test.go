@@ -35,8 +35,9 @@ import (
 // The test release (make test-release: the Makefile's
 // TEST_RELEASE_VERSION, its IMAGE_PREFIX and TEST_RELEASE_PLUGIN_PLATFORMS).
 const (
-	version = "v0.0.0-test"
-	prefix  = "registry.example/shimkit/"
+	version      = "v0.0.0-test"
+	chartVersion = "0.0.0-test" // SemVer 2, as Helm wants it: the version without its v
+	prefix       = "registry.example/shimkit/"
 )
 
 // pluginPlatforms are the platforms of the test release's plugin archives.
@@ -109,7 +110,7 @@ func TestCrossRelease(t *testing.T) {
 	files := []string{
 		"sha256sums.txt",
 		"images.txt",
-		"shimkit-" + version + ".tgz",
+		"shimkit-" + chartVersion + ".tgz",
 		"shimkit-installer-" + version + "-linux-amd64.cdx.json",
 		"shimkit-installer-" + version + "-linux-arm64.cdx.json",
 		"shimkit-installer-" + version + ".oci.tar",
@@ -149,8 +150,11 @@ func TestCrossRelease(t *testing.T) {
 		})
 	}
 	t.Run("chart", func(t *testing.T) {
-		chart := filepath.Join(dist, "shimkit-"+version+".tgz")
+		chart := filepath.Join(dist, "shimkit-"+chartVersion+".tgz")
 		checkChartYAML(t, chart)
+		if out, err := exec.Command(helmBin(t), "lint", "--strict", chart).CombinedOutput(); err != nil {
+			t.Errorf("helm lint --strict %s: %v\n%s", filepath.Base(chart), err, out)
+		}
 		// The chart pins the images the release built, by their index's digest.
 		op, inst := prefix+"shimkit-operator:"+version+"@"+digests["shimkit-operator"], prefix+"shimkit-installer:"+version+"@"+digests["shimkit-installer"]
 		checkRenderedImages(t, chart, op, inst)
@@ -161,8 +165,10 @@ func TestCrossRelease(t *testing.T) {
 	t.Run("krew", func(t *testing.T) { checkKrew(t, dist) })
 	t.Run("release notes", func(t *testing.T) {
 		notes, err := os.ReadFile(filepath.Join(dist, "release-notes.md"))
-		if err != nil || !strings.HasPrefix(string(notes), "# shimkit "+version+"\n") || !strings.Contains(string(notes), "\n### Added\n") || strings.Contains(string(notes), "## [Unreleased]") {
-			t.Errorf("release-notes.md: %v\n%.300s", err, notes)
+		install := "helm install shimkit oci://registry.example/shimkit/charts/shimkit --version " + chartVersion + " "
+		if err != nil || !strings.HasPrefix(string(notes), "# shimkit "+version+"\n") || !strings.Contains(string(notes), "\n### Added\n") || strings.Contains(string(notes), "## [Unreleased]") ||
+			!strings.Contains(string(notes), install) || !strings.Contains(string(notes), "`"+prefix+"shimkit-operator:"+version+"@"+digests["shimkit-operator"]+"`") {
+			t.Errorf("release-notes.md: %v; want the Unreleased section, %q and the images' digests:\n%s", err, install, notes)
 		}
 	})
 	t.Run("kubectl-shimkit", func(t *testing.T) {
@@ -172,16 +178,21 @@ func TestCrossRelease(t *testing.T) {
 	})
 }
 
-// A version that is not semver is refused before anything is written.
+// A version that is not semver, or whose CHANGELOG section is not
+// written, is refused before anything is written.
 func TestReleaseBadVersion(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs make release; run without -short")
 	}
 	dist := filepath.Join(t.TempDir(), "dist")
-	for _, v := range []string{"1.2.3", "v1.2", "v1.2.3 extra", "latest"} {
+	for v, want := range map[string]string{
+		"1.2.3": "want a semantic version", "v1.2": "want a semantic version", "v1.2.3 extra": "want a semantic version", "latest": "want a semantic version",
+		// A release whose changes CHANGELOG.md does not say.
+		"v99.0.0": "CHANGELOG.md has no section ## [99.0.0]",
+	} {
 		out, err := makeTarget(t, time.Minute, "release", "VERSION="+v, "DIST="+dist, "IMAGE_PREFIX="+prefix)
-		if err == nil || !strings.Contains(string(out), "want a semantic version") {
-			t.Errorf("VERSION=%q: %v, want a refusal:\n%s", v, err, out)
+		if err == nil || !strings.Contains(string(out), want) {
+			t.Errorf("VERSION=%q: %v, want a refusal saying %q:\n%s", v, err, want, out)
 		}
 		if _, err := os.Stat(dist); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("VERSION=%q: %s was written", v, dist)
@@ -259,8 +270,8 @@ func checkChartYAML(t *testing.T, chart string) {
 	if err := yaml.Unmarshal(data, &meta); err != nil {
 		t.Fatal(err)
 	}
-	if meta.Name != "shimkit" || meta.Version != version || meta.AppVersion != version {
-		t.Errorf("Chart.yaml: name %q, version %q, appVersion %q; want shimkit, %s, %s", meta.Name, meta.Version, meta.AppVersion, version, version)
+	if meta.Name != "shimkit" || meta.Version != chartVersion || meta.AppVersion != version {
+		t.Errorf("Chart.yaml: name %q, version %q, appVersion %q; want shimkit, %s, %s", meta.Name, meta.Version, meta.AppVersion, chartVersion, version)
 	}
 	if got := meta.Annotations["artifacthub.io/license"]; got != license {
 		t.Errorf("Chart.yaml: annotation artifacthub.io/license %q, want %s", got, license)
