@@ -75,6 +75,9 @@ func TestPluginPlanIsWhatTheOperatorDoes(t *testing.T) {
 	if len(jobsOf(t, env.Client, "pl")) != 5 {
 		t.Errorf("the plan started Jobs: %d", len(jobsOf(t, env.Client, "pl")))
 	}
+	if code, _, stderr := pluginRun(kubeconfig, "plan", "-f", file, "--detailed-exitcode"); code != plugin.ExitDetailedChanges {
+		t.Errorf("plan -f of a change --detailed-exitcode: exit %d, %s; want %d", code, stderr, plugin.ExitDetailedChanges)
+	}
 
 	updateShim(t, env.Client, "pl", func(s *v1alpha1.Shim) { s.Spec = v2.Spec })
 	waitFor(t, 30*time.Second, "v2 Ready", ready(env.Client, "pl"))
@@ -98,6 +101,9 @@ func TestPluginPlanIsWhatTheOperatorDoes(t *testing.T) {
 	}
 	if rows := pluginStatus(t, kubeconfig, "pl"); len(rows) != 5 || slices.ContainsFunc(rows, func(r report.NodeRow) bool { return r.State != report.StateCurrent || r.Revision != plan.Target }) {
 		t.Errorf("status after: %+v, want 5 nodes Current at %s", rows, plan.Target)
+	}
+	if code, out, stderr := pluginRun(kubeconfig, "plan", "pl", "--detailed-exitcode"); code != plugin.ExitOK {
+		t.Errorf("plan of the rolled-out Shim --detailed-exitcode: exit %d, %s%s; want 0", code, out, stderr)
 	}
 	// A spec the API server refuses is no plan.
 	bad := &v1alpha1.Shim{Spec: v2.Spec, ObjectMeta: metav1.ObjectMeta{Name: "pl"}}

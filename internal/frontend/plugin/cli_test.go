@@ -92,6 +92,26 @@ func TestFailureExitCode(t *testing.T) {
 	}
 }
 
+// TestDetailedExitCodeErrors: with plan --detailed-exitcode every error
+// exits 1, terraform's code: a failure, a wrong flag (also one that stops
+// the command line from being parsed) and both code flags at once.
+func TestDetailedExitCodeErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"plan", "spin", "--detailed-exitcode"},                // no kubeconfig: a failure
+		{"plan", "spin", "--detailed-exitcode", "--bogus"},     // an unknown flag
+		{"plan", "--detailed-exitcode", "spin", "-o", "xml"},   // a bad -o
+		{"plan", "spin", "--detailed-exitcode", "--exit-code"}, // both
+		{"plan", "--detailed-exitcode=true"},                   // no NAME
+	} {
+		if code, _, errOut := run(args...); code != plugin.ExitDetailedError || errOut == "" {
+			t.Errorf("%v: exit %d, stderr %q; want %d", args, code, errOut, plugin.ExitDetailedError)
+		}
+	}
+	if code, _, _ := run("plan", "--bogus", "--detailed-exitcode=false"); code != plugin.ExitUsage {
+		t.Errorf("--detailed-exitcode=false: exit %d, want %d", code, plugin.ExitUsage)
+	}
+}
+
 // TestUnreachableClusterNamesContext: a cluster that does not answer is
 // a failure naming the kubeconfig context.
 func TestUnreachableClusterNamesContext(t *testing.T) {

@@ -38,6 +38,8 @@ type options struct {
 	streams genericiooptions.IOStreams
 	config  *genericclioptions.ConfigFlags
 	exit    int
+	// detailed: plan --detailed-exitcode, whose errors exit 1.
+	detailed bool
 }
 
 func newOptions(streams genericiooptions.IOStreams) *options {

@@ -42,11 +42,13 @@ the pods each node waits for, and the RuntimeClasses last.
 
 --exit-code exits 1 when applying would change something (a field, a
 node, a RuntimeClass) and 0 when nothing changes, as kubectl diff; errors
-exit above 1.`,
+exit above 1. --detailed-exitcode gives terraform plan's codes instead: 0
+nothing changes, 1 an error (a wrong command line included), 2 changes.`,
 		Example: `  kubectl shimkit plan -f spin.yaml
   kubectl shimkit plan spin -o wide
   kubectl shimkit plan --delete spin
-  kubectl shimkit plan -f spin.yaml --exit-code >/dev/null || echo "spin.yaml changes the cluster"`,
+  kubectl shimkit plan -f spin.yaml --exit-code >/dev/null || echo "spin.yaml changes the cluster"
+  kubectl shimkit plan -f spin.yaml --detailed-exitcode; [ $? = 2 ] && echo "spin.yaml changes the cluster"`,
 		Args: func(_ *cobra.Command, args []string) error {
 			switch {
 			case len(args) > 1:
@@ -55,6 +57,8 @@ exit above 1.`,
 				return usagef("--delete wants the Shim's NAME, without -f")
 			case (len(args) == 0) == (f.file == ""):
 				return usagef("want the Shim's NAME or -f FILE")
+			case f.exitCode && o.detailed:
+				return usagef("--exit-code and %s ask for different codes: choose one", detailedFlag)
 			}
 			return nil
 		},
@@ -72,8 +76,11 @@ exit above 1.`,
 			if err != nil {
 				return o.explain(err)
 			}
-			if f.exitCode && changes {
+			switch {
+			case f.exitCode && changes:
 				o.exit = ExitChanges
+			case o.detailed && changes:
+				o.exit = ExitDetailedChanges
 			}
 			return nil
 		},
@@ -81,6 +88,7 @@ exit above 1.`,
 	cmd.Flags().StringVarP(&f.file, "filename", "f", "", `a file with the Shim to apply (YAML or JSON; "-": standard input)`)
 	cmd.Flags().BoolVar(&f.remove, "delete", false, "plan the deletion of the Shim NAME")
 	cmd.Flags().BoolVar(&f.exitCode, "exit-code", false, "exit 1 when applying would change something, 0 when nothing changes")
+	cmd.Flags().BoolVar(&o.detailed, detailedFlag[2:], false, "terraform plan's exit codes: 0 nothing changes, 1 an error, 2 changes")
 	f.out = addOutput(cmd, formatWide)
 	return cmd
 }

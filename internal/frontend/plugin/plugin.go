@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -20,6 +21,16 @@ const (
 	ExitUsage   = 2 // a wrong command line: unknown command or flag, bad -o, missing NAME
 	ExitFailed  = 3 // the command could not be done: the cluster, the Shim, a refusal
 )
+
+// Exit codes of plan --detailed-exitcode, terraform plan's: any error is
+// 1 (a wrong command line included), changes 2, nothing to change 0.
+const (
+	ExitDetailedError   = 1
+	ExitDetailedChanges = 2
+)
+
+// detailedFlag is the flag that asks for terraform's exit codes.
+const detailedFlag = "--detailed-exitcode"
 
 // fieldOwner is the field manager of what kubectl shimkit writes (pause,
 // resume, rerun) and of its dry runs.
@@ -49,8 +60,14 @@ func Run(ctx context.Context, args []string, streams genericiooptions.IOStreams)
 		name += " " + cmd.Name()
 	}
 	fmt.Fprintf(streams.ErrOut, "error: %s: %v\n", name, err)
-	if errors.As(err, new(usageError)) {
+	usage := errors.As(err, new(usageError))
+	if usage {
 		fmt.Fprintf(streams.ErrOut, "See '%s --help'.\n", name)
+	}
+	switch {
+	case o.detailed || detailedAsked(args):
+		return ExitDetailedError
+	case usage:
 		return ExitUsage
 	}
 	return ExitFailed
@@ -67,7 +84,8 @@ do (plan), an installer's log (logs), and pauses, resumes or retries a
 rollout through the API the operator honours.
 
 Exit status: 0 done; 1 only with plan --exit-code, when applying would
-change something; 2 a wrong command line; 3 the command failed.`,
+change something; 2 a wrong command line; 3 the command failed. With plan
+--detailed-exitcode, terraform's: 0 no change, 1 an error, 2 changes.`,
 		Version:       version.String("kubectl-shimkit"),
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -156,4 +174,19 @@ func exactlyName(_ *cobra.Command, args []string) error {
 		return usagef("want the Shim's NAME, got %d arguments", len(args))
 	}
 	return nil
+}
+
+// detailedAsked: the command line asks for --detailed-exitcode, also when
+// it could not be parsed (a script reading terraform's codes takes 2 for
+// changes, never for a typo).
+func detailedAsked(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if a == detailedFlag || strings.HasPrefix(a, detailedFlag+"=") && a != detailedFlag+"=false" {
+			return true
+		}
+	}
+	return false
 }

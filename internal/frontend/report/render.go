@@ -16,9 +16,10 @@ import (
 
 // The kinds of the documents kubectl shimkit writes for machines (-o
 // json, yaml, jsonpath), under APIVersion: documents of the client, never
-// served by the API server.
+// served by the API server (whose group is containerd.x-k8s.io), so their
+// group is the plugin's own.
 const (
-	APIVersion  = "containerd.x-k8s.io/v1alpha1"
+	APIVersion  = "kubectl.shimkit.dev/v1alpha1"
 	KindStatus  = "ShimStatusReport"
 	KindPlan    = "ShimPlan"
 	KindRemoval = "ShimRemovalPlan"
