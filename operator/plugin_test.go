@@ -263,14 +263,19 @@ func noOperatorWarning(t *testing.T, env *testutil.Env, kubeconfig, file string)
 	if code, _, stderr := pluginRun(kubeconfig, "plan", "-f", file); code != plugin.ExitOK || !bytes.Contains(stderr, []byte(warning)) {
 		t.Errorf("plan without an operator in its namespace: exit %d, stderr %q; want the warning", code, stderr)
 	}
+	if code, _, stderr := pluginRun(kubeconfig, "status", "pl"); code != plugin.ExitOK || !bytes.Contains(stderr, []byte(warning)) || !bytes.Contains(stderr, []byte("as an operator last wrote it")) {
+		t.Errorf("status without an operator in its namespace: exit %d, stderr %q; want the warning", code, stderr)
+	}
 	now := metav1.NewMicroTime(time.Now())
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: jobNamespace, Name: "shimkit-operator.containerd.x-k8s.io"},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("operator-0"), LeaseDurationSeconds: ptr.To[int32](15), RenewTime: &now}}
 	if err := env.Client.Create(context.Background(), lease); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, stderr := pluginRun(kubeconfig, "plan", "-f", file); code != plugin.ExitOK || bytes.Contains(stderr, []byte(warning)) {
-		t.Errorf("plan with a fresh leader Lease: exit %d, stderr %q; want no warning", code, stderr)
+	for _, args := range [][]string{{"plan", "-f", file}, {"status", "pl"}} {
+		if code, _, stderr := pluginRun(kubeconfig, args...); code != plugin.ExitOK || bytes.Contains(stderr, []byte(warning)) {
+			t.Errorf("%v with a fresh leader Lease: exit %d, stderr %q; want no warning", args, code, stderr)
+		}
 	}
 }
 

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -40,6 +41,8 @@ type options struct {
 	exit    int
 	// detailed: plan --detailed-exitcode, whose errors exit 1.
 	detailed bool
+	// verbosity is -v: from 6, the requests are logged.
+	verbosity int
 }
 
 func newOptions(streams genericiooptions.IOStreams) *options {
@@ -102,23 +105,67 @@ func (o *options) reader() (reader, error) {
 	return reader{c: c, cs: cs, namespace: o.namespace()}, nil
 }
 
-// explain says what an error from the cluster means for the command:
-// the cluster cannot be reached, the Shim API is not installed, the user
-// may not read what it needs, each naming the kubeconfig context.
+// explain says what an error from the cluster means for the command,
+// naming one cause and the kubeconfig context: no answer in time, nothing
+// listening, no network path, a server that is no Kubernetes API server
+// (a proxy or a wrong URL: 404 for /api), no Shim API (the CRD), or
+// credentials the server refuses.
 func (o *options) explain(err error) error {
-	var urlErr *url.Error
-	var netErr *net.OpError
+	var netErr net.Error
+	var opErr *net.OpError
+	ctxName := o.contextName()
 	switch {
 	case err == nil:
 		return nil
-	case meta.IsNoMatchError(err), isNoShimAPI(err):
-		return fmt.Errorf("the Shim API (shims.containerd.x-k8s.io) is not installed in the cluster of context %q: install shimkit's chart: %w", o.contextName(), err)
-	case errors.As(err, &urlErr), errors.As(err, &netErr), apierrors.IsTimeout(err):
-		return fmt.Errorf("cannot reach the cluster of context %q: %w", o.contextName(), err)
+	case errors.Is(err, context.DeadlineExceeded), apierrors.IsTimeout(err), apierrors.IsServerTimeout(err), errors.As(err, &netErr) && netErr.Timeout():
+		return fmt.Errorf("the cluster of context %q did not answer in time (--request-timeout %s): %w", ctxName, o.requestTimeout(), err)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Errorf("cannot reach the cluster of context %q: nothing listens at %s: %w", ctxName, o.server(), err)
+	case errors.As(err, &opErr):
+		return fmt.Errorf("cannot reach the cluster of context %q: %w", ctxName, err)
+	case meta.IsNoMatchError(err):
+		return fmt.Errorf("the Shim API (shims.containerd.x-k8s.io) is not installed in the cluster of context %q: install shimkit's chart: %w", ctxName, err)
+	case isNoShimAPI(err) && o.notAPIServer():
+		return fmt.Errorf("the server of context %q (%s) is not a Kubernetes API server: it answers 404 for /api (a proxy in the way, or a wrong server in the kubeconfig): %w", ctxName, o.server(), err)
+	case isNoShimAPI(err):
+		return fmt.Errorf("the Shim API (shims.containerd.x-k8s.io) is not installed in the cluster of context %q: install shimkit's chart: %w", ctxName, err)
 	case apierrors.IsUnauthorized(err), apierrors.IsForbidden(err):
-		return fmt.Errorf("context %q: %w", o.contextName(), err)
+		return fmt.Errorf("context %q: %w", ctxName, err)
 	}
 	return err
+}
+
+// requestTimeout is --request-timeout as given ("0": none).
+func (o *options) requestTimeout() string {
+	if t := o.config.Timeout; t != nil && *t != "" {
+		return *t
+	}
+	return "0"
+}
+
+// server is the API server's URL the kubeconfig names.
+func (o *options) server() string {
+	cfg, err := o.config.ToRESTConfig()
+	if err != nil {
+		return "(none)"
+	}
+	return cfg.Host
+}
+
+// notAPIServer: the server answers 404 for /api, which every Kubernetes
+// API server serves.
+func (o *options) notAPIServer() bool {
+	cfg, err := o.config.ToRESTConfig()
+	if err != nil {
+		return false
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return apierrors.IsNotFound(dc.RESTClient().Get().AbsPath("/api").Do(ctx).Error())
 }
 
 // isNoShimAPI: the API server has no Shim resource (a 404 of the list

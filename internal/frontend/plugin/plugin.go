@@ -108,6 +108,7 @@ change something; 2 a wrong command line; 3 the command failed. With plan
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.CompletionOptions.DisableDefaultCmd = true
 	o.addConnectionFlags(root)
+	o.addVerbosityFlag(root) // before cobra's --version would take -v
 	root.AddCommand(statusCommand(o), planCommand(o), bootPlanCommand(o), logsCommand(o), pauseCommand(o, true), pauseCommand(o, false), rerunCommand(o), o.versionCommand(), o.optionsCommand(root))
 	return root
 }

@@ -119,8 +119,11 @@ func (r reader) shimToPlan(ctx context.Context, name, file string, in io.Reader)
 		return nil, nil, fmt.Errorf("%s: %w", file, err)
 	}
 	shim.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("Shim"))
-	if err := r.c.Patch(ctx, shim.DeepCopy(), client.Apply, client.DryRunAll, client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
+	switch err := r.c.Patch(ctx, shim.DeepCopy(), client.Apply, client.DryRunAll, client.FieldOwner(fieldOwner), client.ForceOwnership); {
+	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
 		return nil, nil, fmt.Errorf("%s: the API server refuses it: %w", file, err)
+	case err != nil:
+		return nil, nil, fmt.Errorf("%s: %w", file, err)
 	}
 	live = &v1alpha1.Shim{}
 	switch err := r.c.Get(ctx, client.ObjectKey{Name: shim.Name}, live); {

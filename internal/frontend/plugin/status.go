@@ -57,6 +57,7 @@ func runStatus(ctx context.Context, o *options, r reader, out *output, name stri
 	if err != nil {
 		return err
 	}
+	o.warnNoOperator(ctx, r, "nothing acts on the Shim, and its status is as an operator last wrote it")
 	return writeStatus(w, out, rep)
 }
 
