@@ -78,6 +78,7 @@ func TestPluginPlanIsWhatTheOperatorDoes(t *testing.T) {
 	if code, _, stderr := pluginRun(kubeconfig, "plan", "-f", file, "--detailed-exitcode"); code != plugin.ExitDetailedChanges {
 		t.Errorf("plan -f of a change --detailed-exitcode: exit %d, %s; want %d", code, stderr, plugin.ExitDetailedChanges)
 	}
+	planSeveral(t, kubeconfig, file)
 
 	updateShim(t, env.Client, "pl", func(s *v1alpha1.Shim) { s.Spec = v2.Spec })
 	waitFor(t, 30*time.Second, "v2 Ready", ready(env.Client, "pl"))
@@ -358,5 +359,44 @@ func bootPlanIsTheJobs(t *testing.T, env *testutil.Env, kubeconfig string) {
 		if code, _, stderr := pluginRun(kubeconfig, tt.args...); code != tt.code || !bytes.Contains(stderr, []byte(tt.want)) {
 			t.Errorf("%v: exit %d, %s; want %d saying %q", tt.args, code, stderr, tt.code, tt.want)
 		}
+	}
+}
+
+// planSeveral: plan -f of a file of two Shims (pl's change and a new one)
+// plans both, as a List for -o json; a file with a Deployment is refused,
+// naming it, before anything is planned.
+func planSeveral(t *testing.T, kubeconfig, file string) {
+	t.Helper()
+	one, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := writeShimFile(t, newShim("other", "other", "1", nil))
+	two, err := os.ReadFile(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	both := filepath.Join(t.TempDir(), "both.yaml")
+	if err := os.WriteFile(both, slices.Concat(one, []byte("---\n"), two), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Kind  string
+		Items []struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Shim       string `json:"shim"`
+		}
+	}
+	runPlugin(t, &list, kubeconfig, "plan", "-f", both, "-o", "json")
+	if list.Kind != "List" || len(list.Items) != 2 || list.Items[0].Shim != "pl" || list.Items[1].Shim != "other" || list.Items[1].Kind != "ShimPlan" || list.Items[1].APIVersion != "kubectl.shimkit.dev/v1alpha1" {
+		t.Errorf("plan -f of two Shims: %+v; want a List of the ShimPlans of pl and other", list)
+	}
+	deploy := filepath.Join(t.TempDir(), "deploy.yaml")
+	if err := os.WriteFile(deploy, slices.Concat(one, []byte("---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, stderr := pluginRun(kubeconfig, "plan", "-f", deploy); code != plugin.ExitFailed || len(out) != 0 || !bytes.Contains(stderr, []byte("(document 2): apps/v1 Deployment web is not a Shim")) {
+		t.Errorf("plan -f with a Deployment: exit %d, %s%s", code, out, stderr)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/printers"
 
@@ -89,4 +90,19 @@ func (o *output) write(w io.Writer, kind string, v any, text func(format string)
 		return err
 	}
 	return o.printer.PrintObj(doc, w)
+}
+
+// writeList writes the documents of kind for a machine format, as one
+// List (kubectl's, apiVersion v1) of them.
+func (o *output) writeList(w io.Writer, kind string, vs []report.PlanReport) error {
+	items := make([]any, 0, len(vs))
+	for _, v := range vs {
+		doc, err := report.Document(kind, v)
+		if err != nil {
+			return err
+		}
+		items = append(items, doc.Object)
+	}
+	list := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "List", "items": items}}
+	return o.printer.PrintObj(list, w)
 }

@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,7 +28,7 @@ type planFlags struct {
 func planCommand(o *options) *cobra.Command {
 	f := &planFlags{}
 	cmd := &cobra.Command{
-		Use:   "plan (NAME | -f FILE | --delete NAME)",
+		Use:   "plan (NAME | -f FILE|DIR | --delete NAME)",
 		Short: "What the operator would do with a Shim's spec, a file's, or a deletion, writing nothing",
 		Long: `plan reads the cluster once and decides as the operator's reconcile does:
 what changes in the spec (old → new: for a file, from the live Shim; for
@@ -35,9 +36,12 @@ the live Shim, from the revision its nodes last had whole), what the Shim
 will say of itself (a refused spec, a RuntimeClass it cannot own), then
 wave by wave which nodes are installed, upgraded and uninstalled, when
 (a step's bake, a window), what stops the rollout, the nodes skipped and
-why, the RuntimeClasses, and a summary line. -f checks the file with the
-API server first (a server-side dry run) and plans applying it ("-" reads
-standard input). --delete plans the Shim's deletion: the uninstall order,
+why, the RuntimeClasses, and a summary line. -f checks each Shim of the
+file with the API server first (a server-side dry run) and plans applying
+it: every document of the file ("-" reads standard input), or of every
+.yaml, .yml and .json file of a directory, as kubectl apply -f reads them;
+a document of another kind is refused, naming it. -o json and yaml print
+one ShimPlan, or a List of them. --delete plans the Shim's deletion: the uninstall order,
 the pods each node waits for, and the RuntimeClasses last.
 
 --exit-code exits 1 when applying would change something (a field, a
@@ -45,6 +49,7 @@ node, a RuntimeClass) and 0 when nothing changes, as kubectl diff; errors
 exit above 1. --detailed-exitcode gives terraform plan's codes instead: 0
 nothing changes, 1 an error (a wrong command line included), 2 changes.`,
 		Example: `  kubectl shimkit plan -f spin.yaml
+  kubectl shimkit plan -f shims/
   kubectl shimkit plan spin -o wide
   kubectl shimkit plan --delete spin
   kubectl shimkit plan -f spin.yaml --exit-code >/dev/null || echo "spin.yaml changes the cluster"
@@ -85,7 +90,7 @@ nothing changes, 1 an error (a wrong command line included), 2 changes.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&f.file, "filename", "f", "", `a file with the Shim to apply (YAML or JSON; "-": standard input)`)
+	cmd.Flags().StringVarP(&f.file, "filename", "f", "", `the Shims to apply: a file of YAML or JSON documents ("-": standard input), or a directory of .yaml, .yml and .json files`)
 	cmd.Flags().BoolVar(&f.remove, "delete", false, "plan the deletion of the Shim NAME")
 	cmd.Flags().BoolVar(&f.exitCode, "exit-code", false, "exit 1 when applying would change something, 0 when nothing changes")
 	cmd.Flags().BoolVar(&o.detailed, detailedFlag[2:], false, "terraform plan's exit codes: 0 nothing changes, 1 an error, 2 changes")
@@ -93,24 +98,66 @@ nothing changes, 1 an error (a wrong command line included), 2 changes.`,
 	return cmd
 }
 
-// plan writes the plan and says whether it changes anything.
+// plan writes the plan of each Shim (the live one, or every document of
+// -f) and says whether any changes something.
 func runPlan(ctx context.Context, o *options, r reader, f *planFlags, name string) (bool, error) {
 	if f.remove {
 		return runRemoval(ctx, o, r, f.out, name)
 	}
-	shim, live, err := r.shimToPlan(ctx, name, f.file, o.streams.In)
-	if err != nil {
-		return false, err
+	type planned struct{ shim, live *v1alpha1.Shim }
+	var todo []planned
+	if f.file == "" {
+		shim, live, err := r.liveShim(ctx, name)
+		if err != nil {
+			return false, err
+		}
+		todo = append(todo, planned{shim, live})
+	} else {
+		shims, err := readShims(f.file, o.streams.In)
+		if err != nil {
+			return false, err
+		}
+		for _, fs := range shims {
+			shim, live, err := r.admitted(ctx, fs.shim, fs.source)
+			if err != nil {
+				return false, err
+			}
+			todo = append(todo, planned{shim, live})
+		}
 	}
 	o.warnNoOperator(ctx, r, "nothing carries this plan out")
-	rep, err := planReport(ctx, r, shim, live, f.file != "", o.operatorOptions(ctx, r))
-	if err != nil {
-		return false, err
+	opts := o.operatorOptions(ctx, r)
+	reps := make([]report.PlanReport, 0, len(todo))
+	changes := false
+	for _, p := range todo {
+		rep, err := planReport(ctx, r, p.shim, p.live, f.file != "", opts)
+		if err != nil {
+			return false, err
+		}
+		changes = changes || rep.HasChanges()
+		reps = append(reps, rep)
 	}
-	w := o.streams.Out
-	return rep.HasChanges(), f.out.write(w, report.KindPlan, rep, func(format string) error {
-		return report.WritePlan(w, rep, format == formatWide, time.Now())
-	})
+	return changes, writePlans(o.streams.Out, f.out, reps)
+}
+
+// writePlans writes the plans: as text one after the other, for machines
+// one document, or a List of them.
+func writePlans(w io.Writer, out *output, reps []report.PlanReport) error {
+	if len(reps) == 1 || out.printer == nil {
+		for i, rep := range reps {
+			if i > 0 {
+				fmt.Fprintln(w)
+			}
+			err := out.write(w, report.KindPlan, rep, func(format string) error {
+				return report.WritePlan(w, rep, format == formatWide, time.Now())
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return out.writeList(w, report.KindPlan, reps)
 }
 
 // planReport decides the rollout of shim as the operator would, with

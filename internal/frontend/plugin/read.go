@@ -3,8 +3,6 @@ package plugin
 import (
 	"context"
 	"fmt"
-	"io"
-	"os"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/shimkit/shimkit/installer/plan"
 	"github.com/shimkit/shimkit/internal/frontend/report"
@@ -99,31 +96,24 @@ func (r reader) workloads(ctx context.Context) (operator.Workloads, error) {
 	return wl, nil
 }
 
-// shimToPlan is the live Shim, or the file's ("-": in) with the live
+// shimToPlan is the live Shim (live is the same).
+func (r reader) liveShim(ctx context.Context, name string) (shim, live *v1alpha1.Shim, err error) {
+	shim = &v1alpha1.Shim{}
+	if err := r.c.Get(ctx, client.ObjectKey{Name: name}, shim); err != nil {
+		return nil, nil, fmt.Errorf("Shim %s: %w", name, err)
+	}
+	return shim, shim, nil
+}
+
+// admitted is a Shim of a file (source names its document) with the live
 // one's identity and status, once the API server admitted it (a dry run);
 // live is the Shim in the cluster (nil: none of that name).
-func (r reader) shimToPlan(ctx context.Context, name, file string, in io.Reader) (shim, live *v1alpha1.Shim, err error) {
-	if file == "" {
-		shim := &v1alpha1.Shim{}
-		if err := r.c.Get(ctx, client.ObjectKey{Name: name}, shim); err != nil {
-			return nil, nil, fmt.Errorf("Shim %s: %w", name, err)
-		}
-		return shim, shim, nil
-	}
-	data, err := readFile(file, in)
-	if err != nil {
-		return nil, nil, err
-	}
-	shim = &v1alpha1.Shim{}
-	if err := yaml.UnmarshalStrict(data, shim); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", file, err)
-	}
-	shim.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("Shim"))
+func (r reader) admitted(ctx context.Context, shim *v1alpha1.Shim, source string) (_, live *v1alpha1.Shim, err error) {
 	switch err := r.c.Patch(ctx, shim.DeepCopy(), client.Apply, client.DryRunAll, client.FieldOwner(fieldOwner), client.ForceOwnership); {
 	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
-		return nil, nil, fmt.Errorf("%s: the API server refuses it: %w", file, err)
+		return nil, nil, fmt.Errorf("%s: the API server refuses it: %w", source, err)
 	case err != nil:
-		return nil, nil, fmt.Errorf("%s: %w", file, err)
+		return nil, nil, fmt.Errorf("%s: %w", source, err)
 	}
 	live = &v1alpha1.Shim{}
 	switch err := r.c.Get(ctx, client.ObjectKey{Name: shim.Name}, live); {
@@ -136,14 +126,6 @@ func (r reader) shimToPlan(ctx context.Context, name, file string, in io.Reader)
 	}
 	shim.UID, shim.Generation, shim.Status = live.UID, live.Generation+1, live.Status
 	return shim, live, nil
-}
-
-// readFile reads the file, or in for "-".
-func readFile(file string, in io.Reader) ([]byte, error) {
-	if file == "-" {
-		return io.ReadAll(in)
-	}
-	return os.ReadFile(file)
 }
 
 // before is the version a plan changes from: for a file, the live Shim's
