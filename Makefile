@@ -185,7 +185,7 @@ fuzz:
 
 ## plugin: the kubectl plugin kubectl-shimkit into bin/ (put it on the PATH: kubectl shimkit status NAME, kubectl shimkit plan -f FILE).
 plugin:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(TOOLBIN)/kubectl-shimkit ./cmd/kubectl-shimkit
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(TOOLBIN)/kubectl-shimkit ./cmd/kubectl-shimkit
 
 # Every image carries the license and the notices (/licenses) and says so
 # in its label org.opencontainers.image.licenses.

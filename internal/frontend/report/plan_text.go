@@ -32,7 +32,13 @@ func WritePlan(w io.Writer, r PlanReport, wide bool, now time.Time) error {
 		fmt.Fprintln(w, "No node changes.")
 	}
 	for i, wv := range r.Waves {
-		fmt.Fprintf(w, "Wave %d, %s", i+1, when(wv.At, now))
+		switch {
+		case i > 0 && !wv.At.After(now):
+			// As soon as the wave before succeeds: no time of its own.
+			fmt.Fprintf(w, "Wave %d, after wave %d", i+1, i)
+		default:
+			fmt.Fprintf(w, "Wave %d, %s", i+1, when(wv.At, now))
+		}
 		if wv.AfterRunning {
 			fmt.Fprint(w, ", once the Jobs running end")
 		}
@@ -60,7 +66,7 @@ func WritePlan(w io.Writer, r PlanReport, wide bool, now time.Time) error {
 		}
 	}
 	s := r.Summary
-	fmt.Fprintf(w, "Plan: %d to install, %d to upgrade, %d to uninstall, %d skipped, %d RuntimeClass changes.\n", s.Install, s.Upgrade, s.Uninstall, s.Skipped, s.RuntimeClasses)
+	fmt.Fprintf(w, "Plan: %d to install, %d to upgrade, %d to uninstall, %d skipped, %d RuntimeClass %s.\n", s.Install, s.Upgrade, s.Uninstall, s.Skipped, s.RuntimeClasses, plural(s.RuntimeClasses, "change", "changes"))
 	_, err := fmt.Fprintln(w, "Not in this plan: other Shims that would share a node's installer run, and the health gate's verdict on workloads.")
 	return err
 }
