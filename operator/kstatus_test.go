@@ -41,6 +41,14 @@ func TestKstatus(t *testing.T) {
 	}
 	stage(t, env.Client, kubectl, "wasm", "rolling out", status.InProgressStatus, "")
 	stage(t, env.Client, kubectl, "wasm", "rolled out", status.CurrentStatus, "")
+	// Paused with a change to roll out: Argo CD shows it Suspended.
+	updateShim(t, env.Client, "wasm", func(s *v1alpha1.Shim) {
+		s.Spec.RolloutStrategy.Paused = true
+		s.Spec.FetchStrategy.AnonHTTP.Location = "https://artifacts.invalid/wasm-paused.tar.gz"
+	})
+	stage(t, env.Client, kubectl, "wasm", "paused", status.InProgressStatus, "")
+	updateShim(t, env.Client, "wasm", func(s *v1alpha1.Shim) { s.Spec.RolloutStrategy.Paused = false })
+	stage(t, env.Client, kubectl, "wasm", "resumed", status.CurrentStatus, "")
 
 	// A node fails the next spec: the rollout halts after it.
 	broken.Store(true)
@@ -126,6 +134,7 @@ func stage(t *testing.T, c client.Client, kubectl func(args ...string) (string, 
 	if (st.Status == metav1.ConditionTrue) != (stalled != "") || stalled != "" && st.Reason != stalled {
 		t.Errorf("%s: Stalled %+v, want reason %q", name, st, stalled)
 	}
+	argoHealth(t, s, name, want)
 	summary := make([]string, 0, len(s.Status.Conditions))
 	for _, c := range s.Status.Conditions {
 		summary = append(summary, fmt.Sprintf("%s=%s/%s", c.Type, c.Status, c.Reason))
