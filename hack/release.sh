@@ -194,6 +194,23 @@ grep -q "repository: ${IMAGE_PREFIX}shimkit-operator\$" "$work/shimkit/values.ya
 grep -q "repository: ${IMAGE_PREFIX}shimkit-installer\$" "$work/shimkit/values.yaml"
 "$HELM" package "$work/shimkit" --version "$CHART_VERSION" --app-version "$VERSION" --destination "$DIST" >/dev/null
 
+# The release notes (section read and checked before the build).
+{
+	echo "# shimkit $VERSION"
+	echo
+	printf '%s\n' "$section" | tail -n +2
+	echo
+	echo "## Install"
+	echo
+	echo '```sh'
+	echo "helm install shimkit oci://$CHART_REPO/shimkit --version $CHART_VERSION -n shimkit-system --create-namespace --wait"
+	echo '```'
+	echo
+	echo "The chart pins its images by digest:"
+	echo
+	sed 's/^/- `/; s/$/`/' "$DIST/images.txt"
+} >"$DIST/release-notes.md"
+
 # Each SBOM names its component's license (cyclonedx-gomod detects
 # licenses only by downloading every module).
 CGO_ENABLED=0 $GO run ./hack/sbomlicense -license Apache-2.0 "$DIST"/*.cdx.json
