@@ -194,11 +194,12 @@ grep -q "repository: ${IMAGE_PREFIX}shimkit-operator\$" "$work/shimkit/values.ya
 grep -q "repository: ${IMAGE_PREFIX}shimkit-installer\$" "$work/shimkit/values.yaml"
 "$HELM" package "$work/shimkit" --version "$CHART_VERSION" --app-version "$VERSION" --destination "$DIST" >/dev/null
 
-# The release notes (section read and checked before the build).
+# The release notes (section read and checked before the build), their
+# links to the project's files at the release's tag, not at main.
 {
 	echo "# shimkit $VERSION"
 	echo
-	printf '%s\n' "$section" | tail -n +2
+	printf '%s\n' "$section" | tail -n +2 | sed "s|/blob/main/|/blob/$VERSION/|g"
 	echo
 	echo "## Install"
 	echo

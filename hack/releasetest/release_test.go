@@ -167,8 +167,8 @@ func TestCrossRelease(t *testing.T) {
 		notes, err := os.ReadFile(filepath.Join(dist, "release-notes.md"))
 		install := "helm install shimkit oci://registry.example/shimkit/charts/shimkit --version " + chartVersion + " "
 		if err != nil || !strings.HasPrefix(string(notes), "# shimkit "+version+"\n") || !strings.Contains(string(notes), "\n### Added\n") || strings.Contains(string(notes), "## [Unreleased]") ||
-			!strings.Contains(string(notes), install) || !strings.Contains(string(notes), "`"+prefix+"shimkit-operator:"+version+"@"+digests["shimkit-operator"]+"`") {
-			t.Errorf("release-notes.md: %v; want the Unreleased section, %q and the images' digests:\n%s", err, install, notes)
+			!strings.Contains(string(notes), install) || strings.Contains(string(notes), "/blob/main/") || !strings.Contains(string(notes), "/blob/"+version+"/") || !strings.Contains(string(notes), "`"+prefix+"shimkit-operator:"+version+"@"+digests["shimkit-operator"]+"`") {
+			t.Errorf("release-notes.md: %v; want the Unreleased section linking the tag's files, %q and the images' digests:\n%s", err, install, notes)
 		}
 	})
 	t.Run("kubectl-shimkit", func(t *testing.T) {
