@@ -118,7 +118,7 @@ func (o *options) explain(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, context.DeadlineExceeded), apierrors.IsTimeout(err), apierrors.IsServerTimeout(err), errors.As(err, &netErr) && netErr.Timeout():
-		return fmt.Errorf("the cluster of context %q did not answer in time (--request-timeout %s): %w", ctxName, o.requestTimeout(), err)
+		return fmt.Errorf("the cluster of context %q did not answer in time (%s): %w", ctxName, o.requestTimeout(), err)
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Errorf("cannot reach the cluster of context %q: nothing listens at %s: %w", ctxName, o.server(), err)
 	case errors.As(err, &opErr):
@@ -135,12 +135,13 @@ func (o *options) explain(err error) error {
 	return err
 }
 
-// requestTimeout is --request-timeout as given ("0": none).
+// requestTimeout says which bound the request ran into: --request-timeout
+// as given, else the connection's own.
 func (o *options) requestTimeout() string {
-	if t := o.config.Timeout; t != nil && *t != "" {
-		return *t
+	if t := o.config.Timeout; t != nil && *t != "" && *t != "0" {
+		return "--request-timeout " + *t
 	}
-	return "0"
+	return "no --request-timeout: the connection's own bound"
 }
 
 // server is the API server's URL the kubeconfig names.

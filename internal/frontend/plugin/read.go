@@ -96,7 +96,7 @@ func (r reader) workloads(ctx context.Context) (operator.Workloads, error) {
 	return wl, nil
 }
 
-// shimToPlan is the live Shim (live is the same).
+// liveShim is the Shim of that name in the cluster (live is the same).
 func (r reader) liveShim(ctx context.Context, name string) (shim, live *v1alpha1.Shim, err error) {
 	shim = &v1alpha1.Shim{}
 	if err := r.c.Get(ctx, client.ObjectKey{Name: name}, shim); err != nil {
