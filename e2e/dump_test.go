@@ -81,13 +81,16 @@ func (d *dumper) summary() string {
 }
 
 // full is the rest, after the summary (which lists the Jobs and pods):
-// the Shims and every event, each node's kubelet journal and every pod's
-// log (its end).
+// the Shims and every event, the operator's log (its end), each node's
+// kubelet journal and every pod's log (its end).
 func (d *dumper) full() []byte {
 	var b bytes.Buffer
 	for _, args := range [][]string{
 		{"get", "shims", "-o", "yaml"},
 		{"get", "events", "-A", "--sort-by=.metadata.creationTimestamp"},
+		// The operator's errors (a reconcile that failed, and was retried
+		// with a backoff) say why a Shim did not move.
+		{"-n", "shimkit-system", "logs", "deployment/shimkit-operator", "--tail=500"},
 	} {
 		fmt.Fprintf(&b, "### kubectl %s\n%s\n", strings.Join(args, " "), d.kubectl(args...))
 	}
