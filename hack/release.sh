@@ -48,9 +48,12 @@ PLUGIN_PLATFORMS=${PLUGIN_PLATFORMS:-linux/amd64 linux/arm64 darwin/amd64 darwin
 # ## [vX.Y.Z]); a pre-release without one takes the Unreleased section. A
 # release whose section is not written is refused, before anything is
 # built (notes, below, are written last).
-notes_section() {
-	awk -v v="## [${VERSION#v}]" -v vv="## [$VERSION]" '
-		/^## \[/ { on = (index($0, v) == 1 || index($0, vv) == 1) }
+# changelog_section prints the section whose heading starts with one of
+# its arguments.
+changelog_section() {
+	awk -v heads="$*" '
+		BEGIN { n = split(heads, h, " ") }
+		/^## \[/ { on = 0; for (i = 1; i <= n; i++) if (index($0, "## " h[i]) == 1) on = 1 }
 		on' CHANGELOG.md
 }
 
@@ -61,9 +64,9 @@ if ! [[ $VERSION =~ $semver ]]; then
 	exit 2
 fi
 
-section=$(notes_section)
+section=$(changelog_section "[${VERSION#v}]" "[$VERSION]")
 if [[ -z $section && $VERSION == *-* ]]; then
-	section=$(awk '/^## \[/ { on = (index($0, "## [Unreleased]") == 1) } on' CHANGELOG.md)
+	section=$(changelog_section "[Unreleased]")
 fi
 if [[ -z $section ]]; then
 	echo "release: CHANGELOG.md has no section ## [${VERSION#v}]: write the release's changes there first (a pre-release, $VERSION-rc.1, may use Unreleased)" >&2

@@ -123,11 +123,9 @@ func (o *options) explain(err error) error {
 		return fmt.Errorf("cannot reach the cluster of context %q: nothing listens at %s: %w", ctxName, o.server(), err)
 	case errors.As(err, &opErr):
 		return fmt.Errorf("cannot reach the cluster of context %q: %w", ctxName, err)
-	case meta.IsNoMatchError(err):
-		return fmt.Errorf("the Shim API (shims.containerd.x-k8s.io) is not installed in the cluster of context %q: install shimkit's chart: %w", ctxName, err)
-	case isNoShimAPI(err) && o.notAPIServer():
+	case isNoShimAPI(err) && !meta.IsNoMatchError(err) && o.notAPIServer():
 		return fmt.Errorf("the server of context %q (%s) is not a Kubernetes API server: it answers 404 for /api (a proxy in the way, or a wrong server in the kubeconfig): %w", ctxName, o.server(), err)
-	case isNoShimAPI(err):
+	case meta.IsNoMatchError(err), isNoShimAPI(err):
 		return fmt.Errorf("the Shim API (shims.containerd.x-k8s.io) is not installed in the cluster of context %q: install shimkit's chart: %w", ctxName, err)
 	case apierrors.IsUnauthorized(err), apierrors.IsForbidden(err):
 		return fmt.Errorf("context %q: %w", ctxName, err)
