@@ -54,7 +54,7 @@ VERSION_LDFLAGS = -X github.com/shimkit/shimkit/internal/version.version=$(VERSI
 # The cluster of the current kubeconfig (KUBECONFIG=...), reached with this kubectl.
 KUBECTL ?= kubectl
 
-.PHONY: all help tools test test-release e2e demo plugin test-unit lint bins fuzz bench generate verify-generate verify-manifests api \
+.PHONY: all help tools test test-checks test-release e2e demo plugin test-unit lint bins fuzz bench generate verify-generate verify-manifests api \
 	image images docker-build chart verify-chart helm-lint install uninstall deploy undeploy run \
 	docs docs-gen verify-docs release publish
 
@@ -69,29 +69,32 @@ help:
 # (kube-apiserver, etcd, kubelet, kube-controller-manager, kube-scheduler, kubectl,
 # containerd 1.7/2.2/2.3, gVisor, CRI-O; a Debian root filesystem with systemd,
 # and the CRI-O node's layer over it: Debian's conmon and crun.)
+# The root filesystem (debootstrap: downloads and dpkg) builds beside the binaries.
 bins:
-	hack/bins.sh cluster
-	hack/node-rootfs.sh
-	hack/node-crio-layer.sh
+	hack/node-rootfs.sh & rootfs=$$!; hack/bins.sh cluster; built=$$?; \
+	  wait $$rootfs && [ $$built = 0 ] && hack/node-crio-layer.sh
 
 ## tools: build the developer tools into bin/ (helm, kustomize, controller-gen, gotestsum, crd-ref-docs, cyclonedx-gomod).
+# Built static (CGO_ENABLED=0) as the tests are: one compile of the standard
+# library serves both, and no C compiler runs for them.
 tools: $(HELM) $(KUSTOMIZE) $(CONTROLLER_GEN) $(GOTESTSUM) $(CRD_REF_DOCS) $(CYCLONEDX_GOMOD)
 
 $(CRD_REF_DOCS): hack/tools/docs/go.mod
-	$(GO) -C hack/tools/docs build -o $(CRD_REF_DOCS) github.com/elastic/crd-ref-docs
+	CGO_ENABLED=0 $(GO) -C hack/tools/docs build -o $(CRD_REF_DOCS) github.com/elastic/crd-ref-docs
 
 $(CYCLONEDX_GOMOD): hack/tools/docs/go.mod
-	$(GO) -C hack/tools/docs build -o $(CYCLONEDX_GOMOD) github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod
+	CGO_ENABLED=0 $(GO) -C hack/tools/docs build -o $(CYCLONEDX_GOMOD) github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod
 
 $(GOTESTSUM): hack/tools/go.mod
-	$(GO) -C hack/tools build -o $(GOTESTSUM) gotest.tools/gotestsum
+	CGO_ENABLED=0 $(GO) -C hack/tools build -o $(GOTESTSUM) gotest.tools/gotestsum
 
 ## test: everything CI runs: the chart and docs checks, unit, envtest, real containerd, the e2e cluster, fuzz seeds, a release.
-# The chart and docs checks come first: they fail in seconds. The tests run
-# under hack/reaper (a process a test started that outlives them is killed
-# and fails make test), through hack/test.sh: it builds the test release
-# (make test-release) beside them at the lowest priority and checks it
-# after them, outside any test's timeout.
+# Through hack/test.sh, under hack/reaper (a process a test started that
+# outlives them is killed and fails make test): make bins starts at once,
+# beside the tools and the chart and docs checks (make test-checks: they
+# fail in seconds once the tools are built); the test release (make
+# test-release) then builds beside make bins, and beside the tests at the
+# lowest priority, and is checked after them, outside any test's timeout.
 # CGO_ENABLED=0: the binaries the tests build for images are static, and built
 # with the same settings the packages share one compile (a cold run compiles
 # the dependency tree once, not twice; chartgen, which links the operator,
@@ -101,10 +104,13 @@ $(GOTESTSUM): hack/tools/go.mod
 # operator's envtests (10 minutes, one after another) started 8 minutes in
 # and ran alone at the end.
 LONGEST_TESTS := ./operator ./e2e ./installer
-test: verify-chart helm-lint verify-docs bins $(GOTESTSUM) $(HELM) $(CYCLONEDX_GOMOD)
+test:
 	CGO_ENABLED=0 $(GO) build -o $(TOOLBIN)/reaper ./hack/reaper
 	CGO_ENABLED=0 GOTESTSUM=$(GOTESTSUM) TEST_TIMEOUT=$(TEST_TIMEOUT) TEST_RELEASE=$(TEST_RELEASE) LONGEST_TESTS='$(LONGEST_TESTS)' \
 	  MAKE='$(MAKE)' $(TOOLBIN)/reaper -- hack/test.sh
+
+## test-checks: the tools make test runs, then the chart and docs checks (make test runs them first, beside make bins).
+test-checks: $(GOTESTSUM) $(HELM) $(CYCLONEDX_GOMOD) verify-chart helm-lint verify-docs
 
 ## test-release: the release hack/releasetest checks, in bin/test-release: both image platforms, the plugin for linux and darwin (rebuilt when the tree changes).
 # One cross build for every test: the arm64 images, a darwin plugin, the
@@ -138,7 +144,7 @@ test-unit: $(GOTESTSUM)
 	$(GOTESTSUM) --format testname -- -short -count=1 ./...
 
 $(CONTROLLER_GEN): hack/tools/go.mod
-	$(GO) -C hack/tools build -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
+	CGO_ENABLED=0 $(GO) -C hack/tools build -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
 
 ## generate: deepcopy functions, the CRD and the RBAC role from the API types and markers (controller-gen).
 generate: $(CONTROLLER_GEN)
@@ -159,7 +165,7 @@ verify-generate: generate
 	@git diff --exit-code -- operator/api operator/config/crd operator/config/rbac/role.yaml || { echo "run make generate and commit"; exit 1; }
 
 $(KUSTOMIZE): hack/tools/go.mod
-	$(GO) -C hack/tools build -o $(KUSTOMIZE) sigs.k8s.io/kustomize/kustomize/v5
+	CGO_ENABLED=0 $(GO) -C hack/tools build -o $(KUSTOMIZE) sigs.k8s.io/kustomize/kustomize/v5
 
 ## verify-manifests: the kustomizations under operator/config build.
 verify-manifests: $(KUSTOMIZE)
@@ -170,7 +176,7 @@ verify-manifests: $(KUSTOMIZE)
 lint: verify-manifests
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) -C hack/tools build -o $(TOOLBIN)/golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+	CGO_ENABLED=0 $(GO) -C hack/tools build -o $(TOOLBIN)/golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 	$(TOOLBIN)/golangci-lint run ./...
 
 ## fuzz: run every fuzz target for FUZZTIME each.
@@ -222,7 +228,7 @@ bench: bins
 
 # About 5½ minutes on 2 cores with an empty Go build cache.
 $(HELM): hack/tools/go.mod
-	$(GO) -C hack/tools build -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$$($(GO) -C hack/tools list -m -f '{{.Version}}' helm.sh/helm/v4)" -o $(HELM) helm.sh/helm/v4/cmd/helm
+	CGO_ENABLED=0 $(GO) -C hack/tools build -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$$($(GO) -C hack/tools list -m -f '{{.Version}}' helm.sh/helm/v4)" -o $(HELM) helm.sh/helm/v4/cmd/helm
 
 ## chart: write the chart's generated parts (CRDs, RBAC rules, security contexts, probes, sample) from operator/config.
 chart: $(KUSTOMIZE)
