@@ -39,8 +39,8 @@ func AnySelector(shim string) labels.Selector { return record.AnySelector(shim) 
 // Mark labels the node as having the shim at specHash, and records the
 // install by the Shim object uid as the node's last verification
 // (VerificationOf).
-func Mark(ctx context.Context, c client.Client, node, shim string, uid types.UID, specHash string) error {
-	return patch(ctx, c, node, shim, Installed, specHash, Verification{ShimUID: uid})
+func Mark(ctx context.Context, c client.Client, node, shim string, uid types.UID, specHash string, opts ...Option) error {
+	return patch(ctx, c, node, shim, Installed, specHash, Verification{ShimUID: uid}, opts)
 }
 
 // MarkOn is Mark on the machine the node is now, in its current boot
@@ -48,8 +48,8 @@ func Mark(ctx context.Context, c client.Client, node, shim string, uid types.UID
 // reimaged under its name, the label and the records are the old
 // machine's (Records.Reimaged), and go; once it boots again, the Shim's
 // operator verifies it again.
-func MarkOn(ctx context.Context, c client.Client, node *corev1.Node, shim string, uid types.UID, specHash string) error {
-	return patch(ctx, c, node.Name, shim, Installed, specHash, Verification{ShimUID: uid, Machine: record.Machine(node), Boot: record.Boot(node)})
+func MarkOn(ctx context.Context, c client.Client, node *corev1.Node, shim string, uid types.UID, specHash string, opts ...Option) error {
+	return patch(ctx, c, node.Name, shim, Installed, specHash, Verification{ShimUID: uid, Machine: record.Machine(node), Boot: record.Boot(node)}, opts)
 }
 
 // SetState changes only the value of the shim's label, from the value
@@ -57,10 +57,15 @@ func MarkOn(ctx context.Context, c client.Client, node *corev1.Node, shim string
 // a RuntimeClass selecting "installed" no longer schedules onto the node
 // while the shim is removed. A node whose label is no longer from is left
 // as it is: a state never brings back a label that an uninstall removed
-// meanwhile (a JSON patch that tests the value, then replaces it).
-func SetState(ctx context.Context, c client.Client, node, shim, from, state string) error {
+// meanwhile (a JSON patch that tests the value, then replaces it). A
+// scheduling label (WithSchedulingLabel) gets the state too.
+func SetState(ctx context.Context, c client.Client, node, shim, from, state string, opts ...Option) error {
 	path := "/metadata/labels/" + jsonPointerEscape(Key(shim))
-	body, err := json.Marshal([]map[string]string{{"op": "test", "path": path, "value": from}, {"op": "replace", "path": path, "value": state}})
+	ops := []map[string]string{{"op": "test", "path": path, "value": from}, {"op": "replace", "path": path, "value": state}}
+	if also := options(opts).scheduling; also != "" {
+		ops = append(ops, map[string]string{"op": "add", "path": "/metadata/labels/" + jsonPointerEscape(also), "value": state})
+	}
+	body, err := json.Marshal(ops)
 	if err != nil {
 		return err
 	}
@@ -84,21 +89,25 @@ func jsonPointerEscape(key string) string {
 // Unmark removes the shim's label and annotation from the node (nothing
 // happens when they are not there), and any failure or verification
 // recorded for it.
-func Unmark(ctx context.Context, c client.Client, node, shim string) error {
-	return patch(ctx, c, node, shim, nil, nil, Verification{})
+func Unmark(ctx context.Context, c client.Client, node, shim string, opts ...Option) error {
+	return patch(ctx, c, node, shim, nil, nil, Verification{}, opts)
 }
 
 // patch sends a JSON merge patch of the label and annotation only; nil
 // removes a key. The shim's failure record goes in the same request: a
 // node that reached a state no longer has a failure.
-func patch(ctx context.Context, c client.Client, node, shim string, label, annotation any, by Verification) error {
+func patch(ctx context.Context, c client.Client, node, shim string, label, annotation any, by Verification, opts []Option) error {
 	k := Key(shim)
 	var verified any // removed with the shim
 	if spec, ok := annotation.(string); ok {
 		verified = installedVerification(by, spec)
 	}
+	labels := map[string]any{k: label}
+	if also := options(opts).scheduling; also != "" {
+		labels[also] = label
+	}
 	return mergePatch(ctx, c, node, map[string]any{
-		"labels":      map[string]any{k: label},
+		"labels":      labels,
 		"annotations": map[string]any{k: annotation, FailureKey(shim): nil, VerifiedKey(shim): verified},
 	}, k)
 }

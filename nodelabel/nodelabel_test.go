@@ -125,3 +125,55 @@ func TestMarkOnRecordsTheMachine(t *testing.T) {
 		t.Errorf("after the reimage: %+v, want Reimaged and no verification of the Shim's", r)
 	}
 }
+
+// TestSchedulingLabel: a Shim's scheduling label is written with its own
+// label in the same request, with the same value, and goes with it; a
+// state never brings it back on a node whose own label went.
+func TestSchedulingLabel(t *testing.T) {
+	env := testutil.StartEnv(t)
+	ctx := context.Background()
+	const key = "example.com/spin"
+	also := nodelabel.WithSchedulingLabel(key)
+	// Declared by the node pool, before any install: not shimkit's to trust.
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{key: nodelabel.Installed}}}
+	if err := env.Client.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	labels := func() map[string]string {
+		t.Helper()
+		got := &corev1.Node{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(node), got); err != nil {
+			t.Fatal(err)
+		}
+		return got.Labels
+	}
+	steps := []struct {
+		name      string
+		do        func() error
+		own, sched string // "": absent
+	}{
+		{"Mark", func() error { return nodelabel.Mark(ctx, env.Client, "n1", "spin", "uid-1", "hash-1", also) }, nodelabel.Installed, nodelabel.Installed},
+		{"SetState", func() error {
+			return nodelabel.SetState(ctx, env.Client, "n1", "spin", nodelabel.Installed, "uninstalling", also)
+		}, "uninstalling", "uninstalling"},
+		{"Unmark", func() error { return nodelabel.Unmark(ctx, env.Client, "n1", "spin", also) }, "", ""},
+		{"SetState after the Unmark", func() error {
+			return nodelabel.SetState(ctx, env.Client, "n1", "spin", "uninstalling", "uninstalling", also)
+		}, "", ""},
+		{"MarkOn", func() error {
+			return nodelabel.MarkOn(ctx, env.Client, node, "spin", "uid-1", "hash-1", also)
+		}, nodelabel.Installed, nodelabel.Installed},
+		{"Mark without the option", func() error { return nodelabel.Mark(ctx, env.Client, "n1", "spin", "uid-1", "hash-2") }, nodelabel.Installed, nodelabel.Installed},
+	}
+	for _, st := range steps {
+		if err := st.do(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		got := labels()
+		own, hasOwn := got[nodelabel.Key("spin")]
+		sched, hasSched := got[key]
+		if own != st.own || hasOwn != (st.own != "") || sched != st.sched || hasSched != (st.sched != "") {
+			t.Errorf("after %s: %s=%q (%v), %s=%q (%v); want %q and %q", st.name, nodelabel.Key("spin"), own, hasOwn, key, sched, hasSched, st.own, st.sched)
+		}
+	}
+}

@@ -71,9 +71,9 @@ func (r *executor) do(ctx context.Context, run *acting, a decide.Action) error {
 			return fmt.Errorf("end installer Job %s of node %s (%s): %w", a.Job.Name, a.Node, a.Reason, err)
 		}
 	case decide.MarkInstalled:
-		return nodelabel.MarkOn(ctx, r.client, a.Node, a.Shim, a.UID, a.SpecHash)
+		return nodelabel.MarkOn(ctx, r.client, a.Node, a.Shim, a.UID, a.SpecHash, nodelabel.WithSchedulingLabel(a.Scheduling))
 	case decide.Unmark:
-		return nodelabel.Unmark(ctx, r.client, a.Node, a.Shim)
+		return nodelabel.Unmark(ctx, r.client, a.Node, a.Shim, nodelabel.WithSchedulingLabel(a.Scheduling))
 	case decide.Fence:
 		return r.fence(ctx, a.Node, a.Taint, true)
 	case decide.Unfence:

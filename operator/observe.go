@@ -86,6 +86,9 @@ func observe(ctx context.Context, w world, src sources, opts Options) (*observed
 		obs.Retried, obs.RetriedHash = w.Retried, w.RetriedHash
 	}
 	obs.Jobs, obs.Shims, obs.Gate = w.Jobs, w.Shims, w.Gate
+	if obs.Refusal == nil {
+		obs.Refusal = shimspec.SchedulingRefusal(w.Shim, w.Shims)
+	}
 	obs.StatusWritten, obs.EventsEmitted, obs.EventsHeld = w.StatusWritten, w.EventsEmitted, w.EventsHeld
 	pinned := src.pin.pinFor(ctx, obs)
 	obs.Shown, obs.Notices = pinned.Show, append(obs.Notices, pinned.Notices...)

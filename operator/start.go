@@ -65,7 +65,8 @@ func (r *jobStarter) start(ctx context.Context, run *acting, st decide.Start) er
 		return err
 	}
 	if st.Unlabel {
-		if err := nodelabel.SetState(ctx, r.client, v.Node.Name, run.obs.Shim.Name, v.Label, decide.LabelUninstalling); err != nil {
+		if err := nodelabel.SetState(ctx, r.client, v.Node.Name, run.obs.Shim.Name, v.Label, decide.LabelUninstalling,
+			nodelabel.WithSchedulingLabel(run.obs.Shim.Spec.SchedulingLabel)); err != nil {
 			return err
 		}
 	}

@@ -48,10 +48,14 @@ type MarkInstalled struct {
 	Shim     string
 	UID      types.UID
 	SpecHash string
+	// Scheduling is the Shim's spec.schedulingLabel, labelled with its
+	// own in the same request ("": none).
+	Scheduling string
 }
 
-// Unmark removes the Shim's label and records from the node.
-type Unmark struct{ Node, Shim string }
+// Unmark removes the Shim's label and records from the node, and its
+// scheduling label (spec.schedulingLabel; "": none) in the same request.
+type Unmark struct{ Node, Shim, Scheduling string }
 
 // Fence puts the Shim's fence taint on the node (FenceTaint), as read
 // (a taint list changed meanwhile is read again next time): no new pod

@@ -66,7 +66,7 @@ func recordJob(obs *Snapshot, v *NodeView, fresh bool) InOrder {
 	}
 	switch j.Op {
 	case jobview.OpInstall:
-		acts = append(acts, MarkInstalled{Node: v.Node, Shim: name, UID: obs.Shim.UID, SpecHash: j.SpecHash})
+		acts = append(acts, MarkInstalled{Node: v.Node, Shim: name, UID: obs.Shim.UID, SpecHash: j.SpecHash, Scheduling: obs.Shim.Spec.SchedulingLabel})
 		// As MarkOn writes: the label, the hash and a verification of this
 		// machine (a former machine's label is no longer there to drop).
 		v.Label, v.SpecHash, v.Reimaged = record.Installed, j.SpecHash, false
@@ -77,7 +77,7 @@ func recordJob(obs *Snapshot, v *NodeView, fresh bool) InOrder {
 		}
 		acts = append(acts, Note{Reason: "Installed", Action: "Install", Detail: fmt.Sprintf("node %s (spec %s%s)", v.Node.Name, j.SpecHash, digest)})
 	case jobview.OpUninstall:
-		acts = append(acts, Unmark{Node: v.Node.Name, Shim: name})
+		acts = append(acts, Unmark{Node: v.Node.Name, Shim: name, Scheduling: obs.Shim.Spec.SchedulingLabel})
 		// As Unmark removes: the label, the hash and every record, a
 		// predecessor's or a former machine's included.
 		v.Label, v.SpecHash, v.Verified, v.Failure, v.Stale, v.Reimaged = "", "", nil, nil, nil, false

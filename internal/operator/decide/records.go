@@ -50,7 +50,7 @@ func StaleRecords(obs *Snapshot) []Action {
 			// new pod lands there), hash and records go in one patch.
 			events = append(events, Notice{Node: v.Node, Type: corev1.EventTypeWarning, Reason: "Reimaged", Action: "Install",
 				Note: fmt.Sprintf("node %s is another machine now (%s): it loses the shim's label and is installed again", v.Node.Name, record.Machine(v.Node))})
-			writes = append(writes, Unmark{Node: v.Node.Name, Shim: obs.Shim.Name})
+			writes = append(writes, Unmark{Node: v.Node.Name, Shim: obs.Shim.Name, Scheduling: obs.Shim.Spec.SchedulingLabel})
 		case len(v.Stale) > 0:
 			writes = append(writes, DropRecords{Node: v.Node.Name, Keys: v.Stale})
 		}
@@ -66,7 +66,7 @@ func Forget(obs *Snapshot) []Action {
 	var writes Together
 	for i := range obs.Views {
 		if v := &obs.Views[i]; v.HasRecords() {
-			writes = append(writes, Unmark{Node: v.Node.Name, Shim: obs.Shim.Name})
+			writes = append(writes, Unmark{Node: v.Node.Name, Shim: obs.Shim.Name, Scheduling: obs.Shim.Spec.SchedulingLabel})
 		}
 	}
 	return []Action{writes}

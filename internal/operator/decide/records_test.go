@@ -310,6 +310,18 @@ func TestDecideNodeRecords(t *testing.T) {
 			},
 			decide: func(obs *Snapshot, _ *Decision) []Action { return Taints(obs) },
 			want:   []string{"together: [untaint n3]"}},
+		{name: "a Shim refused for another's scheduling label is not waited for",
+			nodes: []*corev1.Node{tainted(nodeAt("n1", "a", "h1", nil))},
+			setup: func(obs *Snapshot, _ *Decision) {
+				// wasm selects n1, and wants the label spin has had since before it.
+				obs.Shim.Spec.SchedulingLabel = "example.com/runtime"
+				wasm := other.DeepCopy()
+				wasm.Spec.NodeSelector, wasm.Spec.SchedulingLabel = map[string]string{"pool": "a"}, "example.com/runtime"
+				wasm.CreationTimestamp = metav1.NewTime(obs.Shim.CreationTimestamp.Add(time.Minute))
+				obs.Shims = []v1alpha1.Shim{*obs.Shim, *wasm}
+			},
+			decide: func(obs *Snapshot, _ *Decision) []Action { return Taints(obs) },
+			want:   []string{"together: [untaint n1]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obs := &Snapshot{Shim: shim.DeepCopy(), Hash: "h1", SpecHash: "h1", Now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}

@@ -18,13 +18,13 @@ func Relabel(obs *Snapshot, d *Decision) []Action {
 	var after []Action
 	for _, name := range d.Label {
 		v := d.ByName[name]
-		writes = append(writes, MarkInstalled{Node: v.Node, Shim: obs.Shim.Name, UID: obs.Shim.UID, SpecHash: obs.Hash})
+		writes = append(writes, MarkInstalled{Node: v.Node, Shim: obs.Shim.Name, UID: obs.Shim.UID, SpecHash: obs.Hash, Scheduling: obs.Shim.Spec.SchedulingLabel})
 		v.Label, v.SpecHash = record.Installed, obs.Hash
 		after = append(after, Note{Reason: "Preinstalled", Action: "Label", Detail: "node " + name + " (its image serves the Shim's handlers)"})
 	}
 	for _, name := range d.Unlabel {
 		v := d.ByName[name]
-		writes = append(writes, Unmark{Node: v.Node.Name, Shim: obs.Shim.Name})
+		writes = append(writes, Unmark{Node: v.Node.Name, Shim: obs.Shim.Name, Scheduling: obs.Shim.Spec.SchedulingLabel})
 		why := "its image no longer serves the Shim"
 		if v.Skip != nil {
 			why = v.Skip.Detail

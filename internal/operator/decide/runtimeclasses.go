@@ -222,7 +222,7 @@ func FenceClasses(obs *Snapshot) []ClassStep {
 		if rc == nil || !shimspec.OwnedBy(rc, obs.Shim) {
 			continue
 		}
-		spec.NodeSelector = map[string]string{record.Key(obs.Shim.Name): LabelFenced}
+		spec.NodeSelector = map[string]string{shimspec.SchedulingKey(obs.Shim): LabelFenced}
 		st, err := classstep.Decide(rc, spec.Spec, false)
 		if err != nil || st.Result != classstep.Updated {
 			continue // someone else's, going, or fenced already: never replaced under its pods

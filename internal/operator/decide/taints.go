@@ -7,6 +7,7 @@ import (
 
 	"github.com/shimkit/shimkit/internal/nodelabel/record"
 	"github.com/shimkit/shimkit/internal/operator/nodeview"
+	"github.com/shimkit/shimkit/internal/operator/shimspec"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
@@ -30,10 +31,13 @@ func Taints(obs *Snapshot) []Action {
 // allInstalled: every Shim (not being deleted) that targets the node has
 // it installed at its current spec hash, as that Shim recorded it (a label
 // a node pool declared is no install); the reconciled Shim at obs.Hash.
+// A Shim refused for another's scheduling label installs no node while
+// that one has it: it is not waited for.
 func allInstalled(obs *Snapshot, shims []v1alpha1.Shim, node *corev1.Node) bool {
 	for i := range shims {
 		s := &shims[i]
-		if s.UID == obs.Shim.UID || !s.DeletionTimestamp.IsZero() || !nodeview.Matches(s, node) || nodeview.Eligibility(s, node, nodeview.Preinstalled(s, node)) != nil {
+		if s.UID == obs.Shim.UID || !s.DeletionTimestamp.IsZero() || !nodeview.Matches(s, node) || nodeview.Eligibility(s, node, nodeview.Preinstalled(s, node)) != nil ||
+			shimspec.SchedulingRefusal(s, shims) != nil {
 			continue
 		}
 		installed, hash := record.State(node, s.Name)

@@ -21,8 +21,8 @@ type Class struct {
 
 // Classes are the Shim's RuntimeClasses: the primary handler's,
 // then one per spec.handlers. All schedule onto the nodes with the Shim's
-// one node label: the handlers of a Shim are installed and removed
-// together, by one installer run per node.
+// one node label (SchedulingKey): the handlers of a Shim are installed and
+// removed together, by one installer run per node.
 func Classes(shim *v1alpha1.Shim) []Class {
 	classes := []v1alpha1.RuntimeClassSpec{shim.Spec.RuntimeClass}
 	for _, h := range shim.Spec.Handlers {
@@ -33,7 +33,7 @@ func Classes(shim *v1alpha1.Shim) []Class {
 		s := Class{Spec: classstep.Spec{
 			Name:         rc.Name,
 			Handler:      rc.HandlerName(),
-			NodeSelector: map[string]string{record.Key(shim.Name): record.Installed},
+			NodeSelector: map[string]string{SchedulingKey(shim): record.Installed},
 			Labels:       map[string]string{jobview.LabelManagedBy: jobview.ManagedBy, jobview.LabelShim: jobview.LabelValue(shim.Name)},
 			Owner:        metav1.NewControllerRef(shim, v1alpha1.GroupVersion.WithKind("Shim")),
 		}, Field: "spec.runtimeClass.name"}

@@ -71,6 +71,9 @@ func Validate(shim *v1alpha1.Shim, o Settings) error {
 	if err := checkCRIO(shim); err != nil {
 		return err
 	}
+	if err := checkSchedulingLabel(shim); err != nil {
+		return err
+	}
 	return checkReservedTypes(shim)
 }
 

@@ -43,6 +43,7 @@ type ShimList struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.runtimeType) || !(self.runtimeType in ['io.containerd.runc.v1', 'io.containerd.runc.v2', 'io.containerd.runhcs.v1']) || (has(self.runtimeOptions) && !has(self.runtimePath))",message="runtimeType: io.containerd.runc.v1, io.containerd.runc.v2 and io.containerd.runhcs.v1 are containerd's own shims; a Shim may name one only to run its bundle's OCI runtime through containerd's shim: set runtimeOptions.BinaryName, and no runtimePath",fieldPath=".runtimeType",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!has(self.migrateFrom) || self.migrateFrom.runtimeClassManager.shim == (has(self.runtimeClass.handler) ? self.runtimeClass.handler : self.runtimeClass.name)",messageExpression="'runtime-class-manager registered the containerd handler under the name of its Shim, ' + self.migrateFrom.runtimeClassManager.shim + ', and pods of its RuntimeClass ask for that handler: set runtimeClass.handler to ' + self.migrateFrom.runtimeClassManager.shim",fieldPath=".migrateFrom.runtimeClassManager.shim",reason=FieldValueInvalid
 // +kubebuilder:validation:XValidation:rule="!has(self.handlers) || self.handlers.all(h, (has(h.runtimeClass.handler) ? h.runtimeClass.handler : h.runtimeClass.name) != (has(self.runtimeClass.handler) ? self.runtimeClass.handler : self.runtimeClass.name) && h.runtimeClass.name != self.runtimeClass.name)",message="handlers: a runtimeClass.handler or runtimeClass.name repeats spec.runtimeClass"
+// +kubebuilder:validation:XValidation:rule="has(self.schedulingLabel) == has(oldSelf.schedulingLabel) && (!has(self.schedulingLabel) || self.schedulingLabel == oldSelf.schedulingLabel)",message="schedulingLabel cannot change: the running pods of its RuntimeClasses were admitted with it",fieldPath=".schedulingLabel",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!has(self.verification) || self.fetchStrategy.type != 'anonHttp' || !has(self.fetchStrategy.anonHttp) || ((!has(self.fetchStrategy.anonHttp.location) || has(self.fetchStrategy.anonHttp.signature)) && (!has(self.fetchStrategy.anonHttp.platforms) || self.fetchStrategy.anonHttp.platforms.all(p, has(p.signature))))",message="verification of an anonHttp artifact needs its signature URL: set fetchStrategy.anonHttp.signature (and platforms[].signature for each platform)",fieldPath=".verification",reason=FieldValueRequired
 type ShimSpec struct {
 	// nodeSelector selects the nodes that get the shim. When empty, every
@@ -62,6 +63,24 @@ type ShimSpec struct {
 	// Off by default.
 	// +optional
 	Verification *Verification `json:"verification,omitempty"`
+
+	// schedulingLabel is a label key of your own domain (example.com/kata)
+	// that the Shim's RuntimeClasses select instead of the Shim's own
+	// label, shim.containerd.x-k8s.io/<shim>: the operator sets it, with
+	// the same value ("installed"), whenever it sets its own, and removes
+	// both together. For node pools whose autoscaler refuses labels of the
+	// k8s.io domain (Karpenter's NodePool): the pool declares
+	// <schedulingLabel>: installed, so that a pending pod of the
+	// RuntimeClass makes it add a node. A declared label is never taken as
+	// an install: the node keeps the startup taint until the operator has
+	// installed and verified it. Each Shim's own (a Shim whose label an
+	// older Shim has is refused, InvalidSpec); set at creation, it cannot
+	// change. Not part of the spec hash.
+	// +optional
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$') && self.split('/')[0].size() <= 253 && self.split('/')[1].size() <= 63",message="schedulingLabel: a label key with a DNS subdomain prefix (example.com/kata); the name after the / at most 63 characters"
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('shim.containerd.x-k8s.io/')",message="schedulingLabel: the shim.containerd.x-k8s.io/ prefix is shimkit's own; use a domain of yours"
+	SchedulingLabel string `json:"schedulingLabel,omitempty"`
 
 	// runtimeClass is the RuntimeClass published for the shim's primary
 	// handler. Its handler cannot change once set.

@@ -104,6 +104,10 @@ func TestAdmission(t *testing.T) {
 			s.Spec.FetchStrategy = v1alpha1.FetchStrategy{Type: v1alpha1.FetchImage, Image: &v1alpha1.OCIFetch{Reference: "spin"}}
 		}, "spec.fetchStrategy.image.reference"},
 		{"unknown fetch type", func(s *v1alpha1.Shim) { s.Spec.FetchStrategy.Type = "ftp" }, "spec.fetchStrategy.type"},
+		{"scheduling label without a domain", func(s *v1alpha1.Shim) { s.Spec.SchedulingLabel = "kata" }, "schedulingLabel: a label key with a DNS subdomain prefix"},
+		{"scheduling label with a bad name", func(s *v1alpha1.Shim) { s.Spec.SchedulingLabel = "example.com/-kata" }, "schedulingLabel: a label key with a DNS subdomain prefix"},
+		{"scheduling label name too long", func(s *v1alpha1.Shim) { s.Spec.SchedulingLabel = "example.com/" + strings.Repeat("k", 64) }, "the name after the / at most 63 characters"},
+		{"scheduling label in shimkit's domain", func(s *v1alpha1.Shim) { s.Spec.SchedulingLabel = "shim.containerd.x-k8s.io/kata" }, "the shim.containerd.x-k8s.io/ prefix is shimkit's own"},
 		// preinstalled: the node image has the shim, so nothing to fetch.
 		{"preinstalled type with anonHttp", func(s *v1alpha1.Shim) { s.Spec.FetchStrategy.Type = v1alpha1.FetchPreinstalled }, "fetchStrategy: set exactly the one of anonHttp, oci and image that type names (none for preinstalled)"},
 		{"preinstalled type with oci", func(s *v1alpha1.Shim) {
@@ -394,6 +398,27 @@ func TestAdmission(t *testing.T) {
 		s.Spec.FetchStrategy.AnonHTTP.Location = "https://example.invalid/spin-v2.tar.gz"
 		if err := env.Client.Update(ctx, s); err != nil {
 			t.Errorf("other fields must stay mutable: %v", err)
+		}
+	})
+	t.Run("the scheduling label cannot change", func(t *testing.T) {
+		s := validShim("scheduling")
+		s.Spec.SchedulingLabel = "example.com/spin"
+		if err := env.Client.Create(ctx, s); err != nil {
+			t.Fatalf("a Shim with a scheduling label of its domain (Karpenter admits it): %v", err)
+		}
+		for _, label := range []string{"example.com/spin-2", ""} {
+			s.Spec.SchedulingLabel = label
+			if err := env.Client.Update(ctx, s); err == nil || !strings.Contains(err.Error(), "schedulingLabel cannot change") {
+				t.Errorf("update of the scheduling label to %q: %v", label, err)
+			}
+		}
+		plain := validShim("scheduling-added")
+		if err := env.Client.Create(ctx, plain); err != nil {
+			t.Fatal(err)
+		}
+		plain.Spec.SchedulingLabel = "example.com/spin-3"
+		if err := env.Client.Update(ctx, plain); err == nil || !strings.Contains(err.Error(), "schedulingLabel cannot change") {
+			t.Errorf("a scheduling label added later: %v", err)
 		}
 	})
 	t.Run("a defaulted handler is immutable too", func(t *testing.T) {
