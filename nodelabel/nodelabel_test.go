@@ -148,8 +148,8 @@ func TestSchedulingLabel(t *testing.T) {
 		return got.Labels
 	}
 	steps := []struct {
-		name      string
-		do        func() error
+		name       string
+		do         func() error
 		own, sched string // "": absent
 	}{
 		{"Mark", func() error { return nodelabel.Mark(ctx, env.Client, "n1", "spin", "uid-1", "hash-1", also) }, nodelabel.Installed, nodelabel.Installed},
