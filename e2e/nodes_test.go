@@ -69,6 +69,9 @@ func testNodes(t *testing.T, c *testutil.Cluster, dump *dumper, nodes []testutil
 		starts[i] = n.ContainerdStarts(t)
 	}
 	fleet, duo := poolShim(t, srv, runcShim, "fleet", pool), poolShim(t, srv, runcShim, "duo", pool)
+	// fleet's RuntimeClasses select a label of the pool's own domain, as
+	// a Karpenter NodePool can declare it (not shimkit's k8s.io one).
+	fleet.Spec.SchedulingLabel = fleetScheduling
 	start := time.Now()
 	for _, s := range []*v1alpha1.Shim{fleet, duo} {
 		if err := c.Client.Create(ctx, s); err != nil {
@@ -88,6 +91,10 @@ func testNodes(t *testing.T, c *testutil.Cluster, dump *dumper, nodes []testutil
 	for _, n := range nodes {
 		assertLabelled(t, c, n.Name, "fleet", true)
 		assertLabelled(t, c, n.Name, "duo", true)
+		node := &corev1.Node{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: n.Name}, node); err != nil || node.Labels[fleetScheduling] != nodelabel.Installed {
+			t.Errorf("%s: labels %v (%v), want fleet's scheduling label %s installed", n.Name, node.Labels, err, fleetScheduling)
+		}
 	}
 
 	// A shim that crashes on start until the node is fixed, two nodes at
@@ -192,9 +199,9 @@ func testNodes(t *testing.T, c *testutil.Cluster, dump *dumper, nodes []testutil
 	}
 
 	// A node joins the pool as an autoscaler makes it: tainted until its
-	// runtimes are there, with fleet's label declared by its node pool
-	// (what lets Karpenter place a pending pod of fleet's RuntimeClass on
-	// it). The label is not taken as an install; the pod, created before
+	// runtimes are there, with fleet's scheduling label declared by its
+	// node pool (what lets Karpenter place a pending pod of fleet's
+	// RuntimeClass on it). The label is not taken as an install; the pod, created before
 	// the node existed, waits, then runs there on the installed handler.
 	// Its image installs the pool's three Shims at boot (boot-units, the
 	// plans their installer Jobs carried): containerd starts once, with the
@@ -206,7 +213,7 @@ func testNodes(t *testing.T, c *testutil.Cluster, dump *dumper, nodes []testutil
 	}
 	start = time.Now()
 	declared := maps.Clone(pool)
-	declared[autoscaledLabel], declared[nodelabel.Key("fleet")] = "yes", nodelabel.Installed
+	declared[autoscaledLabel], declared[fleetScheduling] = "yes", nodelabel.Installed
 	files, exes := bootImage(t, c, declared, fleet, duo, flaky)
 	files[readyMarker] = []byte("fixed\n")
 	joined := c.AddNode(t, testutil.JoinOptions{
@@ -408,9 +415,15 @@ func assertLabelled(t *testing.T, c *testutil.Cluster, node, shim string, want b
 	}
 }
 
+// fleetScheduling is the scheduling label of the nodes scenario's fleet
+// Shim (spec.schedulingLabel).
+const fleetScheduling = "pool.example/fleet"
+
+// hasShimLabels: the node has a label of shimkit's or fleet's
+// scheduling label.
 func hasShimLabels(n *corev1.Node) bool {
 	for k := range n.Labels {
-		if strings.HasPrefix(k, nodelabel.Prefix) {
+		if strings.HasPrefix(k, nodelabel.Prefix) || k == fleetScheduling {
 			return true
 		}
 	}

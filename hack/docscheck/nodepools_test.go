@@ -31,8 +31,9 @@ var nodePoolCRDs = map[string][]string{
 // Cluster API's KubeadmConfigTemplate and MachineDeployment) are ones
 // their APIs admit: created as dry runs against their CRDs (OpenAPI and
 // CEL rules) at the versions hack/versions.env pins. And what the guide
-// says a NodePool cannot do holds: with the label the Shim's RuntimeClass
-// selects, Karpenter refuses it.
+// says holds: Karpenter refuses a NodePool declaring the Shim's own label,
+// and the guide's NodePool declares the guide Shim's schedulingLabel
+// instead.
 func TestDocNodePoolsAdmitted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs kube-apiserver and etcd (make bins) and the node pool APIs' modules")
@@ -49,14 +50,26 @@ func TestDocNodePoolsAdmitted(t *testing.T) {
 		t.Fatal(err)
 	}
 	var objs []*unstructured.Unstructured
+	scheduling := "" // the guide Shim's spec.schedulingLabel
 	for _, m := range yamlBlock.FindAllStringSubmatch(string(md), -1) {
 		for _, doc := range strings.Split(m[1], "\n---\n") {
 			u := &unstructured.Unstructured{}
-			if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil || !strings.Contains(u.GetAPIVersion(), "karpenter.sh") && !strings.Contains(u.GetAPIVersion(), "cluster.x-k8s.io") {
+			if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+				continue
+			}
+			if u.GetKind() == "Shim" {
+				if key, _, _ := unstructured.NestedString(u.Object, "spec", "schedulingLabel"); key != "" {
+					scheduling = key
+				}
+			}
+			if !strings.Contains(u.GetAPIVersion(), "karpenter.sh") && !strings.Contains(u.GetAPIVersion(), "cluster.x-k8s.io") {
 				continue
 			}
 			objs = append(objs, u)
 		}
+	}
+	if scheduling == "" {
+		t.Fatal("no Shim with a schedulingLabel in the node types guide")
 	}
 	if len(objs) != 3 {
 		t.Fatalf("%d node pool manifests in the node types guide, want its NodePool, KubeadmConfigTemplate and MachineDeployment", len(objs))
@@ -69,6 +82,9 @@ func TestDocNodePoolsAdmitted(t *testing.T) {
 		}
 		if u.GetKind() != "NodePool" {
 			continue
+		}
+		if got, _, _ := unstructured.NestedString(u.Object, "spec", "template", "metadata", "labels", scheduling); got != "installed" {
+			t.Errorf("the guide's NodePool declares %s=%q, want the Shim's scheduling label installed", scheduling, got)
 		}
 		labelled := u.DeepCopy()
 		if err := unstructured.SetNestedField(labelled.Object, "installed", "spec", "template", "metadata", "labels", "shim.containerd.x-k8s.io/kata"); err != nil {
