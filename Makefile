@@ -54,7 +54,7 @@ VERSION_LDFLAGS = -X github.com/shimkit/shimkit/internal/version.version=$(VERSI
 # The cluster of the current kubeconfig (KUBECONFIG=...), reached with this kubectl.
 KUBECTL ?= kubectl
 
-.PHONY: all help tools test test-checks test-release e2e demo plugin test-unit lint bins fuzz bench generate verify-generate verify-manifests api \
+.PHONY: all help tools test test-release e2e demo plugin test-unit lint bins fuzz bench generate verify-generate verify-manifests api \
 	image images docker-build chart verify-chart helm-lint install uninstall deploy undeploy run \
 	docs docs-gen verify-docs release publish
 
@@ -69,10 +69,10 @@ help:
 # (kube-apiserver, etcd, kubelet, kube-controller-manager, kube-scheduler, kubectl,
 # containerd 1.7/2.2/2.3, gVisor, CRI-O; a Debian root filesystem with systemd,
 # and the CRI-O node's layer over it: Debian's conmon and crun.)
-# The root filesystem (debootstrap: downloads and dpkg) builds beside the binaries.
 bins:
-	hack/node-rootfs.sh & rootfs=$$!; hack/bins.sh cluster; built=$$?; \
-	  wait $$rootfs && [ $$built = 0 ] && hack/node-crio-layer.sh
+	hack/bins.sh cluster
+	hack/node-rootfs.sh
+	hack/node-crio-layer.sh
 
 ## tools: build the developer tools into bin/ (helm, kustomize, controller-gen, gotestsum, crd-ref-docs, cyclonedx-gomod).
 # Built static (CGO_ENABLED=0) as the tests are: one compile of the standard
@@ -89,12 +89,11 @@ $(GOTESTSUM): hack/tools/go.mod
 	CGO_ENABLED=0 $(GO) -C hack/tools build -o $(GOTESTSUM) gotest.tools/gotestsum
 
 ## test: everything CI runs: the chart and docs checks, unit, envtest, real containerd, the e2e cluster, fuzz seeds, a release.
-# The tools and the chart and docs checks (make test-checks) come first:
-# they fail in seconds. Then make bins, and the tests, run through
-# hack/test.sh under hack/reaper (a process a test started that outlives
-# them is killed and fails make test): it builds the test release (make
-# test-release) beside them and checks it after them, outside any test's
-# timeout.
+# The chart and docs checks come first: they fail in seconds. The tests
+# run under hack/reaper (a process a test started that outlives them is
+# killed and fails make test), through hack/test.sh: it builds the test
+# release (make test-release) beside them and checks it after them,
+# outside any test's timeout.
 # CGO_ENABLED=0: the binaries the tests build for images are static, and built
 # with the same settings the packages share one compile (a cold run compiles
 # the dependency tree once, not twice; chartgen, which links the operator,
@@ -104,13 +103,10 @@ $(GOTESTSUM): hack/tools/go.mod
 # operator's envtests (10 minutes, one after another) started 8 minutes in
 # and ran alone at the end.
 LONGEST_TESTS := ./operator ./e2e ./installer
-test: test-checks bins
+test: verify-chart helm-lint verify-docs bins $(GOTESTSUM) $(HELM) $(CYCLONEDX_GOMOD)
 	CGO_ENABLED=0 $(GO) build -o $(TOOLBIN)/reaper ./hack/reaper
 	CGO_ENABLED=0 GOTESTSUM=$(GOTESTSUM) TEST_TIMEOUT=$(TEST_TIMEOUT) TEST_RELEASE=$(TEST_RELEASE) LONGEST_TESTS='$(LONGEST_TESTS)' \
 	  MAKE='$(MAKE)' $(TOOLBIN)/reaper -- hack/test.sh
-
-## test-checks: the tools make test runs, then the chart and docs checks (make test runs them first).
-test-checks: $(GOTESTSUM) $(HELM) $(CYCLONEDX_GOMOD) verify-chart helm-lint verify-docs
 
 ## test-release: the release hack/releasetest checks, in bin/test-release: both image platforms, the plugin for linux and darwin (rebuilt when the tree changes).
 # One cross build for every test: the arm64 images, a darwin plugin, the

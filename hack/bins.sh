@@ -79,36 +79,16 @@ kube_bins=(kube-apiserver)
 if [ "${1:-}" = cluster ]; then kube_bins+=(kubelet kube-controller-manager kube-scheduler kubectl); fi
 kube_missing=()
 for b in "${kube_bins[@]}"; do [ -x "$cache/bin/kube-$KUBE_VERSION/$b" ] || kube_missing+=("$b"); done
-# Two lanes side by side: Kubernetes and etcd; the runtimes. A go build is
-# one compile at a time while it downloads and links (single-threaded): the
-# other lane fills that core. Each lane stops at its first failure (errexit
-# holds in a background job, not in a command of || or &&) and fails the script.
-(
-	if [ ${#kube_missing[@]} -gt 0 ]; then
-		build "$cache/bin/kube-$KUBE_VERSION" "${kube_missing[@]}" -- kube "${kube_missing[@]}"
-	else
-		echo "bins: cached $cache/bin/kube-$KUBE_VERSION"
-	fi
-	build "$cache/bin/etcd-$ETCD_VERSION" etcd -- etcd
-) &
-lane=$!
-runtimes() {
-	local v
-	for v in "$CONTAINERD_22_VERSION" "$CONTAINERD_23_VERSION"; do
-		build "$cache/bin/containerd-$v" containerd ctr containerd-shim-runc-v2 -- containerd2 "$v"
-	done
-	build "$cache/bin/containerd-$CONTAINERD_17_VERSION" containerd ctr containerd-shim-runc-v2 -- containerd1
-	build "$cache/bin/gvisor-$GVISOR_VERSION" runsc containerd-shim-runsc-v1 -- gvisor
-	# CRI-O last: it reuses much of what the containerd builds compiled.
-	build "$cache/bin/crio-$CRIO_VERSION" crio pinns -- crio
-}
-runtimes &
-runtimes_lane=$!
-rc=0
-wait "$lane" || rc=$?
-wait "$runtimes_lane" || rc=$?
-if [ $rc != 0 ]; then
-	echo "bins: a build failed (above)" >&2
-	exit "$rc"
+if [ ${#kube_missing[@]} -gt 0 ]; then
+	build "$cache/bin/kube-$KUBE_VERSION" "${kube_missing[@]}" -- kube "${kube_missing[@]}"
+else
+	echo "bins: cached $cache/bin/kube-$KUBE_VERSION"
 fi
+build "$cache/bin/etcd-$ETCD_VERSION" etcd -- etcd
+for v in "$CONTAINERD_22_VERSION" "$CONTAINERD_23_VERSION"; do
+	build "$cache/bin/containerd-$v" containerd ctr containerd-shim-runc-v2 -- containerd2 "$v"
+done
+build "$cache/bin/containerd-$CONTAINERD_17_VERSION" containerd ctr containerd-shim-runc-v2 -- containerd1
+build "$cache/bin/gvisor-$GVISOR_VERSION" runsc containerd-shim-runsc-v1 -- gvisor
+build "$cache/bin/crio-$CRIO_VERSION" crio pinns -- crio
 echo "bins: every binary built or cached, $((SECONDS - began)) s"
