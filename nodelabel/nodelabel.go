@@ -102,12 +102,12 @@ func patch(ctx context.Context, c client.Client, node, shim string, label, annot
 	if spec, ok := annotation.(string); ok {
 		verified = installedVerification(by, spec)
 	}
-	labels := map[string]any{k: label}
+	set := map[string]any{k: label} // the labels changed
 	if also := options(opts).scheduling; also != "" {
-		labels[also] = label
+		set[also] = label
 	}
 	return mergePatch(ctx, c, node, map[string]any{
-		"labels":      labels,
+		"labels":      set,
 		"annotations": map[string]any{k: annotation, FailureKey(shim): nil, VerifiedKey(shim): verified},
 	}, k)
 }
