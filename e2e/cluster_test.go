@@ -22,9 +22,9 @@ import (
 // leaving it as it found it: booting the cluster and building the images
 // once keeps the suite's time down. The scenarios run at once, each on
 // nodes it joins for itself (progressive delivery on the cluster's three
-// nodes); the release's (installed from its published chart by the
-// tutorial's commands) and the make targets' replace the operator,
-// after them.
+// nodes); the make targets' and the release's (installed from its
+// published chart by the tutorial's commands, on the cluster made one of a
+// single node) replace the operator, after them.
 func TestCluster(t *testing.T) {
 	build := testutil.ContainerdMatrix(t)[2]
 	c := testutil.StartClusterWith(t, testutil.ClusterOptions{Containerd: build, Nodes: 3, AddToScheme: []func(*runtime.Scheme) error{v1alpha1.AddToScheme}})
@@ -70,11 +70,12 @@ func TestCluster(t *testing.T) {
 	}
 
 	undeployOperator(t, c, overlay)
-	t.Run("release", func(t *testing.T) { testRelease(t, c, rel, toolBinary(t, "HELM", "helm"), build) })
 	t.Run("make", func(t *testing.T) {
 		toolBinary(t, "", "kustomize") // the make targets' (not built inside the test)
 		testMakeTargets(t, c)
 	})
+	// Last: it makes the cluster one of a single node.
+	t.Run("release", func(t *testing.T) { testRelease(t, c, rel, toolBinary(t, "HELM", "helm"), build) })
 }
 
 // scenarios runs subtests of t at once, each in a t.Run of its own

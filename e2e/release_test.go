@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shimkit/shimkit/internal/operator/nodeview"
 	"github.com/shimkit/shimkit/internal/testutil"
 )
 
@@ -166,21 +167,22 @@ extraEnv:
 }
 
 // testRelease installs shimkit from its published artifacts alone and
-// follows the tutorial verbatim: it publishes two builds of a release to a
-// registry on the cluster's network (make release, make publish), installs
-// the first from the OCI chart by the tutorial's commands, with the Spin
-// artifact served locally, and runs the page up to its upgrade of Spin.
-// With the Shim Ready on every node, it upgrades the operator to the second
-// build: no runtime restarts, no installer Job starts, Ready never flips.
-// Then the rest of the page: Spin upgraded, removed, shimkit uninstalled;
-// the nodes are left as they were.
+// follows the tutorial verbatim on a cluster of one node, as a newcomer's
+// kind or k3s cluster is (singleNode): it publishes two builds of a
+// release to a registry on the cluster's network (make release, make
+// publish), installs the first from the OCI chart by the tutorial's
+// commands, with the Spin artifact served locally, and runs the page up to
+// its upgrade of Spin. With the Shim Ready, it upgrades the operator to the
+// second build: no runtime restarts, no installer Job starts, Ready never
+// flips. Then the rest of the page: Spin upgraded, removed, shimkit
+// uninstalled; the node is left as it was.
 func testRelease(t *testing.T, c *testutil.Cluster, rel *releases, helmBin string, build testutil.ContainerdBuild) {
 	// The chart's crds/ install the CRD (undeployOperator took the one of
 	// operator/config).
 	kubectl(t, c, "delete", "crd", crdName, "--wait", "--ignore-not-found")
 	first, second := rel.wait(t)
 	c.TrustRegistry(t, rel.reg)
-	nodes := c.CurrentNodes()
+	nodes := []testutil.ClusterNode{singleNode(t, c)}
 	before := snapshotNodes(t, nodes)
 
 	values := valuesFor(t, c)
@@ -212,17 +214,30 @@ func testRelease(t *testing.T, c *testutil.Cluster, rel *releases, helmBin strin
 	tu.runUntil(t, "Upgrade Spin")
 	t.Logf("the tutorial, from helm install to a pinned Spin and its app: %s", time.Since(start).Round(time.Second))
 
-	var selector map[string]string
-	t.Run("operator upgrade", func(t *testing.T) { selector = testOperatorUpgrade(t, c, nodes, second, tools, tu.env) })
+	t.Run("operator upgrade", func(t *testing.T) { testOperatorUpgrade(t, c, nodes, second, tools, tu.env) })
 
 	start = time.Now()
 	tu.runUntil(t, "")
 	t.Logf("the tutorial, from the Spin upgrade to helm uninstall: %s", time.Since(start).Round(time.Second))
-	// The page unlabels the node it chose; the others were labelled here.
-	for _, n := range nodes {
-		for k := range selector {
-			kubectl(t, c, "label", "node", n.Name, k+"-")
-		}
-	}
 	checkUninstalled(t, c, nodes, before)
+	if out := kubectl(t, c, "get", "nodes", "-l", "runtime.shimkit.dev/spin", "-o", "name"); strings.TrimSpace(out) != "" {
+		t.Errorf("the page left its label on %s", out)
+	}
+}
+
+// singleNode makes the cluster one of a single node, as a newcomer's kind
+// or k3s cluster is: every node but the first leaves it (RemoveNode), and
+// the first is labelled a control plane with kind's and kubeadm's value,
+// "", as kubeadm labels it once its kubelet has registered. The
+// tutorial's node choice finds no worker there and takes that node, and
+// its Shim must name the control-plane label to select it (the operator
+// leaves control-plane nodes out otherwise). It returns the node.
+func singleNode(t *testing.T, c *testutil.Cluster) testutil.ClusterNode {
+	t.Helper()
+	nodes := c.CurrentNodes()
+	for _, n := range nodes[1:] {
+		c.RemoveNode(t, n)
+	}
+	kubectl(t, c, "label", "node", nodes[0].Name, nodeview.ControlPlaneLabel+"=", "--overwrite")
+	return nodes[0]
 }

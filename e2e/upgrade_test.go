@@ -24,9 +24,8 @@ const releaseNamespace = "shimkit-system"
 
 // testOperatorUpgrade labels every node for the tutorial's Shim, waits for
 // it Ready on all of them, then upgrades the release to the second build
-// with helm: the operator's upgrade is not a fleet rollout. It returns the
-// labels it put on the nodes.
-func testOperatorUpgrade(t *testing.T, c *testutil.Cluster, nodes []testutil.ClusterNode, next published, tools string, env []string) map[string]string {
+// with helm: the operator's upgrade is not a fleet rollout.
+func testOperatorUpgrade(t *testing.T, c *testutil.Cluster, nodes []testutil.ClusterNode, next published, tools string, env []string) {
 	ctx := context.Background()
 	shim := &v1alpha1.Shim{}
 	if err := c.Client.Get(ctx, client.ObjectKey{Name: "spin"}, shim); err != nil {
@@ -76,7 +75,6 @@ func testOperatorUpgrade(t *testing.T, c *testutil.Cluster, nodes []testutil.Clu
 	time.Sleep(5 * time.Second)
 	t.Logf("helm upgrade to %s, the new operator leading: %s", next.version, time.Since(start).Round(time.Second))
 	checkUntouched(t, c, shim, ready, flips(), runtimes, nodes, jobs)
-	return shim.Spec.NodeSelector
 }
 
 // checkUntouched checks that an operator upgrade left the fleet alone: the

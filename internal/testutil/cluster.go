@@ -199,7 +199,7 @@ func (c *Cluster) AddNodes(t testing.TB, opts ...JoinOptions) []ClusterNode {
 	var nodes []ClusterNode
 	for _, o := range opts {
 		n := c.startNode(t, o)
-		t.Cleanup(func() { c.removeNode(t, n) })
+		t.Cleanup(func() { c.RemoveNode(t, n) })
 		nodes = append(nodes, n)
 	}
 	for _, n := range nodes {
@@ -342,9 +342,11 @@ func (c *Cluster) bootNode(t testing.TB, i int, opts JoinOptions) ClusterNode {
 	return ClusterNode{Node: n, Name: name, IP: nodeIP(i), index: i, opts: opts}
 }
 
-// removeNode stops a joined node's kubelet, deletes its Node object (its
-// pods go with it) and takes it out of Nodes.
-func (c *Cluster) removeNode(t testing.TB, n ClusterNode) {
+// RemoveNode takes a node out of the cluster: it stops its kubelet,
+// deletes its Node object (its pods go with it) and takes it out of
+// Nodes. The machine runs on until the cluster ends. Removing a node twice
+// is removing it once.
+func (c *Cluster) RemoveNode(t testing.TB, n ClusterNode) {
 	// A kubelet that runs on registers its node again.
 	c.mu.Lock()
 	i := slices.IndexFunc(c.Nodes, func(m ClusterNode) bool { return m.Name == n.Name })

@@ -12,8 +12,9 @@ import (
 
 // Change is one field of the spec that a plan changes, as its JSON path
 // (fetchStrategy.anonHttp.location, handlers[1].runtimeClass.name) with
-// its old and new value ("" when the field is not set on that side), or
-// the artifact pinned for the spec ("artifact").
+// its old and new value ("" when the field is not set on that side, `""`
+// when it is set to the empty string, as a label selector's value may be),
+// or the artifact pinned for the spec ("artifact").
 type Change struct {
 	Field string `json:"field"`
 	Old   string `json:"old,omitempty"`
@@ -105,6 +106,9 @@ func flatten(path string, v any, out map[string]string) {
 		}
 	case string:
 		out[path] = t
+		if t == "" {
+			out[path] = `""` // set, to the empty string: not "not set"
+		}
 	case nil:
 	default:
 		data, _ := json.Marshal(t)

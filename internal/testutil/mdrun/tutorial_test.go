@@ -123,6 +123,9 @@ func TestSamplesSelectTutorialLabels(t *testing.T) {
 	prefix, _, _ := strings.Cut(key, "/")
 
 	env := envVariables(t, firstSh(blocks))
+	// The node choice exports CONTROL_PLANE: empty on a worker, as the
+	// samples' nodes are.
+	env["CONTROL_PLANE"] = ""
 	tutorialShim := heredocShim(t, blocks, "spin-shim.yaml", env)
 
 	files, err := filepath.Glob(filepath.Join(root, "operator/config/samples/shim_*.yaml"))
