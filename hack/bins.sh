@@ -3,8 +3,9 @@
 # them per version under $SHIMKIT_CACHE (default: the user cache dir), so a
 # second run rebuilds nothing.
 #
-#   hack/bins.sh            envtest (kube-apiserver, etcd), the containerd matrix, gVisor and CRI-O
-#   hack/bins.sh cluster    also kubelet, kube-controller-manager, kube-scheduler, kubectl
+#   hack/bins.sh            envtest (the oldest supported kube-apiserver, etcd), the newest
+#                           kube-apiserver, the containerd matrix, gVisor and CRI-O
+#   hack/bins.sh cluster    also the newest kubelet, kube-controller-manager, kube-scheduler, kubectl
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=versions.env
@@ -33,8 +34,16 @@ build() {
 	echo "bins: built ${names[*]} in $((SECONDS - start))s"
 }
 
-kube_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 -X k8s.io/component-base/version.gitTreeState=clean"
-kube() { (cd "$here/tools/kube" && CGO_ENABLED=0 go build -trimpath -ldflags "$kube_ldflags" -o "$out/" "${@/#/k8s.io/kubernetes/cmd/}"); }
+# kube_ldflags VERSION: the version stamp of a Kubernetes release (v1.MINOR.PATCH).
+kube_ldflags() {
+	local minor=${1#v1.}
+	echo "-s -w -X k8s.io/component-base/version.gitVersion=$1 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${minor%%.*} -X k8s.io/component-base/version.gitTreeState=clean"
+}
+kube() { (cd "$here/tools/kube" && CGO_ENABLED=0 go build -trimpath -ldflags "$(kube_ldflags "$KUBE_VERSION")" -o "$out/" "${@/#/k8s.io/kubernetes/cmd/}"); }
+# envtest's kube-apiserver: the oldest Kubernetes shimkit supports.
+kube_oldest() {
+	(cd "$here/tools/kube-oldest" && CGO_ENABLED=0 go build -trimpath -ldflags "$(kube_ldflags "$KUBE_OLDEST_VERSION")" -o "$out/" k8s.io/kubernetes/cmd/kube-apiserver)
+}
 etcd() { (cd "$here/tools/etcd" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3); }
 # One go build for the three commands: their links run side by side.
 containerd1() {
@@ -85,6 +94,7 @@ else
 	echo "bins: cached $cache/bin/kube-$KUBE_VERSION"
 fi
 build "$cache/bin/etcd-$ETCD_VERSION" etcd -- etcd
+build "$cache/bin/kube-$KUBE_OLDEST_VERSION" kube-apiserver -- kube_oldest
 for v in "$CONTAINERD_22_VERSION" "$CONTAINERD_23_VERSION"; do
 	build "$cache/bin/containerd-$v" containerd ctr containerd-shim-runc-v2 -- containerd2 "$v"
 done

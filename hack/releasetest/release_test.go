@@ -265,10 +265,18 @@ func checkChartYAML(t *testing.T, chart string) {
 		Name        string            `json:"name"`
 		Version     string            `json:"version"`
 		AppVersion  string            `json:"appVersion"`
+		KubeVersion string            `json:"kubeVersion"`
 		Annotations map[string]string `json:"annotations"`
 	}
 	if err := yaml.Unmarshal(data, &meta); err != nil {
 		t.Fatal(err)
+	}
+	oldest, err := testutil.Version(testutil.KubeOldest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if minor := strings.Join(strings.Split(strings.TrimPrefix(oldest, "v"), ".")[:2], "."); meta.KubeVersion != ">="+minor+".0-0" {
+		t.Errorf("Chart.yaml: kubeVersion %q, want %q: the oldest Kubernetes the tests run is %s", meta.KubeVersion, ">="+minor+".0-0", oldest)
 	}
 	if meta.Name != "shimkit" || meta.Version != chartVersion || meta.AppVersion != version {
 		t.Errorf("Chart.yaml: name %q, version %q, appVersion %q; want shimkit, %s, %s", meta.Name, meta.Version, meta.AppVersion, chartVersion, version)

@@ -79,7 +79,7 @@ type ClusterOptions struct {
 
 // ClusterBins returns the directory of the cluster binaries (make bins-cluster).
 func ClusterBins(t testing.TB) string {
-	return BinDir(t, "kube", "KUBE_VERSION", "kube-apiserver", "kubelet", "kube-controller-manager", "kube-scheduler", "kubectl")
+	return BinDir(t, "kube", KubeNewest, "kube-apiserver", "kubelet", "kube-controller-manager", "kube-scheduler", "kubectl")
 }
 
 // StartCluster brings up a single-node cluster and waits for the node to
@@ -102,7 +102,7 @@ func StartClusterWith(t testing.TB, opts ClusterOptions) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := StartEnvWith(t, func(e *envtest.Environment) {
+	env := StartEnvOf(t, KubeNewest, func(e *envtest.Environment) {
 		// A real cluster: pods get ServiceAccount tokens (envtest turns
 		// that off), and the API server reaches the kubelet by IP. It
 		// serves on the bridge, with a certificate for that address.

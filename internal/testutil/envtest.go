@@ -19,6 +19,19 @@ func CRDDir() string {
 	return filepath.Join(RepoRoot(), "operator", "config", "crd", "bases")
 }
 
+// The Kubernetes releases the tests run, by their keys in
+// hack/versions.env: envtest's kube-apiserver is the oldest release
+// shimkit supports (the chart's kubeVersion), the real cluster's
+// components are the newest.
+const (
+	KubeOldest = "KUBE_OLDEST_VERSION"
+	KubeNewest = "KUBE_VERSION"
+)
+
+// KubeReleases are the releases the tests run, oldest first: what a test
+// of admission (the CRD's rules, the chart's policies) runs on each.
+func KubeReleases() []string { return []string{KubeOldest, KubeNewest} }
+
 // Env is a running envtest control plane: a real kube-apiserver and etcd
 // built by hack/bins.sh.
 type Env struct {
@@ -40,8 +53,15 @@ func StartEnv(t testing.TB, addToScheme ...func(*runtime.Scheme) error) *Env {
 // API server's flags, say) before it starts.
 func StartEnvWith(t testing.TB, configure func(*envtest.Environment), addToScheme ...func(*runtime.Scheme) error) *Env {
 	t.Helper()
+	return StartEnvOf(t, KubeOldest, configure, addToScheme...)
+}
+
+// StartEnvOf is StartEnvWith on the kube-apiserver of a release the tests
+// run (KubeOldest, KubeNewest).
+func StartEnvOf(t testing.TB, release string, configure func(*envtest.Environment), addToScheme ...func(*runtime.Scheme) error) *Env {
+	t.Helper()
 	RequireHarness(t)
-	env, err := startEnv(t, t.TempDir(), configure, addToScheme)
+	env, err := startEnv(t, t.TempDir(), release, configure, addToScheme)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,12 +73,12 @@ func StartEnvWith(t testing.TB, configure func(*envtest.Environment), addToSchem
 	return env
 }
 
-// startEnv starts kube-apiserver and etcd, their wrappers written into
-// dir, and returns them with a client whose scheme has the client-go
-// types and addToScheme's. Stopping them is the caller's.
-func startEnv(t testing.TB, dir string, configure func(*envtest.Environment), addToScheme []func(*runtime.Scheme) error) (*Env, error) {
+// startEnv starts the release's kube-apiserver and etcd, their wrappers
+// written into dir, and returns them with a client whose scheme has the
+// client-go types and addToScheme's. Stopping them is the caller's.
+func startEnv(t testing.TB, dir, release string, configure func(*envtest.Environment), addToScheme []func(*runtime.Scheme) error) (*Env, error) {
 	t.Helper()
-	kube := BinDir(t, "kube", "KUBE_VERSION", "kube-apiserver")
+	kube := BinDir(t, "kube", release, "kube-apiserver")
 	etcd := BinDir(t, "etcd", "ETCD_VERSION", "etcd")
 
 	env := &envtest.Environment{

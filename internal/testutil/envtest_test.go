@@ -4,9 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/mod/modfile"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,9 +20,24 @@ import (
 )
 
 // TestEnvtestHarness proves the envtest binaries built from the Go module
-// proxy run: the API server reports the pinned version and serves writes.
+// proxy run: StartEnv's API server reports the oldest supported release,
+// StartEnvOf's each release's, and it serves writes.
 func TestEnvtestHarness(t *testing.T) {
-	env := testutil.StartEnv(t)
+	for _, rel := range testutil.KubeReleases() {
+		t.Run(rel, func(t *testing.T) {
+			start := func(t testing.TB) *testutil.Env { return testutil.StartEnvOf(t, rel, nil) }
+			if rel == testutil.KubeOldest {
+				start = func(t testing.TB) *testutil.Env { return testutil.StartEnv(t) }
+			}
+			checkEnv(t, start(t), rel)
+		})
+	}
+}
+
+// checkEnv checks that env's API server is the release's and serves
+// writes.
+func checkEnv(t *testing.T, env *testutil.Env, release string) {
+	t.Helper()
 	dc, err := discovery.NewDiscoveryClientForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -27,9 +46,9 @@ func TestEnvtestHarness(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := testutil.Version("KUBE_VERSION")
+	want, _ := testutil.Version(release)
 	if info.GitVersion != want {
-		t.Errorf("kube-apiserver reports %q, want %q", info.GitVersion, want)
+		t.Errorf("kube-apiserver reports %q, want %q (%s)", info.GitVersion, want, release)
 	}
 	ctx := context.Background()
 	for i := range 3 {
@@ -52,7 +71,7 @@ func TestEnvtestHarness(t *testing.T) {
 // t.Cleanup runs, and its kube-apiserver and etcd die with it.
 func TestEnvDiesWithTheTest(t *testing.T) {
 	testutil.RequireHarness(t)
-	testutil.BinDir(t, "kube", "KUBE_VERSION", "kube-apiserver")
+	testutil.BinDir(t, "kube", testutil.KubeOldest, "kube-apiserver")
 	testutil.BinDir(t, "etcd", "ETCD_VERSION", "etcd")
 	// envtest's directories, which the killed helper cannot remove.
 	helper, out, stderr := startHelper(t, "TestHelperEnv", "env", "TMPDIR="+t.TempDir())
@@ -97,4 +116,40 @@ func TestHelperEnv(t *testing.T) {
 		fmt.Printf("%s %d\n", name, pid)
 	}
 	time.Sleep(10 * time.Minute)
+}
+
+// TestKubeBuildModulesPinTheReleases: the build modules of hack/tools
+// build the Kubernetes releases hack/versions.env names, each staging
+// module at that release's version.
+func TestKubeBuildModulesPinTheReleases(t *testing.T) {
+	for dir, release := range map[string]string{"kube": testutil.KubeNewest, "kube-oldest": testutil.KubeOldest} {
+		v, err := testutil.Version(release)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(testutil.RepoRoot(), "hack", "tools", dir, "go.mod")
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := modfile.Parse(path, data, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		staging := "v0." + strings.TrimPrefix(v, "v1.")
+		got := ""
+		for _, r := range f.Require {
+			if r.Mod.Path == "k8s.io/kubernetes" {
+				got = r.Mod.Version
+			}
+		}
+		if got != v {
+			t.Errorf("%s requires k8s.io/kubernetes %q, want %s (%s)", path, got, v, release)
+		}
+		for _, r := range f.Replace {
+			if strings.HasPrefix(r.Old.Path, "k8s.io/") && r.New.Version != staging {
+				t.Errorf("%s replaces %s by %s, want %s", path, r.Old.Path, r.New.Version, staging)
+			}
+		}
+	}
 }

@@ -93,7 +93,7 @@ func (s *SharedEnv) start(t testing.TB) error {
 		return err
 	}
 	s.dir = dir
-	env, err := startEnv(t, dir, nil, s.AddToScheme)
+	env, err := startEnv(t, dir, KubeOldest, nil, s.AddToScheme)
 	if err != nil {
 		return err
 	}

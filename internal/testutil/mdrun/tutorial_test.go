@@ -96,6 +96,20 @@ func TestTutorial(t *testing.T) {
 			t.Errorf("block at %s still names $SPIN_VERSION: the upgrade is to $SPIN_NEXT_VERSION", b.Where())
 		}
 	}
+	chart, err := os.ReadFile(filepath.Join(root, "charts/shimkit/Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta struct {
+		KubeVersion string `json:"kubeVersion"`
+	}
+	if err := yaml.Unmarshal(chart, &meta); err != nil {
+		t.Fatal(err)
+	}
+	oldest := strings.TrimSuffix(strings.TrimPrefix(meta.KubeVersion, ">="), ".0-0")
+	if want := "version " + oldest + " or later (the chart's `kubeVersion`"; oldest == "" || !strings.Contains(string(src), want) {
+		t.Errorf("the tutorial does not say %q (Chart.yaml's kubeVersion %q)", want, meta.KubeVersion)
+	}
 	if m := regexp.MustCompile(`(/home/|/root/|/tmp/|/work/)\S*`).FindString(string(src)); m != "" {
 		t.Errorf("the tutorial names a path of some machine: %s", m)
 	}

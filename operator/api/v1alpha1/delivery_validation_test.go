@@ -38,8 +38,15 @@ func deliveryShim(name string) *v1alpha1.Shim {
 // TestAdmissionDelivery proves the CRD's rules of spec.rolloutStrategy's
 // pause, windows, steps, health gate and onFailure on a real API server:
 // each bad value is rejected naming its field, the full example accepted.
+//
+// On each release the tests run: the oldest supported and the newest.
 func TestAdmissionDelivery(t *testing.T) {
-	env := testutil.StartEnv(t, v1alpha1.AddToScheme)
+	for _, rel := range testutil.KubeReleases() {
+		t.Run(rel, func(t *testing.T) { testAdmissionDelivery(t, testutil.StartEnvOf(t, rel, nil, v1alpha1.AddToScheme)) })
+	}
+}
+
+func testAdmissionDelivery(t *testing.T, env *testutil.Env) {
 	ctx := context.Background()
 	if err := env.Client.Create(ctx, deliveryShim("delivery-good")); err != nil {
 		t.Fatalf("the README's example rejected: %v", err)

@@ -81,8 +81,15 @@ func intOrString(s string) *intstr.IntOrString {
 // TestAdmission proves every validation rule of the CRD against a real API
 // server: each bad spec is rejected with a message naming the field, and
 // good specs are accepted with their defaults.
+//
+// On each release the tests run: the oldest supported and the newest.
 func TestAdmission(t *testing.T) {
-	env := testutil.StartEnv(t, v1alpha1.AddToScheme)
+	for _, rel := range testutil.KubeReleases() {
+		t.Run(rel, func(t *testing.T) { testAdmission(t, testutil.StartEnvOf(t, rel, nil, v1alpha1.AddToScheme)) })
+	}
+}
+
+func testAdmission(t *testing.T, env *testutil.Env) {
 	ctx := context.Background()
 
 	bad := []struct {
