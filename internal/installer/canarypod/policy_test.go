@@ -34,23 +34,7 @@ func TestAdmissionPolicy(t *testing.T) {
 
 func testAdmissionPolicy(t *testing.T, env *testutil.Env) {
 	ctx := context.Background()
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shimkit-system"}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.Client.Create(ctx, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "shimkit-canary-spin"}, Handler: "spin"}); err != nil {
-		t.Fatal(err)
-	}
-	testutil.ApplyFile(t, env.Client, filepath.Join(testutil.RepoRoot(), "operator/config/rbac/installer.yaml"))
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: installerUser}
-	asInstaller, err := NewRESTPods(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := NewRESTPods(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	asInstaller, admin := installerPods(t, env)
 	r := New(asInstaller, "node-a")
 	canary := func() *corev1.Pod {
 		return r.pod(plan.Canary{Handler: "spin", RuntimeClass: "shimkit-canary-spin", Namespace: "shimkit-system", Image: "registry.invalid/pause:3.10", Timeout: plan.Duration(time.Minute)})
@@ -103,4 +87,30 @@ func testAdmissionPolicy(t *testing.T, env *testutil.Env) {
 			}
 		})
 	}
+}
+
+// installerPods applies the installer's manifests (its ServiceAccount,
+// Role and admission policy) to env, with the namespace and canary
+// RuntimeClass they need, and returns Pods as the installer and as the
+// admin.
+func installerPods(t *testing.T, env *testutil.Env) (asInstaller, admin *RESTPods) {
+	t.Helper()
+	ctx := context.Background()
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shimkit-system"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(ctx, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "shimkit-canary-spin"}, Handler: "spin"}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.ApplyFile(t, env.Client, filepath.Join(testutil.RepoRoot(), "operator/config/rbac/installer.yaml"))
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: installerUser}
+	asInstaller, err := NewRESTPods(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if admin, err = NewRESTPods(env.Config); err != nil {
+		t.Fatal(err)
+	}
+	return asInstaller, admin
 }
