@@ -29,9 +29,7 @@ import (
 // the label). The e2e release scenario runs the page on kind's kind of
 // node; this covers the others.
 func TestTutorialNodeChoice(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs kube-apiserver, etcd and kubectl (make bins)")
-	}
+	testutil.RequireHarness(t)
 	choose, shimBlock := tutorialBlocks(t)
 	env := testutil.StartEnv(t, v1alpha1.AddToScheme)
 	kubeconfig := testutil.WriteKubeconfig(t, env.Config, filepath.Join(t.TempDir(), "kubeconfig"))
