@@ -15,13 +15,14 @@
 //     exponential backoff. A 404, a digest mismatch or refused credentials
 //     fail at once with ErrNotFound, ErrDigestMismatch or ErrUnauthorized.
 //     The context deadline bounds everything; proxy variables are honoured.
-//   - Extract safely. .tar.gz, .tar and bare binaries are recognised by
-//     content. Extraction goes through os.Root into a staging directory
-//     inside the destination, and moves into place only when the whole
-//     archive passed: absolute paths, "..", symlinks or hardlinks that leave
-//     the destination, and device or fifo entries fail with
-//     ErrUnsafeArchive; more bytes or entries than Limits allow fail with
-//     ErrLimit. After any error the destination is as it was.
+//   - Extract safely. Tarballs (plain, or compressed with gzip, zstd or
+//     bzip2) and bare binaries are recognised by content, not by name.
+//     Extraction goes through os.Root into a staging directory inside the
+//     destination, and moves into place only when the whole archive passed:
+//     absolute paths, "..", symlinks or hardlinks that leave the
+//     destination, and device or fifo entries fail with ErrUnsafeArchive;
+//     more bytes or entries than Limits allow, or a zstd window over 128
+//     MiB, fail with ErrLimit. After any error the destination is as it was.
 //   - Only regular files whose names match Options.Executables (default
 //     containerd-shim-*) are made executable; archive modes are not trusted.
 //   - A node never downloads the same digest twice: with a digest known in

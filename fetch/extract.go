@@ -13,14 +13,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"github.com/klauspost/compress/gzip"
 )
 
-// extract unpacks a verified blob into dest: a .tar.gz, a .tar or a bare
-// binary, recognised by content. Everything is written into a staging
-// directory inside dest through os.Root, and moved into dest only when the
-// whole archive passed every check; on any error dest is left as it was.
+// extract unpacks a verified blob into dest: a tar archive, plain or
+// compressed with gzip, zstd or bzip2, or a bare binary, recognised by
+// content. Everything is written into a staging directory inside dest
+// through os.Root, and moved into dest only when the whole archive passed
+// every check; on any error dest is left as it was.
 func extract(blobPath, dest, bareName string, o Options) (files, executables []string, err error) {
 	f, err := os.Open(blobPath)
 	if err != nil {
@@ -30,19 +29,21 @@ func extract(blobPath, dest, bareName string, o Options) (files, executables []s
 	return extractWith(dest, o, func(x *extractor) error {
 		br := bufio.NewReaderSize(f, 64<<10)
 		head, _ := br.Peek(512)
-		switch {
-		case len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b:
-			zr, err := gzip.NewReader(br)
+		if c := compressionOf(head); c != nil {
+			r, done, err := c.open(br)
 			if err != nil {
-				return fmt.Errorf("gzip: %w", err)
+				return fmt.Errorf("%s: %w", c.name, err)
 			}
-			defer zr.Close()
-			return x.untar(zr)
-		case isTar(head):
-			return x.untar(br)
-		default:
-			return x.bare(br, bareName)
+			defer done()
+			if err := x.untar(r); err != nil {
+				return fmt.Errorf("%s: %w", c.name, limitOf(err))
+			}
+			return nil
 		}
+		if isTar(head) {
+			return x.untar(br)
+		}
+		return x.bare(br, bareName)
 	})
 }
 

@@ -37,6 +37,13 @@ func FuzzExtract(f *testing.F) {
 	}
 	f.Add([]byte("\x7fELF not really"))
 	f.Add([]byte{0x1f, 0x8b, 0x08, 0, 0, 0, 0, 0})
+	for _, name := range []string{"testdata/gvisor.tar.bz2", "testdata/gvisor.tar.zst"} {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		outer := t.TempDir()
 		blob := filepath.Join(t.TempDir(), "blob")

@@ -12,8 +12,8 @@ import (
 	"oras.land/oras-go/v2/content/oci"
 )
 
-// LocalFetcher takes a shim from this machine: a file (.tar.gz, .tar or a
-// bare binary) or an OCI image layout directory, for air-gapped nodes and
+// LocalFetcher takes a shim from this machine: a file (a tarball, plain
+// or compressed with gzip, zstd or bzip2, or a bare binary) or an OCI image layout directory, for air-gapped nodes and
 // image builds. It verifies and extracts exactly like the network fetchers.
 type LocalFetcher struct {
 	// Path is the file or the OCI layout directory (one with an oci-layout

@@ -482,7 +482,8 @@ type FetchStrategy struct {
 // +kubebuilder:validation:XValidation:rule="has(self.location) || (has(self.platforms) && size(self.platforms) > 0)",message="fetchStrategy.anonHttp: set location, or platforms"
 // +kubebuilder:validation:XValidation:rule="!has(self.platforms) || self.platforms.all(p, self.platforms.exists_one(q, q.platform == p.platform))",message="fetchStrategy.anonHttp.platforms: each platform at most once"
 type AnonHTTPFetch struct {
-	// location is the URL of the artifact (.tar.gz, .tar or a bare binary).
+	// location is the URL of the artifact: a tarball (.tar, .tar.gz,
+	// .tar.zst or .tar.bz2, recognised by content) or a bare binary.
 	// +optional
 	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
 	// +kubebuilder:validation:MaxLength=2048
