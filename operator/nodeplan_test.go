@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/shimkit/shimkit/installer/plan"
@@ -207,6 +208,12 @@ func TestSpecHashStable(t *testing.T) {
 			"runtimeClass.adoptHandler": func(s *v1alpha1.Shim) { s.Spec.RuntimeClass.AdoptHandler = true },
 			"migrateFrom": func(s *v1alpha1.Shim) {
 				s.Spec.MigrateFrom = &v1alpha1.MigrateFrom{RuntimeClassManager: v1alpha1.RuntimeClassManagerShim{Shim: s.Spec.RuntimeClass.HandlerName()}}
+			},
+			"files[].content": func(s *v1alpha1.Shim) {
+				s.Spec.Files = append(s.Spec.Files, v1alpha1.BundleFile{Path: "runsc.toml", Content: ptr.To("")})
+			},
+			"files[].path, a directory": func(s *v1alpha1.Shim) {
+				s.Spec.Files = append(s.Spec.Files, v1alpha1.BundleFile{Path: "gvisor-bin/"})
 			},
 			"handlers[].runtimeClass.adoptHandler": func(s *v1alpha1.Shim) {
 				s.Spec.Handlers = append(s.Spec.Handlers, v1alpha1.HandlerSpec{RuntimeClass: v1alpha1.RuntimeClassSpec{Name: "x", Handler: "x", AdoptHandler: true}})

@@ -208,19 +208,31 @@ type Keyless struct {
 	TrustedRootPath string `json:"trustedRootPath"`
 }
 
-// File is one file of the bundle.
+// File is one file of the bundle, a directory of the artifact, or a file
+// the plan writes itself (Content).
 type File struct {
 	// Source is the file's slash-separated path in the artifact, or a
 	// pattern (path.Match) that must match exactly one file; a pattern
 	// without a slash matches base names anywhere in the artifact. When it
 	// matches several files, the one whose base name equals Path's wins.
-	Source string `json:"source"`
+	// A Source ending in / is a directory of the artifact: every file
+	// under it, at any depth, goes under Path (ending in / too) with Mode.
+	// Empty when Content is set.
+	Source string `json:"source,omitempty"`
 	// Path is where the file goes, relative to the bundle directory.
 	Path string `json:"path"`
 	// Mode is the file's permission bits, such as 0o755.
 	Mode uint32 `json:"mode"`
 	// Substitute replaces BundleDirPlaceholder in the file's content.
 	Substitute bool `json:"substitute,omitempty"`
+	// Content, when set, is the file's content: nothing is taken from the
+	// artifact for it.
+	Content *string `json:"content,omitempty"`
+}
+
+// IsDir reports whether the file is a directory of the artifact.
+func (f File) IsDir() bool {
+	return strings.HasSuffix(f.Source, "/")
 }
 
 // Handler is one runtime handler: everything containerd's handler table

@@ -57,15 +57,8 @@ func (p *NodePlan) validate() error {
 	if len(p.Handlers) == 0 && len(p.Sandboxers) == 0 {
 		return errors.New("handlers: at least one handler")
 	}
-	targets := map[string]bool{}
-	for i, f := range p.Files {
-		if err := f.validate(); err != nil {
-			return fmt.Errorf("files[%d]: %w", i, err)
-		}
-		if targets[f.Path] {
-			return fmt.Errorf("files[%d].path %q: given twice", i, f.Path)
-		}
-		targets[f.Path] = true
+	if err := validateFiles(p.Files); err != nil {
+		return err
 	}
 	sandboxers := map[string]bool{}
 	for i, s := range p.Sandboxers {
@@ -191,14 +184,49 @@ func (v *Verification) validate(a *Artifact) error {
 	return nil
 }
 
+// validateFiles checks each file, and that no two go to the same place:
+// the same path, or a path under a directory's.
+func validateFiles(files []File) error {
+	targets := map[string]bool{}
+	for i, f := range files {
+		if err := f.validate(); err != nil {
+			return fmt.Errorf("files[%d]: %w", i, err)
+		}
+		if targets[f.Path] {
+			return fmt.Errorf("files[%d].path %q: given twice", i, f.Path)
+		}
+		targets[f.Path] = true
+	}
+	for i, f := range files {
+		for j, d := range files {
+			if d.IsDir() && d.Path != f.Path && strings.HasPrefix(f.Path+"/", d.Path) {
+				return fmt.Errorf("files[%d].path %q: inside %q, the directory files[%d] lays out", i, f.Path, d.Path, j)
+			}
+		}
+	}
+	return nil
+}
+
 func (f File) validate() error {
-	if f.Source == "" || strings.HasPrefix(f.Source, "/") {
+	switch {
+	case f.Content != nil:
+		if f.Source != "" {
+			return fmt.Errorf("source %q: none with content", f.Source)
+		}
+	case f.IsDir():
+		if src := strings.TrimSuffix(f.Source, "/"); !localPath(src) || strings.ContainsAny(src, `*?[\`) {
+			return fmt.Errorf("source %q: want a clean relative directory in the artifact, not a pattern", f.Source)
+		}
+		if !strings.HasSuffix(f.Path, "/") || !localPath(strings.TrimSuffix(f.Path, "/")) {
+			return fmt.Errorf("path %q: want a clean relative directory inside the bundle, ending in /", f.Path)
+		}
+	case f.Source == "" || strings.HasPrefix(f.Source, "/"):
 		return fmt.Errorf("source %q: want a relative path or pattern in the artifact", f.Source)
 	}
 	if _, err := path.Match(f.Source, ""); err != nil {
 		return fmt.Errorf("source %q: %w", f.Source, err)
 	}
-	if !localPath(f.Path) {
+	if !f.IsDir() && !localPath(f.Path) {
 		return fmt.Errorf("path %q: want a clean relative path inside the bundle", f.Path)
 	}
 	if f.Mode&^0o777 != 0 {

@@ -4,8 +4,11 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"io"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // ArchiveFile is one regular file of a test archive.
@@ -45,6 +48,28 @@ func NewArchive(t testing.TB, files ...ArchiveFile) Archive {
 		t.Fatal(err)
 	}
 	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return Archive{Data: buf.Bytes(), SHA256: SHA256Hex(buf.Bytes())}
+}
+
+// Zstd returns the archive's tar compressed with zstd instead of gzip, as
+// gVisor releases its gvisor.tar.zstd.
+func (a Archive) Zstd(t testing.TB) Archive {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(a.Data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	zw, err := zstd.NewWriter(&buf, zstd.WithEncoderLevel(zstd.SpeedFastest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(zw, zr); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
 		t.Fatal(err)
 	}
 	return Archive{Data: buf.Bytes(), SHA256: SHA256Hex(buf.Bytes())}

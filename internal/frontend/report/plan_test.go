@@ -13,12 +13,14 @@ import (
 	"github.com/shimkit/shimkit/internal/golden"
 	"github.com/shimkit/shimkit/operator"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
+	"k8s.io/utils/ptr"
 )
 
 // TestPlanGolden: kubectl shimkit plan for a spec change of the Shim of
 // TestStatusGolden under maxUpdate 2 with a canary step that bakes: its
 // waves, the nodes it skips and why, the node it uninstalls, and its
-// RuntimeClass (another's of the name is a conflict, left alone).
+// RuntimeClass (another's of the name is a conflict, left alone); a file's
+// content, quoted on one line.
 func TestPlanGolden(t *testing.T) {
 	shim, nodes, jobs := fleetOf()
 	two := intstr.FromInt32(2)
@@ -34,6 +36,8 @@ func TestPlanGolden(t *testing.T) {
 	old := shim.DeepCopy()
 	old.Spec.FetchStrategy = v1alpha1.FetchStrategy{Type: v1alpha1.FetchAnonHTTP, AnonHTTP: &v1alpha1.AnonHTTPFetch{Location: "https://artifacts.invalid/spin-v2.tar.gz", SHA256: "2222222222222222222222222222222222222222222222222222222222222222"}}
 	old.Spec.RolloutStrategy = nil
+	// A file the Shim wrote, gone: its content on the table's one line.
+	old.Spec.Files = []v1alpha1.BundleFile{{Path: "runsc.toml", Content: ptr.To("binary_name = \"$(BUNDLE_DIR)/runsc\"\n\tdebug = true\n")}}
 	if r.Changes, err = report.SpecChanges(report.Version{Spec: &old.Spec, Artifact: shim.Status.Artifact}, report.Version{Spec: &shim.Spec}); err != nil {
 		t.Fatal(err)
 	}

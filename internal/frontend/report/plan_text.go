@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -85,8 +86,12 @@ func writeChanges(w io.Writer, changes []Change) {
 }
 
 func valueOr(v string) string {
-	if v == "" {
+	switch {
+	case v == "":
 		return "(not set)"
+	case strings.ContainsAny(v, "\n\t\r"):
+		// A file's content: quoted, on the table's one line.
+		return strconv.Quote(v)
 	}
 	return v
 }

@@ -35,13 +35,9 @@ type Record struct {
 // links point into the bundle. What cannot be read is the error, with the
 // drift found before it.
 func Drift(l layout.Layout, rec Record, files []plan.File) ([]string, error) {
-	modes := map[string]uint32{}
-	for _, f := range files {
-		modes[path.Join(rec.Dir, rec.Version, f.Path)] = f.Mode
-	}
 	var out []string
 	for _, f := range rec.Files {
-		mode, hasMode := modes[f]
+		mode, hasMode := modeOf(files, path.Join(rec.Dir, rec.Version), f)
 		d, err := fileDrift(l.Local(f), f, rec.Digests[f], mode, hasMode)
 		if err != nil {
 			return out, err
@@ -72,6 +68,18 @@ func Drift(l layout.Layout, rec Record, files []plan.File) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// modeOf returns the mode the plan's files give the bundle file at node
+// path name, laid out in dir: its own, or its directory's.
+func modeOf(files []plan.File, dir, name string) (uint32, bool) {
+	for _, f := range files {
+		p := path.Join(dir, f.Path)
+		if p == name || f.IsDir() && strings.HasPrefix(name, p+"/") {
+			return f.Mode, true
+		}
+	}
+	return 0, false
 }
 
 // fileDrift compares one file of the bundle (local, at node path name)

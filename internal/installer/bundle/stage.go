@@ -105,19 +105,56 @@ func lay(fr *fetch.Result, art, dir string, files []plan.File, node, current str
 	var paths []string
 	digests := map[string]string{}
 	for _, file := range files {
-		src, err := matchFile(fr.Files, file)
+		placed, err := sources(fr.Files, file)
 		if err != nil {
 			return nil, nil, fmt.Errorf("artifact %s: %w", fr.Digest, err)
 		}
-		digest, err := layFile(filepath.Join(art, filepath.FromSlash(src)), filepath.Join(dir, filepath.FromSlash(file.Path)), file, current)
-		if err != nil {
-			return nil, nil, fmt.Errorf("bundle file %s: %w", file.Path, err)
+		for _, pl := range placed {
+			var digest string
+			dst := filepath.Join(dir, filepath.FromSlash(pl.path))
+			if file.Content != nil {
+				digest, err = writeFile(dst, []byte(*file.Content), file, current)
+			} else {
+				digest, err = layFile(filepath.Join(art, filepath.FromSlash(pl.src)), dst, file, current)
+			}
+			if err != nil {
+				return nil, nil, fmt.Errorf("bundle file %s: %w", pl.path, err)
+			}
+			p := path.Join(node, pl.path)
+			paths = append(paths, p)
+			digests[p] = digest
 		}
-		p := path.Join(node, file.Path)
-		paths = append(paths, p)
-		digests[p] = digest
 	}
 	return paths, digests, nil
+}
+
+// placement is one file to lay out: its path in the artifact ("" for
+// content) and in the bundle.
+type placement struct{ src, path string }
+
+// sources lists what a plan file lays out: the one file it names or
+// matches, every file under a directory, or the file it holds.
+func sources(files []string, f plan.File) ([]placement, error) {
+	switch {
+	case f.Content != nil:
+		return []placement{{path: f.Path}}, nil
+	case f.IsDir():
+		var out []placement
+		for _, name := range files {
+			if rest, ok := strings.CutPrefix(name, f.Source); ok {
+				out = append(out, placement{src: name, path: f.Path + rest})
+			}
+		}
+		if len(out) == 0 {
+			return nil, fmt.Errorf("%w: no file under %q (the artifact has %v)", ErrMissingFile, f.Source, files)
+		}
+		return out, nil
+	}
+	src, err := matchFile(files, f)
+	if err != nil {
+		return nil, err
+	}
+	return []placement{{src: src, path: f.Path}}, nil
 }
 
 // Unstage removes the staging directory, and the Shim's and the bundle
@@ -232,27 +269,44 @@ func layFile(src, dst string, f plan.File, current string) (string, error) {
 	if !fi.Mode().IsRegular() {
 		return "", fmt.Errorf("%w: %s is not a regular file", ErrMissingFile, f.Source)
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return "", err
-	}
-	var digest string
 	if f.Substitute {
 		data, err := os.ReadFile(src)
 		if err != nil {
 			return "", err
 		}
-		data = []byte(plan.ResolveBundleDir(string(data), current))
-		if err := os.WriteFile(dst, data, 0o600); err != nil {
-			return "", err
-		}
-		digest = ownership.Digest(data)
-	} else if err := os.Rename(src, dst); err != nil {
+		return writeFile(dst, data, f, current)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return "", err
-	} else if digest, err = ownership.FileDigest(dst); err != nil {
+	}
+	if err := os.Rename(src, dst); err != nil {
+		return "", err
+	}
+	digest, err := ownership.FileDigest(dst)
+	if err != nil {
 		return "", err
 	}
 	if err := os.Chmod(dst, os.FileMode(f.Mode)); err != nil {
 		return "", err
 	}
 	return digest, syncPath(dst)
+}
+
+// writeFile writes data to dst with the plan's mode, substituting the
+// bundle placeholder when asked, and syncs it. It returns the digest of
+// what dst holds.
+func writeFile(dst string, data []byte, f plan.File, current string) (string, error) {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return "", err
+	}
+	if f.Substitute {
+		data = []byte(plan.ResolveBundleDir(string(data), current))
+	}
+	if err := os.WriteFile(dst, data, 0o600); err != nil {
+		return "", err
+	}
+	if err := os.Chmod(dst, os.FileMode(f.Mode)); err != nil {
+		return "", err
+	}
+	return ownership.Digest(data), syncPath(dst)
 }

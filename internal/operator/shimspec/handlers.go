@@ -65,6 +65,10 @@ func filesOf(shim *v1alpha1.Shim, handlers []plan.Handler) []plan.File {
 	out := make([]plan.File, 0, len(shim.Spec.Files))
 	for _, f := range shim.Spec.Files {
 		pf := plan.File{Source: f.Path, Path: fileTarget(f), Mode: 0o644, Substitute: f.Substitute}
+		if f.Content != nil {
+			content := *f.Content
+			pf.Source, pf.Content = "", &content
+		}
 		if shimBinaries[pf.Path] {
 			pf.Mode = 0o755
 		}

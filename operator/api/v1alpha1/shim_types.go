@@ -162,6 +162,7 @@ type ShimSpec struct {
 	// +listType=map
 	// +listMapKey=path
 	// +kubebuilder:validation:XValidation:rule="self.all(f, self.exists_one(g, (has(g.target) ? g.target : (g.path.matches('[*?]') ? g.path.substring(g.path.lastIndexOf('/') + 1) : g.path)) == (has(f.target) ? f.target : (f.path.matches('[*?]') ? f.path.substring(f.path.lastIndexOf('/') + 1) : f.path))))",message="files: each target (default: path, or its base name for a pattern) at most once"
+	// +kubebuilder:validation:XValidation:rule="self.all(f, !(has(f.target) ? f.target : f.path).endsWith('/') || !self.exists(g, g != f && ((has(g.target) ? g.target : g.path) + '/').startsWith(has(f.target) ? f.target : f.path)))",message="files: nothing else goes into a directory's target"
 	Files []BundleFile `json:"files,omitempty"`
 
 	// handlers are further runtime handlers served by the same bundle
@@ -316,28 +317,37 @@ func (r RuntimeClassManagerShim) Group() string {
 	return RCMGroup
 }
 
-// BundleFile is one file of a Shim's bundle.
+// BundleFile is one file of a Shim's bundle, a directory of the artifact,
+// or a file the Shim itself writes (content).
 //
-// +kubebuilder:validation:XValidation:rule="has(self.target) || !self.path.substring(self.path.lastIndexOf('/') + 1).matches('[*?]')",message="files.target: required when the base name of path is a pattern"
+// +kubebuilder:validation:XValidation:rule="has(self.target) || has(self.content) || !self.path.substring(self.path.lastIndexOf('/') + 1).matches('[*?]')",message="files.target: required when the base name of path is a pattern"
+// +kubebuilder:validation:XValidation:rule="!self.path.endsWith('/') || !self.path.matches('[*?]')",message="files.path: a directory (ending in /) is not a pattern"
+// +kubebuilder:validation:XValidation:rule="!has(self.target) || self.path.endsWith('/') == self.target.endsWith('/')",message="files.target: a directory (ending in /) when path is one, else a file"
+// +kubebuilder:validation:XValidation:rule="!has(self.content) || (!has(self.target) && !self.path.endsWith('/') && !self.path.matches('[*?]'))",message="files.content: path is then the file's place in the bundle: not a pattern, not a directory, and no target"
 type BundleFile struct {
 	// path is the file's path in the artifact, or a pattern (as Go's
 	// path.Match, with * and ?) matching exactly one file; a pattern
-	// without a slash matches base names anywhere in the artifact.
+	// without a slash matches base names anywhere in the artifact. A path
+	// ending in / is a directory of the artifact: every file under it, at
+	// any depth, is laid out (gVisor's gvisor-bin/). With content, path is
+	// where the file goes in the bundle.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=255
 	// +kubebuilder:validation:Pattern=`^[^/\s\[\]\\][^\s\[\]\\]*$`
-	// +kubebuilder:validation:XValidation:rule="!self.split('/').exists(e, e == '..' || e == '.' || e == '')",message="files.path: a clean relative path in the artifact"
+	// +kubebuilder:validation:XValidation:rule="!(self.endsWith('/') ? self.substring(0, size(self) - 1) : self).split('/').exists(e, e == '..' || e == '.' || e == '')",message="files.path: a clean relative path in the artifact"
 	Path string `json:"path"`
 	// target is where the file goes, relative to the bundle directory;
-	// default: path (the base name when path is a pattern).
+	// default: path (the base name when path is a pattern). A directory
+	// (path ending in /) goes to a directory: target ends in / too.
 	// +optional
 	// +kubebuilder:validation:MaxLength=255
 	// +kubebuilder:validation:Pattern=`^[^/\s][^\s]*$`
-	// +kubebuilder:validation:XValidation:rule="!self.split('/').exists(e, e == '..' || e == '.' || e == '')",message="files.target: a clean relative path inside the bundle"
+	// +kubebuilder:validation:XValidation:rule="!(self.endsWith('/') ? self.substring(0, size(self) - 1) : self).split('/').exists(e, e == '..' || e == '.' || e == '')",message="files.target: a clean relative path inside the bundle"
 	Target string `json:"target,omitempty"`
 	// mode is the file's permission bits (0755 for programs); default
 	// 0644, or 0755 when target is the shim binary of one of the Shim's
-	// handlers (containerd-shim-<name>-<version>).
+	// handlers (containerd-shim-<name>-<version>). For a directory, the
+	// mode of every file under it (archive modes are not trusted).
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=511
@@ -347,6 +357,12 @@ type BundleFile struct {
 	// other files of the bundle, such as runsc.toml's binary_name).
 	// +optional
 	Substitute bool `json:"substitute,omitempty"`
+	// content is the file's content, written at path in the bundle
+	// instead of a file taken from the artifact: a configuration file the
+	// release does not ship (gVisor's runsc.toml). Up to 32 KiB.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32768
+	Content *string `json:"content,omitempty"`
 }
 
 // HandlerSpec is a further runtime handler of a Shim.

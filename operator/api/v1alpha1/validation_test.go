@@ -198,6 +198,31 @@ func testAdmission(t *testing.T, env *testutil.Env) {
 		{"file mode above 0777", func(s *v1alpha1.Shim) {
 			s.Spec.Files = []v1alpha1.BundleFile{{Path: "runsc", Mode: ptr.To[int32](0o4755)}}
 		}, "spec.files[0].mode"},
+		{"a directory pattern", func(s *v1alpha1.Shim) {
+			s.Spec.Files = []v1alpha1.BundleFile{{Path: "gvisor-*/", Target: "gvisor-bin/"}}
+		}, "files.path: a directory (ending in /) is not a pattern"},
+		{"a directory to a file", func(s *v1alpha1.Shim) {
+			s.Spec.Files = []v1alpha1.BundleFile{{Path: "gvisor-bin/", Target: "sidecars"}}
+		}, "files.target: a directory (ending in /) when path is one"},
+		{"a file to a directory", func(s *v1alpha1.Shim) { s.Spec.Files = []v1alpha1.BundleFile{{Path: "runsc", Target: "bin/"}} }, "files.target: a directory (ending in /) when path is one"},
+		{"a directory path with ..", func(s *v1alpha1.Shim) { s.Spec.Files = []v1alpha1.BundleFile{{Path: "bin/../../"}} }, "files.path: a clean relative path in the artifact"},
+		{"a directory path ending in //", func(s *v1alpha1.Shim) { s.Spec.Files = []v1alpha1.BundleFile{{Path: "bin//"}} }, "files.path: a clean relative path in the artifact"},
+		{"content with a target", func(s *v1alpha1.Shim) {
+			s.Spec.Files = []v1alpha1.BundleFile{{Path: "runsc.toml", Target: "etc/runsc.toml", Content: ptr.To("x")}}
+		}, "files.content: path is then the file's place in the bundle"},
+		{"content at a directory", func(s *v1alpha1.Shim) { s.Spec.Files = []v1alpha1.BundleFile{{Path: "etc/", Content: ptr.To("x")}} }, "files.content: path is then the file's place in the bundle"},
+		{"content over 32 KiB", func(s *v1alpha1.Shim) {
+			s.Spec.Files = []v1alpha1.BundleFile{{Path: "runsc.toml", Content: ptr.To(strings.Repeat("x", 32769))}}
+		}, "spec.files[0].content"},
+		{"a file inside a directory's target", func(s *v1alpha1.Shim) {
+			s.Spec.Files = []v1alpha1.BundleFile{{Path: "gvisor-bin/"}, {Path: "sentry", Target: "gvisor-bin/gvisor_sentry"}}
+		}, "files: nothing else goes into a directory's target"},
+		{"a file where a directory goes", func(s *v1alpha1.Shim) {
+			s.Spec.Files = []v1alpha1.BundleFile{{Path: "release/gvisor-bin/", Target: "sidecars/"}, {Path: "sidecars"}}
+		}, "files: nothing else goes into a directory's target"},
+		{"a directory inside a directory", func(s *v1alpha1.Shim) {
+			s.Spec.Files = []v1alpha1.BundleFile{{Path: "bin/"}, {Path: "lib/", Target: "bin/lib/"}}
+		}, "files: nothing else goes into a directory's target"},
 		{"sandboxer command not absolute", func(s *v1alpha1.Shim) {
 			s.Spec.Sandboxers = []v1alpha1.SandboxerSpec{{Name: "vmm", Command: []string{"vmm-sandboxer", "--listen", "$(ADDRESS)"}}}
 		}, "sandboxers.command: the program must be an absolute path or under $(BUNDLE_DIR)"},
@@ -350,6 +375,15 @@ func testAdmission(t *testing.T, env *testutil.Env) {
 				h := handler("kata-qemu", "kata-qemu")
 				h.RuntimeClass.AdoptHandler = true
 				s.Spec.Handlers = []v1alpha1.HandlerSpec{h}
+			},
+			// gVisor's release: a directory of sidecars and a written
+			// runsc.toml, beside files of the artifact.
+			func(s *v1alpha1.Shim) {
+				s.Spec.Files = []v1alpha1.BundleFile{
+					{Path: "runsc", Mode: ptr.To[int32](0o755)}, {Path: "gvisor-bin/", Mode: ptr.To[int32](0o755)},
+					{Path: "release/lib/", Target: "lib/"}, {Path: "runsc.toml", Content: ptr.To("binary_name = \"$(BUNDLE_DIR)/runsc\"\n"), Substitute: true},
+					{Path: "empty", Content: ptr.To("")},
+				}
 			},
 			// A handler named like runc is not runc.
 			func(s *v1alpha1.Shim) { s.Spec.RuntimeClass.Handler = "runc-systemd" },
