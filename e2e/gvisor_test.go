@@ -3,7 +3,9 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,22 +15,23 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/shimkit/shimkit/internal/testutil"
 	"github.com/shimkit/shimkit/operator/api/v1alpha1"
 )
 
-// gvisorArtifact packs gVisor as a bundle: runsc, its containerd shim, and
-// a runsc.toml that names runsc through the bundle placeholder. This machine
-// kind lacks CAP_SYS_RESOURCE, which gVisor's shim needs to lower its OOM
-// score (a real node does not), so the bundle also carries
-// testutil.GVisorShimWrapper as containerd-shim-runsc-v1 in front of the
-// real shim: one more bundle file that names others through the
-// placeholder.
-func gvisorArtifact(t *testing.T, version string) testutil.Archive {
+// gvisorRelease packs gVisor as gVisor releases it since 2026-08, one
+// gvisor.tar.zstd per architecture: runsc, containerd-shim-runsc-v1 and the
+// directory gvisor-bin/ of runsc's sidecars, all built from source here.
+// Stand-ins, as no sidecar builds from the go branch: gvisor-bin/ holds the
+// two a pod without metrics or checkpoints never starts
+// (runsc-metric-server and checkpointgofer: scripts that fail, naming the
+// release), and no gvisor_sentry: this runsc boots the Sentry itself
+// (testutil.RunscFlags).
+func gvisorRelease(t *testing.T, release string) testutil.Archive {
 	t.Helper()
 	runsc, shim := testutil.GVisorBins(t)
 	read := func(p string) []byte {
@@ -38,42 +41,58 @@ func gvisorArtifact(t *testing.T, version string) testutil.Archive {
 		}
 		return data
 	}
-	toml := testutil.RunscConfig{Runsc: "$(BUNDLE_DIR)/runsc", Flags: testutil.RunscFlags()}.TOML()
-	wrapper := testutil.GVisorShimWrapper("$(BUNDLE_DIR)/containerd-shim-runsc-v1.real", "$(BUNDLE_DIR)/uid_map")
+	standIn := func(name string) testutil.ArchiveFile {
+		return testutil.ArchiveFile{Name: "gvisor-bin/" + name, Mode: 0o755, Data: []byte("#!/bin/sh\necho " + name + " of " + release + ": a stand-in >&2\nexit 1\n")}
+	}
 	return testutil.NewArchive(t,
 		testutil.ArchiveFile{Name: "runsc", Mode: 0o755, Data: read(runsc)},
-		testutil.ArchiveFile{Name: "containerd-shim-runsc-v1.real", Mode: 0o755, Data: read(shim)},
-		testutil.ArchiveFile{Name: "containerd-shim-runsc-v1", Mode: 0o755, Data: wrapper},
-		testutil.ArchiveFile{Name: "uid_map", Mode: 0o644, Data: []byte(testutil.GVisorUIDMap)},
-		testutil.ArchiveFile{Name: "runsc.toml", Mode: 0o644, Data: toml},
-		testutil.ArchiveFile{Name: "VERSION", Mode: 0o644, Data: []byte(version + "\n")},
+		testutil.ArchiveFile{Name: "containerd-shim-runsc-v1", Mode: 0o755, Data: read(shim)},
+		standIn("checkpointgofer"), standIn("runsc-metric-server"),
+	).Zstd(t)
+}
+
+// gvisorShim is the gVisor sample (operator/config/samples/shim_gvisor.yaml)
+// installing release from srv, where it lies as on gVisor's release site,
+// on the nodes of nodeSelector. This machine kind lacks CAP_SYS_RESOURCE,
+// which gVisor's shim needs to lower its OOM score (a real node does not),
+// so the Shim also writes testutil.GVisorShimWrapper, in front of gVisor's
+// shim, and its uid_map: two files with content, the wrapper the handler's
+// runtimePath.
+func gvisorShim(t *testing.T, srv *testutil.FileServer, release string, nodeSelector map[string]string) *v1alpha1.Shim {
+	t.Helper()
+	data, err := os.ReadFile("../operator/config/samples/shim_gvisor.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &v1alpha1.Shim{}
+	if err := yaml.UnmarshalStrict(data, s); err != nil {
+		t.Fatal(err)
+	}
+	s.Spec.NodeSelector = nodeSelector
+	a := gvisorRelease(t, release)
+	for i, p := range s.Spec.FetchStrategy.AnonHTTP.Platforms {
+		u, err := url.Parse(p.Location)
+		if err != nil || !strings.HasSuffix(u.Path, "/gvisor.tar.zstd") {
+			t.Fatalf("the sample's %s location %q is not a gvisor.tar.zstd: %v", p.Platform, p.Location, err)
+		}
+		dir, arch := path.Split(path.Dir(u.Path))
+		s.Spec.FetchStrategy.AnonHTTP.Platforms[i].Location = srv.Add(path.Join(path.Dir(path.Clean(dir)), release, arch, "gvisor.tar.zstd"), a.Data)
+	}
+	wrapper := string(testutil.GVisorShimWrapper("$(BUNDLE_DIR)/containerd-shim-runsc-v1", "$(BUNDLE_DIR)/uid_map"))
+	s.Spec.RuntimePath = "$(BUNDLE_DIR)/shim-wrapper"
+	s.Spec.Files = append(s.Spec.Files,
+		v1alpha1.BundleFile{Path: "shim-wrapper", Mode: ptr.To[int32](0o755), Substitute: true, Content: &wrapper},
+		v1alpha1.BundleFile{Path: "uid_map", Content: ptr.To(testutil.GVisorUIDMap)},
 	)
+	return s
 }
 
-// gvisorShim is the README's gVisor Shim, plus the files of the wrapper.
-func gvisorShim(url, sha string, nodeSelector map[string]string) *v1alpha1.Shim {
-	return &v1alpha1.Shim{ObjectMeta: metav1.ObjectMeta{Name: "gvisor"}, Spec: v1alpha1.ShimSpec{
-		NodeSelector:   nodeSelector,
-		FetchStrategy:  v1alpha1.FetchStrategy{Type: v1alpha1.FetchAnonHTTP, AnonHTTP: &v1alpha1.AnonHTTPFetch{Location: url, SHA256: sha}},
-		RuntimeClass:   v1alpha1.RuntimeClassSpec{Name: "gvisor", Handler: "runsc"},
-		RuntimeType:    "io.containerd.runsc.v1",
-		RuntimePath:    "$(BUNDLE_DIR)/containerd-shim-runsc-v1",
-		RuntimeOptions: &runtime.RawExtension{Raw: []byte(`{"TypeUrl":"io.containerd.runsc.v1.options","ConfigPath":"$(BUNDLE_DIR)/runsc.toml"}`)},
-		Files: []v1alpha1.BundleFile{
-			{Path: "runsc", Mode: ptr.To[int32](0o755)},
-			{Path: "containerd-shim-runsc-v1", Mode: ptr.To[int32](0o755), Substitute: true},
-			{Path: "containerd-shim-runsc-v1.real", Mode: ptr.To[int32](0o755)},
-			{Path: "uid_map"},
-			{Path: "runsc.toml", Substitute: true},
-			{Path: "VERSION"},
-		},
-	}}
-}
-
-// testGVisor installs gVisor as a bundle Shim on the cluster's first node,
-// runs a pod inside gVisor (its kernel log is gVisor's), upgrades the
-// bundle while the pod runs, and deletes the Shim: the node is clean and its
-// containerd config byte-identical to before.
+// testGVisor installs gVisor from its release tarball by the sample Shim
+// on the cluster's first node: runsc, its shim and gvisor-bin/ laid out,
+// runsc.toml written by the Shim. A pod runs inside gVisor (its kernel log
+// is gVisor's); the next release is rolled out while the pod runs, and the
+// Shim deleted: the node is clean and its containerd config
+// byte-identical to before.
 func testGVisor(t *testing.T, c *testutil.Cluster, node testutil.ClusterNode) {
 	ctx := context.Background()
 	testutil.ImportBusybox(t, "/usr/bin/ctr", node.Socket())
@@ -82,15 +101,24 @@ func testGVisor(t *testing.T, c *testutil.Cluster, node testutil.ClusterNode) {
 		t.Fatal(err)
 	}
 	srv := c.StartFileServer(t)
-	v1, v2 := gvisorArtifact(t, "1"), gvisorArtifact(t, "2")
-	v1URL, v2URL := srv.Add("/gvisor-1.tar.gz", v1.Data), srv.Add("/gvisor-2.tar.gz", v2.Data)
+	const release1, release2 = "20261005.0", "20261012.0"
 
 	start := time.Now()
-	if err := c.Client.Create(ctx, gvisorShim(v1URL, v1.SHA256, onNode(node))); err != nil {
+	if err := c.Client.Create(ctx, gvisorShim(t, srv, release1, onNode(node))); err != nil {
 		t.Fatal(err)
 	}
 	kubectl(t, c, "wait", "--for=condition=Ready", "shim/gvisor", "--timeout=120s")
 	t.Logf("gVisor Shim Ready in %v", time.Since(start).Round(time.Millisecond))
+	sidecar := func() string {
+		data, _ := os.ReadFile(node.Local("/opt/shimkit/gvisor/current/gvisor-bin/runsc-metric-server"))
+		return string(data)
+	}
+	if fi, err := os.Stat(node.Local("/opt/shimkit/gvisor/current/gvisor-bin/checkpointgofer")); err != nil || fi.Mode().Perm() != 0o755 || !strings.Contains(sidecar(), release1) {
+		t.Errorf("gvisor-bin/ not laid out with the release's sidecars, mode 0755: %v %v %q", fi, err, sidecar())
+	}
+	if toml, err := os.ReadFile(node.Local("/opt/shimkit/gvisor/current/runsc.toml")); err != nil || string(toml) != "binary_name = \"/opt/shimkit/gvisor/current/runsc\"\n" {
+		t.Errorf("runsc.toml the Shim writes: %q %v", toml, err)
+	}
 
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "in-gvisor", Namespace: "default"},
@@ -120,7 +148,7 @@ func testGVisor(t *testing.T, c *testutil.Cluster, node testutil.ClusterNode) {
 		t.Fatalf("the pod does not run in gVisor; its log:\n%s", l)
 	}
 	exe, ok := testutil.ShimOf(podSandboxOf(t, node, strings.TrimPrefix(containerID, "containerd://")))
-	if want := resolved(t, node, "/opt/shimkit/gvisor/current/containerd-shim-runsc-v1.real"); !ok || exe != want {
+	if want := resolved(t, node, "/opt/shimkit/gvisor/current/containerd-shim-runsc-v1"); !ok || exe != want {
 		t.Errorf("the pod's shim is %q, want %s", exe, want)
 	}
 
@@ -131,13 +159,13 @@ func testGVisor(t *testing.T, c *testutil.Cluster, node testutil.ClusterNode) {
 		t.Fatal(err)
 	}
 	oldHash := s.Status.SpecHash
-	s.Spec.FetchStrategy.AnonHTTP = &v1alpha1.AnonHTTPFetch{Location: v2URL, SHA256: v2.SHA256}
+	s.Spec.FetchStrategy = gvisorShim(t, srv, release2, nil).Spec.FetchStrategy
 	if err := c.Client.Update(ctx, s); err != nil {
 		t.Fatal(err)
 	}
 	waitUpgraded(t, c, node, s, oldHash)
-	if v, _ := os.ReadFile(node.Local("/opt/shimkit/gvisor/current/VERSION")); string(v) != "2\n" {
-		t.Errorf("current bundle VERSION = %q after the upgrade", v)
+	if got := sidecar(); !strings.Contains(got, release2) {
+		t.Errorf("current gvisor-bin/runsc-metric-server after the upgrade: %q, want %s's", got, release2)
 	}
 	// The pod's shim started from the old version, which stays while it
 	// runs (gVisor's shim reads its runsc.toml and runs its runsc).
