@@ -176,6 +176,7 @@ func TestBundleRefusals(t *testing.T) {
 		{"ambiguous pattern", func(p *plan.NodePlan) { p.Files[0].Source = "*"; p.Files[0].Path = "x" }, plan.ReasonArtifactInvalid},
 		{"digest mismatch", func(p *plan.NodePlan) { p.Artifact.Digest = "sha256:" + strings.Repeat("0", 64) }, plan.ReasonDigestMismatch},
 		{"not found", func(p *plan.NodePlan) { p.Artifact.URL += ".missing" }, plan.ReasonFetchFailed},
+		{"no file under a directory", func(p *plan.NodePlan) { p.Files[0] = plan.File{Source: "lib/", Path: "lib/", Mode: 0o755} }, plan.ReasonArtifactInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := newFakeNode(t, "version = 2\n")

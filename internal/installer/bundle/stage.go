@@ -267,7 +267,7 @@ func layFile(src, dst string, f plan.File, current string) (string, error) {
 		return "", err
 	}
 	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%w: %s is not a regular file", ErrMissingFile, f.Source)
+		return "", fmt.Errorf("%w: not a regular file in the artifact (%s)", ErrMissingFile, fi.Mode().Type())
 	}
 	if f.Substitute {
 		data, err := os.ReadFile(src)
