@@ -46,8 +46,8 @@ type krewPlugin struct {
 }
 
 // checkKrew: the krew manifest names the release's version and, for each
-// of the plugin's archives (linux/amd64, linux/arm64 and darwin/arm64 in
-// the test release), its platform, URI and sha256; each archive holds the
+// of the plugin's archives (linux/amd64 and darwin/arm64 in the test
+// release), its platform, URI and sha256; each archive holds the
 // binary krew links, built for that platform (its ELF or Mach-O header
 // says), and this machine's prints the release's version.
 func checkKrew(t *testing.T, dist string) {

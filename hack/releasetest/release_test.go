@@ -41,7 +41,7 @@ const (
 )
 
 // pluginPlatforms are the platforms of the test release's plugin archives.
-func pluginPlatforms() []string { return []string{"linux-amd64", "linux-arm64", "darwin-arm64"} }
+func pluginPlatforms() []string { return []string{"linux-amd64", "darwin-arm64"} }
 
 // repoRoot is the repository's root.
 func repoRoot() string { return testutil.RepoRoot() }
@@ -121,7 +121,6 @@ func TestCrossRelease(t *testing.T) {
 		"kubectl-shimkit-" + version + "-linux-amd64.cdx.json",
 		"kubectl-shimkit-" + version + "-darwin-arm64.tar.gz",
 		"kubectl-shimkit-" + version + "-linux-amd64.tar.gz",
-		"kubectl-shimkit-" + version + "-linux-arm64.tar.gz",
 		"kubectl-shimkit.krew.yaml",
 		"release-notes.md",
 	}
