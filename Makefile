@@ -72,10 +72,13 @@ help:
 # (kube-apiserver, etcd, kubelet, kube-controller-manager, kube-scheduler, kubectl,
 # containerd 1.7/2.2/2.3, gVisor, CRI-O; a Debian root filesystem with systemd,
 # and the CRI-O node's layer over it: Debian's conmon and crun.)
+# The root filesystem is Debian's packages, downloaded and unpacked: it is
+# built beside the compiles, not after them (44 s of a cold run).
 bins:
-	hack/bins.sh cluster
-	hack/node-rootfs.sh
-	hack/node-crio-layer.sh
+	@{ hack/node-rootfs.sh && hack/node-crio-layer.sh; } & rootfs=$$!; \
+	hack/bins.sh cluster; built=$$?; \
+	wait $$rootfs || { echo "bins: the node root filesystem failed (above)" >&2; exit 1; }; \
+	exit $$built
 
 ## tools: build the developer tools into bin/ (helm, kustomize, controller-gen, gotestsum, crd-ref-docs, cyclonedx-gomod).
 # Built static (CGO_ENABLED=0) as the tests are: one compile of the standard
