@@ -273,6 +273,10 @@ helm-lint: $(HELM)
 ## install: install the CRDs into the cluster of the current kubeconfig.
 install: $(KUSTOMIZE)
 	$(KUSTOMIZE) build operator/config/crd | $(KUBECTL) apply --server-side -f -
+	@# kubectl wait fails, rather than waits, on a CRD whose status has no
+	@# conditions yet (just created): wait for the status first (10 s at most).
+	@n=0; until [ -n "$$($(KUBECTL) get crd/shims.containerd.x-k8s.io -o jsonpath='{.status.conditions}')" ]; do \
+	  n=$$((n + 1)); [ $$n -lt 50 ] || { echo "install: crd/shims.containerd.x-k8s.io has no status conditions after 10 s"; exit 1; }; sleep 0.2; done
 	$(KUBECTL) wait --for=condition=Established crd/shims.containerd.x-k8s.io --timeout=60s
 
 ## uninstall: delete the CRDs from that cluster; refused while Shims exist (delete them while the operator runs).
