@@ -15,6 +15,10 @@
 # (run.log) and the tests' record (tests.json); the caches are removed,
 # unless COLDRUN_KEEP=1 keeps them and the clone for a warm run there
 # (the commands printed at the end).
+# COLDRUN_ACCT=1 turns on the kernel's process accounting (acct's accton;
+# root) for the run, into $dir/acct, and prints the CPU time of each make
+# step and its busiest commands (hack/acctsplit.py): what a busy core
+# takes away from is that CPU time, not the wall time.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 busy=0
@@ -25,6 +29,7 @@ mkdir -p "$dir"
 caches=$(mktemp -d "$dir/caches.XXXXXX")
 cleanup() {
 	[ -n "${loop:-}" ] && { kill "$loop" 2>/dev/null || true; } # a loop gone already is no failure
+	[ "${acct:-}" = on ] && accton off >/dev/null
 	if [ "${COLDRUN_KEEP:-}" = 1 ]; then
 		echo "coldrun: kept; a warm run: cd $caches/src && GOMODCACHE=$GOMODCACHE GOCACHE=$GOCACHE SHIMKIT_CACHE=$SHIMKIT_CACHE CI=true make test"
 		return
@@ -41,19 +46,32 @@ if [ $busy = 1 ]; then
 	bash -c 'while :; do :; done' &
 	loop=$!
 fi
+if [ "${COLDRUN_ACCT:-}" = 1 ]; then
+	: >"$dir/acct"
+	accton "$dir/acct" >/dev/null
+	acct=on
+fi
 echo "coldrun: $commit in $caches/src$([ $busy = 1 ] && echo ", one core kept busy (pid $loop)"); log: $dir/run.log"
 start=$SECONDS
+epoch=$(date +%s)
 set +e
 (cd "$caches/src" && CI=true bash .ci/run </dev/null 2>&1) |
 	while IFS= read -r line; do printf '%5d %s\n' $((SECONDS - start)) "$line"; done >"$dir/run.log"
 rc=${PIPESTATUS[0]}
 set -e
 total=$((SECONDS - start))
+if [ "${acct:-}" = on ]; then
+	accton off >/dev/null
+	acct=off
+fi
 timeout=$(make -s -C "$caches/src" --no-print-directory -f Makefile -f - print-timeout <<<'print-timeout: ; @echo $(TEST_TIMEOUT)' 2>/dev/null || echo 25m)
 
 echo "coldrun: .ci/run exited $rc after $((total / 60)) m $((total % 60)) s ($total s)"
 echo "coldrun: make's steps (seconds since the start):"
 grep -E '^ *[0-9]+ (bins: (building|built|every)|node-(rootfs|crio-layer): built|test: |DONE )' "$dir/run.log" | sed 's/^/  /' || true
+if [ "${COLDRUN_ACCT:-}" = 1 ]; then
+	python3 "$repo/hack/acctsplit.py" "$dir/acct" "$dir/run.log" "$epoch" || echo "coldrun: no CPU split of $dir/acct"
+fi
 [ -s "$dir/tests.json" ] || { echo "coldrun: no test record ($dir/tests.json)"; exit 1; }
 python3 - "$timeout" "$dir"/tests*.json <<'PY'
 import json, re, sys
