@@ -67,6 +67,10 @@ fi
 timeout=$(make -s -C "$caches/src" --no-print-directory -f Makefile -f - print-timeout <<<'print-timeout: ; @echo $(TEST_TIMEOUT)' 2>/dev/null || echo 25m)
 
 echo "coldrun: .ci/run exited $rc after $((total / 60)) m $((total % 60)) s ($total s)"
+if [ $busy = 1 ]; then
+	# Its user and system time, in clock ticks: what the loop took of the two cores.
+	awk -v t="$total" -v hz="$(getconf CLK_TCK)" '{ s = ($14 + $15) / hz; printf "coldrun: the busy loop had %.0f s of CPU, %.2f cores over the run\n", s, s / t }' "/proc/$loop/stat"
+fi
 echo "coldrun: make's steps (seconds since the start):"
 grep -E '^ *[0-9]+ (bins: (building|built|every)|node-(rootfs|crio-layer): built|test: |DONE )' "$dir/run.log" | sed 's/^/  /' || true
 if [ "${COLDRUN_ACCT:-}" = 1 ]; then
