@@ -10,7 +10,10 @@
 # prints the total, each make step's start, the slowest test packages with
 # their share of the go test timeout, and fails when CI fails or a package
 # used more than half of the timeout. -busy keeps one core busy with a
-# shell loop all along, as a shared CI machine may be.
+# shell loop all along, as another job on a shared CI machine may: in a
+# session of its own, since where the kernel groups CPU time by session
+# (autogroup) a loop in the run's session gets only a thread's share
+# (0.28 cores measured, against 0.94 in its own).
 # COLDRUN_DIR (default a new directory under TMPDIR) keeps the log
 # (run.log) and the tests' record (tests.json); the caches are removed,
 # unless COLDRUN_KEEP=1 keeps them and the clone for a warm run there
@@ -43,7 +46,7 @@ git clone -q --no-local "$repo" "$caches/src"
 git -C "$caches/src" checkout -q "$commit"
 export GOMODCACHE=$caches/gomod GOCACHE=$caches/gobuild SHIMKIT_CACHE=$caches/shimkit GOTESTSUM_JSONFILE=$dir/tests.json
 if [ $busy = 1 ]; then
-	bash -c 'while :; do :; done' &
+	setsid bash -c 'while :; do :; done' &
 	loop=$!
 fi
 if [ "${COLDRUN_ACCT:-}" = 1 ]; then
