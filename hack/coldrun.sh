@@ -30,9 +30,16 @@ commit=$(git -C "$repo" rev-parse "${1:-HEAD}")
 dir=${COLDRUN_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/shimkit-coldrun.XXXXXX")}
 mkdir -p "$dir"
 caches=$(mktemp -d "$dir/caches.XXXXXX")
+# acct_off ends the process accounting this script turned on, once.
+acct_off() {
+	if [ "${acct:-}" = on ]; then
+		accton off >/dev/null
+		acct=off
+	fi
+}
 cleanup() {
 	[ -n "${loop:-}" ] && { kill "$loop" 2>/dev/null || true; } # a loop gone already is no failure
-	[ "${acct:-}" = on ] && accton off >/dev/null
+	acct_off
 	if [ "${COLDRUN_KEEP:-}" = 1 ]; then
 		echo "coldrun: kept; a warm run: cd $caches/src && GOMODCACHE=$GOMODCACHE GOCACHE=$GOCACHE SHIMKIT_CACHE=$SHIMKIT_CACHE CI=true make test"
 		return
@@ -63,14 +70,11 @@ set +e
 rc=${PIPESTATUS[0]}
 set -e
 total=$((SECONDS - start))
-if [ "${acct:-}" = on ]; then
-	accton off >/dev/null
-	acct=off
-fi
+acct_off
 timeout=$(make -s -C "$caches/src" --no-print-directory -f Makefile -f - print-timeout <<<'print-timeout: ; @echo $(TEST_TIMEOUT)' 2>/dev/null || echo 25m)
 
 echo "coldrun: .ci/run exited $rc after $((total / 60)) m $((total % 60)) s ($total s)"
-if [ $busy = 1 ]; then
+if [ $busy = 1 ] && [ -r "/proc/$loop/stat" ]; then
 	# Its user and system time, in clock ticks: what the loop took of the two cores.
 	awk -v t="$total" -v hz="$(getconf CLK_TCK)" '{ s = ($14 + $15) / hz; printf "coldrun: the busy loop had %.0f s of CPU, %.2f cores over the run\n", s, s / t }' "/proc/$loop/stat"
 fi
